@@ -1,0 +1,24 @@
+"""attention_core: the attention forward pass (and later its gradients), computed in numpy.
+
+No Streamlit here, and no torch at import: usable from a notebook.
+
+    >>> from attention_core import Config, run_forward
+    >>> trace = run_forward(Config(sentence="I love you today"))
+    >>> trace["weights"].shape_text
+    'n_q=4 × n_k=4'
+"""
+from .attention import (apply_mask, causal_mask, entropy, merge_heads, multi_head_attention,
+                        padding_mask, scaled_dot_product_attention, softmax, split_heads)
+from .config import Config, ConfigError
+from .embeddings import glove_vocabulary, nearest, parse_vectors, toy_vocabulary
+from .forward import run_forward
+from .positional import sinusoidal_encoding
+from .text import tokenize
+from .trace import Step, Trace
+
+__all__ = [
+    "Config", "ConfigError", "Step", "Trace", "run_forward",
+    "sinusoidal_encoding", "softmax", "scaled_dot_product_attention", "multi_head_attention",
+    "causal_mask", "padding_mask", "apply_mask", "split_heads", "merge_heads", "entropy",
+    "tokenize", "toy_vocabulary", "glove_vocabulary", "parse_vectors", "nearest",
+]

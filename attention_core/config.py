@@ -1,0 +1,131 @@
+"""The learner's settings, validated: one frozen dataclass and one error type.
+
+Every size is bounded here, on the server, so that no request (a tampered URL, a crafted
+widget value) can ask for a matrix that exhausts memory. Messages say what to change.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+
+EMBEDDINGS = ("toy", "glove", "random", "upload")
+UNKNOWN_POLICIES = ("drop", "unk")
+POSITIONALS = ("sinusoidal", "learned", "index", "none")
+COMBINES = ("add", "concat")
+SCORES = ("dot", "scaled_dot", "additive", "bilinear")
+MASKS = ("none", "causal", "padding")
+
+MAX_CHARS = 1000        # characters in a sentence
+MAX_TOKENS = 128        # tokens after tokenizing
+MAX_DIM = 512           # any width: d_model, d_k, d_v, h * d_k ...
+MAX_HEADS = 16
+MAX_GLOVE_VOCAB = 400_000
+MIN_GLOVE_VOCAB = 1_000
+MAX_UPLOAD_BYTES = 2_000_000
+
+
+class ConfigError(ValueError):
+    """A setting the explorer cannot compute with; the message says what to change."""
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def say_list(items: list) -> str:
+    """[1, 2, 5] -> '1, 2 or 5'."""
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+@dataclass(frozen=True)
+class Config:
+    sentence: str = "I love you today"
+    embedding: str = "toy"            # toy | glove | random | upload
+    d_model: int = 8                  # embedding width of the random source (toy: 3, GloVe: 50)
+    glove_vocab: int = 20_000         # use the first N GloVe words (they are sorted by frequency)
+    unknown: str = "drop"             # unknown words: drop them, or map them to an <unk> vector
+    positional: str = "sinusoidal"    # sinusoidal | learned | index | none
+    combine: str = "add"              # sinusoidal / learned: add to X, or concatenate to it
+    pe_base: float = 10_000.0
+    d_k: int = 4                      # per head
+    d_v: int = 4                      # per head
+    n_heads: int = 1
+    score: str = "scaled_dot"         # dot | scaled_dot | additive | bilinear
+    mask: str = "none"                # none | causal | padding
+    padding: tuple[int, ...] = ()     # key positions hidden when mask == "padding"
+    temperature: float = 1.0
+    bias: bool = False
+    seed: int = 0
+    vectors: str | None = field(default=None, repr=False)  # uploaded GloVe-format text
+
+    def __post_init__(self):
+        _check_choice("embedding", self.embedding, EMBEDDINGS)
+        _check_choice("unknown", self.unknown, UNKNOWN_POLICIES)
+        _check_choice("positional", self.positional, POSITIONALS)
+        _check_choice("combine", self.combine, COMBINES)
+        _check_choice("score", self.score, SCORES)
+        _check_choice("mask", self.mask, MASKS)
+        if not isinstance(self.sentence, str):
+            raise ConfigError("The sentence must be text.")
+        if not self.sentence.strip():
+            raise ConfigError("The sentence is empty: type a few words, e.g. “I love you today”.")
+        if len(self.sentence) > MAX_CHARS:
+            raise ConfigError(f"The sentence has {len(self.sentence):,} characters; the limit is "
+                              f"{MAX_CHARS:,}. Shorten it to a sentence or two.")
+        _check_int("d_model", self.d_model, 1, MAX_DIM)
+        if self.d_model < 2 and self.embedding == "random":
+            raise ConfigError("d_model=1 leaves one number per word: nothing for attention to compare "
+                              "but its sign. Use d_model of 2 or more.")
+        _check_int("glove_vocab", self.glove_vocab, MIN_GLOVE_VOCAB, MAX_GLOVE_VOCAB)
+        _check_int("d_k", self.d_k, 1, MAX_DIM)
+        _check_int("d_v", self.d_v, 1, MAX_DIM)
+        _check_int("n_heads", self.n_heads, 1, MAX_HEADS)
+        _check_int("seed", self.seed, 0, 2**32 - 1)
+        if self.n_heads * self.d_k > MAX_DIM or self.n_heads * self.d_v > MAX_DIM:
+            raise ConfigError(f"n_heads × d_k and n_heads × d_v must stay ≤ {MAX_DIM}; "
+                              f"lower d_k, d_v or the number of heads.")
+        for name in ("pe_base", "temperature"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                raise ConfigError(f"{name} must be a finite number, not {v!r}.")
+        if not 2.0 <= self.pe_base <= 1e6:
+            raise ConfigError(f"pe_base={self.pe_base:g} is out of range; use 2 to 1,000,000 (10,000 is standard).")
+        if not 0.01 <= self.temperature <= 100:
+            raise ConfigError(f"temperature={self.temperature:g} is out of range; use 0.01 to 100 (1 is plain softmax).")
+        if not isinstance(self.bias, bool):
+            raise ConfigError("bias must be true or false.")
+        if not isinstance(self.padding, tuple) or not all(
+                isinstance(p, int) and not isinstance(p, bool) and 0 <= p < MAX_TOKENS for p in self.padding):
+            raise ConfigError(f"padding must be a list of token positions from 0 to {MAX_TOKENS - 1}.")
+        if self.embedding == "upload":
+            if not self.vectors:
+                raise ConfigError("Choose a vectors file to upload (GloVe text format: a word, then its numbers, per line).")
+            if len(self.vectors.encode("utf-8", "replace")) > MAX_UPLOAD_BYTES:
+                raise ConfigError(f"The vectors file is larger than {MAX_UPLOAD_BYTES // 1_000_000} MB; "
+                                  f"keep the words you need.")
+
+    def replace(self, **changes) -> "Config":
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _check_choice(name: str, value, choices: tuple) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name}={value!r} is not one of {say_list([repr(c) for c in choices])}.")
+
+
+def _check_int(name: str, value, low: int, high: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{name} must be a whole number, not {value!r}.")
+    if not low <= value <= high:
+        raise ConfigError(f"{name}={value:,} is out of range; use {low:,} to {high:,}.")
+
+
+def check_heads(d_model: int, n_heads: int, why: str = "") -> None:
+    """Heads split d_model evenly (as torch.nn.MultiheadAttention requires)."""
+    if d_model % n_heads:
+        raise ConfigError(f"d_model={d_model}{why} is not divisible by n_heads={n_heads}; "
+                          f"try {say_list([d for d in divisors(d_model) if d <= MAX_HEADS])} heads.")

@@ -1,0 +1,225 @@
+"""run_forward(config) -> Trace: every intermediate of the attention forward pass, named."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from . import attention as att
+from .config import Config, ConfigError, check_heads
+from .embeddings import embed, vocabulary_for
+from .positional import index_feature, learned_encoding, sinusoidal_encoding
+from .text import resolve
+from .trace import Trace
+
+
+def param_rng(seed: int, name: str) -> np.random.Generator:
+    """One generator per parameter: changing d_v does not reshuffle W_q."""
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+def init_weight(seed: int, name: str, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+    """N(0, 1/fan_in): keeps X W at about the scale of X."""
+    return param_rng(seed, name).standard_normal(shape) / np.sqrt(fan_in)
+
+
+def init_bias(seed: int, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    return 0.1 * param_rng(seed, name).standard_normal(shape)
+
+
+def _heads(h: int, *axes: str) -> tuple[str, ...]:
+    return (("head",) if h > 1 else ()) + axes
+
+
+def run_forward(config: Config) -> Trace:
+    """Turn settings into the Trace of the forward pass. Same Config, same numbers, always."""
+    vocab = vocabulary_for(config)
+    known = (lambda w: True) if vocab is None else (lambda w: w in vocab)
+    tokens = resolve(config.sentence, known, config.unknown)
+    trace = Trace(tokens.words)
+    if tokens.unknown:
+        action = "dropped" if config.unknown == "drop" else "given the <unk> vector (the mean of all vectors)"
+        trace.notices.append(f"Not in the vocabulary, {action}: {', '.join(tokens.unknown[:12])}"
+                             + (" …" if len(tokens.unknown) > 12 else "") + ".")
+    if tokens.skipped:
+        trace.notices.append(f"Not words, set aside: {' '.join(tokens.skipped[:20])}")
+    trace.facts.update(unknown=tokens.unknown, skipped=tokens.skipped,
+                       source=vocab.name if vocab else f"seeded random ({config.d_model}-d)")
+
+    # -- embedding: one row per token ------------------------------------------------------
+    x_embed = embed(tokens.words, vocab, config.d_model, config.seed)          # (n, d_embed)
+    n, d_embed = x_embed.shape
+    trace.add("x_embed", "Embeddings", x_embed, ("n", "d_embed"),
+              r"X_{\text{emb}} = \begin{bmatrix} e(w_1) \\ \vdots \\ e(w_n) \end{bmatrix}",
+              why=f"Each word becomes a row: its {d_embed}-number vector from the {trace.facts['source']} table. "
+                  "Words with similar meaning get similar rows.")
+
+    # -- positional encoding ---------------------------------------------------------------
+    pe = None
+    if config.positional == "sinusoidal":
+        pe = sinusoidal_encoding(n, d_embed, config.pe_base)
+        formula = (rf"PE_{{p,2i}} = \sin\!\left(\frac{{p}}{{{config.pe_base:g}^{{2i/{d_embed}}}}}\right),\quad "
+                   rf"PE_{{p,2i+1}} = \cos\!\left(\frac{{p}}{{{config.pe_base:g}^{{2i/{d_embed}}}}}\right)")
+        why = ("Each dimension pair is a sine/cosine wave of its own frequency, so every position gets a "
+               "distinct pattern, and nearby positions get similar ones.")
+    elif config.positional == "learned":
+        pe = learned_encoding(n, d_embed, config.seed)
+        formula = r"PE = P_{[0:n]},\quad P \in \mathbb{R}^{n_{\max} \times d}\ \text{(a trained table)}"
+        why = "A table with one trainable vector per position, shown at its seeded random start."
+    elif config.positional == "index":
+        pe = index_feature(n)
+        formula = r"PE_p = p"
+        why = "Seed 000's choice: the position number itself, appended to each row as one more feature."
+    if pe is not None:
+        trace.add("pe", "Positional encoding", pe, ("n", "d_pe"), formula, why=why)
+    if pe is None:
+        x, how = x_embed, "no positional information: attention cannot tell word order"
+        formula = r"X = X_{\text{emb}}"
+    elif config.positional == "index" or config.combine == "concat":
+        x = np.concatenate([x_embed, pe], axis=1)
+        how = f"concatenated: d_model = {d_embed} + {pe.shape[1]} = {x.shape[1]}"
+        formula = r"X = \left[\, X_{\text{emb}} \;\middle|\; PE \,\right]"
+    else:
+        x = x_embed + pe
+        how = f"added element-wise: d_model stays {d_embed}"
+        formula = r"X = X_{\text{emb}} + PE"
+    d_model = x.shape[1]
+    trace.add("x", "Input X", x, ("n", "d_model"), formula, ("x_embed", "pe") if pe is not None else ("x_embed",),
+              why=f"The matrix attention works on. Position {how}.")
+    trace.facts.update(n=n, d_embed=d_embed, d_model=d_model, position=how)
+
+    h, d_k, d_v, seed = config.n_heads, config.d_k, config.d_v, config.seed
+    check_heads(d_model, h, "" if d_model == d_embed else f" ({how.split(': ')[1]})")
+    if config.mask == "padding":
+        bad = [p for p in config.padding if p >= n]
+        if bad:
+            raise ConfigError(f"Padding position {bad[0]} is past the last token (positions run 0 to {n - 1}).")
+    trace.facts.update(n_heads=h, d_k=d_k, d_v=d_v)
+
+    # -- projections -----------------------------------------------------------------------
+    proj = {}
+    for name, width in (("q", h * d_k), ("k", h * d_k), ("v", h * d_v)):
+        w = init_weight(seed, f"w_{name}", (d_model, width), d_model)
+        d_name = "d_v" if name == "v" else "d_k"
+        cols = f"h·{d_name}" if h > 1 else d_name
+        trace.add(f"w_{name}", f"W_{name.upper()}", w, ("d_model", cols),
+                  rf"W_{name.upper()} \in \mathbb{{R}}^{{{d_model} \times {width}}}",
+                  why=f"Learned weights (here at their seeded random start, N(0, 1/d_model)). "
+                      f"Their shape does not depend on the sentence length.")
+        value = x @ w                                                           # (n, width)
+        inputs = ("x", f"w_{name}")
+        formula = rf"{name.upper()} = X W_{name.upper()}"
+        if config.bias:
+            b = init_bias(seed, f"b_{name}", (width,))
+            trace.add(f"b_{name}", f"b_{name}", b, (cols,), rf"b_{name} \in \mathbb{{R}}^{{{width}}}",
+                      why="A bias added to every row.")
+            value = value + b
+            inputs += (f"b_{name}",)
+            formula += rf" + b_{name}"
+        role = {"q": "what each word is looking for", "k": "what each word offers to be found by",
+                "v": "what each word passes on when it is attended to"}[name]
+        trace.add(name, {"q": "Queries Q", "k": "Keys K", "v": "Values V"}[name], value, ("n", cols),
+                  formula, inputs, why=f"Row i is {role}.")
+        proj[name] = value if h == 1 else att.split_heads(value, h)            # (h?, n, d)
+        if h > 1:
+            trace.add(f"{name}_heads", f"{name.upper()} split into heads", proj[name], ("head", "n", d_name),
+                      rf"{name.upper()}_h = {name.upper()}_{{[:,\, h \cdot {d_name} : (h+1) \cdot {d_name}]}}",
+                      (name,), why=f"Head h takes its own block of {d_k if name != 'v' else d_v} columns.")
+    q, k, v = proj["q"], proj["k"], proj["v"]
+    qkv = ("q_heads", "k_heads") if h > 1 else ("q", "k")
+    sq = "_h" if h > 1 else ""
+
+    # -- scores ----------------------------------------------------------------------------
+    if config.score in ("dot", "scaled_dot"):
+        scores = att.dot_scores(q, k)
+        trace.add("scores", "Scores QKᵀ", scores, _heads(h, "n_q", "n_k"), rf"S{sq} = Q{sq} K{sq}^\top", qkv,
+                  why="Entry (i, j) is the dot product of query i with key j: large when they point the same way.")
+        logits_key = "scores"
+        if config.score == "scaled_dot":
+            scaled = scores / np.sqrt(d_k)
+            trace.add("scaled_scores", "Scaled scores", scaled, _heads(h, "n_q", "n_k"),
+                      rf"S{sq} = \frac{{Q{sq} K{sq}^\top}}{{\sqrt{{d_k}}}} = \frac{{Q{sq} K{sq}^\top}}{{\sqrt{{{d_k}}}}}",
+                      ("scores",), why=f"Dividing by √d_k = {np.sqrt(d_k):.3g} keeps the scores' spread near 1 "
+                      "whatever d_k is, so softmax does not saturate.")
+            logits_key = "scaled_scores"
+    elif config.score == "additive":
+        w_1 = init_weight(seed, "w_a_q", (h, d_k, d_k)[h == 1:], d_k)
+        w_2 = init_weight(seed, "w_a_k", (h, d_k, d_k)[h == 1:], d_k)
+        v_a = init_weight(seed, "v_a", (h, d_k)[h == 1:], d_k)
+        for key, val, ax, f in (("w_a_q", w_1, ("d_k", "d_a"), r"W_1"), ("w_a_k", w_2, ("d_k", "d_a"), r"W_2"),
+                                ("v_a", v_a, ("d_a",), r"v")):
+            trace.add(key, f"Additive score parameter {f}", val, _heads(h, *ax), rf"{f} \text{{ (learned)}}",
+                      why="The additive score learns its own small network to compare a query with a key.")
+        scores = att.additive_scores(q, k, w_1, w_2, v_a)
+        trace.add("scores", "Additive scores", scores, _heads(h, "n_q", "n_k"),
+                  r"S_{ij} = v^\top \tanh(W_1^\top q_i + W_2^\top k_j)", qkv + ("w_a_q", "w_a_k", "v_a"),
+                  why="Bahdanau's score: a one-hidden-layer network scores each (query, key) pair.")
+        logits_key = "scores"
+    else:
+        w_b = init_weight(seed, "w_b", (h, d_k, d_k)[h == 1:], d_k)
+        trace.add("w_b", "Bilinear score matrix W", w_b, _heads(h, "d_k", "d_k"), r"W \text{ (learned)}",
+                  why="The bilinear score lets every dimension of a query meet every dimension of a key.")
+        scores = att.bilinear_scores(q, k, w_b)
+        trace.add("scores", "Bilinear scores", scores, _heads(h, "n_q", "n_k"), rf"S{sq} = Q{sq}\, W\, K{sq}^\top",
+                  qkv + ("w_b",), why="Luong's general score: a learned matrix between query and key.")
+        logits_key = "scores"
+
+    # -- mask ------------------------------------------------------------------------------
+    mask = None
+    if config.mask == "causal":
+        mask = att.causal_mask(n)
+        why = "Token i may look only at tokens 0..i: the future is hidden (as in a decoder)."
+    elif config.mask == "padding":
+        mask = att.padding_mask(n, n, config.padding)
+        hidden = ", ".join(str(p) for p in sorted(set(config.padding))) or "none"
+        why = f"Key positions {hidden} are hidden from every query, as padding tokens are."
+    if mask is not None:
+        trace.add("mask", "Mask", mask.astype(float), ("n_q", "n_k"),
+                  r"M_{ij} = \begin{cases} 1 & \text{query } i \text{ may see key } j \\ 0 & \text{hidden} \end{cases}",
+                  why=why, scale="mask")
+        masked = att.apply_mask(trace[logits_key].value, mask)
+        trace.add("masked_scores", "Masked scores", masked, _heads(h, "n_q", "n_k"),
+                  r"\tilde S_{ij} = \begin{cases} S_{ij} & M_{ij} = 1 \\ -\infty & M_{ij} = 0 \end{cases}",
+                  (logits_key, "mask"), why="A hidden position's score becomes −∞, so its weight will be exactly 0.")
+        logits_key = "masked_scores"
+        empty = np.flatnonzero(~mask.any(axis=1))
+        if empty.size:
+            trace.notices.append(f"Every key is hidden for query rows {', '.join(map(str, empty[:10]))}: their "
+                                 "weights are all 0 and their context is 0 (no NaN).")
+
+    # -- softmax ---------------------------------------------------------------------------
+    t = config.temperature
+    weights = att.softmax(trace[logits_key].value, temperature=t)
+    s_in = r"\tilde S" if mask is not None else "S"
+    arg = s_in if t == 1 else rf"{s_in} / {t:g}"
+    trace.add("weights", "Attention weights", weights, _heads(h, "n_q", "n_k"),
+              rf"A_{{ij}} = \frac{{\exp({arg})_{{ij}}}}{{\sum_{{j'}} \exp({arg})_{{ij'}}}} = \mathrm{{softmax}}({arg})_{{ij}}",
+              (logits_key,), scale="sequential",
+              why="Each row becomes a probability distribution over the keys: non-negative, summing to 1."
+                  + (f" Temperature {t:g} {'sharpens' if t < 1 else 'flattens'} it." if t != 1 else ""))
+
+    # -- context ---------------------------------------------------------------------------
+    context = weights @ v                                                     # (h?, n, d_v)
+    trace.add("context", "Context vectors", context, _heads(h, "n", "d_v"), rf"C{sq} = A{sq} V{sq}",
+              ("weights", "v_heads" if h > 1 else "v"),
+              why="Row i is the weighted average of the value rows, with row i of the weights as the mix.")
+    if h > 1:
+        concat = att.merge_heads(context)
+        trace.add("concat", "Heads concatenated", concat, ("n", "h·d_v"),
+                  r"C = \left[\, C_1 \mid C_2 \mid \cdots \mid C_h \,\right]", ("context",),
+                  why=f"The {h} heads' context vectors side by side: {h} × {d_v} = {h * d_v} columns.")
+    w_o = init_weight(seed, "w_o", (h * d_v, d_model), h * d_v)
+    trace.add("w_o", "W_O", w_o, ("h·d_v" if h > 1 else "d_v", "d_model"),
+              rf"W_O \in \mathbb{{R}}^{{{h * d_v} \times {d_model}}}",
+              why="The output projection mixes the heads back into d_model columns.")
+    output = (att.merge_heads(context) if h > 1 else context) @ w_o
+    formula, inputs = r"O = C\, W_O", ("concat" if h > 1 else "context", "w_o")
+    if config.bias:
+        b_o = init_bias(seed, "b_o", (d_model,))
+        trace.add("b_o", "b_o", b_o, ("d_model",), rf"b_o \in \mathbb{{R}}^{{{d_model}}}", why="Output bias.")
+        output = output + b_o
+        formula, inputs = formula + " + b_o", inputs + ("b_o",)
+    trace.add("output", "Output", output, ("n", "d_model"), formula, inputs,
+              why="One new d_model-wide row per token, ready for the next layer; same shape as X.")
+    trace.facts["softmax_input"] = logits_key
+    return trace
