@@ -99,8 +99,8 @@ def scaled_dot_product_attention(q, k, v, mask=None) -> tuple[np.ndarray, np.nda
     >>> context, weights = scaled_dot_product_attention(q, k, v)
     >>> weights.round(4)              # softmax([1/√2, 0])
     array([[0.6698, 0.3302]])
-    >>> context.round(4)              # 0.6698·10 + 0.3302·20
-    array([[13.3018]])
+    >>> context.round(4)              # 0.6698·10 + 0.3302·20 (unrounded)
+    array([[13.3024]])
     """
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
     weights = softmax(apply_mask(scaled_dot_scores(q, k), mask))

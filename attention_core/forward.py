@@ -89,7 +89,8 @@ def run_forward(config: Config) -> Trace:
     trace.facts.update(n=n, d_embed=d_embed, d_model=d_model, position=how)
 
     h, d_k, d_v, seed = config.n_heads, config.d_k, config.d_v, config.seed
-    check_heads(d_model, h, "" if d_model == d_embed else f" ({how.split(': ')[1]})")
+    check_heads(d_model, h, "" if d_model == d_embed else
+                f" ({d_embed} embedding + {d_model - d_embed} position dimensions)")
     if config.mask == "padding":
         bad = [p for p in config.padding if p >= n]
         if bad:
