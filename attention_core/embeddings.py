@@ -161,6 +161,13 @@ def embed(words, vocab: Vocabulary | None, dim: int = 8, seed: int = 0) -> np.nd
     return np.stack([vocab.vector(w) if w in vocab else vocab.unk for w in words]).astype(np.float64)
 
 
+def cosine_similarity(rows: np.ndarray) -> np.ndarray:
+    """cos(a_i, a_j) = a_i·a_j / (|a_i| |a_j|) for every pair of rows; (n, d) -> (n, n). A zero row gives 0."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    unit = rows / np.where(norms == 0, 1.0, norms)
+    return unit @ unit.T
+
+
 def nearest(vocab: Vocabulary, word: str, k: int = 8) -> list[tuple[str, float]]:
     """The k words whose vectors have the highest cosine similarity with `word` (itself excluded)."""
     if word not in vocab:

@@ -35,10 +35,3 @@ def learned_encoding(n_positions: int, d_model: int, seed: int = 0, scale: float
     """
     rng = np.random.default_rng([seed, 7919, d_model])
     return scale * rng.standard_normal((n_positions, d_model))
-
-
-def position_similarity(pe: np.ndarray) -> np.ndarray:
-    """Cosine similarity between the encodings of every pair of positions; (n, n)."""
-    norms = np.linalg.norm(pe, axis=1, keepdims=True)
-    unit = pe / np.where(norms == 0, 1.0, norms)
-    return unit @ unit.T

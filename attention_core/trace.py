@@ -42,11 +42,23 @@ class Trace:
     steps: dict[str, Step] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict)       # sizes and choices the pages write out
+    views: dict[str, Step] = field(default_factory=dict)   # derived, page-local Steps (not in the pass)
 
     def add(self, key, title, value, axes, formula, inputs=(), why="", scale="diverging") -> Step:
         step = Step(key, title, value, tuple(axes), formula, tuple(inputs), why, scale)
         self.steps[key] = step
         return step
+
+    def view(self, key, title, value, axes, formula="", why="", scale="diverging") -> Step:
+        """A Step derived from this trace for one view (a similarity matrix, a demo), made once per key.
+
+        `value` may be a callable, so a cached trace computes it only the first time.
+        """
+        key = f"view:{key}"
+        if key not in self.views:
+            v = value() if callable(value) else value
+            self.views[key] = Step(key, title, v, tuple(axes), formula, (), why, scale)
+        return self.views[key]
 
     def __getitem__(self, key: str) -> Step:
         return self.steps[key]

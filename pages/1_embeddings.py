@@ -1,0 +1,40 @@
+import streamlit as st
+
+import ui
+from attention_core import nearest
+from attention_core.embeddings import cosine_similarity, vocabulary_for
+
+PAGE = "pages/1_embeddings.py"
+config, trace = ui.page(PAGE, "Tokens & embeddings")
+
+st.markdown("A sentence becomes **tokens** (lower-case words), and each token becomes a **row of numbers** "
+            "looked up in an embedding table. Everything attention does afterwards is arithmetic on these rows.")
+st.markdown("**Tokens:** " + " ".join(f"`{w}`" for w in trace.tokens) + f"  ·  n = {trace.n}")
+ui.notices(trace)
+st.caption(f"Source: {trace.facts['source']}.")
+
+ui.step(trace, "x_embed")
+
+vocab = vocabulary_for(config)
+st.subheader("Which words are close?")
+if vocab is None:
+    st.caption("Seeded random vectors carry no meaning, so their neighbours are arbitrary: compare the "
+               "cosine similarities of this sentence's words below with GloVe's.")
+else:
+    st.caption(f"Cosine similarity cos(a, b) = a·b / (|a||b|), over the {len(vocab.words):,} words of the "
+               f"{vocab.name} table. Similar meanings give similar directions.")
+    choices = [w for w in dict.fromkeys(trace.tokens) if w in vocab]
+    if choices:
+        word = st.selectbox("Nearest neighbours of", choices, key="nn_word")
+        rows = nearest(vocab, word, 8)
+        st.dataframe({"word": [w for w, _ in rows], "cosine similarity": [round(c, 3) for _, c in rows]},
+                     hide_index=True, width="content")
+    else:
+        st.caption("None of the sentence's words is in the table (they were mapped to <unk>).")
+
+st.markdown("**Cosine similarity between the sentence's words**")
+cos = trace.view("cosine", "Cosine similarity of embeddings",
+                 lambda: cosine_similarity(trace["x_embed"].value), ("n_q", "n_k"), r"\cos(x_i, x_j)")
+st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j \rVert}")
+ui.heatmap(trace, cos, key="hm:cos")
+ui.step_nav(PAGE, config)

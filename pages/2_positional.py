@@ -1,0 +1,60 @@
+import numpy as np
+import streamlit as st
+
+import ui
+from attention_core import sinusoidal_encoding
+from attention_core.embeddings import cosine_similarity
+from attention_core.positional import learned_encoding
+
+PAGE = "pages/2_positional.py"
+config, trace = ui.page(PAGE, "Positional encoding", local=("positional",))
+
+st.markdown("Attention compares every token with every other, but nothing in Q Kᵀ knows **where** a token "
+            "is: shuffle the words and each row of the output just moves with its word. A positional "
+            "encoding writes the position into the numbers.")
+with st.container(border=True):
+    c1, c2 = st.columns([2, 1])
+    with c1:
+        ui.position_controls()
+    with c2:
+        max_len = st.slider("Positions to draw", min_value=4, max_value=128, value=max(32, trace.n),
+                            key="pe_max_len", help="Only for the pictures below; the sentence uses its n rows.")
+ui.notices(trace)
+st.info(f"X: {trace.facts['position']}.", icon=":material/straighten:")
+
+d = trace.facts["d_embed"]
+if config.positional in ("sinusoidal", "learned"):
+    full = trace.view(f"pe_full:{max_len}", f"{config.positional.title()} encoding, {max_len} positions",
+                      lambda: sinusoidal_encoding(max_len, d, config.pe_base) if config.positional == "sinusoidal"
+                      else learned_encoding(max_len, d, config.seed), ("position", "d_pe"))
+    st.subheader("The whole table: positions × dimensions")
+    st.caption("Left columns change fast with position, right ones slowly: each column pair is a wave of "
+               "its own frequency." if config.positional == "sinusoidal" else
+               "A learned table has no pattern until it is trained.")
+    ui.heatmap(trace, full, key="hm:pe_full")
+    if config.positional == "sinusoidal":
+        dims = st.multiselect("Dimensions as curves", list(range(d)), default=list(range(min(d, 4))), key="pe_dims")
+        data = [{"position": p, "value": float(full.value[p, j]), "dimension": f"dim {j}"}
+                for j in dims for p in range(max_len)]
+        if data:
+            st.vega_lite_chart(spec=ui.line_spec(data, "position", "value", "dimension",
+                                                 title="PE[p, j] along the positions"), width="content")
+    st.subheader("How similar are two positions?")
+    sim = trace.view(f"pe_sim:{max_len}", "Cosine similarity of position encodings",
+                     lambda: cosine_similarity(full.value), ("position", "position"), r"\cos(PE_p, PE_{p'})")
+    st.caption("Nearby positions have similar encodings; the similarity falls off with distance "
+               "(for the sinusoidal table it depends only on p − p').")
+    ui.heatmap(trace, sim, key="hm:pe_sim")
+elif config.positional == "index":
+    st.caption("Seed 000 appends the position number as one more column. It is simple, but its scale "
+               "grows with n (the 30th word gets a 29 next to GloVe values near ±1), which can swamp the "
+               "word features.")
+else:
+    st.warning("No positional encoding: the same word gets the same Q, K and V wherever it stands. "
+               "Try “dog bites man” and “man bites dog”: the same rows, only reordered.")
+
+st.subheader("This sentence")
+if "pe" in trace:
+    ui.step(trace, "pe")
+ui.step(trace, "x")
+ui.step_nav(PAGE, config)

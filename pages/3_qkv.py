@@ -1,0 +1,34 @@
+import streamlit as st
+
+import ui
+
+PAGE = "pages/3_qkv.py"
+config, trace = ui.page(PAGE, "Queries, keys and values")
+ui.notices(trace)
+st.markdown(
+    "Each token's row of X is multiplied by three learned matrices. The **query** says what the token is "
+    "looking for, the **key** what it can be found by, the **value** what it hands on once found. "
+    "The weights' shapes depend only on d_model, d_k and d_v, never on the sentence length: "
+    "that is how one attention layer handles sentences of any length.")
+
+one, every = st.tabs(["One word", "All words"])
+with one:
+    i = ui.one_word_picker(trace, "Pick a word")
+    x_i = trace["x"].value[i]
+    st.latex(r"q_i = x_i W_Q,\quad k_i = x_i W_K,\quad v_i = x_i W_V" + (r"\ (+\,b)" if config.bias else ""))
+    st.caption(f"x_{i} (the row of **{trace.tokens[i]}**), shape d_model={x_i.size}:")
+    ui.vector_row(x_i)
+    for name in ("q", "k", "v"):
+        row = trace[name].value[i]
+        st.caption(f"{name}_{i} = x_{i} W_{name.upper()}: shape {trace[name].axes[1]}={row.size}")
+        ui.vector_row(row)
+with every:
+    st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
+    ui.step(trace, "x")
+    for name in ("q", "k", "v"):
+        c1, c2 = st.columns(2)
+        with c1:
+            ui.step(trace, f"w_{name}")
+        with c2:
+            ui.step(trace, name)
+ui.step_nav(PAGE, config)

@@ -1,0 +1,73 @@
+import numpy as np
+import streamlit as st
+
+import ui
+from attention_core.demos import dot_product_spread, saturation
+from ui.cache import get_trace
+
+PAGE = "pages/4_scores.py"
+config, trace = ui.page(PAGE, "Scores and scaling")
+ui.notices(trace)
+st.markdown("How well does each query match each key? The **score** S[i, j] answers with one number per "
+            "(query i, key j) pair; softmax will turn each row of scores into attention weights.")
+
+if config.score in ("dot", "scaled_dot"):
+    one, every = st.tabs(["One word", "All words"])
+    with one:
+        i = ui.one_word_picker(trace, "Query word")
+        q, k = trace["q"].value, trace["k"].value
+        if config.n_heads > 1:
+            st.caption("With several heads each head scores with its own columns; this shows head 0.")
+            q, k = trace["q_heads"].value[0], trace["k_heads"].value[0]
+        st.latex(rf"S_{{{i},j}} = q_{{{i}}} \cdot k_j = \sum_{{m=1}}^{{d_k}} q_{{{i},m}}\, k_{{j,m}}")
+        rows = [{"key word": w, "q·k": float(q[i] @ k[j]), "q·k / √d_k": float(q[i] @ k[j] / np.sqrt(q.shape[1]))}
+                for j, w in enumerate(trace.token_labels())]
+        st.dataframe(rows, hide_index=True, width="content",
+                     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("q·k", "q·k / √d_k")})
+    with every:
+        ui.step(trace, "scores")
+        if "scaled_scores" in trace:
+            ui.step(trace, "scaled_scores")
+else:
+    ui.step(trace, "scores")
+
+st.subheader("Why divide by √d_k?")
+st.markdown("If the entries of q and k have variance 1, their dot product is a sum of d_k products and "
+            "has **variance d_k**. Large scores push softmax to put almost all weight on one key, where its "
+            "gradient is almost zero. Dividing by √d_k brings the variance back to 1.")
+demo_dk = st.select_slider("d_k for the experiment", options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+                           value=64, key="demo_dk")
+c1, c2 = st.columns(2)
+with c1:
+    spread = dot_product_spread([1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
+    data = [{"d_k": r["d_k"], "variance": r[name], "scores": name}
+            for r in spread for name in ("variance of q·k", "variance of q·k/√d_k")]
+    st.vega_lite_chart(spec=ui.line_spec(data, "d_k", "variance", "scores", title="Variance of 2,000 random dot products",
+                                         width=380), width="content")
+with c2:
+    sat = saturation(demo_dk)
+    data = [{"key": j, "weight": float(w), "softmax of": name}
+            for name, ws in (("q·k (unscaled)", sat["weights_unscaled"]), ("q·k/√d_k (scaled)", sat["weights_scaled"]))
+            for j, w in enumerate(ws)]
+    st.vega_lite_chart(data={"values": data}, spec={
+        "mark": "bar", "width": 150, "height": 180, "title": f"One query, 6 random keys, d_k = {demo_dk}",
+        "encoding": {"x": {"field": "key", "type": "ordinal"}, "y": {"field": "weight", "type": "quantitative",
+                                                                    "scale": {"domain": [0, 1]}},
+                     "column": {"field": "softmax of", "type": "nominal", "title": None},
+                     "color": {"field": "softmax of", "type": "nominal", "legend": None}}}, width="content")
+    top_u, top_s = sat["weights_unscaled"].max(), sat["weights_scaled"].max()
+    st.caption(f"Largest weight without scaling: {top_u:.3f}; with scaling: {top_s:.3f}.")
+
+st.subheader("Four score functions on the same queries and keys")
+st.caption("Each panel is the same sentence and the same Q and K, scored four ways (head 0 if several heads).")
+cols = st.columns(4)
+formulas = {"dot": r"q_i \cdot k_j", "scaled_dot": r"\frac{q_i \cdot k_j}{\sqrt{d_k}}",
+            "additive": r"v^\top \tanh(W_1^\top q_i + W_2^\top k_j)", "bilinear": r"q_i^\top W k_j"}
+for col, score in zip(cols, ("dot", "scaled_dot", "additive", "bilinear")):
+    with col:
+        other = get_trace(config.replace(score=score))
+        step = other["scaled_scores" if score == "scaled_dot" else "scores"]
+        st.markdown(f"**{score.replace('_', ' ')}**")
+        st.latex(formulas[score])
+        ui.heatmap(other, step, head=0 if config.n_heads > 1 else None, key=f"hm:cmp:{score}")
+ui.step_nav(PAGE, config)

@@ -1,0 +1,42 @@
+import numpy as np
+import streamlit as st
+
+import ui
+from attention_core import entropy
+
+PAGE = "pages/5_softmax.py"
+config, trace = ui.page(PAGE, "Masking and softmax", local=("mask",))
+with st.container(border=True):
+    ui.mask_controls()
+ui.notices(trace)
+st.markdown("A **mask** hides keys a query must not see by setting their scores to −∞. **Softmax** then "
+            "turns each row of scores into weights that are non-negative and sum to 1: "
+            "exp(−∞) = 0, so a hidden key gets weight exactly 0.")
+if "mask" in trace:
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.step(trace, "mask")
+    with c2:
+        ui.step(trace, "masked_scores")
+else:
+    st.caption("No mask: every query may look at every key (as in an encoder). Choose causal or padding above.")
+    ui.step(trace, trace.facts["softmax_input"])
+
+ui.step(trace, "weights")
+
+w = trace["weights"].value
+heads = [None] if w.ndim == 2 else list(range(w.shape[0]))
+st.subheader("Check each row")
+st.caption("Each row sums to 1 (0 for a row whose keys are all hidden). Its entropy −Σ w log w measures how "
+           f"spread it is: 0 = all weight on one key, log n = {np.log(trace.n):.3f} = uniform over the n={trace.n} keys.")
+labels = trace.token_labels()
+for h in heads:
+    rows = w if h is None else w[h]
+    top = rows.argmax(axis=1)
+    table = {"query": labels, "row sum": rows.sum(axis=1).round(12), "entropy (nats)": entropy(rows).round(4),
+             "looks most at": [labels[j] if rows[i].sum() > 0 else "—" for i, j in enumerate(top)],
+             "its weight": rows.max(axis=1).round(4)}
+    if h is not None:
+        st.caption(f"head {h}")
+    st.dataframe(table, hide_index=True, width="content")
+ui.step_nav(PAGE, config)

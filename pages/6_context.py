@@ -1,0 +1,37 @@
+import pandas as pd
+import streamlit as st
+
+import ui
+
+PAGE = "pages/6_context.py"
+config, trace = ui.page(PAGE, "Context vectors")
+ui.notices(trace)
+st.markdown("Each token's new representation is a **weighted average of the value rows**, mixed by its "
+            "row of attention weights: C = A V. A token that attends to “cat” mostly takes on cat's value.")
+
+one, every = st.tabs(["One word", "All words"])
+with one:
+    i = ui.one_word_picker(trace, "Output row for")
+    w, v, c = trace["weights"].value, trace["v"].value, trace["context"].value
+    if config.n_heads > 1:
+        st.caption("With several heads each head mixes its own value columns; this shows head 0.")
+        w, v, c = w[0], trace["v_heads"].value[0], c[0]
+    st.latex(rf"c_{{{i}}} = \sum_j A_{{{i},j}}\, v_j")
+    labels = trace.token_labels()
+    d_v = v.shape[1]
+    frame = pd.DataFrame({"weight A[i, j]": w[i]}, index=labels)
+    for m in range(d_v):
+        frame[f"v[j,{m}]"] = v[:, m]
+    for m in range(min(d_v, 8)):
+        frame[f"A·v[j,{m}]"] = w[i] * v[:, m]
+    st.dataframe(frame.style.format("{:.3f}"), width="content")
+    st.caption(f"Sum of the A·v columns = c_{i} (the context row of **{trace.tokens[i]}**):")
+    ui.vector_row(c[i])
+with every:
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.step(trace, "weights")
+    with c2:
+        ui.step(trace, "v_heads" if config.n_heads > 1 else "v")
+    ui.step(trace, "context")
+ui.step_nav(PAGE, config)

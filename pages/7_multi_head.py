@@ -1,0 +1,38 @@
+import streamlit as st
+
+import ui
+
+PAGE = "pages/7_multi_head.py"
+config, trace = ui.page(PAGE, "Multi-head attention", local=("n_heads",))
+with st.container(border=True):
+    ui.attention_controls(local=("n_heads",))
+ui.notices(trace)
+h, d_k, d_v, n, d_model = config.n_heads, config.d_k, config.d_v, trace.n, trace.facts["d_model"]
+st.markdown("Several attention **heads** run side by side, each with its own slice of Q, K and V, so one "
+            "head can follow syntax while another follows meaning. Their outputs are concatenated and "
+            "mixed back to d_model columns by W_O.")
+st.latex(r"\text{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}}\right) V_h,\qquad "
+         r"O = \left[\text{head}_1 \mid \cdots \mid \text{head}_H\right] W_O")
+st.markdown("**Shapes along the way**")
+st.code(f"X                  (n={n}, d_model={d_model})\n"
+        f"Q = X W_Q          (n={n}, h·d_k={h * d_k})\n"
+        f"split into heads   (h={h}, n={n}, d_k={d_k})      head h takes columns h·{d_k} … (h+1)·{d_k}−1\n"
+        f"scores, weights    (h={h}, n={n}, n={n})\n"
+        f"context per head   (h={h}, n={n}, d_v={d_v})\n"
+        f"concatenate        (n={n}, h·d_v={h * d_v})\n"
+        f"O = concat W_O     (n={n}, d_model={d_model})", language=None)
+if h == 1:
+    st.info(f"One head: nothing to split. Set Heads above to a divisor of d_model={d_model} to see several.",
+            icon=":material/info:")
+    ui.step(trace, "q")
+    ui.step(trace, "weights")
+    ui.step(trace, "context")
+else:
+    ui.step(trace, "q")
+    ui.step(trace, "q_heads")
+    ui.step(trace, "weights")
+    ui.step(trace, "context")
+    ui.step(trace, "concat")
+ui.step(trace, "w_o")
+ui.step(trace, "output")
+ui.step_nav(PAGE, config)

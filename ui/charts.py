@@ -1,0 +1,125 @@
+"""Heatmaps of Steps: an Altair spec built once per (trace, step, head) and reused by every rerun.
+
+Rows are the first axis (tokens where the axis is a token axis), columns the second.
+Signed values: a diverging, colour-blind-safe scale centred at 0. Weights: a sequential one.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import altair as alt
+import numpy as np
+
+from attention_core import Step, Trace
+
+_LOCK = threading.Lock()
+MAX_W, MAX_H = 620, 460
+AXIS_TITLES = {"n": "token", "n_q": "query (token)", "n_k": "key (token)"}
+
+
+def cell_size(rows: int, cols: int) -> float:
+    return max(3.0, min(44.0, MAX_W / cols, MAX_H / rows))
+
+
+def fmt(v: float, digits: int = 2) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "NaN"
+    if np.isneginf(v):
+        return "−∞"
+    a = abs(v)
+    if a != 0 and (a < 10 ** -digits or a >= 10 ** 4):
+        return f"{v:.{max(digits - 1, 1)}e}"
+    return f"{v:.{digits}f}"
+
+
+def _matrix(step: Step, head: int | None) -> tuple[np.ndarray, tuple[str, str]]:
+    value, axes = step.value, step.axes
+    if head is not None:
+        value, axes = value[head], axes[1:]
+    if value.ndim == 1:
+        return value[None, :], ("", axes[0])
+    if value.ndim == 0:
+        return value.reshape(1, 1), ("", "")
+    return value, axes
+
+
+def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
+                 domain: tuple[float, float] | None = None) -> dict:
+    """The Vega-Lite dict for a Step (one head of a 3-D step); cached on the trace object."""
+    cache_key = ("heatmap", step.key, head, title, domain)
+    specs = trace.facts.setdefault("_specs", {})
+    if cache_key in specs:
+        return specs[cache_key]
+    spec = _build(trace, step, head, title, domain)
+    with _LOCK:
+        specs[cache_key] = spec
+    return spec
+
+
+def _build(trace, step, head, title, domain) -> dict:
+    m, (row_axis, col_axis) = _matrix(step, head)
+    rows, cols = m.shape
+    row_labels = trace.labels(row_axis, rows) if row_axis else [""]
+    col_labels = trace.labels(col_axis, cols)
+    finite = m[np.isfinite(m)]
+    records = []
+    for i in range(rows):
+        for j in range(cols):
+            v = float(m[i, j])
+            records.append({"row": row_labels[i], "col": col_labels[j], "i": i, "j": j,
+                            "value": v if math.isfinite(v) else None, "text": fmt(v)})
+    size = cell_size(rows, cols)
+    show_text = size >= 30 and rows * cols <= 400
+    if step.scale == "sequential":
+        scale = alt.Scale(scheme="blues", domain=list(domain or (0.0, 1.0)))
+        dark = 0.55 * (domain[1] if domain else 1.0)
+        text_dark = alt.datum.value > dark
+    elif step.scale == "mask":
+        scale = alt.Scale(domain=[0, 1], range=["#d9d9d9", "#3b5bdb"])
+        text_dark = alt.datum.value > 0.5
+    else:
+        bound = float(np.abs(finite).max()) if finite.size else 1.0
+        bound = bound if bound > 0 else 1.0
+        if domain:
+            bound = max(abs(domain[0]), abs(domain[1]))
+        scale = alt.Scale(scheme="blueorange", domain=[-bound, bound], domainMid=0)
+        text_dark = (alt.datum.value > 0.6 * bound) | (alt.datum.value < -0.6 * bound)
+    row_title = AXIS_TITLES.get(row_axis, row_axis)
+    col_title = AXIS_TITLES.get(col_axis, col_axis)
+    cell = alt.selection_point(name="cell", fields=["i", "j"], on="click", clear="dblclick", empty=False)
+    base = alt.Chart(alt.Data(values=records)).encode(
+        x=alt.X("col:O", sort=col_labels, title=col_title,
+                axis=alt.Axis(labelAngle=0 if cols <= 16 else -90, labelOverlap=True, orient="top")),
+        y=alt.Y("row:O", sort=row_labels, title=row_title, axis=alt.Axis(labelOverlap=True)),
+    )
+    rects = base.mark_rect(stroke="white", strokeWidth=0.5 if size >= 8 else 0).encode(
+        color=alt.condition("isValid(datum.value)", alt.Color("value:Q", scale=scale, legend=alt.Legend(
+            title=None, orient="right", gradientLength=min(200, max(60, size * rows)))), alt.value("#f0f0f0")),
+        opacity=alt.condition(cell, alt.value(1.0), alt.value(0.92)),
+        strokeWidth=alt.condition(cell, alt.value(3), alt.value(0.5 if size >= 8 else 0)),
+        tooltip=[alt.Tooltip("row:N", title=row_title or "row"), alt.Tooltip("col:N", title=col_title),
+                 alt.Tooltip("text:N", title=step.key)],
+    ).add_params(cell)
+    layers = [rects]
+    if show_text:
+        layers.append(base.mark_text(fontSize=11 if size < 38 else 12).encode(
+            text="text:N", color=alt.condition(text_dark, alt.value("white"), alt.value("#222"))))
+    chart = alt.layer(*layers).properties(width=size * cols, height=size * rows, title=title or "")
+    spec = chart.configure_view(strokeWidth=0).configure_axis(labelFontSize=11, titleFontSize=11,
+                                                              titleFontWeight="normal").to_dict()
+    spec["autosize"] = {"type": "pad", "contains": "padding"}   # cells keep their size; axes go around them
+    return spec
+
+
+def line_spec(data: list[dict], x: str, y: str, color: str | None = None, title: str = "",
+              x_title: str | None = None, y_title: str | None = None, width: int = 520, height: int = 220) -> dict:
+    """A small line chart (curves of a few PE dimensions, loss curves)."""
+    enc = {"x": alt.X(f"{x}:Q", title=x_title or x), "y": alt.Y(f"{y}:Q", title=y_title or y)}
+    if color:
+        enc["color"] = alt.Color(f"{color}:N", scale=alt.Scale(scheme="tableau10"), title=color)
+    chart = alt.Chart(alt.Data(values=data)).mark_line(point=len(data) <= 60).encode(
+        **enc, tooltip=[f"{x}:Q", f"{y}:Q"] + ([f"{color}:N"] if color else [])).properties(width=width, height=height, title=title)
+    spec = chart.to_dict()
+    spec["autosize"] = {"type": "pad", "contains": "padding"}
+    return spec

@@ -1,0 +1,194 @@
+"""The shared settings: sidebar widgets -> a validated Config, kept across pages and in the URL.
+
+Values live in st.session_state under their own keys ("s.<field>"): Streamlit drops a
+widget's state when a page that does not draw that widget runs, so each widget ("w.<field>")
+copies its value out on change and is re-seeded from it when drawn again.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+import streamlit as st
+
+from attention_core import Config, ConfigError
+from attention_core.config import MAX_TOKENS
+from attention_core.text import tokenize
+
+from .cache import get_trace
+from .query import config_from_query, config_to_query
+
+DEFAULT = Config()
+FIELDS = [f.name for f in fields(Config)]
+EMBEDDING_LABELS = {"toy": "Toy (seed 001, 3-d)", "glove": "GloVe 50-d", "random": "Seeded random",
+                    "upload": "Upload your own"}
+POSITIONAL_LABELS = {"sinusoidal": "Sinusoidal", "learned": "Learned table", "index": "Index feature (seed 000)",
+                     "none": "None"}
+SCORE_LABELS = {"scaled_dot": "Scaled dot  QKᵀ/√d_k", "dot": "Dot  QKᵀ", "additive": "Additive (Bahdanau)",
+                "bilinear": "Bilinear  QWKᵀ"}
+MASK_LABELS = {"none": "None", "causal": "Causal (no peeking ahead)", "padding": "Padding (hide chosen keys)"}
+
+
+def _init_state() -> None:
+    """Once per session: settings from the URL (bad values fall back, with a notice)."""
+    if "s.ready" in st.session_state:
+        return
+    config, notices = config_from_query(dict(st.query_params))
+    for name in FIELDS:
+        st.session_state[f"s.{name}"] = getattr(config, name)
+    st.session_state["s.url_notices"] = notices
+    st.session_state["s.ready"] = True
+
+
+def stored(name: str):
+    return st.session_state[f"s.{name}"]
+
+
+def _copy_out(name: str) -> None:
+    value = st.session_state[f"w.{name}"]
+    if name == "padding":
+        value = tuple(sorted(value))
+    st.session_state[f"s.{name}"] = value
+
+
+def _fit(name: str, value, kwargs: dict):
+    """Widget bounds are narrower than the Config's: clamp (or snap) a value from the URL into them."""
+    if "min_value" in kwargs and value < kwargs["min_value"]:
+        return type(value)(kwargs["min_value"])
+    if "max_value" in kwargs and value > kwargs["max_value"]:
+        return type(value)(kwargs["max_value"])
+    options = kwargs.get("options")
+    if options is not None and name != "padding" and value not in options:
+        numeric = all(isinstance(o, (int, float)) for o in options)
+        return min(options, key=lambda o: abs(o - value)) if numeric else options[0]
+    return value
+
+
+def _widget(make, name: str, label: str, **kwargs):
+    key = f"w.{name}"
+    if key not in st.session_state:
+        value = _fit(name, stored(name), kwargs)
+        if value != stored(name):
+            st.session_state[f"s.{name}"] = value
+        st.session_state[key] = list(value) if name == "padding" else value
+    return make(label, key=key, on_change=_copy_out, args=(name,), **kwargs)
+
+
+def _settings_widgets(local: tuple[str, ...] = ()) -> None:
+    s = stored
+    with st.expander("Sentence & embeddings", expanded=True):
+        _widget(st.text_input, "sentence", "Sentence", help="Words are lower-cased; punctuation is set aside.")
+        _widget(st.selectbox, "embedding", "Embeddings", options=list(EMBEDDING_LABELS),
+                format_func=EMBEDDING_LABELS.get)
+        if s("embedding") == "upload":
+            _upload_vectors()
+        if s("embedding") == "glove":
+            _widget(st.select_slider, "glove_vocab", "GloVe words kept (most frequent first)",
+                    options=[1_000, 5_000, 20_000, 100_000, 400_000], format_func=lambda v: f"{v:,}")
+        fixed = {"toy": "the toy vectors have 3 dimensions", "glove": "GloVe vectors have 50 dimensions",
+                 "upload": "your file sets the dimension"}.get(s("embedding"))
+        if fixed:
+            width = {"toy": 3, "glove": 50}.get(s("embedding"))
+            st.slider("d_model (embedding width)", min_value=2, max_value=128, value=width or 2, disabled=True,
+                      key=f"w.d_model_fixed_{s('embedding')}", help=f"Disabled: {fixed}.")
+            st.caption(f"Fixed: {fixed}.")
+        else:
+            _widget(st.slider, "d_model", "d_model (embedding width)", min_value=2, max_value=128,
+                    help="Width of the seeded random word vectors.")
+        _widget(st.radio, "unknown", "Unknown words", options=["drop", "unk"], horizontal=True,
+                format_func={"drop": "drop them", "unk": "use <unk>"}.get,
+                disabled=s("embedding") == "random", help="Random vectors exist for every word.")
+    if "positional" not in local:
+        with st.expander("Position", expanded=False):
+            position_controls()
+    if "n_heads" not in local:
+        with st.expander("Attention", expanded=True):
+            attention_controls(local)
+    with st.expander("Random seed", expanded=False):
+        _widget(st.number_input, "seed", "Seed", min_value=0, max_value=2**32 - 1, step=1,
+                help="Same seed, same weights, same numbers: on every page, every machine.")
+
+
+def position_controls() -> None:
+    s = stored
+    _widget(st.selectbox, "positional", "Positional encoding", options=list(POSITIONAL_LABELS),
+            format_func=POSITIONAL_LABELS.get)
+    _widget(st.radio, "combine", "Combine with X", options=["add", "concat"], horizontal=True,
+            disabled=s("positional") in ("index", "none"),
+            help="Adding keeps d_model; concatenating doubles it. The index feature is always appended.")
+    _widget(st.number_input, "pe_base", "Sinusoid base", min_value=2.0, max_value=1e6, step=1000.0,
+            disabled=s("positional") != "sinusoidal", help="10,000 in the Transformer paper.")
+
+
+def attention_controls(local: tuple[str, ...] = ()) -> None:
+    s = stored
+    c1, c2 = st.columns(2)
+    with c1:
+        _widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1,
+                help="Width of each query and key (per head).")
+    with c2:
+        _widget(st.number_input, "d_v", "d_v", min_value=1, max_value=64, step=1,
+                help="Width of each value and context vector (per head).")
+    _widget(st.slider, "n_heads", "Heads", min_value=1, max_value=8,
+            help="Heads must divide d_model (as in torch.nn.MultiheadAttention).")
+    _widget(st.selectbox, "score", "Score function", options=list(SCORE_LABELS), format_func=SCORE_LABELS.get)
+    if "mask" not in local:
+        mask_controls()
+    _widget(st.toggle, "bias", "Biases on Q, K, V and output")
+
+
+def mask_controls() -> None:
+    s = stored
+    _widget(st.selectbox, "mask", "Mask", options=list(MASK_LABELS), format_func=MASK_LABELS.get)
+    if s("mask") == "padding":
+        words = tokenize(s("sentence"))[0][:MAX_TOKENS] if isinstance(s("sentence"), str) else []
+        options = list(range(max(len(words), 1 + max(s("padding"), default=-1))))
+        _widget(st.multiselect, "padding", "Hidden key positions", options=options,
+                format_func=lambda p: f"{p}: {words[p]}" if p < len(words) else str(p))
+    _widget(st.slider, "temperature", "Softmax temperature", min_value=0.05, max_value=5.0, step=0.05,
+            help="softmax(S / T): below 1 sharpens, above 1 flattens.")
+
+
+def _upload_vectors() -> None:
+    up = st.file_uploader("Vectors file (GloVe text: a word, then its numbers)", type=["txt", "vec"],
+                          key="w.vectors_file")
+    if up is None:
+        return
+    try:
+        text = up.getvalue().decode("utf-8")
+    except UnicodeDecodeError:
+        st.session_state["s.upload_error"] = "The file is not UTF-8 text; save it as plain text."
+        return
+    st.session_state["s.upload_error"] = None
+    st.session_state["s.vectors"] = text
+
+
+def current_settings() -> dict:
+    return {name: stored(name) for name in FIELDS}
+
+
+def sidebar_settings(local: tuple[str, ...] = ()) -> tuple[Config, object]:
+    """Draw the settings; return the Config and Trace to show (the last good ones on bad input).
+
+    `local` names control groups ("positional", "n_heads", "mask") that the page draws itself.
+    """
+    _init_state()
+    with st.sidebar:
+        st.markdown("**Settings**")
+        _settings_widgets(local)
+    for notice in st.session_state.get("s.url_notices") or []:
+        st.warning(notice, icon=":material/link_off:")
+    if st.session_state.get("s.upload_error"):
+        st.error(st.session_state["s.upload_error"], icon=":material/error:")
+    try:
+        config = Config(**current_settings())
+        trace = get_trace(config)
+    except ConfigError as err:
+        good = st.session_state.get("s.last_good", DEFAULT)
+        st.error(f"{err} Showing the last settings that worked.", icon=":material/error:")
+        config, trace = good, get_trace(good)
+    st.session_state["s.last_good"] = config
+    return config, trace
+
+
+def query_for(config: Config) -> dict[str, str]:
+    return config_to_query(config)
