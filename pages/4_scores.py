@@ -42,25 +42,21 @@ with c1:
     spread = dot_product_spread([1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
     data = [{"d_k": r["d_k"], "variance": r[name], "scores": name}
             for r in spread for name in ("variance of q·k", "variance of q·k/√d_k")]
-    st.vega_lite_chart(spec=ui.line_spec(data, "d_k", "variance", "scores", title="Variance of 2,000 random dot products",
-                                         width=380), width="content")
+    st.vega_lite_chart(spec=ui.line_spec(data, "d_k", "variance", "scores", width=300, log=True,
+                                         title="Variance of 2,000 random dot products"), width="content")
 with c2:
     sat = saturation(demo_dk)
     data = [{"key": j, "weight": float(w), "softmax of": name}
             for name, ws in (("q·k (unscaled)", sat["weights_unscaled"]), ("q·k/√d_k (scaled)", sat["weights_scaled"]))
             for j, w in enumerate(ws)]
-    st.vega_lite_chart(data={"values": data}, spec={
-        "mark": "bar", "width": 150, "height": 180, "title": f"One query, 6 random keys, d_k = {demo_dk}",
-        "encoding": {"x": {"field": "key", "type": "ordinal"}, "y": {"field": "weight", "type": "quantitative",
-                                                                    "scale": {"domain": [0, 1]}},
-                     "column": {"field": "softmax of", "type": "nominal", "title": None},
-                     "color": {"field": "softmax of", "type": "nominal", "legend": None}}}, width="content")
+    st.vega_lite_chart(spec=ui.grouped_bars_spec(data, "key", "weight", "softmax of",
+                                                 title=f"One query, 6 random keys, d_k = {demo_dk}"), width="content")
     top_u, top_s = sat["weights_unscaled"].max(), sat["weights_scaled"].max()
     st.caption(f"Largest weight without scaling: {top_u:.3f}; with scaling: {top_s:.3f}.")
 
 st.subheader("Four score functions on the same queries and keys")
 st.caption("Each panel is the same sentence and the same Q and K, scored four ways (head 0 if several heads).")
-cols = st.columns(4)
+cols = [c for _ in range(2) for c in st.columns(2)]
 formulas = {"dot": r"q_i \cdot k_j", "scaled_dot": r"\frac{q_i \cdot k_j}{\sqrt{d_k}}",
             "additive": r"v^\top \tanh(W_1^\top q_i + W_2^\top k_j)", "bilinear": r"q_i^\top W k_j"}
 for col, score in zip(cols, ("dot", "scaled_dot", "additive", "bilinear")):
@@ -69,5 +65,5 @@ for col, score in zip(cols, ("dot", "scaled_dot", "additive", "bilinear")):
         step = other["scaled_scores" if score == "scaled_dot" else "scores"]
         st.markdown(f"**{score.replace('_', ' ')}**")
         st.latex(formulas[score])
-        ui.heatmap(other, step, head=0 if config.n_heads > 1 else None, key=f"hm:cmp:{score}")
+        ui.heatmap(other, step, head=0 if config.n_heads > 1 else None, key=f"hm:cmp:{score}", max_w=220)
 ui.step_nav(PAGE, config)

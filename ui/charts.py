@@ -18,8 +18,8 @@ MAX_W, MAX_H = 620, 460
 AXIS_TITLES = {"n": "token", "n_q": "query (token)", "n_k": "key (token)"}
 
 
-def cell_size(rows: int, cols: int) -> float:
-    return max(3.0, min(44.0, MAX_W / cols, MAX_H / rows))
+def cell_size(rows: int, cols: int, max_w: float = MAX_W) -> float:
+    return max(3.0, min(44.0, max_w / cols, MAX_H / rows))
 
 
 def fmt(v: float, digits: int = 2) -> str:
@@ -45,19 +45,19 @@ def _matrix(step: Step, head: int | None) -> tuple[np.ndarray, tuple[str, str]]:
 
 
 def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
-                 domain: tuple[float, float] | None = None) -> dict:
+                 domain: tuple[float, float] | None = None, max_w: float = MAX_W) -> dict:
     """The Vega-Lite dict for a Step (one head of a 3-D step); cached on the trace object."""
-    cache_key = ("heatmap", step.key, head, title, domain)
+    cache_key = ("heatmap", step.key, head, title, domain, max_w)
     specs = trace.facts.setdefault("_specs", {})
     if cache_key in specs:
         return specs[cache_key]
-    spec = _build(trace, step, head, title, domain)
+    spec = _build(trace, step, head, title, domain, max_w)
     with _LOCK:
         specs[cache_key] = spec
     return spec
 
 
-def _build(trace, step, head, title, domain) -> dict:
+def _build(trace, step, head, title, domain, max_w) -> dict:
     m, (row_axis, col_axis) = _matrix(step, head)
     rows, cols = m.shape
     row_labels = trace.labels(row_axis, rows) if row_axis else [""]
@@ -69,8 +69,8 @@ def _build(trace, step, head, title, domain) -> dict:
             v = float(m[i, j])
             records.append({"row": row_labels[i], "col": col_labels[j], "i": i, "j": j,
                             "value": v if math.isfinite(v) else None, "text": fmt(v)})
-    size = cell_size(rows, cols)
-    show_text = size >= 30 and rows * cols <= 400
+    size = cell_size(rows, cols, max_w)
+    show_text = size >= 28 and rows * cols <= 400
     if step.scale == "sequential":
         scale = alt.Scale(scheme="blues", domain=list(domain or (0.0, 1.0)))
         dark = 0.55 * (domain[1] if domain else 1.0)
@@ -103,7 +103,7 @@ def _build(trace, step, head, title, domain) -> dict:
     ).add_params(cell)
     layers = [rects]
     if show_text:
-        layers.append(base.mark_text(fontSize=11 if size < 38 else 12).encode(
+        layers.append(base.mark_text(fontSize=10 if size < 34 else 12).encode(
             text="text:N", color=alt.condition(text_dark, alt.value("white"), alt.value("#222"))))
     chart = alt.layer(*layers).properties(width=size * cols, height=size * rows, title=title or "")
     spec = chart.configure_view(strokeWidth=0).configure_axis(labelFontSize=11, titleFontSize=11,
@@ -113,13 +113,32 @@ def _build(trace, step, head, title, domain) -> dict:
 
 
 def line_spec(data: list[dict], x: str, y: str, color: str | None = None, title: str = "",
-              x_title: str | None = None, y_title: str | None = None, width: int = 520, height: int = 220) -> dict:
+              x_title: str | None = None, y_title: str | None = None, width: int = 520, height: int = 220,
+              log: bool = False) -> dict:
     """A small line chart (curves of a few PE dimensions, loss curves)."""
-    enc = {"x": alt.X(f"{x}:Q", title=x_title or x), "y": alt.Y(f"{y}:Q", title=y_title or y)}
+    scale = alt.Scale(type="log") if log else alt.Scale()
+    enc = {"x": alt.X(f"{x}:Q", title=x_title or x, scale=scale),
+           "y": alt.Y(f"{y}:Q", title=y_title or y, scale=scale)}
     if color:
-        enc["color"] = alt.Color(f"{color}:N", scale=alt.Scale(scheme="tableau10"), title=color)
+        enc["color"] = alt.Color(f"{color}:N", scale=alt.Scale(scheme="tableau10"), title=None,
+                                 legend=alt.Legend(orient="bottom", direction="vertical"))
     chart = alt.Chart(alt.Data(values=data)).mark_line(point=len(data) <= 60).encode(
         **enc, tooltip=[f"{x}:Q", f"{y}:Q"] + ([f"{color}:N"] if color else [])).properties(width=width, height=height, title=title)
+    spec = chart.to_dict()
+    spec["autosize"] = {"type": "pad", "contains": "padding"}
+    return spec
+
+
+def grouped_bars_spec(data: list[dict], x: str, y: str, group: str, title: str = "", width: int = 260,
+                      height: int = 200, y_domain=(0, 1)) -> dict:
+    """Bars per x, one colour per group side by side (e.g. softmax with and without scaling)."""
+    chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
+        x=alt.X(f"{x}:O", title=x), xOffset=alt.XOffset(f"{group}:N"),
+        y=alt.Y(f"{y}:Q", title=y, scale=alt.Scale(domain=list(y_domain))),
+        color=alt.Color(f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None,
+                        legend=alt.Legend(orient="bottom", direction="vertical")),
+        tooltip=[f"{x}:O", f"{group}:N", alt.Tooltip(f"{y}:Q", format=".4f")],
+    ).properties(width=width, height=height, title=title)
     spec = chart.to_dict()
     spec["autosize"] = {"type": "pad", "contains": "padding"}
     return spec

@@ -32,16 +32,18 @@ def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3) ->
 
 
 def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
-            key: str | None = None, domain=None):
-    """Draw one heatmap; returns the clicked cell (i, j) or None."""
-    spec = heatmap_spec(trace, step, head, title, domain)
+            key: str | None = None, domain=None, max_w: float = 620, explain: bool = False):
+    """Draw one heatmap; returns the clicked cell (i, j) or None (or shows its arithmetic if `explain`)."""
+    spec = heatmap_spec(trace, step, head, title, domain, max_w)
     state = st.vega_lite_chart(spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                selection_mode="cell", width="content")
     points = (state or {}).get("selection", {}).get("cell") if state else None
-    if points:
-        p = points[0]
-        return int(p["i"]), int(p["j"])
-    return None
+    if not points:
+        return None
+    cell = int(points[0]["i"]), int(points[0]["j"])
+    if explain:
+        _explain_cell(trace, step.key, (head, cell))
+    return cell
 
 
 def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, formula: bool = True,
@@ -74,7 +76,8 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, 
                             st.caption(label)
                         table(trace, s, h)
                     else:
-                        cell = heatmap(trace, s, h, title=label, key=f"{key_prefix}hm:{key}:{h}", domain=domain)
+                        cell = heatmap(trace, s, h, title=label, key=f"{key_prefix}hm:{key}:{h}", domain=domain,
+                                       max_w=620 / per_row - 60 * (per_row > 1))
                         if cell is not None:
                             clicked = (h, cell)
         if clicked is not None:

@@ -1,0 +1,30 @@
+"""Helpers for AppTest: open a page the way the browser does, read what it shows."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def open_page(page: str = "app.py", query: dict | None = None, timeout: float = 60) -> AppTest:
+    """Run app.py's entry point switched to `page` (each page draws the shared sidebar itself)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    if page != "app.py":
+        at.switch_page(page)
+    return at.run()
+
+
+def messages(at: AppTest) -> str:
+    return "\n".join(e.value for e in list(at.error) + list(at.warning) + list(at.info))
+
+
+def badges(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown if "-badge[" in m.value]
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception] + [getattr(e, "stack_trace", "") for e in at.exception]
