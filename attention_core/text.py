@@ -43,7 +43,7 @@ def resolve(sentence: str, known, policy: str) -> Tokens:
     if policy == "drop":
         words = [t for t in tokens if known(t)]
         if not words:
-            raise ConfigError(f"None of the words ({', '.join(unknown[:8])}) is in the vocabulary, so "
+            raise ConfigError(f"None of the words ({', '.join(list(dict.fromkeys(unknown))[:8])}) is in the vocabulary, so "
                               f"nothing is left: use other words, switch unknown words to <unk>, "
                               f"or pick another embedding source.")
     else:

@@ -55,7 +55,7 @@ def config_from_query(params: dict) -> tuple[Config, list[str]]:
         raw = params[name]
         raw = raw[-1] if isinstance(raw, list) else raw
         try:
-            value = _parse(name, str(raw)[:2000])
+            value = _parse(name, str(raw)[:20_000])
             Config(**{**({"embedding": "random"} if name == "d_model" else {}), name: value})
         except (ValueError, ConfigError) as err:
             reason = str(err) if isinstance(err, ConfigError) else "not readable"

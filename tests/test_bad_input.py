@@ -1,0 +1,159 @@
+"""Hostile input through the real pages: a clear message, no traceback, the previous state kept.
+
+Three ways in: the sentence box (a learner typing), the other widgets, and crafted URL parameters
+(a tampered link). Each row says what is sent and a piece of the message the page must show.
+"""
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.apptest_util import ROOT, messages, no_exception, open_page
+
+GOOD = "the cat sat on the mat"
+
+# (sentence typed, embedding, expected message fragment or None when it must simply work)
+SENTENCES = [
+    ("", "random", "The sentence is empty"),
+    ("     ", "random", "The sentence is empty"),
+    ("\n\t  \n", "random", "The sentence is empty"),
+    ("x" * 10_000, "random", "10,000 characters; the limit is 1,000"),
+    ("word " * 300, "random", "1,500 characters; the limit is 1,000"),
+    (" ".join(f"w{i}" for i in range(150)), "random", "150 tokens; the limit is 128"),
+    ("🙂🙂🙂", "random", "The sentence has no words"),
+    ("!!! ??? ...", "random", "The sentence has no words"),
+    ("zebra giraffe", "toy", "None of the words (zebra, giraffe) is in the vocabulary"),
+    ("qwxz zzkv", "glove", "None of the words (qwxz, zzkv) is in the vocabulary"),
+    ("שלום עולם", "toy", "None of the words (שלום, עולם)"),
+    ("مرحبا بالعالم", "toy", "None of the words"),
+    ("<script>alert(1)</script>", "toy", "None of the words (script, alert, 1)"),
+    ("<img src=x onerror=alert(1)>", "toy", "None of the words"),
+    (r"\frac{1}{0} \begin{array} $$ \\", "toy", "None of the words (frac, 1, 0, begin, array)"),
+    ("{{7*7}} ${7*7} %s %n", "toy", "None of the words"),
+    ("\x00\x01\x02", "random", "The sentence has no words"),
+    # these must work, shown as text: the words are kept, the markup is not rendered
+    ("שלום עולם", "random", None),
+    ("<b>bold</b> <script>x</script>", "random", None),
+    (r"\frac{a}{b} $x^2$ \begin{x}", "random", None),
+    ("I 🙂 love you today", "toy", None),
+    ("i love zebras today", "toy", None),
+]
+
+
+@pytest.mark.parametrize("sentence,embedding,message", SENTENCES)
+def test_sentence(sentence, embedding, message):
+    at = open_page("pages/4_scores.py", query={"embedding": embedding, "sentence": GOOD if embedding != "toy"
+                                                else "I love you today"})
+    before = at.session_state["s.last_good"]
+    at.text_input(key="w.sentence").set_value(sentence).run()
+    no_exception(at)
+    if message is None:
+        assert not at.error, messages(at)
+        assert at.session_state["s.last_good"].sentence == sentence
+        return
+    assert message in messages(at), messages(at)
+    assert "Showing the last settings that worked" in messages(at)
+    assert at.session_state["s.last_good"] == before          # the previous state stays
+
+
+def test_markup_is_text_not_html():
+    at = open_page("pages/1_embeddings.py", query={"embedding": "random"})
+    at.text_input(key="w.sentence").set_value("<b>bold</b> <script>x</script>").run()
+    no_exception(at)
+    shown = "\n".join(m.value for m in at.markdown)
+    assert "<script>" not in shown and "<b>" not in shown
+    assert "`bold`" in shown and "`script`" in shown
+
+
+# (widget settings applied in order, expected message fragment)
+WIDGETS = [
+    ([("slider", "w.n_heads", 2)], "d_model=3 is not divisible by n_heads=2; try 1 or 3 heads"),
+    ([("selectbox", "w.positional", "index"), ("slider", "w.n_heads", 3)],
+     "d_model=4 (3 embedding + 1 position dimensions) is not divisible by n_heads=3"),
+    ([("selectbox", "w.embedding", "glove"), ("slider", "w.n_heads", 3)], "d_model=50 is not divisible by n_heads=3"),
+    ([("selectbox", "w.embedding", "random"), ("slider", "w.d_model", 10), ("slider", "w.n_heads", 4)],
+     "try 1, 2, 5 or 10 heads"),
+    ([("selectbox", "w.embedding", "upload")], "Choose a vectors file"),
+]
+
+
+@pytest.mark.parametrize("steps,message", WIDGETS)
+def test_widget_combinations(steps, message):
+    at = open_page("pages/7_multi_head.py", query={"positional": "none"} if steps[0][1] == "w.n_heads" else None)
+    before = at.session_state["s.last_good"]
+    for kind, key, value in steps:
+        if key == "w.positional":
+            at.switch_page("pages/2_positional.py").run()
+        getattr(at, kind)(key=key).set_value(value).run()
+        if key == "w.positional":
+            at.switch_page("pages/7_multi_head.py").run()
+    no_exception(at)
+    assert message in messages(at), messages(at)
+    if len(steps) == 1:
+        assert at.session_state["s.last_good"] == before
+
+
+# (URL parameters, expected notice fragment): a tampered link falls back to defaults, with a notice
+URLS = [
+    ({"d_model": "0", "embedding": "random"}, "d_model='0' was ignored"),
+    ({"d_model": "100000", "embedding": "random"}, "d_model='100000' was ignored"),
+    ({"d_model": "1", "embedding": "random"}, "d_model=1 leaves one number per word"),
+    ({"d_k": "-1"}, "d_k='-1' was ignored"),
+    ({"d_k": "abc"}, "d_k='abc' was ignored (not readable)"),
+    ({"d_k": "1e400"}, "d_k='1e400' was ignored"),
+    ({"d_v": "513"}, "d_v='513' was ignored"),
+    ({"n_heads": "0"}, "n_heads='0' was ignored"),
+    ({"n_heads": "99"}, "n_heads='99' was ignored"),
+    ({"n_heads": "2"}, "d_model=3 is not divisible by n_heads=2"),
+    ({"temperature": "0"}, "temperature='0' was ignored"),
+    ({"temperature": "nan"}, "temperature must be a finite number"),
+    ({"temperature": "inf"}, "temperature must be a finite number"),
+    ({"temperature": "1e9"}, "temperature='1e9' was ignored"),
+    ({"pe_base": "0"}, "pe_base='0' was ignored"),
+    ({"seed": "-5"}, "seed='-5' was ignored"),
+    ({"seed": "99999999999999999999"}, "seed='99999999999999999999' was ignored"),
+    ({"embedding": "evil"}, "embedding='evil' was ignored"),
+    ({"score": "<script>alert(1)</script>"}, "was ignored"),
+    ({"mask": "padding", "padding": "99"}, "Padding position 99 is past the last token"),
+    ({"mask": "padding", "padding": "a,b"}, "padding='a,b' was ignored (not readable)"),
+    ({"glove_vocab": "5"}, "glove_vocab='5' was ignored"),
+    ({"bias": "maybe"}, "bias='maybe' was ignored"),
+    ({"unknown": "explode"}, "unknown='explode' was ignored"),
+    ({"combine": "multiply"}, "combine='multiply' was ignored"),
+    ({"positional": "rotary"}, "positional='rotary' was ignored"),
+    ({"sentence": "x" * 5000}, "was ignored (The sentence has 5,000 characters"),
+    ({"sentence": "   "}, "was ignored (The sentence is empty"),
+    ({"sentence": "zebra giraffe"}, "None of the words (zebra, giraffe)"),
+    ({"embedding": "upload"}, "Choose a vectors file"),
+]
+
+
+@pytest.mark.parametrize("query,message", URLS)
+def test_tampered_url(query, message):
+    at = open_page("pages/5_softmax.py", query=query)
+    no_exception(at)
+    assert message in messages(at), messages(at)
+    assert at.session_state["s.last_good"] is not None
+    w = at.session_state["s.last_good"]
+    assert w.d_k <= 64 and w.n_heads <= 16
+
+
+@pytest.mark.parametrize("page", ["app.py", "pages/1_embeddings.py", "pages/2_positional.py", "pages/6_context.py"])
+def test_tampered_url_on_other_pages(page):
+    at = open_page(page, query={"d_model": "-3", "n_heads": "x", "sentence": "", "temperature": "-1"})
+    no_exception(at)
+    assert messages(at).count("was ignored") >= 3
+
+
+def test_no_user_text_reaches_eval_sympify_or_unsafe_html():
+    """Grep the app's code: no eval/exec, no sympify/parse_expr of strings, no unsafe HTML."""
+    files = [p for p in ROOT.rglob("*.py") if not any(part in p.parts for part in ("tests", "bench", ".git"))]
+    offenders = []
+    for path in files:
+        text = path.read_text()
+        for pattern in (r"(?<![.\w])eval\(", r"(?<![.\w])exec\(", r"\bsympify\(", r"\bparse_expr\(", r"unsafe_allow_html\s*=\s*True",
+                        r"components\.html\(", r"st\.html\("):
+            for m in re.finditer(pattern, text):
+                offenders.append(f"{path.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}: {pattern}")
+    assert not offenders, offenders
