@@ -29,13 +29,23 @@ def dot_label(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-dot = ["digraph { rankdir=LR; node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef2ff\", "
-       "color=\"#3b5bdb\", fontname=\"sans-serif\", fontsize=11]; edge [color=\"#868e96\"];"]
-for key, title, shape, _ in boxes:
-    dot.append(f'{key} [label="{dot_label(title)}\\n{dot_label(shape)}"];')
-dot.append(" -> ".join(k for k, *_ in boxes) + ";")
+dot = ['digraph { rankdir=TB; nodesep=0.3; ranksep=0.45; '
+       'node [shape=box, style="rounded,filled", fillcolor="#eef2ff", color="#3b5bdb", '
+       'fontname="sans-serif", fontsize=13, margin="0.15,0.08"]; edge [color="#868e96"];']
+url_query = "&".join(f"{k}={v}" for k, v in ui.query(config).items() if k != "sentence")
+for key, title, shape, page in boxes:
+    link = ""
+    if page:   # a click on a box opens its page (same tab)
+        path = page.split("/")[-1].removesuffix(".py").split("_", 1)[1]
+        link = f', URL="./{path}{"?" + url_query if url_query else ""}", target="_self"'
+    dot.append(f'{key} [label="{dot_label(title)}\\n{dot_label(shape)}"{link}];')
+top, bottom = [b[0] for b in boxes[:5]], [b[0] for b in boxes[5:]]
+dot.append("{ rank=same; " + " -> ".join(top) + "; }")
+dot.append("{ rank=same; " + " -> ".join(bottom) + "; }")
+dot.append(f"{top[0]} -> {bottom[0]} [style=invis];")          # the second row sits below the first
+dot.append(f"{top[-1]} -> {bottom[0]} [constraint=false];")
 dot.append("}")
-st.graphviz_chart("\n".join(dot), width="stretch")
+st.graphviz_chart("\n".join(dot), width="content")
 
 st.subheader("Walk through it")
 cols = st.columns(4)
