@@ -1,0 +1,31 @@
+# Attention Explorer, hosted for a classroom: one container, CPU only, non-root.
+FROM python:3.11-slim
+
+# torch==2.13.0 from the default index is a CUDA build of several GB. Pass your mirror of
+# PyTorch's CPU wheel index here to get the small CPU build:
+#   docker build --build-arg TORCH_INDEX_URL=<cpu wheel index> -t attention-explorer .
+ARG TORCH_INDEX_URL=""
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
+    STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
+
+RUN useradd --create-home --uid 10001 explorer
+WORKDIR /app
+
+COPY requirements.txt .
+RUN if [ -n "$TORCH_INDEX_URL" ]; then \
+        pip install --extra-index-url "$TORCH_INDEX_URL" torch==2.13.0; fi \
+    && pip install -r requirements.txt \
+    && apt-get update && apt-get install -y --no-install-recommends curl && rm -rf /var/lib/apt/lists/*
+
+COPY --chown=explorer:explorer . .
+USER explorer
+
+EXPOSE 8501
+HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
+    CMD curl -fsS http://127.0.0.1:8501/_stcore/health || exit 1
+
+# .streamlit/config.toml holds the hosting options (no usage stats, no error details for
+# visitors, upload/message limits, file watcher off, no GC after every rerun).
+# Several replicas must share one cookie secret: pass STREAMLIT_SERVER_COOKIE_SECRET.
+CMD ["streamlit", "run", "app.py", "--server.address=0.0.0.0", "--server.port=8501"]
