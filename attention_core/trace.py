@@ -82,7 +82,11 @@ class Trace:
         return [f"{w} ({i})" if seen[w] > 1 else w for i, w in enumerate(self.tokens)]
 
     def labels(self, axis: str, size: int) -> list[str]:
-        """Tick labels for an axis: words for token axes, indices otherwise."""
+        """Tick labels for an axis: facts["axis_labels"] if the trace names them, words for token axes,
+        indices otherwise."""
+        named = self.facts.get("axis_labels", {}).get(axis)
+        if named is not None and len(named) == size:
+            return list(named)
         if axis in TOKEN_AXES and size == self.n:
             return self.token_labels()
         return [str(i) for i in range(size)]

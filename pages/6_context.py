@@ -19,14 +19,17 @@ with one:
     st.latex(rf"c_{{{i}}} = \sum_j A_{{{i},j}}\, v_j")
     labels = trace.token_labels()
     d_v = v.shape[1]
-    frame = pd.DataFrame({"weight A[i, j]": w[i]}, index=labels)
+    frame = pd.DataFrame({f"A[{i}, j]": w[i]}, index=labels)
     for m in range(d_v):
         frame[f"v[j,{m}]"] = v[:, m]
     for m in range(min(d_v, 8)):
         frame[f"A·v[j,{m}]"] = w[i] * v[:, m]
-    st.dataframe(frame.style.format("{:.3f}"), width="content")
-    st.caption(f"Sum of the A·v columns = c_{i} (the context row of **{trace.tokens[i]}**):")
-    ui.vector_row(c[i])
+    total = {col: (frame[col].sum() if col.startswith(("A·v", "A[")) else None) for col in frame.columns}
+    frame.loc[f"Σ over j  (= c_{i})"] = total
+    st.dataframe(frame.style.format("{:.3f}", na_rep=""), width="content")
+    st.caption(f"The last row adds up each A·v column: that is c_{i}, the context row of **{trace.tokens[i]}** "
+               f"(the weights sum to {w[i].sum():.3f}).")
+    ui.vector_row(c[i][:8], [f"c[{i},{m}]" for m in range(min(d_v, 8))])
 with every:
     c1, c2 = st.columns(2)
     with c1:

@@ -6,7 +6,7 @@ import functools
 from attention_core import Config, Trace, run_forward
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def get_trace(config: Config) -> Trace:
     """run_forward, once per distinct Config (a frozen, hashable dataclass); Step values are read-only."""
     return run_forward(config)

@@ -64,6 +64,10 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, 
             st.caption("Computed from: " + ", ".join(f"`{trace[i].title}`" for i in s.inputs if i in trace))
         as_table = st.toggle("Numbers as a table", key=f"{key_prefix}tbl:{key}")
         heads = [None] if s.axes[:1] != ("head",) else list(range(s.shape[0]))
+        if heads != [None] and domain is None and s.scale == "diverging":   # one colour scale for all heads
+            finite = s.value[np.isfinite(s.value)]
+            bound = float(np.abs(finite).max()) if finite.size else 1.0
+            domain = (-bound, bound) if bound > 0 else None
         per_row = 1 if heads == [None] else min(len(heads), 2 if s.shape[-1] > 8 else 4)
         clicked = None
         for start in range(0, len(heads), per_row):
