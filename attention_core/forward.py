@@ -37,6 +37,7 @@ def run_forward(config: Config) -> Trace:
     known = (lambda w: True) if vocab is None else (lambda w: w in vocab)
     tokens = resolve(config.sentence, known, config.unknown)
     trace = Trace(tokens.words)
+    trace.facts.update(config=config, kind="forward")
     if tokens.unknown:
         action = "dropped" if config.unknown == "drop" else "given the <unk> vector (the mean of all vectors)"
         trace.notices.append(f"Not in the vocabulary, {action}: {', '.join(tokens.unknown[:12])}"

@@ -12,10 +12,10 @@ import streamlit as st
 
 from attention_core import Config, ConfigError
 from attention_core.config import MAX_TOKENS
+from attention_core.export import config_from_query, config_to_query
 from attention_core.text import tokenize
 
 from .cache import get_trace
-from .query import config_from_query, config_to_query
 
 DEFAULT = Config()
 FIELDS = [f.name for f in fields(Config)]
@@ -190,5 +190,15 @@ def sidebar_settings(local: tuple[str, ...] = ()) -> tuple[Config, object]:
     return config, trace
 
 
+DEFAULT_QUERY = config_to_query(DEFAULT)
+
+
 def query_for(config: Config) -> dict[str, str]:
-    return config_to_query(config)
+    """The URL parameters for a Config: only what differs from the defaults (short, readable links).
+
+    An uploaded vectors file cannot travel in a link, so such a link says nothing of the embedding.
+    """
+    query = {k: v for k, v in config_to_query(config).items() if v != DEFAULT_QUERY[k]}
+    if config.embedding == "upload":
+        query.pop("embedding", None)
+    return query

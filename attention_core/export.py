@@ -1,0 +1,482 @@
+"""Taking the numbers away: .npz and CSV files, a numpy-only script, and the settings as a URL.
+
+    >>> from attention_core import Config, run_forward
+    >>> trace = run_forward(Config())
+    >>> arrays = load_npz(npz_bytes(trace))
+    >>> bool((arrays["weights"] == trace["weights"].value).all())
+    True
+    >>> config_from_query(config_to_query(Config(d_k=6)))[0] == Config(d_k=6)
+    True
+
+CSV layout (one file per step; a 3-d step is flattened with a leading head column):
+
+    0-d   value                 1-d   d_v,value            2-d   n_q\\n_k,i,love,you     3-d  head,n_q\\n_k,i,love
+          0.25                        0,0.1                      i,0.25,0.5,0.25            0,i,0.25,0.5
+                                      1,-0.3                     love,...                   ...
+
+The corner cell names the row and column axes ("n_q\\n_k"), rows and columns of a token axis
+are labelled with the words (a repeated word gets its position: "the (4)"), others with
+indices. Numbers are written with repr(), so they read back exactly (−inf as "-inf").
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import zipfile
+from dataclasses import fields
+
+import numpy as np
+
+from .config import COMBINES, EMBEDDINGS, MASKS, POSITIONALS, SCORES, UNKNOWN_POLICIES, Config, ConfigError
+from .trace import Step, Trace
+
+# ---- .npz ----------------------------------------------------------------------------------------------
+
+MANIFEST = "__manifest__"
+
+
+def _safe_name(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", key) or "_"
+
+
+def npz_bytes(trace: Trace) -> bytes:
+    """Every step as an array in one compressed .npz (np.load(..., allow_pickle=False) opens it).
+
+    An array is stored under its step key (a key like "dL/dw_q" becomes "dL_dw_q"); the member
+    "__manifest__" is JSON: the tokens and, per step, its key, array name, axes and title.
+    """
+    arrays, manifest = {}, {"tokens": list(trace.tokens), "steps": []}
+    for step in trace:
+        name = _safe_name(step.key)
+        while name in arrays or name == MANIFEST:
+            name += "_"
+        arrays[name] = step.value
+        manifest["steps"].append({"key": step.key, "array": name, "axes": list(step.axes), "title": step.title})
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays, **{MANIFEST: np.array(json.dumps(manifest))})
+    return buffer.getvalue()
+
+
+def load_npz(data: bytes) -> dict[str, np.ndarray]:
+    """The arrays of npz_bytes(), by step key, in order."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        manifest = json.loads(str(npz[MANIFEST]))
+        return {s["key"]: npz[s["array"]] for s in manifest["steps"]}
+
+
+# ---- CSV -----------------------------------------------------------------------------------------------
+
+def _cell_text(label: str) -> str:
+    """A label as a CSV cell a spreadsheet will not run as a formula."""
+    label = "".join(c for c in str(label) if c.isprintable())
+    return "'" + label if label[:1] in ("=", "+", "-", "@") else label
+
+
+def _labels(trace: Trace | None, axis: str, size: int) -> list[str]:
+    if trace is None:
+        return [str(i) for i in range(size)]
+    return [_cell_text(s) for s in trace.labels(axis, size)]
+
+
+def step_csv(step: Step, trace: Trace | None = None) -> str:
+    """One step as CSV text (layout in the module docstring); pass the trace for word labels."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    v, axes = step.value, step.axes
+    if v.ndim == 0:
+        w.writerows([["value"], [repr(float(v))]])
+    elif v.ndim == 1:
+        w.writerow([axes[0], "value"])
+        w.writerows([lab, repr(float(x))] for lab, x in zip(_labels(trace, axes[0], v.shape[0]), v))
+    elif v.ndim in (2, 3):
+        head = ["head"] if v.ndim == 3 else []
+        rows, cols = v.shape[-2:]
+        w.writerow(head + [f"{axes[-2]}\\{axes[-1]}"] + _labels(trace, axes[-1], cols))
+        row_labels = _labels(trace, axes[-2], rows)
+        for h, block in enumerate(v.reshape(-1, rows, cols)):
+            for lab, row in zip(row_labels, block):
+                w.writerow(([str(h)] if head else []) + [lab] + [repr(float(x)) for x in row])
+    else:
+        raise ValueError(f"step {step.key}: {v.ndim}-d values have no CSV layout")
+    return out.getvalue()
+
+
+def array_from_csv(text: str) -> np.ndarray:
+    """Read step_csv() text back into an array of the same shape and values."""
+    rows = list(csv.reader(io.StringIO(text)))
+    header, body = rows[0], rows[1:]
+    if header == ["value"]:
+        return np.array(float(body[0][0]))
+    if header[0] == "head":
+        heads = [int(r[0]) for r in body]
+        n_heads = max(heads) + 1
+        values = np.array([[float(x) for x in r[2:]] for r in body])
+        return values.reshape(n_heads, len(body) // n_heads, values.shape[1])
+    if "\\" in header[0]:
+        return np.array([[float(x) for x in r[1:]] for r in body]).reshape(len(body), len(header) - 1)
+    return np.array([float(r[1]) for r in body])
+
+
+def csv_files(trace: Trace) -> dict[str, str]:
+    """{file name: CSV text} for every step, numbered in trace order: '05_scores.csv'."""
+    return {f"{i:02d}_{_safe_name(step.key)}.csv": step_csv(step, trace) for i, step in enumerate(trace)}
+
+
+def csv_zip(trace: Trace) -> bytes:
+    """All the CSV files of a trace in one .zip."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in csv_files(trace).items():
+            z.writestr(name, text)
+    return buffer.getvalue()
+
+
+# ---- a numpy-only script of the forward pass -------------------------------------------------------------
+
+def _literal(a: np.ndarray) -> str:
+    """An array as an exact Python literal (repr of floats round-trips), one row per line."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim <= 1:
+        return f"np.array({a.tolist()!r})"
+    rows = ",\n    ".join(repr(r) for r in a.tolist())
+    return f"np.array([\n    {rows},\n])"
+
+
+def python_script(config: Config, weights: str = "seeded") -> str:
+    """A runnable numpy-only script that recomputes this configuration step by step, same numbers.
+
+    The embedding rows are written in as literals (the vocabularies stay behind). Parameters are
+    drawn exactly as the explorer draws them (weights="seeded": numpy.random.default_rng seeded
+    with (seed, crc32(name)) per parameter) or written in as literals too (weights="literal", for
+    a numpy whose generator streams differ). The sentence and its tokens appear only as repr()'d
+    string literals assigned to SENTENCE and TOKENS. Run it: `python script.py [steps.npz]`.
+    """
+    from .forward import init_bias, init_weight, run_forward
+    if weights not in ("seeded", "literal"):
+        raise ValueError("weights must be 'seeded' or 'literal'")
+    trace = run_forward(config)
+    f = trace.facts
+    n, d_embed, d_model = f["n"], f["d_embed"], f["d_model"]
+    h, d_k, d_v, seed = config.n_heads, config.d_k, config.d_v, config.seed
+    literal = weights == "literal"
+    L: list[str] = []
+    add = L.append
+
+    def param(name: str, shape: tuple, fan_in: int) -> str:
+        if literal:
+            return _literal(init_weight(seed, name, shape, fan_in))
+        return f"param({name!r}, {shape!r}, {fan_in})"
+
+    def bias(name: str, shape: tuple) -> str:
+        return _literal(init_bias(seed, name, shape)) if literal else f"bias({name!r}, {shape!r})"
+
+    settings = {k: v for k, v in config.as_dict().items() if k not in ("sentence", "vectors")}
+    add('"""Attention Explorer: one forward pass of attention, step by step, in numpy only.')
+    add("")
+    add("Generated for these settings (the sentence is SENTENCE below):")
+    for k, v in settings.items():
+        add(f"    {k} = {v!r}")
+    add("")
+    add("Run:  python this_file.py            prints every step")
+    add("      python this_file.py steps.npz  also saves every step (np.load(...)[key])")
+    add("Rows are tokens: X is (n, d_model) and Q = X W_Q, as in numpy and PyTorch.")
+    add('"""')
+    add("import sys")
+    add("import zlib")
+    add("")
+    add("import numpy as np")
+    add("")
+    add(f"SENTENCE = {config.sentence!r}")
+    add(f"TOKENS = {list(trace.tokens)!r}  # the rows of X")
+    add(f"SEED = {seed!r}")
+    add(f"N, D_MODEL, N_HEADS, D_K, D_V = {n}, {d_model}, {h}, {d_k}, {d_v}")
+    add("steps = {}  # step name -> array, in order")
+    add("")
+    if not literal:
+        add("")
+        add("def param(name, shape, fan_in):")
+        add('    """A weight at its seeded start: N(0, 1/fan_in), one generator per parameter."""')
+        add("    rng = np.random.default_rng([SEED, zlib.crc32(name.encode())])")
+        add("    return rng.standard_normal(shape) / np.sqrt(fan_in)")
+        add("")
+        add("")
+        add("def bias(name, shape):")
+        add("    rng = np.random.default_rng([SEED, zlib.crc32(name.encode())])")
+        add("    return 0.1 * rng.standard_normal(shape)")
+        add("")
+        add("")
+    add("def softmax(x, temperature):")
+    add('    """exp((x - max) / T) / sum, along the last axis; a row of -inf gives zeros, not NaN."""')
+    add("    z = np.asarray(x, dtype=np.float64) / temperature")
+    add("    m = np.max(z, axis=-1, keepdims=True)")
+    add("    m = np.where(np.isfinite(m), m, 0.0)")
+    add("    e = np.exp(z - m)")
+    add("    total = e.sum(axis=-1, keepdims=True)")
+    add("    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)")
+    add("")
+    add("")
+    add(f"# -- embeddings: one row per token, from {f['source']!r}  (n={n}, d_embed={d_embed})")
+    add(f"x_embed = {_literal(trace['x_embed'].value)}")
+    add('steps["x_embed"] = x_embed')
+    add("")
+    d_pe = trace["pe"].shape[1] if "pe" in trace else 0
+    if config.positional == "sinusoidal":
+        add(f"# -- positional encoding: sin / cos pairs  (n={n}, d={d_pe})")
+        add("positions = np.arange(N, dtype=np.float64)[:, None]  # (n, 1)")
+        add(f"pair = np.arange({d_pe}) // 2  # column j uses pair j // 2")
+        add(f"angles = positions / np.power({float(config.pe_base)!r}, 2.0 * pair / {d_pe})  # (n, d)")
+        add(f"pe = np.where(np.arange({d_pe}) % 2 == 0, np.sin(angles), np.cos(angles))")
+    elif config.positional == "learned":
+        add(f"# -- positional encoding: a learned table at its seeded start  (n={n}, d={d_pe})")
+        pe_code = (_literal(trace["pe"].value) if literal else
+                   f"0.1 * np.random.default_rng([SEED, 7919, {d_pe}]).standard_normal((N, {d_pe}))")
+        add(f"pe = {pe_code}")
+    elif config.positional == "index":
+        add("# -- positional feature: the index itself, one extra column  (n, 1)")
+        add("pe = np.arange(N, dtype=np.float64)[:, None]")
+    if d_pe:
+        add('steps["pe"] = pe')
+        add("")
+    if not d_pe:
+        add("x = x_embed  # no positional information")
+    elif d_model != d_embed:
+        add(f"x = np.concatenate([x_embed, pe], axis=1)  # (n, {d_embed} + {d_pe} = {d_model})")
+    else:
+        add("x = x_embed + pe  # added element-wise")
+    add('steps["x"] = x')
+    add("")
+    for name, width in (("q", h * d_k), ("k", h * d_k), ("v", h * d_v)):
+        add(f"# -- {name.upper()} = X W_{name.upper()}{' + b_' + name if config.bias else ''}  (n={n}, {width})")
+        add(f"w_{name} = {param(f'w_{name}', (d_model, width), d_model)}  # (d_model, {width})")
+        add(f'steps["w_{name}"] = w_{name}')
+        if config.bias:
+            add(f"b_{name} = {bias(f'b_{name}', (width,))}")
+            add(f'steps["b_{name}"] = b_{name}')
+            add(f"{name} = x @ w_{name} + b_{name}")
+        else:
+            add(f"{name} = x @ w_{name}")
+        add(f'steps["{name}"] = {name}')
+        if h > 1:
+            width_h = d_v if name == "v" else d_k
+            add(f"{name}_heads = {name}.reshape(N, N_HEADS, {width_h}).transpose(1, 0, 2)  # (heads, n, {width_h})")
+            add(f'steps["{name}_heads"] = {name}_heads')
+        add("")
+    sq, sk, sv = ("q_heads", "k_heads", "v_heads") if h > 1 else ("q", "k", "v")
+    if config.score in ("dot", "scaled_dot"):
+        add(f"# -- scores: S = Q K^T")
+        add(f"scores = {sq} @ np.swapaxes({sk}, -1, -2)  # (heads?, n_q, n_k)")
+        add('steps["scores"] = scores')
+        logits = "scores"
+        if config.score == "scaled_dot":
+            add("scaled_scores = scores / np.sqrt(D_K)")
+            add('steps["scaled_scores"] = scaled_scores')
+            logits = "scaled_scores"
+    elif config.score == "additive":
+        shape_w, shape_v = (h, d_k, d_k)[h == 1:], (h, d_k)[h == 1:]
+        add("# -- additive scores: S_ij = v . tanh(q_i W_1 + k_j W_2)")
+        for name, shape in (("w_a_q", shape_w), ("w_a_k", shape_w), ("v_a", shape_v)):
+            add(f"{name} = {param(name, shape, d_k)}")
+            add(f'steps["{name}"] = {name}')
+        add(f"hidden = np.tanh(({sq} @ w_a_q)[..., :, None, :] + ({sk} @ w_a_k)[..., None, :, :])  # (.., n_q, n_k, d_a)")
+        add('scores = np.einsum("...ija,...a->...ij", hidden, v_a)')
+        add('steps["scores"] = scores')
+        logits = "scores"
+    else:
+        add("# -- bilinear scores: S = Q W_B K^T")
+        add(f"w_b = {param('w_b', (h, d_k, d_k)[h == 1:], d_k)}")
+        add('steps["w_b"] = w_b')
+        add(f"scores = {sq} @ w_b @ np.swapaxes({sk}, -1, -2)")
+        add('steps["scores"] = scores')
+        logits = "scores"
+    add("")
+    if config.mask != "none":
+        if config.mask == "causal":
+            add("# -- causal mask: query i sees keys 0..i")
+            add("mask = np.tril(np.ones((N, N), dtype=bool))")
+        else:
+            add("# -- padding mask: the listed key positions are hidden from every query")
+            add("mask = np.ones((N, N), dtype=bool)")
+            add(f"mask[:, {list(config.padding)!r}] = False")
+        add('steps["mask"] = mask.astype(float)')
+        add(f"masked_scores = np.where(mask, {logits}, -np.inf)")
+        add('steps["masked_scores"] = masked_scores')
+        logits = "masked_scores"
+        add("")
+    add(f"# -- softmax over each row (the keys), temperature {config.temperature!r}")
+    add(f"weights = softmax({logits}, {float(config.temperature)!r})")
+    add('steps["weights"] = weights')
+    add("")
+    add(f"context = weights @ {sv}  # (heads?, n, d_v)")
+    add('steps["context"] = context')
+    c_name = "context"
+    if h > 1:
+        add("concat = context.transpose(1, 0, 2).reshape(N, N_HEADS * D_V)  # heads side by side")
+        add('steps["concat"] = concat')
+        c_name = "concat"
+    add("")
+    add(f"w_o = {param('w_o', (h * d_v, d_model), h * d_v)}")
+    add('steps["w_o"] = w_o')
+    if config.bias:
+        add(f"b_o = {bias('b_o', (d_model,))}")
+        add('steps["b_o"] = b_o')
+        add(f"output = {c_name} @ w_o + b_o")
+    else:
+        add(f"output = {c_name} @ w_o")
+    add('steps["output"] = output')
+    add("")
+    add("")
+    add('if __name__ == "__main__":')
+    add("    np.set_printoptions(precision=4, suppress=True, linewidth=120)")
+    add('    print("tokens:", TOKENS)')
+    add("    for key, value in steps.items():")
+    add('        print(f"\\n{key}  shape={value.shape}")')
+    add("        print(value)")
+    add("    if len(sys.argv) > 1:")
+    add("        np.savez(sys.argv[1], **steps)")
+    add('        print(f"\\nsaved {len(steps)} steps to {sys.argv[1]}")')
+    return "\n".join(L) + "\n"
+
+
+# ---- the settings as URL query parameters -------------------------------------------------------------
+
+QUERY_FIELDS = tuple(f.name for f in fields(Config) if f.name != "vectors")
+CHOICES = {"embedding": EMBEDDINGS, "unknown": UNKNOWN_POLICIES, "positional": POSITIONALS,
+           "combine": COMBINES, "score": SCORES, "mask": MASKS}
+INTS = ("d_model", "glove_vocab", "d_k", "d_v", "n_heads", "seed")
+FLOATS = ("pe_base", "temperature")
+_INT = re.compile(r"[+-]?\d{1,12}")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _number_text(v: float) -> str:
+    v = float(v)
+    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+
+
+def config_to_query(config: Config) -> dict[str, str]:
+    """Every setting but the uploaded vectors, as strings for a URL's query (st.query_params)."""
+    q = {}
+    for name in QUERY_FIELDS:
+        v = getattr(config, name)
+        if name == "padding":
+            q[name] = ",".join(str(p) for p in v)
+        elif name == "bias":
+            q[name] = "1" if v else "0"
+        elif name in FLOATS:
+            q[name] = _number_text(v)
+        else:
+            q[name] = str(v)
+    return q
+
+
+def _parse(name: str, raw: str):
+    """One query value -> the field's value; ValueError with a short reason."""
+    if name == "sentence":
+        return raw
+    text = raw.strip()
+    if name in CHOICES:
+        if text.lower() not in CHOICES[name]:
+            raise ValueError(f"is not one of {', '.join(CHOICES[name])}")
+        return text.lower()
+    if name in INTS:
+        if not _INT.fullmatch(text):
+            raise ValueError("is not a whole number")
+        return int(text)
+    if name in FLOATS:
+        try:
+            v = float(text) if len(text) <= 40 else math.nan
+        except ValueError:
+            raise ValueError("is not a number") from None
+        if not math.isfinite(v):
+            raise ValueError("is not a finite number")
+        return v
+    if name == "bias":
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise ValueError("is not true or false (1 or 0)")
+    if name == "padding":
+        if not text:
+            return ()
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) > 128 or not all(_INT.fullmatch(p) for p in parts):
+            raise ValueError("is not a list of token positions like 1,3")
+        return tuple(int(p) for p in parts)
+    raise ValueError("is not a setting")                      # pragma: no cover
+
+
+def _forward_error(config: Config) -> str | None:
+    """None if the forward pass runs, else why not (a ConfigError: heads, padding past the end, no known
+    words; or a missing table)."""
+    from .forward import run_forward
+    try:
+        run_forward(config)
+        return None
+    except ConfigError as e:
+        return _short(e)
+    except Exception as e:                                     # e.g. the GloVe package missing
+        return type(e).__name__
+
+
+def config_from_query(params, check_forward: bool = True) -> tuple[Config, list[str]]:
+    """Settings from a URL's query: (Config, notices). Never raises.
+
+    A malformed, out-of-range or tampered value falls back to that field's default, with a notice
+    naming the field. Values are applied in field order, each checked with the ones before it
+    (so of d_k=256 and n_heads=4, over the size limit together, the later one falls back). With
+    check_forward, a combination the forward pass rejects (heads not dividing d_model, a padding
+    position past the sentence, only unknown words) is undone one field at a time. Keys that
+    are not settings are ignored; `vectors` never comes from a URL.
+    """
+    notices: list[str] = []
+    default = Config()
+    try:
+        items = dict(params).items()
+    except Exception:
+        return default, ["The link's settings could not be read; using the defaults."]
+    parsed = {}
+    for name, raw in items:
+        if name not in QUERY_FIELDS:
+            continue
+        if isinstance(raw, (list, tuple)):
+            raw = raw[-1] if raw else ""
+        try:
+            parsed[name] = _parse(name, str(raw))
+        except ValueError as e:
+            notices.append(f"Link setting “{name}” {e}; using the default ({_shown(name, getattr(default, name))}).")
+    values: dict = {}
+    for name in QUERY_FIELDS:
+        if name not in parsed:
+            continue
+        try:
+            Config(**values, **{name: parsed[name]})
+            values[name] = parsed[name]
+        except ConfigError as e:
+            notices.append(f"Link setting “{name}” cannot be used ({_short(e)}); using the default "
+                           f"({_shown(name, getattr(default, name))}).")
+    config = Config(**values)
+    error = _forward_error(config) if check_forward else None
+    if error is not None:
+        changed = [k for k in values if values[k] != getattr(default, k)]
+        for name in reversed(changed):                        # the one field whose default makes it run
+            trial = Config(**{k: v for k, v in values.items() if k != name})
+            if _forward_error(trial) is None:
+                notices.append(f"Link setting “{name}” does not fit with the others ({error}); using the "
+                               f"default ({_shown(name, getattr(default, name))}).")
+                return trial, notices
+        notices.append(f"The link's settings do not work together ({error}); using the defaults.")
+        return default, notices
+    return config, notices
+
+
+def _shown(name: str, value) -> str:
+    return repr(value) if name == "sentence" else ",".join(map(str, value)) or "none" if name == "padding" else str(value)
+
+
+def _short(error: Exception) -> str:
+    text = str(error)
+    return text if len(text) <= 160 else text[:157] + "…"

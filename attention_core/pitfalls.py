@@ -1,0 +1,448 @@
+"""Known wrong versions of attention, each next to the correct computation and a check that tells them apart.
+
+The source texts (see /work/shared/seeds/README.md, "Known errors") and common practice contain
+mistakes. The explorer computes the correct version everywhere else; here, and only here, each
+mistake is computed on purpose, labelled, beside the correct result, with a check that passes
+on the correct one and flags the wrong one.
+
+    >>> from attention_core import Config
+    >>> [p.key for p in PITFALLS]            # doctest: +NORMALIZE_WHITESPACE
+    ['softmax_axis', 'no_scaling', 'neg_inf_nan', 'dropout_at_inference', 'scores_times_v',
+     'one_jacobian', 'sqrt_len_q', 'odd_pe_zero']
+    >>> r = PITFALLS_BY_KEY["scores_times_v"].compute(Config())
+    >>> r.check_passes_on_correct, r.check_flags_wrong
+    (True, True)
+
+compute(config_or_trace) takes a Config (it runs the forward pass) or a Trace. Pitfalls that
+need softmax rows want at least two tokens: with one token every softmax is [1], so several
+wrong versions coincide with the right one (the check_detail says so).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+from . import attention as att
+from .config import Config
+from .explain import settings_of
+from .forward import param_rng, run_forward
+from .positional import sinusoidal_encoding
+from .trace import Trace
+
+ROW_SUM_TOL = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class PitfallResult:
+    correct: np.ndarray              # the right computation
+    wrong: np.ndarray                # the mistake, same shape
+    difference: float                # max |wrong − correct|; inf where one is NaN/inf and the other is not
+    check_name: str                  # what the check tests, in a few words
+    check_passes_on_correct: bool
+    check_flags_wrong: bool
+    check_detail: str                # the check's numbers, in a sentence or two
+    axes: tuple[str, ...] = ()       # names of the arrays' axes (for labels)
+    what: str = ""                   # what the arrays are ("attention weights at d_k = 512")
+
+
+@dataclass(frozen=True, eq=False)
+class Pitfall:
+    key: str
+    title: str
+    seed_source: str                 # "000", "001", "002" (a source text), or "common"
+    description: str
+    compute: Callable[[Config | Trace], PitfallResult]
+
+
+def difference(correct: np.ndarray, wrong: np.ndarray) -> float:
+    """max |wrong − correct|, counting a NaN or infinity on one side only as an infinite difference."""
+    correct, wrong = np.asarray(correct, float), np.asarray(wrong, float)
+    same = (correct == wrong) | (np.isnan(correct) & np.isnan(wrong))
+    with np.errstate(invalid="ignore"):
+        gap = np.where(same, 0.0, np.abs(wrong - correct))
+    gap = np.where(np.isnan(gap), np.inf, gap)
+    return float(gap.max()) if gap.size else 0.0
+
+
+def _trace(source: Config | Trace) -> tuple[Trace, Config | None]:
+    if isinstance(source, Trace):
+        return source, source.facts.get("config")
+    return run_forward(source), source
+
+
+def _rows_sum_to_one(a: np.ndarray, visible: np.ndarray | None = None) -> tuple[bool, float]:
+    """(every row with a visible key sums to 1, the largest |row sum − 1| among them)."""
+    sums = a.sum(axis=-1)
+    rows = np.ones(sums.shape, bool) if visible is None else np.broadcast_to(visible.any(axis=-1), sums.shape)
+    if not rows.any():
+        return True, 0.0
+    err = float(np.nanmax(np.where(rows, np.abs(sums - 1), 0.0))) if not np.isnan(sums[rows]).any() else math.inf
+    return err <= ROW_SUM_TOL, err
+
+
+def _mask_of(trace: Trace) -> np.ndarray | None:
+    return trace["mask"].value.astype(bool) if "mask" in trace else None
+
+
+def _one_token(trace: Trace) -> str:
+    return " With one token every softmax row is [1], so the two versions coincide." if trace.n == 1 else ""
+
+
+def _labelled(compute):
+    """Say so when the two versions coincide on this input (one token, all scores equal, X = 0)."""
+    def run(source) -> PitfallResult:
+        r = compute(source)
+        if r.difference == 0 and "coincide" not in r.check_detail:
+            r = replace(r, check_detail=r.check_detail + " On this input the two versions coincide (one token, "
+                                                            "or every score equal): try a longer or more varied sentence.")
+        return r
+    run.__name__, run.__doc__ = compute.__name__, compute.__doc__
+    return run
+
+
+# ---- 1. softmax over the wrong axis --------------------------------------------------------------------
+
+def softmax_axis(source) -> PitfallResult:
+    """softmax over each column (over the queries) instead of each row (over the keys)."""
+    trace, config = _trace(source)
+    t = settings_of(trace, config).temperature
+    logits = trace[trace.facts["softmax_input"]].value                    # (h?, n_q, n_k)
+    correct = att.softmax(logits, axis=-1, temperature=t)                 # each query's row: a distribution over keys
+    wrong = att.softmax(logits, axis=-2, temperature=t)                   # each key's column: over queries
+    visible = _mask_of(trace)
+    ok, err_c = _rows_sum_to_one(correct, visible)
+    bad, err_w = _rows_sum_to_one(wrong, visible)
+    return PitfallResult(correct, wrong, difference(correct, wrong), "each query's weights sum to 1",
+                         ok, not bad,
+                         f"Largest |row sum − 1|: correct {err_c:.1e}, wrong {err_w:.3g} (the wrong version's "
+                         f"columns sum to 1 instead: each key distributes itself over the queries)." + _one_token(trace),
+                         trace["weights"].axes, "attention weights")
+
+
+# ---- 2. no √d_k at large d_k ---------------------------------------------------------------------------
+
+D_SMALL, D_LARGE, DRAWS = 16, 512, 48
+MAX_ROWS = 24
+
+
+def _score_spread(x: np.ndarray, rng: np.random.Generator) -> dict[int, float]:
+    """RMS of the raw scores (x W_q)(x W_k)ᵀ over DRAWS seeded inits W ~ N(0, 1/d_model), at widths
+    D_SMALL and D_LARGE (the first D_SMALL columns of each wide draw are a narrow draw).
+
+    x W has independent columns with covariance x xᵀ / d_model, so it is drawn as L Z with
+    L Lᵀ = x xᵀ (n × n): the same distribution, at n²·d cost instead of n·d_model·d. At most
+    MAX_ROWS rows (evenly spaced) take part: the noise is in the draws, not in the number of pairs.
+    """
+    if x.shape[0] > MAX_ROWS:                                             # the spread over pairs needs few rows
+        x = x[np.linspace(0, x.shape[0] - 1, MAX_ROWS).round().astype(int)]
+    n, d_model = x.shape
+    evals, u = np.linalg.eigh(x @ x.T)                                    # x xᵀ = u diag(evals) uᵀ
+    l = u * np.sqrt(np.clip(evals, 0, None))                              # (n, n)
+    def like_x_w() -> np.ndarray:                                         # (draws, n, D_LARGE), like x W
+        z = rng.standard_normal((n, DRAWS * D_LARGE)) / np.sqrt(d_model)
+        return (l @ z).reshape(n, DRAWS, D_LARGE).transpose(1, 0, 2)
+    q, k = like_x_w(), like_x_w()
+    return {d: float(np.sqrt(np.mean((q[..., :d] @ np.swapaxes(k[..., :d], -1, -2)) ** 2)))
+            for d in (D_SMALL, D_LARGE)}
+
+
+def no_scaling(source) -> PitfallResult:
+    """Q Kᵀ without / √d_k: the scores' spread grows like √d_k and softmax saturates to one-hot rows.
+
+    Shown on the learner's X with wide seeded projections (d_k = 512). The check measures the RMS
+    score over 48 seeded inits at d_k = 16 and at d_k = 512: with / √d_k it stays put, without it
+    grows ×√32 ≈ 5.7; the limit is the geometric middle, ×2.4.
+    """
+    trace, _ = _trace(source)
+    x = trace["x"].value                                                  # (n, d_model)
+    n, d_model = x.shape
+    note = ""
+    if not np.any(x):
+        x = param_rng(0, "pitfall:x").standard_normal((n, d_model))
+        note = " (X is all zeros here, so seeded N(0, 1) rows stand in for it.)"
+    spread = _score_spread(x, param_rng(0, "pitfall:spread"))
+    growth_wrong = spread[D_LARGE] / spread[D_SMALL]
+    growth_right = growth_wrong / math.sqrt(D_LARGE / D_SMALL)            # the same scores, each / √d_k
+    limit = (D_LARGE / D_SMALL) ** 0.25
+    w_q = param_rng(0, "pitfall:w_q").standard_normal((d_model, D_LARGE)) / np.sqrt(d_model)
+    w_k = param_rng(0, "pitfall:w_k").standard_normal((d_model, D_LARGE)) / np.sqrt(d_model)
+    s = (x @ w_q) @ (x @ w_k).T                                           # (n, n) at d_k = 512, unscaled
+    correct = att.softmax(s / np.sqrt(D_LARGE))
+    wrong = att.softmax(s)
+    sat = lambda a: float(np.mean(a.max(axis=-1) > 0.99))
+    return PitfallResult(
+        correct, wrong, difference(correct, wrong), f"score spread stays flat from d_k={D_SMALL} to {D_LARGE}",
+        growth_right < limit, growth_wrong >= limit,
+        f"RMS score over {DRAWS} seeded inits on your X grows ×{growth_right:.2f} with √d_k scaling and "
+        f"×{growth_wrong:.2f} without (√({D_LARGE}/{D_SMALL}) = {math.sqrt(D_LARGE / D_SMALL):.2f}); flagged "
+        f"above ×{limit:.2f}. Rows with a weight > 0.99 at d_k={D_LARGE}: {sat(correct):.0%} scaled, "
+        f"{sat(wrong):.0%} unscaled." + note,
+        ("n_q", "n_k"), f"attention weights at d_k = {D_LARGE}")
+
+
+# ---- 3. −inf masks and a fully masked row -------------------------------------------------------------
+
+def naive_softmax(x: np.ndarray) -> np.ndarray:
+    """exp(x − max) / Σ exp(x − max), nothing more: a row of −∞ gives −∞ − (−∞) = NaN."""
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def neg_inf_nan(source) -> PitfallResult:
+    """A query whose every key is masked: −∞ everywhere, and the naive softmax returns NaN.
+
+    Uses the learner's mask; when no row is fully hidden, the last query is hidden entirely
+    (as a padding query would be).
+    """
+    trace, config = _trace(source)
+    t = settings_of(trace, config).temperature
+    s = trace["scaled_scores" if "scaled_scores" in trace else "scores"].value   # (h?, n, n)
+    n = trace.n
+    mask = _mask_of(trace)
+    mask = np.ones((n, n), bool) if mask is None else mask.copy()
+    made = not (~mask.any(axis=1)).any()
+    if made:
+        mask[-1, :] = False
+    masked = att.apply_mask(s, mask) / t
+    correct = att.softmax(masked)                                         # the core's softmax: zeros for that row
+    wrong = naive_softmax(masked)
+    nan_rows = int(np.isnan(wrong).any(axis=-1).sum())
+    how = f"query {n - 1} hidden from every key for this demo" if made else "your mask hides every key of a row"
+    return PitfallResult(correct, wrong, difference(correct, wrong), "no NaN anywhere in the weights",
+                         not np.isnan(correct).any(), bool(np.isnan(wrong).any()),
+                         f"{how}: the naive softmax gives {nan_rows} NaN row(s), the safe one a row of zeros. "
+                         f"(Filling with −1e9 instead of −∞, as seed 002 does with −1e10, gives a uniform row "
+                         f"instead: no NaN, but weight on hidden keys.)",
+                         trace["weights"].axes, "attention weights with a fully masked row")
+
+
+# ---- 4. dropout left on at inference (seed 002) --------------------------------------------------------
+
+DROPOUT_P = 0.1
+
+
+def dropout(a: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
+    """Inverted dropout as F.dropout(training=True) does it: zero with probability p, survivors × 1/(1−p)."""
+    return np.where(rng.random(a.shape) >= p, a / (1 - p), 0.0)
+
+
+def dropout_at_inference(source) -> PitfallResult:
+    """F.dropout(alpha, p=0.1) without training=self.training: weights are dropped at inference too."""
+    trace, _ = _trace(source)
+    correct = trace["weights"].value                                      # (h?, n_q, n_k): inference, no dropout
+    wrong = dropout(correct, DROPOUT_P, param_rng(0, "pitfall:dropout"))
+    again = dropout(correct, DROPOUT_P, param_rng(1, "pitfall:dropout"))
+    visible = _mask_of(trace)
+    ok, err_c = _rows_sum_to_one(correct, visible)
+    bad, err_w = _rows_sum_to_one(wrong, visible)
+    dropped = int(((wrong == 0) & (correct != 0)).sum())
+    rerun = difference(wrong, again)
+    return PitfallResult(correct, wrong, difference(correct, wrong), "each query's weights sum to 1 at inference",
+                         ok, not bad,
+                         f"Largest |row sum − 1|: {err_c:.1e} without dropout, {err_w:.3g} with it ({dropped} "
+                         f"weight(s) zeroed, the rest ×{1 / (1 - DROPOUT_P):.3g}); a second run of the same input "
+                         f"differs by {rerun:.3g}" + (": the prediction is random." if rerun else
+                                                     " (both runs happened to drop the same weights)."),
+                         trace["weights"].axes, f"attention weights, dropout p={DROPOUT_P}")
+
+
+# ---- 5. scores @ V (seed 001) --------------------------------------------------------------------------
+
+def scores_times_v(source) -> PitfallResult:
+    """context = scores @ V instead of softmax(scores) @ V: the mix is no longer an average."""
+    trace, _ = _trace(source)
+    h = trace.facts["n_heads"]
+    v = trace["v_heads" if h > 1 else "v"].value                          # (h?, n, d_v)
+    logits = trace["scaled_scores" if "scaled_scores" in trace else "scores"].value   # (h?, n, n)
+    weights = trace["weights"].value
+    correct = weights @ v                                                 # (h?, n, d_v)
+    wrong = logits @ v
+    visible = _mask_of(trace)
+    sums_c, err_c = _rows_sum_to_one(weights, visible)
+    sums_w, err_w = _rows_sum_to_one(logits)
+    average_c = sums_c and bool((weights >= 0).all())
+    average_w = sums_w and bool((logits >= 0).all())
+    return PitfallResult(correct, wrong, difference(correct, wrong),
+                         "the coefficients mixing V are ≥ 0 and sum to 1 (a weighted average)",
+                         average_c, not average_w,
+                         f"Coefficients: the weights (min {weights.min():.3g}, largest |row sum − 1| {err_c:.1e}); "
+                         f"the raw scores (min {logits.min():.3g}, largest |row sum − 1| {err_w:.3g}), so the "
+                         f"“context” is not an average of the values and its scale follows the scores'.",
+                         trace["context"].axes, "context vectors")
+
+
+# ---- 6. one softmax Jacobian for every row (seed 000) --------------------------------------------------
+
+@dataclass(frozen=True)
+class SmallAttention:
+    """The seed-000 layer on the learner's X, head 0: softmax(Q Kᵀ/√d_k) V with L = Σ C ∘ G."""
+    x: np.ndarray                    # (n, d_model)
+    w_q: np.ndarray                  # (d_model, d_k)
+    w_k: np.ndarray                  # (d_model, d_k)
+    w_v: np.ndarray                  # (d_model, d_v)
+    g: np.ndarray                    # (n, d_v), fixed: dL/dC
+
+    def forward(self, w_q=None):
+        w_q = self.w_q if w_q is None else w_q
+        q, k, v = self.x @ w_q, self.x @ self.w_k, self.x @ self.w_v                 # (n, d_k), (n, d_k), (n, d_v)
+        a = att.softmax(q @ k.T / np.sqrt(q.shape[1]))                               # (n, n)
+        c = a @ v                                                                    # (n, d_v)
+        return float(np.sum(c * self.g)), (q, k, v, a)
+
+    def grad_w_q(self, one_jacobian: bool = False) -> np.ndarray:                   # (d_model, d_k)
+        _, (q, k, v, a) = self.forward()
+        d_a = self.g @ v.T                                                           # dL/dA (n, n)
+        if one_jacobian:                  # seed 000: J from α[j] (Julia linear indexing: the first column), every row
+            c = a[:, 0]
+            d_s = d_a @ (np.diag(c) - np.outer(c, c))
+        else:                             # row i: J_i = diag(α_i) − α_i α_iᵀ
+            d_s = a * (d_a - np.sum(d_a * a, axis=1, keepdims=True))
+        d_q = d_s @ k / np.sqrt(q.shape[1])                                          # (n, d_k)
+        return self.x.T @ d_q
+
+    def directional_check(self, grad: np.ndarray, n_dirs: int = 3, eps: float = 1e-5) -> float:
+        """Largest gap between ⟨grad, D⟩ and the central difference (L(W+εD) − L(W−εD)) / 2ε along seeded
+        directions D, relative to ‖grad‖·‖D‖ (floored, so that a zero gradient is not divided by 0)."""
+        rng = param_rng(0, "pitfall:directions")
+        loss = self.forward()[0]
+        worst = 0.0
+        for _ in range(n_dirs):
+            d = rng.standard_normal(self.w_q.shape)
+            fd = (self.forward(self.w_q + eps * d)[0] - self.forward(self.w_q - eps * d)[0]) / (2 * eps)
+            an = float(np.sum(grad * d))
+            scale = max(float(np.linalg.norm(grad) * np.linalg.norm(d)), 1e-4 * (1 + abs(loss)))
+            worst = max(worst, abs(an - fd) / scale)
+        return worst
+
+
+def small_attention(trace: Trace) -> SmallAttention:
+    h, d_k, d_v = trace.facts["n_heads"], trace.facts["d_k"], trace.facts["d_v"]
+    x = trace["x"].value
+    g = param_rng(0, "pitfall:G").standard_normal((trace.n, d_v))
+    return SmallAttention(x, trace["w_q"].value[:, :d_k], trace["w_k"].value[:, :d_k], trace["w_v"].value[:, :d_v], g)
+
+
+def one_jacobian(source) -> PitfallResult:
+    """dL/dW_Q with the softmax Jacobian built once, from α's first column, and used for every row."""
+    trace, _ = _trace(source)
+    model = small_attention(trace)
+    correct = model.grad_w_q()
+    wrong = model.grad_w_q(one_jacobian=True)
+    tol = 1e-6
+    err_c, err_w = model.directional_check(correct), model.directional_check(wrong)
+    size = float(np.linalg.norm(correct))
+    rel = (f"{float(np.linalg.norm(wrong - correct)) / size:.3g}× ‖correct‖" if size
+           else f"{float(np.linalg.norm(wrong)):.3g} while ‖correct‖ = 0")
+    return PitfallResult(correct, wrong, difference(correct, wrong), "gradient matches finite differences of L",
+                         err_c < tol, err_w >= tol,
+                         f"L = Σ C ∘ G (G fixed, seeded), head 0, no mask. Relative gap to central differences "
+                         f"along 3 seeded directions: {err_c:.1e} (per-row Jacobians), {err_w:.3g} (one Jacobian); "
+                         f"‖wrong − correct‖ is {rel}." + _one_token(trace),
+                         ("d_model", "d_k"), "dL/dW_Q")
+
+
+# ---- 7. / √(n·d_k) instead of / √d_k (seed 000) --------------------------------------------------------
+
+def sqrt_len_q(source) -> PitfallResult:
+    """Scores divided by sqrt(length(q)): all n·d_k elements of Q, not d_k: the scale depends on n.
+
+    The check appends one token (a copy of the last row of Q and K): a pair's scaled score must
+    not change when another word joins the sentence.
+    """
+    trace, _ = _trace(source)
+    h = trace.facts["n_heads"]
+    q = trace["q_heads" if h > 1 else "q"].value                          # (h?, n, d_k)
+    k = trace["k_heads" if h > 1 else "k"].value
+    n, d_k = q.shape[-2], q.shape[-1]
+    raw = q @ np.swapaxes(k, -1, -2)                                      # (h?, n, n)
+    correct = att.softmax(raw / np.sqrt(d_k))
+    wrong = att.softmax(raw / np.sqrt(n * d_k))
+    q2 = np.concatenate([q, q[..., -1:, :]], axis=-2)                     # one more token: (h?, n+1, d_k)
+    k2 = np.concatenate([k, k[..., -1:, :]], axis=-2)
+    raw2 = (q2 @ np.swapaxes(k2, -1, -2))[..., :n, :n]
+    drift_c = float(np.max(np.abs(raw2 / np.sqrt(d_k) - raw / np.sqrt(d_k))))
+    drift_w = float(np.max(np.abs(raw2 / np.sqrt((n + 1) * d_k) - raw / np.sqrt(n * d_k))))
+    tol = 1e-12 * max(1.0, float(np.max(np.abs(raw))))
+    return PitfallResult(correct, wrong, difference(correct, wrong),
+                         "a pair's scaled score does not change when a word is appended",
+                         drift_c <= tol, drift_w > tol,
+                         f"Dividing by √d_k = {math.sqrt(d_k):.3g}: appending a token moves the existing scaled "
+                         f"scores by {drift_c:.1e}. Dividing by √(n·d_k) = √({n}·{d_k}) = {math.sqrt(n * d_k):.3g}: "
+                         f"by up to {drift_w:.3g}, and the weights get flatter the longer the sentence.",
+                         trace["weights"].axes, "attention weights")
+
+
+# ---- 8. odd d_model: the sinusoidal encoding's last column left at zero (seed 001) --------------------
+
+def seed_001_encoding(n_positions: int, d_model: int, base: float = 10_000.0) -> np.ndarray:
+    """Seed 001's loop: columns 2i and 2i+1 for i < int(d/2), so an odd d leaves the last column 0."""
+    pe = np.zeros((n_positions, d_model))
+    for p in range(n_positions):
+        for i in range(d_model // 2):
+            denominator = np.power(base, 2 * i / d_model)
+            pe[p, 2 * i] = np.sin(p / denominator)
+            pe[p, 2 * i + 1] = np.cos(p / denominator)
+    return pe
+
+
+def odd_pe_zero(source) -> PitfallResult:
+    """With an odd width the last column never gets a sine: every position has 0 there.
+
+    Uses the learner's embedding width if it is odd, else one more; at least 2 positions.
+    """
+    trace, config = _trace(source)
+    base = settings_of(trace, config).pe_base
+    d = trace["x_embed"].shape[1]
+    d_odd = d if d % 2 else d + 1
+    n = max(trace.n, 2)
+    correct = sinusoidal_encoding(n, d_odd, base)                         # (n, d_odd)
+    wrong = seed_001_encoding(n, d_odd, base)
+    varies = lambda pe: bool(np.all(np.ptp(pe, axis=0) > 0))
+    last = lambda pe: float(np.ptp(pe[:, -1]))
+    return PitfallResult(correct, wrong, difference(correct, wrong), "every column changes with position",
+                         varies(correct), not varies(wrong),
+                         f"d = {d_odd}{'' if d_odd == d else f' (your width {d} is even, so {d_odd} here)'}, "
+                         f"{n} positions: the last column ranges over {last(correct):.3g} (a sine of its own "
+                         f"frequency) versus {last(wrong):.3g} (never written: no position information there).",
+                         ("n", "d_model"), "sinusoidal encoding")
+
+
+PITFALLS: tuple[Pitfall, ...] = (
+    Pitfall("softmax_axis", "Softmax over the wrong axis", "common",
+            "softmax(S, axis=0) normalises each key's column over the queries; each query's row, its "
+            "distribution over the keys, must be normalised: softmax(S, axis=-1).",
+            _labelled(softmax_axis)),
+    Pitfall("no_scaling", "No √d_k scaling at large d_k", "common",
+            "Unscaled dot products of d_k-wide vectors have a spread growing like √d_k; at d_k = 512 the "
+            "softmax saturates to near one-hot rows whose gradients vanish. Divide by √d_k.",
+            _labelled(no_scaling)),
+    Pitfall("neg_inf_nan", "−∞ mask, fully masked row, NaN", "common",
+            "Masking with −∞ is right, but a query with every key hidden then feeds a row of −∞ to softmax; "
+            "exp(−∞ − (−∞)) is NaN and it spreads. A safe softmax returns zeros for such a row.",
+            _labelled(neg_inf_nan)),
+    Pitfall("dropout_at_inference", "Dropout left on at inference", "002",
+            "F.dropout(alpha, p=0.1) without training=self.training drops attention weights at inference too: "
+            "rows stop summing to 1 and the same input gives different outputs.",
+            _labelled(dropout_at_inference)),
+    Pitfall("scores_times_v", "Scores @ V instead of weights @ V", "001",
+            "context = scores @ values skips the softmax: the values are mixed with raw, signed, unnormalised "
+            "scores. It must be softmax(scaled scores) @ values.",
+            _labelled(scores_times_v)),
+    Pitfall("one_jacobian", "One softmax Jacobian for every row", "000",
+            "The text builds diag(α) − ααᵀ once from α[j] (Julia linear indexing: the first column) and uses it "
+            "for every row. Each row is its own softmax and needs its own diag(α_i) − α_i α_iᵀ.",
+            _labelled(one_jacobian)),
+    Pitfall("sqrt_len_q", "Dividing by √(n·d_k) instead of √d_k", "000",
+            "sqrt(length(q)) counts every element of Q, n·d_k, not the key width d_k: the scaling then "
+            "depends on the sentence length.",
+            _labelled(sqrt_len_q)),
+    Pitfall("odd_pe_zero", "Odd width: the last encoding column stays 0", "001",
+            "The loop over i < d/2 writes columns 2i and 2i+1 only; with an odd d the last column is never "
+            "written. Give column j the frequency of pair j // 2 (a sine for even j).",
+            _labelled(odd_pe_zero)),
+)
+PITFALLS_BY_KEY: dict[str, Pitfall] = {p.key: p for p in PITFALLS}
