@@ -45,19 +45,23 @@ def _matrix(step: Step, head: int | None) -> tuple[np.ndarray, tuple[str, str]]:
 
 
 def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
-                 domain: tuple[float, float] | None = None, max_w: float = MAX_W) -> dict:
-    """The Vega-Lite dict for a Step (one head of a 3-D step); cached on the trace object."""
-    cache_key = ("heatmap", step.key, head, title, domain, max_w)
+                 domain: tuple[float, float] | None = None, max_w: float = MAX_W, highlight=None) -> dict:
+    """The Vega-Lite dict for a Step (one head of a 3-D step); cached on the trace object.
+
+    highlight: (row, col) cells to outline (e.g. each row's largest weight).
+    """
+    highlight = tuple(sorted({(int(i), int(j)) for i, j in highlight})) if highlight else ()
+    cache_key = ("heatmap", step.key, head, title, domain, max_w, highlight)
     specs = trace.facts.setdefault("_specs", {})
     if cache_key in specs:
         return specs[cache_key]
-    spec = _build(trace, step, head, title, domain, max_w)
+    spec = _build(trace, step, head, title, domain, max_w, highlight)
     with _LOCK:
         specs[cache_key] = spec
     return spec
 
 
-def _build(trace, step, head, title, domain, max_w) -> dict:
+def _build(trace, step, head, title, domain, max_w, highlight=()) -> dict:
     m, (row_axis, col_axis) = _matrix(step, head)
     rows, cols = m.shape
     row_labels = trace.labels(row_axis, rows) if row_axis else [""]
@@ -102,6 +106,11 @@ def _build(trace, step, head, title, domain, max_w) -> dict:
                  alt.Tooltip("text:N", title=step.key)],
     ).add_params(cell)
     layers = [rects]
+    if highlight:
+        marked = set(highlight)
+        layers.append(alt.Chart(alt.Data(values=[r for r in records if (r["i"], r["j"]) in marked])).mark_rect(
+            filled=False, stroke="#e8590c", strokeWidth=max(1.5, min(3.0, size / 8))).encode(
+            x=alt.X("col:O", sort=col_labels), y=alt.Y("row:O", sort=row_labels)))
     if show_text:
         layers.append(base.mark_text(fontSize=10 if size < 34 else 12).encode(
             text="text:N", color=alt.condition(text_dark, alt.value("white"), alt.value("#222"))))

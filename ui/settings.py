@@ -103,9 +103,18 @@ def _settings_widgets(local: tuple[str, ...] = ()) -> None:
     if "n_heads" not in local:
         with st.expander("Attention", expanded=True):
             attention_controls(local)
-    with st.expander("Random seed", expanded=False):
+    with st.expander("Random seed & display", expanded=False):
         _widget(st.number_input, "seed", "Seed", min_value=0, max_value=2**32 - 1, step=1,
                 help="Same seed, same weights, same numbers: on every page, every machine.")
+        display_controls()
+
+
+def display_controls() -> None:
+    """Not part of the computation: how numbers are shown (kept per session, not in the Config)."""
+    st.session_state.setdefault("s.precision", 3)
+    st.session_state.setdefault("w.precision", st.session_state["s.precision"])
+    st.slider("Digits in explanations", 1, 8, key="w.precision",
+              on_change=lambda: st.session_state.update({"s.precision": st.session_state["w.precision"]}))
 
 
 def position_controls() -> None:

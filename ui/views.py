@@ -32,9 +32,11 @@ def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3) ->
 
 
 def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
-            key: str | None = None, domain=None, max_w: float = 620, explain: bool = False):
-    """Draw one heatmap; returns the clicked cell (i, j) or None (or shows its arithmetic if `explain`)."""
-    spec = heatmap_spec(trace, step, head, title, domain, max_w)
+            key: str | None = None, domain=None, max_w: float = 620, explain: bool = False, highlight=None):
+    """Draw one heatmap; returns the clicked cell (i, j) or None (or shows its arithmetic if `explain`).
+
+    highlight: (row, col) cells to outline."""
+    spec = heatmap_spec(trace, step, head, title, domain, max_w, highlight)
     state = st.vega_lite_chart(spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                selection_mode="cell", width="content")
     points = (state or {}).get("selection", {}).get("cell") if state else None
@@ -89,16 +91,18 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, 
 
 
 def _explain_cell(trace: Trace, key: str, clicked) -> None:
-    head, (i, j) = clicked
-    s = trace[key]
-    cell = (head, i, j) if head is not None else ((j,) if s.value.ndim == 1 else (i, j))
-    try:
-        from attention_core.explain import explain
-    except ImportError:
-        st.info(f"{s.key}{list(cell)} = {s.value[cell]:.6g}")
-        return
+    """The clicked cell's arithmetic, with the live numbers (or its value where no explainer exists)."""
+    from attention_core.explain import can_explain, explain
+
     from .explain_view import explanation
-    explanation(explain(trace, key, cell, precision=st.session_state.get("s.precision", 3)))
+    head, (i, j) = clicked
+    s = trace[key] if key in trace else trace.views[key]
+    cell = (head, i, j) if head is not None else ((j,) if s.value.ndim == 1 else (i, j))
+    stored = float(s.value[cell])
+    if key in trace and can_explain(trace, key):
+        explanation(explain(trace, key, cell, precision=st.session_state.get("s.precision", 3)), stored)
+    else:
+        st.info(f"{s.title} {list(cell)} = {stored:.6g}", icon=":material/info:")
 
 
 def notices(trace: Trace) -> None:
@@ -120,3 +124,20 @@ def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int 
     frame = pd.DataFrame([v], columns=labels or [str(i) for i in range(v.size)])
     st.dataframe(frame, hide_index=True, width="content",
                  column_config={c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in frame.columns})
+
+
+def picture(image: np.ndarray, grid_shape: tuple[int, int] | None = None, width: int = 384,
+            caption: str | None = None) -> None:
+    """A small RGB array (H, W, 3) in [0, 1], scaled up by whole pixels (nearest neighbour, so a
+    pixel stays a crisp square) to about `width` px, with the lines of a rows × cols grid drawn on."""
+    image = np.clip(np.asarray(image, dtype=np.float64), 0.0, 1.0)
+    factor = max(1, int(width // max(image.shape[:2])))
+    big = np.repeat(np.repeat(image, factor, axis=0), factor, axis=1)       # (H·f, W·f, 3)
+    if grid_shape is not None:
+        rows, cols = grid_shape
+        height, wide = big.shape[:2]
+        for r in range(1, rows):
+            big[r * height // rows, :] = 1.0
+        for c in range(1, cols):
+            big[:, c * wide // cols] = 1.0
+    st.image((big * 255).round().astype(np.uint8), caption=caption, width="content")
