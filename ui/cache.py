@@ -10,3 +10,19 @@ from attention_core import Config, Trace, run_forward
 def get_trace(config: Config) -> Trace:
     """run_forward, once per distinct Config (a frozen, hashable dataclass); Step values are read-only."""
     return run_forward(config)
+
+
+@functools.lru_cache(maxsize=64)
+def get_pitfall(key: str, config: Config):
+    """A pitfall's correct and wrong results for a Config, computed once."""
+    from attention_core.pitfalls import PITFALLS_BY_KEY
+    return PITFALLS_BY_KEY[key].compute(config)
+
+
+@functools.lru_cache(maxsize=128)
+def chart_image(spec_json: str, fmt: str) -> bytes:
+    """A Vega-Lite spec rendered to PNG or SVG on the server (vl-convert), once per spec."""
+    import vl_convert as vlc
+    if fmt == "svg":
+        return vlc.vegalite_to_svg(spec_json).encode("utf-8")
+    return vlc.vegalite_to_png(spec_json, scale=2)

@@ -1,0 +1,43 @@
+import numpy as np
+import streamlit as st
+
+import ui
+from attention_core.pitfalls import PITFALLS
+from ui.cache import get_pitfall
+
+PAGE = "pages/30_pitfalls.py"
+config, trace = ui.page(PAGE, "Pitfalls lab")
+st.markdown("Each of these mistakes appears in published tutorials (three of them in this project's own "
+            "sources) or in everyday code. Switch one on to see it **next to the correct computation**, "
+            "how far apart they are, and the check that catches it.")
+titles = {p.key: f"{p.title}  ({'seed ' + p.seed_source if p.seed_source != 'common' else 'a classic'})"
+          for p in PITFALLS}
+key = st.radio("Mistake", list(titles), format_func=titles.get, key="pitfall")
+pitfall = next(p for p in PITFALLS if p.key == key)
+result = get_pitfall(key, config)
+st.markdown(f"#### {pitfall.title}")
+st.write(pitfall.description)
+
+axes = tuple(result.axes)
+correct = trace.view(f"pitfall:{key}:correct", f"Correct: {result.what}", result.correct, axes)
+wrong = trace.view(f"pitfall:{key}:wrong", f"With the mistake: {result.what}", result.wrong, axes)
+diff = trace.view(f"pitfall:{key}:diff", "Difference (mistake − correct)",
+                  lambda: np.subtract(result.wrong, result.correct), axes)
+c1, c2 = st.columns(2)
+with c1:
+    st.markdown(f"**Correct** · {result.what}")
+    ui.heatmap(trace, correct, key="hm:pit:c", max_w=300)
+with c2:
+    st.markdown(f"**With the mistake** · {result.what}")
+    ui.heatmap(trace, wrong, key="hm:pit:w", max_w=300)
+st.markdown("**The difference**")
+ui.heatmap(trace, diff, key="hm:pit:d", max_w=400)
+nan_cells = int((~np.isfinite(diff.value)).sum())
+st.caption(f"Largest |difference|: {result.difference:.3g}"
+           + (f" ({nan_cells} cell(s) are NaN or infinite on one side: grey above)" if nan_cells else ""))
+
+st.markdown(f"**The check:** {result.check_name}")
+a, b = st.columns(2)
+a.metric("on the correct version", "passes ✓" if result.check_passes_on_correct else "fails ✗")
+b.metric("on the mistake", "flags it ✓" if result.check_flags_wrong else "misses it ✗")
+st.caption(result.check_detail)

@@ -1,0 +1,60 @@
+"""The Labs pages through AppTest: pitfalls, quiz, share & export."""
+import pytest
+
+from attention_core.pitfalls import PITFALLS
+from tests.apptest_util import messages, no_exception, open_page
+
+
+@pytest.mark.parametrize("pitfall", [p.key for p in PITFALLS])
+def test_each_pitfall_shows_both_and_its_check(pitfall):
+    at = open_page("pages/30_pitfalls.py")
+    at.radio(key="pitfall").set_value(pitfall).run()
+    no_exception(at)
+    values = [m.value for m in at.metric]
+    assert values == ["passes ✓", "flags it ✓"], values
+
+
+def _answer_first(at, kind, right: bool):
+    from attention_core.quiz import make_questions
+    trace = at.session_state["s.last_good"]
+    from ui.cache import get_trace
+    questions = make_questions(get_trace(trace), seed=0)
+    q = next(q for q in questions if q.kind == kind)
+    answer = q.answer if right else ("7 × 7" if kind == "shape" else "12345")
+    at.text_input(key=f"quiz_in:{q.id}").input(answer)
+    index = [b.label for b in at.button].index("Check", [i for i, b in enumerate(at.button)
+                                                         if b.label == "Check"][questions.index(q)])
+    at.button[index].click().run()
+    return q
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_quiz_grades_a_shape_prediction(right):
+    at = open_page("pages/31_quiz.py")
+    _answer_first(at, "shape", right)
+    no_exception(at)
+    if right:
+        assert at.success and "Right" in at.success[0].value
+        assert at.metric[0].value == "1 / 1"
+    else:
+        assert at.error and "Not quite" in at.error[0].value
+        assert at.metric[0].value == "0 / 1"
+
+
+def test_quiz_questions_change_with_settings():
+    at = open_page("pages/31_quiz.py")
+    first = [m.value for m in at.markdown if m.value.startswith("**1.**")]
+    at.text_input(key="w.sentence").set_value("we like the cat").run()
+    second = [m.value for m in at.markdown if m.value.startswith("**1.**")]
+    no_exception(at)
+    assert first != second
+
+
+def test_export_page_offers_downloads_and_the_script():
+    at = open_page("pages/32_export.py", query={"d_k": "3", "sentence": "we love you"})
+    no_exception(at)
+    assert not at.error, messages(at)
+    code = [c.value for c in at.code]
+    assert "?sentence=we love you&d_k=3" in code[0]
+    assert any("import numpy as np" in c for c in code)
+    assert any("we love you" in c for c in code)
