@@ -49,7 +49,7 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
 
 
 def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, formula: bool = True,
-         key_prefix: str = "", domain=None) -> None:
+         key_prefix: str = "", domain=None, max_w: float = 620) -> None:
     """Formula, shape, why, heatmap (one per head for a 3-D step) with a table toggle."""
     s = trace[key]
     with st.container(border=True):
@@ -83,7 +83,7 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, 
                         table(trace, s, h)
                     else:
                         cell = heatmap(trace, s, h, title=label, key=f"{key_prefix}hm:{key}:{h}", domain=domain,
-                                       max_w=620 / per_row - 60 * (per_row > 1))
+                                       max_w=max_w / per_row - 60 * (per_row > 1))
                         if cell is not None:
                             clicked = (h, cell)
         if clicked is not None:
@@ -127,9 +127,10 @@ def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int 
 
 
 def picture(image: np.ndarray, grid_shape: tuple[int, int] | None = None, width: int = 384,
-            caption: str | None = None) -> None:
+            caption: str | None = None, outline=()) -> None:
     """A small RGB array (H, W, 3) in [0, 1], scaled up by whole pixels (nearest neighbour, so a
-    pixel stays a crisp square) to about `width` px, with the lines of a rows × cols grid drawn on."""
+    pixel stays a crisp square) to about `width` px, with the lines of a rows × cols grid drawn on
+    and the grid cells (row, col) in `outline` framed in orange."""
     image = np.clip(np.asarray(image, dtype=np.float64), 0.0, 1.0)
     factor = max(1, int(width // max(image.shape[:2])))
     big = np.repeat(np.repeat(image, factor, axis=0), factor, axis=1)       # (H·f, W·f, 3)
@@ -140,4 +141,10 @@ def picture(image: np.ndarray, grid_shape: tuple[int, int] | None = None, width:
             big[r * height // rows, :] = 1.0
         for c in range(1, cols):
             big[:, c * wide // cols] = 1.0
+        t = max(2, factor // 2)                                              # frame thickness, px
+        for r, c in outline:
+            y0, y1, x0, x1 = r * height // rows, (r + 1) * height // rows, c * wide // cols, (c + 1) * wide // cols
+            for ys, xs in ((slice(y0, y0 + t), slice(x0, x1)), (slice(y1 - t, y1), slice(x0, x1)),
+                           (slice(y0, y1), slice(x0, x0 + t)), (slice(y0, y1), slice(x1 - t, x1))):
+                big[ys, xs] = (0.91, 0.35, 0.05)
     st.image((big * 255).round().astype(np.uint8), caption=caption, width="content")

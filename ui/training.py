@@ -1,0 +1,73 @@
+"""Streamlit-side pieces shared by the two training pages: model settings, data, cached runs."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import streamlit as st
+
+from attention_core import classifier as clf
+from attention_core.embeddings import glove_vocabulary, toy_vocabulary
+
+VOCABS = {"glove": "GloVe 50-d (20,000 words)", "toy": "Toy (seed 001, 3-d)"}
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    embedding: str = "glove"
+    positional: str = "index"
+    d_k: int = clf.DEFAULTS["d_k"]
+    d_v: int = clf.DEFAULTS["d_v"]
+    seed: int = 0
+
+
+def vocab(embedding: str):
+    return glove_vocabulary(20_000) if embedding == "glove" else toy_vocabulary()
+
+
+def model_controls(prefix: str) -> ModelSettings:
+    """Embedding, position, sizes and seed of the classifier (each page keeps its own)."""
+    c1, c2, c3, c4, c5 = st.columns(5)
+    with c1:
+        embedding = st.selectbox("Embeddings", list(VOCABS), format_func=VOCABS.get, key=f"{prefix}emb")
+    with c2:
+        positional = st.selectbox("Position", clf.POSITIONALS, key=f"{prefix}pos",
+                                  format_func={"index": "index column (seed 000)", "sinusoidal": "sinusoidal (added)",
+                                               "none": "none"}.get)
+    with c3:
+        d_k = st.number_input("d_k", 1, 64, clf.DEFAULTS["d_k"], key=f"{prefix}dk")
+    with c4:
+        d_v = st.number_input("d_v", 1, 64, clf.DEFAULTS["d_v"], key=f"{prefix}dv")
+    with c5:
+        seed = st.number_input("Seed", 0, 2**31 - 1, 0, key=f"{prefix}seed")
+    return ModelSettings(embedding, positional, int(d_k), int(d_v), int(seed))
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_examples():
+    return tuple(clf.load_dataset())
+
+
+@functools.lru_cache(maxsize=8)
+def encoded(examples: tuple, embedding: str, positional: str):
+    """(samples, dropped texts) for a dataset under one embedding and position choice."""
+    samples, dropped = clf.encode_dataset(list(examples), vocab(embedding), positional)
+    return tuple(samples), tuple(dropped)
+
+
+def initial_params(s: ModelSettings) -> dict:
+    d_in = clf.d_in_for(vocab(s.embedding).dim, s.positional)
+    return clf.init_params(d_in, s.d_k, s.d_v, s.seed)
+
+
+@functools.lru_cache(maxsize=32)
+def one_step(s: ModelSettings, sentence: str, label: str, lr: float, frozen: tuple):
+    """Forward, hand backward (as Steps), the checks against autograd and finite differences, one SGD step."""
+    params = initial_params(s)
+    tokens, x = clf.sentence_matrix(sentence, vocab(s.embedding), s.positional)
+    loss, trace = clf.forward(params, x, label, tokens)
+    grads = clf.backward(params, x, label, trace)
+    checks = clf.check_gradients(params, x, label)
+    new_params = clf.sgd_step(params, grads, lr, frozen)
+    loss_after, trace_after = clf.forward(new_params, x, label, tokens)
+    return params, x, loss, trace, grads, checks, new_params, loss_after, trace_after
