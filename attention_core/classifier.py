@@ -1,0 +1,585 @@
+"""Seed 000's sentiment classifier: self-attention, a linear layer, mean pooling, softmax.
+
+Rows are tokens (the Julia tutorial writes the transpose: its x is (d, n) and q = Q x).
+Everything is float64, so the hand-written backward pass can be checked against torch to 1e-9.
+
+    X (n, d_in)         each word's GloVe vector, with its position appended (seed 000's index column)
+    Q = X W_q + b_q     (n, d_k)      K = X W_k + b_k  (n, d_k)      V = X W_v + b_v  (n, d_v)
+    S = Q Kᵀ / √d_k     (n, n)
+    A = softmax(S)      (n, n)        row by row: row i is how word i spreads its attention
+    C = A V             (n, d_v)
+    F = C W_o + b_o     (n, 3)        one score per class for every word
+    f̄ = mean_i F_i      (3,)          the class logits of the sentence
+    p = softmax(f̄)      (3,)
+    L = −log p_y        ()            cross-entropy with the true class y
+
+Two mistakes of the tutorial are fixed: each row of A is its own softmax, so each row has its
+own Jacobian diag(a_i) − a_i a_iᵀ (the text builds one from A's first column and uses it for
+every row); and the scores are divided by √d_k, not by √(number of entries of q).
+
+    >>> params = init_params(d_in=4, d_k=2, d_v=3, seed=0)
+    >>> x = np.arange(12.0).reshape(3, 4) / 10                  # 3 words, 4 features each
+    >>> loss, trace = forward(params, x, "positive")
+    >>> trace["weights"].shape_text, float(trace["p"].value.sum().round(12))
+    ('n_q=3 × n_k=3', 1.0)
+    >>> grads = backward(params, x, "positive", trace)
+    >>> grads["w_q"].shape, trace["dL/dw_q"].axes
+    ((4, 2), ('d_in', 'd_k'))
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from .attention import softmax
+from .config import MAX_CHARS, MAX_DIM, ConfigError
+from .embeddings import Vocabulary, embed
+from .forward import init_weight
+from .positional import index_feature, sinusoidal_encoding
+from .text import resolve
+from .trace import Trace
+
+CLASSES = ("negative", "neutral", "positive")    # seed 000's one-hot order: [1,0,0], [0,1,0], [0,0,1]
+PARAM_NAMES = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
+PARAM_AXES = {"w_q": ("d_in", "d_k"), "b_q": ("d_k",), "w_k": ("d_in", "d_k"), "b_k": ("d_k",),
+              "w_v": ("d_in", "d_v"), "b_v": ("d_v",), "w_o": ("d_v", "class"), "b_o": ("class",)}
+POSITIONALS = ("index", "sinusoidal", "none")
+DATA_PATH = Path(__file__).resolve().parent.parent / "data" / "sentiment.csv"
+MAX_DATASET_BYTES = 1_000_000
+MAX_DATASET_ROWS = 2_000
+MAX_EPOCHS = 5_000
+# A default run: fits the shipped set in well under a second (100% of its sentences, 71% of held-out ones).
+DEFAULTS = {"d_k": 16, "d_v": 16, "lr": 0.05, "epochs": 30, "batch_size": 1, "seed": 0, "positional": "index"}
+
+
+# ---- parameters -------------------------------------------------------------------------
+
+def init_params(d_in: int, d_k: int, d_v: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Weights N(0, 1/fan_in), one seeded generator per name (as on the forward pages); biases 0.
+
+    w_q, w_k (d_in, d_k), w_v (d_in, d_v), w_o (d_v, 3); b_q, b_k (d_k,), b_v (d_v,), b_o (3,).
+    """
+    for name, size in (("d_in", d_in), ("d_k", d_k), ("d_v", d_v)):
+        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_DIM:
+            raise ConfigError(f"{name}={size!r} is out of range; use a whole number from 1 to {MAX_DIM}.")
+    return {
+        "w_q": init_weight(seed, "w_q", (d_in, d_k), d_in), "b_q": np.zeros(d_k),
+        "w_k": init_weight(seed, "w_k", (d_in, d_k), d_in), "b_k": np.zeros(d_k),
+        "w_v": init_weight(seed, "w_v", (d_in, d_v), d_in), "b_v": np.zeros(d_v),
+        "w_o": init_weight(seed, "w_o", (d_v, len(CLASSES)), d_v), "b_o": np.zeros(len(CLASSES)),
+    }
+
+
+def label_index(y) -> int:
+    """A class as its index: 0, 1, 2 or 'negative', 'neutral', 'positive'."""
+    if isinstance(y, str) and y.strip().lower() in CLASSES:
+        return CLASSES.index(y.strip().lower())
+    if isinstance(y, (int, np.integer)) and not isinstance(y, bool) and 0 <= y < len(CLASSES):
+        return int(y)
+    raise ConfigError(f"The label {y!r} is not one of {', '.join(CLASSES)} (or 0, 1, 2).")
+
+
+def _as_input(params: dict, x) -> np.ndarray:
+    """x as a float64 (n, d_in) matrix matching w_q; a single word's (d_in,) vector becomes (1, d_in)."""
+    missing = [name for name in PARAM_NAMES if name not in params]
+    if missing:
+        raise ConfigError(f"The parameters lack {', '.join(missing)}.")
+    x = np.asarray(x, dtype=np.float64)
+    x = x[None, :] if x.ndim == 1 else x
+    d_in = params["w_q"].shape[0]
+    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] != d_in:
+        raise ConfigError(f"x has shape {x.shape}; the parameters expect (n, {d_in}) with n ≥ 1.")
+    return x
+
+
+# ---- forward ----------------------------------------------------------------------------
+
+def _forward(params: dict, x: np.ndarray, y: int | None) -> dict[str, np.ndarray]:
+    """Every intermediate of the forward pass, by name (no Trace: the training loop's fast path).
+    Without a label y there is no loss."""
+    q = x @ params["w_q"] + params["b_q"]                  # (n, d_k)
+    k = x @ params["w_k"] + params["b_k"]                  # (n, d_k)
+    v = x @ params["w_v"] + params["b_v"]                  # (n, d_v)
+    scores = q @ k.T / math.sqrt(q.shape[1])               # (n, n)    S_ij = q_i · k_j / √d_k
+    weights = softmax(scores, axis=1)                      # (n, n)    each row sums to 1
+    context = weights @ v                                  # (n, d_v)  C_i = Σ_j A_ij v_j
+    f = context @ params["w_o"] + params["b_o"]            # (n, 3)
+    pooled = f.mean(axis=0)                                # (3,)      the logits f̄
+    p = softmax(pooled)                                    # (3,)
+    c = {"x": x, "q": q, "k": k, "v": v, "scores": scores, "weights": weights, "context": context,
+         "f": f, "pooled": pooled, "p": p}
+    if y is not None:
+        top = pooled.max()
+        c["loss"] = top + np.log(np.exp(pooled - top).sum()) - pooled[y]   # ()  = −log p_y, with no log(0)
+    return c
+
+
+def forward(params: dict, x, y, tokens=None) -> tuple[float, Trace]:
+    """The loss on one sentence and the Trace of every intermediate.
+
+    x (n, d_in) embeddings with position; y the class (index or name); tokens name the rows
+    (default "0", "1", ...). Trace keys: x, the parameters, q, k, v, scores, weights, context,
+    f, pooled, p, y, loss.
+    """
+    x, y = _as_input(params, x), label_index(y)
+    n = x.shape[0]
+    tokens = tuple(str(i) for i in range(n)) if tokens is None else tuple(tokens)
+    if len(tokens) != n:
+        raise ConfigError(f"{len(tokens)} tokens name the {n} rows of x; give one token per row.")
+    c = _forward(params, x, y)
+    d_k, d_v = params["w_q"].shape[1], params["w_v"].shape[1]
+    trace = Trace(tokens)
+    trace.facts.update(n=n, d_in=x.shape[1], d_k=d_k, d_v=d_v, classes=CLASSES, label=CLASSES[y],
+                       prediction=CLASSES[int(np.argmax(c["p"]))])
+    add = trace.add
+    add("x", "Input X", x, ("n", "d_in"), r"X \in \mathbb{R}^{n \times d_{in}}",
+        why="One row per word: its embedding, and its position.")
+    for name in PARAM_NAMES:
+        add(name, _SYMBOLS[name], params[name], PARAM_AXES[name], _SYMBOLS[name],
+            why="A trainable parameter; its shape does not depend on the sentence length.")
+    for name, role in (("q", "what word i is looking for"), ("k", "what word i offers to be found by"),
+                       ("v", "what word i passes on when it is attended to")):
+        big = name.upper()
+        add(name, {"q": "Queries Q", "k": "Keys K", "v": "Values V"}[name], c[name], ("n", PARAM_AXES[f"w_{name}"][1]),
+            rf"{big} = X W_{big} + b_{name}", ("x", f"w_{name}", f"b_{name}"), why=f"Row i is {role}.")
+    add("scores", "Scaled scores", c["scores"], ("n_q", "n_k"),
+        rf"S = \frac{{Q K^\top}}{{\sqrt{{d_k}}}} = \frac{{Q K^\top}}{{\sqrt{{{d_k}}}}}", ("q", "k"),
+        why=f"How well query i matches key j, divided by √d_k = {math.sqrt(d_k):.3g} (not by the square root "
+            "of q's entry count, as the tutorial's code does) so softmax does not saturate.")
+    add("weights", "Attention weights", c["weights"], ("n_q", "n_k"),
+        r"A_{i,:} = \mathrm{softmax}(S_{i,:})", ("scores",), scale="sequential",
+        why="Each row is its own softmax: a distribution over the words, summing to 1.")
+    add("context", "Context vectors", c["context"], ("n", "d_v"), r"C = A V", ("weights", "v"),
+        why="Row i is the mix of value rows that row i of the weights asks for.")
+    add("f", "Class scores per word", c["f"], ("n", "class"), r"F = C W_O + b_o", ("context", "w_o", "b_o"),
+        why="A linear layer turns each context vector into three numbers, one per class.")
+    add("pooled", "Pooled logits", c["pooled"], ("class",), r"\bar f = \frac{1}{n} \sum_{i=1}^{n} F_{i,:}", ("f",),
+        why="Averaging over the words gives one score per class for the whole sentence.")
+    add("p", "Class probabilities", c["p"], ("class",), r"p = \mathrm{softmax}(\bar f)", ("pooled",),
+        scale="sequential", why=f"Probabilities of {', '.join(CLASSES)}; the model predicts "
+                                f"{trace.facts['prediction']}.")
+    add("y", "True class (one-hot)", np.eye(len(CLASSES))[y], ("class",), rf"y = e_{{{y}}}", scale="sequential",
+        why=f"The label of this sentence: {CLASSES[y]}.")
+    add("loss", "Cross-entropy loss", c["loss"], (), r"L = -\log p_y", ("p", "y"),
+        why=f"Small when the model gives the true class a high probability; here p_y = {c['p'][y]:.3f}.")
+    return float(c["loss"]), trace
+
+
+# How the math writes each name (LaTeX), and how a title writes it (plain text).
+_SYMBOLS = {"w_q": "W_Q", "b_q": "b_q", "w_k": "W_K", "b_k": "b_k", "w_v": "W_V", "b_v": "b_v", "w_o": "W_O",
+            "b_o": "b_o", "x": "X", "q": "Q", "k": "K", "v": "V", "scores": "S", "weights": "A", "context": "C",
+            "f": "F", "pooled": r"\bar f"}
+_PLAIN = {**_SYMBOLS, "pooled": "f̄"}
+
+
+# ---- backward, by hand -------------------------------------------------------------------
+
+def _backward(params: dict, c: dict, y: int) -> dict[str, np.ndarray]:
+    """∂L/∂(everything), from the loss back to X, in the order a learner reads it.
+
+    `c` is _forward's dict. Each derivative sits under the forward line it undoes.
+    """
+    x, q, k, v, weights, context, p = (c[name] for name in ("x", "q", "k", "v", "weights", "context", "p"))
+    n, d_k = q.shape
+
+    # L = −log softmax(f̄)_y                    ⇒  ∂L/∂f̄ = p − onehot(y)
+    dL_dpooled = p.copy()                                       # (3,)
+    dL_dpooled[y] -= 1.0
+    # f̄ = (1/n) Σ_i F_i                         ⇒  every row of ∂L/∂F is ∂L/∂f̄ / n
+    dL_df = np.broadcast_to(dL_dpooled / n, (n, len(p)))        # (n, 3)
+    # F = C W_o + b_o                          ⇒  ∂L/∂W_o = Cᵀ ∂L/∂F,  ∂L/∂b_o = Σ_i ∂L/∂F_i,  ∂L/∂C = ∂L/∂F W_oᵀ
+    dL_dw_o = context.T @ dL_df                                 # (d_v, 3)
+    dL_db_o = dL_df.sum(axis=0)                                 # (3,)
+    dL_dcontext = dL_df @ params["w_o"].T                       # (n, d_v)
+    # C = A V                                  ⇒  ∂L/∂A = ∂L/∂C Vᵀ,  ∂L/∂V = Aᵀ ∂L/∂C
+    dL_dweights = dL_dcontext @ v.T                             # (n, n)
+    dL_dv = weights.T @ dL_dcontext                             # (n, d_v)
+    # A_i = softmax(S_i), each row on its own  ⇒  J_i = ∂A_i/∂S_i = diag(a_i) − a_i a_iᵀ   (one (n, n) per row,
+    #   see softmax_jacobians). J_i is symmetric, so ∂L/∂S_i = J_i ∂L/∂A_i = a_i ⊙ (∂L/∂A_i − a_i · ∂L/∂A_i):
+    #   the same numbers as multiplying by the n Jacobians, in O(n²) instead of O(n³).
+    dL_dscores = weights * (dL_dweights - (weights * dL_dweights).sum(axis=1, keepdims=True))   # (n, n)
+    # S = Q Kᵀ / √d_k                          ⇒  ∂L/∂Q = ∂L/∂S K / √d_k,  ∂L/∂K = ∂L/∂Sᵀ Q / √d_k
+    dL_dq = dL_dscores @ k / math.sqrt(d_k)                     # (n, d_k)
+    dL_dk = dL_dscores.T @ q / math.sqrt(d_k)                   # (n, d_k)
+    # Q = X W_q + b_q (and K, V alike)         ⇒  ∂L/∂W_q = Xᵀ ∂L/∂Q,  ∂L/∂b_q = Σ_i ∂L/∂Q_i
+    #   (∂L/∂b_k comes out 0 up to rounding: b_k adds q_i · b_k to every score of row i, and softmax
+    #    ignores a shift of a whole row. The sum is kept literal, so the learner sees it vanish.)
+    dL_dw_q, dL_db_q = x.T @ dL_dq, dL_dq.sum(axis=0)           # (d_in, d_k), (d_k,)
+    dL_dw_k, dL_db_k = x.T @ dL_dk, dL_dk.sum(axis=0)           # (d_in, d_k), (d_k,)
+    dL_dw_v, dL_db_v = x.T @ dL_dv, dL_dv.sum(axis=0)           # (d_in, d_v), (d_v,)
+    # X feeds all three projections            ⇒  ∂L/∂X = ∂L/∂Q W_qᵀ + ∂L/∂K W_kᵀ + ∂L/∂V W_vᵀ
+    dL_dx = dL_dq @ params["w_q"].T + dL_dk @ params["w_k"].T + dL_dv @ params["w_v"].T   # (n, d_in)
+
+    return {"dL/dpooled": dL_dpooled, "dL/df": dL_df, "dL/dw_o": dL_dw_o, "dL/db_o": dL_db_o,
+            "dL/dcontext": dL_dcontext, "dL/dweights": dL_dweights, "dL/dv": dL_dv, "dL/dscores": dL_dscores,
+            "dL/dq": dL_dq, "dL/dk": dL_dk, "dL/dw_q": dL_dw_q, "dL/db_q": dL_db_q, "dL/dw_k": dL_dw_k,
+            "dL/db_k": dL_db_k, "dL/dw_v": dL_dw_v, "dL/db_v": dL_db_v, "dL/dx": dL_dx}
+
+
+def softmax_jacobians(weights: np.ndarray) -> np.ndarray:
+    """J[i] = diag(a_i) − a_i a_iᵀ, the Jacobian of row i of A with respect to row i of S; (n, n) -> (n, n, n).
+
+    J[i, j, l] = ∂A_ij / ∂S_il = A_ij (δ_jl − A_il). Row i of A depends on row i of S only.
+    """
+    n = weights.shape[-1]
+    jacobians = -weights[:, :, None] * weights[:, None, :]      # (n, n, n)   −a_i a_iᵀ
+    jacobians[:, np.arange(n), np.arange(n)] += weights         #             + diag(a_i)
+    return jacobians
+
+
+def backward(params: dict, x, y, trace: Trace | None = None) -> dict[str, np.ndarray]:
+    """∂L/∂(each parameter) and ∂L/∂x, by hand; same keys as params, plus "x", same shapes.
+
+    With a trace (from forward), every gradient is added to it as a Step named "dL/d<name>",
+    with the axes of <name>, plus the stack of row Jacobians "dweights/dscores" (n_q, n_k, n_k).
+    """
+    x, y = _as_input(params, x), label_index(y)
+    c = _forward(params, x, y)
+    g = _backward(params, c, y)
+    if trace is not None:
+        _add_gradient_steps(trace, params, c, g)
+    return {name: g[f"dL/d{name}"] for name in (*PARAM_NAMES, "x")}
+
+
+def loss_and_gradients(params: dict, x, y) -> tuple[float, dict[str, np.ndarray]]:
+    """(L, {name: ∂L/∂name}) by hand, without a Trace: what the training loop calls."""
+    c = _forward(params, x, y)
+    g = _backward(params, c, y)
+    return float(c["loss"]), {name: g[f"dL/d{name}"] for name in (*PARAM_NAMES, "x")}
+
+
+def _d(symbol: str) -> str:
+    return rf"\frac{{\partial L}}{{\partial {symbol}}}"
+
+
+def _add_gradient_steps(trace: Trace, params: dict, c: dict, g: dict) -> None:
+    d_k = params["w_q"].shape[1]
+    axes = {**{name: PARAM_AXES[name] for name in PARAM_NAMES}, "x": ("n", "d_in"), "q": ("n", "d_k"),
+            "k": ("n", "d_k"), "v": ("n", "d_v"), "scores": ("n_q", "n_k"), "weights": ("n_q", "n_k"),
+            "context": ("n", "d_v"), "f": ("n", "class"), "pooled": ("class",)}
+
+    def add(name, formula, inputs, why):
+        key = f"dL/d{name}"
+        trace.add(key, f"∂L/∂{_PLAIN[name]}", g[key], axes[name],
+                  rf"{_d(_SYMBOLS[name])} = {formula}", inputs, why)
+
+    add("pooled", r"p - y", ("p", "y"),
+        "Softmax followed by cross-entropy has the simplest gradient: predicted minus true probabilities.")
+    dL_dpooled = _d(_SYMBOLS["pooled"])
+    add("f", rf"\frac{{1}}{{n}} {dL_dpooled} \text{{ for every row}}", ("dL/dpooled",),
+        "The mean passes an equal share, 1/n, of the gradient back to every word.")
+    add("w_o", rf"C^\top {_d('F')}", ("context", "dL/df"), "Each weight's gradient pairs its input with its output's gradient.")
+    add("b_o", rf"\sum_i {_d('F_{i,:}')}", ("dL/df",), "A bias is added to every row, so its gradient sums the rows.")
+    add("context", rf"{_d('F')} W_O^\top", ("dL/df", "w_o"), "The gradient flows back through the linear layer's weights.")
+    add("weights", rf"{_d('C')} V^\top", ("dL/dcontext", "v"),
+        "Entry (i, j): how the loss changes if word i attended a little more to word j.")
+    add("v", rf"A^\top {_d('C')}", ("weights", "dL/dcontext"),
+        "Value j collects gradient from every word, in proportion to how much each attended to it.")
+    trace.add("dweights/dscores", "Softmax Jacobian of each row", softmax_jacobians(c["weights"]),
+              ("n_q", "n_k", "n_k"), r"J_i = \frac{\partial A_{i,:}}{\partial S_{i,:}} = \mathrm{diag}(a_i) - a_i a_i^\top",
+              ("weights",), "Every row of A is its own softmax, so each row i has its own n × n Jacobian. "
+                            "(Seed 000 builds one from the first column and reuses it: wrong.)")
+    add("scores", rf"J_i\, {_d('A_{i,:}')} = a_i \odot \left({_d('A_{i,:}')} - a_i^\top {_d('A_{i,:}')}\right)",
+        ("dweights/dscores", "dL/dweights"), "Row i's Jacobian turns the gradient of its weights into the gradient of its scores.")
+    add("q", rf"\frac{{1}}{{\sqrt{{{d_k}}}}} {_d('S')} K", ("dL/dscores", "k"),
+        "Query i meets every key in row i of the scores; the 1/√d_k scaling carries through.")
+    add("k", rf"\frac{{1}}{{\sqrt{{{d_k}}}}} {_d('S')}^\top Q", ("dL/dscores", "q"),
+        "Key j meets every query in column j of the scores.")
+    for name in ("q", "k", "v"):
+        big = name.upper()
+        add(f"w_{name}", rf"X^\top {_d(big)}", ("x", f"dL/d{name}"),
+            f"The same rule as for W_O: inputs transposed times the gradient of the output {big}.")
+        add(f"b_{name}", rf"\sum_i {_d(big + '_{i,:}')}", (f"dL/d{name}",),
+            "The bias is shared by every word, so its gradient sums over the words."
+            + (" It is 0 (up to rounding): b_k adds q_i · b_k to every score in row i, and softmax ignores "
+               "a shift of a whole row, so b_k cannot change the loss." if name == "k" else ""))
+    add("x", rf"{_d('Q')} W_Q^\top + {_d('K')} W_K^\top + {_d('V')} W_V^\top",
+        ("dL/dq", "w_q", "dL/dk", "w_k", "dL/dv", "w_v"),
+        "X feeds queries, keys and values, so its gradient adds the three paths.")
+
+
+# ---- the same model in torch, for checking -----------------------------------------------
+
+def torch_forward(params: dict, x, y: int):
+    """The loss as a torch scalar, from torch tensors (params by name, x (n, d_in)): autograd's side."""
+    import torch
+    q = x @ params["w_q"] + params["b_q"]
+    k = x @ params["w_k"] + params["b_k"]
+    v = x @ params["w_v"] + params["b_v"]
+    weights = torch.softmax(q @ k.T / math.sqrt(q.shape[1]), dim=1)
+    f = weights @ v @ params["w_o"] + params["b_o"]
+    return -torch.log_softmax(f.mean(dim=0), dim=0)[y]
+
+
+def torch_loss_and_gradients(params: dict, x, y) -> tuple[float, dict[str, np.ndarray]]:
+    """(L, {name: ∂L/∂name}) from torch autograd, for numpy params and x; keys as loss_and_gradients."""
+    import torch
+    leaves = {name: _tensor(torch, a).requires_grad_() for name, a in {**params, "x": x}.items()}
+    loss = torch_forward(leaves, leaves["x"], label_index(y))
+    loss.backward()
+    return loss.item(), {name: t.grad.numpy() for name, t in leaves.items()}
+
+
+def _tensor(torch, a):
+    a = np.asarray(a, dtype=np.float64)
+    return torch.from_numpy(a) if a.flags.writeable else torch.tensor(a)
+
+
+def check_gradients(params: dict, x, y, entries=3, eps: float = 1e-5, seed: int = 0) -> dict[str, dict[str, float]]:
+    """How far the hand gradients are from torch autograd and from central finite differences.
+
+    Returns {name: {"torch": e, "finite_differences": e}} for each parameter and x, where e is
+    the largest |hand − reference| over the compared entries divided by the largest |entry| of
+    that gradient (autograd's), or by 1e-4 × the largest entry of all the gradients if that is
+    larger: a gradient that is zero in exact arithmetic (∂L/∂b_k, see the backward pass) must
+    not turn rounding noise of 1e-17 into a 100% error. 0 means identical. Finite differences
+    (L(θ + ε) − L(θ − ε)) / 2ε are taken for `entries` seeded random entries of each array,
+    or at the indices given as {name: [index, ...]}.
+    """
+    x, y = _as_input(params, x), label_index(y)
+    hand = backward(params, x, y)
+    _, auto = torch_loss_and_gradients(params, x, y)
+    floor = 1e-4 * max(float(np.abs(g).max()) for g in auto.values()) or 1e-300
+    rng = np.random.default_rng(seed)
+    result = {}
+    for name, grad in hand.items():
+        scale = max(float(np.abs(auto[name]).max()), floor)
+        value = x if name == "x" else params[name]
+        if isinstance(entries, dict):
+            picks = [tuple(int(j) for j in np.atleast_1d(i)) for i in entries.get(name, [])]
+            if any(len(index) != value.ndim for index in picks):
+                raise ConfigError(f"Entries of {name} need {value.ndim} indices each, as its shape {value.shape}.")
+        else:
+            flat = rng.choice(value.size, size=min(int(entries), value.size), replace=False)
+            picks = [np.unravel_index(i, value.shape) for i in flat]
+        fd_error = 0.0
+        for index in picks:
+            numeric = _central_difference(params, x, y, name, index, eps)
+            fd_error = max(fd_error, abs(grad[index] - numeric) / scale)
+        result[name] = {"torch": float(np.abs(grad - auto[name]).max() / scale), "finite_differences": float(fd_error)}
+    return result
+
+
+def _central_difference(params, x, y, name, index, eps) -> float:
+    def loss_with(delta):
+        p, xx = dict(params), x
+        if name == "x":
+            xx = x.copy()
+            xx[index] += delta
+        else:
+            p[name] = params[name].copy()
+            p[name][index] += delta
+        return float(_forward(p, xx, y)["loss"])
+    return (loss_with(eps) - loss_with(-eps)) / (2 * eps)
+
+
+# ---- training -----------------------------------------------------------------------------
+
+def sgd_step(params: dict, grads: dict, lr: float, frozen=()) -> dict[str, np.ndarray]:
+    """θ ← θ − lr ∂L/∂θ for each parameter not in `frozen` (seed 000 freezes w_o and b_o). Pure."""
+    return {name: value if name in frozen else value - lr * grads[name] for name, value in params.items()}
+
+
+class TrainingDiverged(ConfigError):
+    """The loss or a parameter became NaN or infinite; `params` are the last good ones."""
+
+    def __init__(self, message: str, params: dict, epoch: int, step: int):
+        super().__init__(message)
+        self.params, self.epoch, self.step = params, epoch, step
+
+
+class Sample(NamedTuple):
+    x: np.ndarray                  # (n, d_in)
+    y: int                         # class index
+    tokens: tuple[str, ...] = ()
+    text: str = ""
+
+
+def _all_finite(params: dict) -> bool:
+    return all(np.isfinite(a).all() for a in params.values())
+
+
+def train(params: dict, dataset, lr: float, epochs: int, batch_size: int = 1, frozen=(), shuffle_seed: int | None = 0,
+          gradients=loss_and_gradients):
+    """Gradient descent, a generator: yields {"epoch", "loss", "accuracy", "running_loss", "params"} per epoch.
+
+    batch_size 1 is seed 000's loop, one SGD step per sentence; otherwise the gradients of a
+    mini-batch of sentences are averaged. The order is reshuffled every epoch from
+    shuffle_seed (None keeps the dataset's order, as seed 000). loss and accuracy are of the
+    epoch's final params on the whole dataset; running_loss is the mean loss seen during the
+    epoch (what seed 000 prints). `gradients(params, x, y) -> (loss, grads)` defaults to the
+    hand-written backward pass (the benchmark swaps in torch autograd).
+
+    Raises TrainingDiverged (carrying the last good params) as soon as the loss or a parameter
+    is NaN or infinite: training never continues on NaN.
+    """
+    dataset = list(dataset)
+    if not dataset:
+        raise ConfigError("The dataset is empty: there is nothing to train on.")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
+        raise ConfigError(f"The learning rate must be a positive number, not {lr!r}; try {DEFAULTS['lr']}.")
+    for name, value, high in (("epochs", epochs, MAX_EPOCHS), ("batch_size", batch_size, MAX_DATASET_ROWS)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
+            raise ConfigError(f"{name}={value!r} is out of range; use a whole number from 1 to {high:,}.")
+    unknown = [name for name in frozen if name not in PARAM_NAMES]
+    if unknown:
+        raise ConfigError(f"Cannot freeze {', '.join(map(repr, unknown))}: the parameters are {', '.join(PARAM_NAMES)}.")
+    rng = None if shuffle_seed is None else np.random.default_rng(shuffle_seed)
+    last_good, step = params, 0
+
+    def diverged(epoch, what):
+        return TrainingDiverged(
+            f"Training diverged at epoch {epoch}, step {step}: {what} became NaN or infinite. The learning "
+            f"rate {lr:g} is too large; try {lr / 10:g} or smaller. Training stopped at the last good parameters.",
+            last_good, epoch, step)
+
+    for epoch in range(1, epochs + 1):
+        order = np.arange(len(dataset)) if rng is None else rng.permutation(len(dataset))
+        seen = []
+        with np.errstate(all="ignore"):                        # overflow is detected below, not warned about
+            for start in range(0, len(order), batch_size):
+                batch = [dataset[i] for i in order[start:start + batch_size]]
+                step += 1
+                loss, grads = gradients(params, batch[0].x, batch[0].y)
+                for sample in batch[1:]:
+                    more_loss, more = gradients(params, sample.x, sample.y)
+                    loss += more_loss
+                    grads = {name: grads[name] + more[name] for name in PARAM_NAMES}
+                if len(batch) > 1:
+                    loss, grads = loss / len(batch), {name: grads[name] / len(batch) for name in PARAM_NAMES}
+                if not math.isfinite(loss):
+                    raise diverged(epoch, "the loss")
+                seen.append(loss)
+                last_good, params = params, sgd_step(params, grads, lr, frozen)
+                if not _all_finite(params):
+                    raise diverged(epoch, "a parameter")
+            stats = evaluate(params, dataset)
+        if not math.isfinite(stats["loss"]):
+            raise diverged(epoch, "the loss")
+        last_good = params
+        yield {"epoch": epoch, "loss": stats["loss"], "accuracy": stats["accuracy"],
+               "running_loss": float(np.mean(seen)), "params": params}
+
+
+def predict(params: dict, x) -> tuple[np.ndarray, np.ndarray]:
+    """(p (3,), weights (n, n)): the class probabilities and the attention weights for one sentence."""
+    c = _forward(params, _as_input(params, x), None)
+    return c["p"], c["weights"]
+
+
+def evaluate(params: dict, dataset) -> dict[str, float]:
+    """{"loss": mean cross-entropy, "accuracy": fraction predicted right, "n": sentences}."""
+    losses, right = [], 0
+    for sample in dataset:
+        c = _forward(params, sample.x, sample.y)
+        losses.append(float(c["loss"]))
+        right += int(np.argmax(c["p"]) == sample.y)
+    if not losses:
+        raise ConfigError("The dataset is empty: there is nothing to evaluate.")
+    return {"loss": float(np.mean(losses)), "accuracy": right / len(losses), "n": len(losses)}
+
+
+# ---- from text to data -----------------------------------------------------------------------
+
+def d_in_for(d_embed: int, positional: str = "index") -> int:
+    """The width of x: the embedding width, plus one for seed 000's index column."""
+    return d_embed + (positional == "index")
+
+
+def sentence_matrix(sentence: str, vocab: Vocabulary, positional: str = "index") -> tuple[tuple[str, ...], np.ndarray]:
+    """(tokens, x (n, d_in)): words the vocabulary knows (others are dropped, as seed 000 does),
+    each a row of its vector, with position: "index" appends 0, 1, ..., n−1 as a column (seed
+    000), "sinusoidal" adds the sine/cosine encoding, "none" leaves x as it is.
+    """
+    if positional not in POSITIONALS:
+        raise ConfigError(f"positional={positional!r} is not one of {', '.join(POSITIONALS)}.")
+    words = resolve(sentence, lambda w: w in vocab, "drop").words
+    x = embed(words, vocab)                                            # (n, d_embed)
+    if positional == "index":
+        x = np.concatenate([x, index_feature(len(words))], axis=1)     # (n, d_embed + 1)
+    elif positional == "sinusoidal":
+        x = x + sinusoidal_encoding(len(words), x.shape[1])            # (n, d_embed)
+    return words, x
+
+
+class Example(NamedTuple):
+    text: str
+    label: str
+
+
+def load_dataset(text_or_path=DATA_PATH) -> list[Example]:
+    """Read and check a CSV with a header "text,label" and one sentence per row.
+
+    Accepts a path, the CSV's text, or its bytes (an upload). Labels are negative, neutral or
+    positive; at most 1 MB and 2,000 rows. A bad row raises ConfigError naming its line.
+    """
+    if isinstance(text_or_path, Path) or (isinstance(text_or_path, str) and "\n" not in text_or_path
+                                          and Path(text_or_path).is_file()):
+        path = Path(text_or_path)
+        if path.stat().st_size > MAX_DATASET_BYTES:
+            raise ConfigError(f"The dataset file is larger than {MAX_DATASET_BYTES // 1_000_000} MB; keep at most "
+                              f"{MAX_DATASET_ROWS:,} short sentences.")
+        text_or_path = path.read_bytes()
+    if isinstance(text_or_path, (bytes, bytearray)):
+        if len(text_or_path) > MAX_DATASET_BYTES:
+            raise ConfigError(f"The dataset file is larger than {MAX_DATASET_BYTES // 1_000_000} MB; keep at most "
+                              f"{MAX_DATASET_ROWS:,} short sentences.")
+        try:
+            text_or_path = bytes(text_or_path).decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"The dataset is not UTF-8 text (byte {e.start} cannot be read). Save it as UTF-8 CSV.") from None
+    text = str(text_or_path).lstrip("\ufeff")
+    if len(text.encode("utf-8", "replace")) > MAX_DATASET_BYTES:
+        raise ConfigError(f"The dataset is larger than {MAX_DATASET_BYTES // 1_000_000} MB; keep at most "
+                          f"{MAX_DATASET_ROWS:,} short sentences.")
+    if not text.strip():
+        raise ConfigError("The dataset is empty: the first line must be the header “text,label”, then a "
+                          "sentence and its label per line.")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, [])
+        if [h.strip().lower() for h in header] != ["text", "label"]:
+            raise ConfigError(f"Line 1 must be the header “text,label”, not {','.join(header)[:60]!r}.")
+        examples = []
+        for row in reader:
+            line = reader.line_num
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            if len(row) != 2:
+                raise ConfigError(f"Line {line} has {len(row)} field{'s' * (len(row) != 1)}; expected 2 (text,label). "
+                                  "Put quotes around a text that contains commas.")
+            sentence, label = row[0].strip(), row[1].strip().lower()
+            if not sentence:
+                raise ConfigError(f"Line {line} has an empty text.")
+            if len(sentence) > MAX_CHARS:
+                raise ConfigError(f"Line {line}: the text has {len(sentence):,} characters; the limit is {MAX_CHARS:,}.")
+            if label not in CLASSES:
+                raise ConfigError(f"Line {line}: the label {row[1].strip()[:30]!r} is not one of {', '.join(CLASSES)}.")
+            examples.append(Example(sentence, label))
+            if len(examples) > MAX_DATASET_ROWS:
+                raise ConfigError(f"The dataset has more than {MAX_DATASET_ROWS:,} rows (line {line}); keep fewer.")
+    except csv.Error as e:
+        raise ConfigError(f"Line {reader.line_num}: the CSV cannot be read ({e}); check the quotes on that line.") from None
+    if not examples:
+        raise ConfigError("The dataset has a header but no rows: add lines like “great product,positive”.")
+    return examples
+
+
+def encode_dataset(examples, vocab: Vocabulary, positional: str = "index") -> tuple[list[Sample], list[str]]:
+    """(samples, dropped texts): each example as x and a class index; sentences with no known word are dropped."""
+    samples, dropped = [], []
+    for text, label in examples:
+        try:
+            tokens, x = sentence_matrix(text, vocab, positional)
+        except ConfigError:
+            dropped.append(text)
+            continue
+        samples.append(Sample(x, label_index(label), tokens, text))
+    if not samples:
+        raise ConfigError("No sentence in the dataset has a word in the vocabulary: nothing is left to train on.")
+    return samples, dropped
