@@ -5,7 +5,7 @@ import streamlit as st
 
 from . import nav
 from .cache import get_trace
-from .charts import fmt, grouped_bars_spec, line_spec
+from .charts import fmt, grouped_bars_spec, line_spec, training_curves_spec
 from .settings import attention_controls, mask_controls, position_controls, query_for, sidebar_settings
 from .views import heatmap, notices, one_word_picker, picture, shape_badge, step, table, vector_row
 

@@ -28,8 +28,10 @@ def fmt(v: float, digits: int = 2) -> str:
     if np.isneginf(v):
         return "−∞"
     a = abs(v)
-    if a != 0 and (a < 10 ** -digits or a >= 10 ** 4):
+    if a >= 10 ** 4:
         return f"{v:.{max(digits - 1, 1)}e}"
+    if a < 0.5 * 10 ** -digits:          # cells show 2 decimals; hover or the table for the exact value
+        return f"{0.0:.{digits}f}"
     return f"{v:.{digits}f}"
 
 
@@ -92,10 +94,12 @@ def _build(trace, step, head, title, domain, max_w, highlight=()) -> dict:
     row_title = AXIS_TITLES.get(row_axis, row_axis)
     col_title = AXIS_TITLES.get(col_axis, col_axis)
     cell = alt.selection_point(name="cell", fields=["i", "j"], on="click", clear="dblclick", empty=False)
+    # ~6 px a character at 11 px: labels that do not fit are turned on end; from 12 px a cell all are drawn
+    fits = max(len(str(c)) for c in col_labels) * 6 <= size
     base = alt.Chart(alt.Data(values=records)).encode(
         x=alt.X("col:O", sort=col_labels, title=col_title,
-                axis=alt.Axis(labelAngle=0 if cols <= 16 else -90, labelOverlap=True, orient="top")),
-        y=alt.Y("row:O", sort=row_labels, title=row_title, axis=alt.Axis(labelOverlap=True)),
+                axis=alt.Axis(labelAngle=0 if cols <= 16 and fits else -90, labelOverlap=size < 12, orient="top")),
+        y=alt.Y("row:O", sort=row_labels, title=row_title, axis=alt.Axis(labelOverlap=size < 12)),
     )
     rects = base.mark_rect(stroke="white", strokeWidth=0.5 if size >= 8 else 0).encode(
         color=alt.condition("isValid(datum.value)", alt.Color("value:Q", scale=scale, legend=alt.Legend(
@@ -149,5 +153,22 @@ def grouped_bars_spec(data: list[dict], x: str, y: str, group: str, title: str =
         tooltip=[f"{x}:O", f"{group}:N", alt.Tooltip(f"{y}:Q", format=".4f")],
     ).properties(width=width, height=height, title=title)
     spec = chart.to_dict()
+    spec["autosize"] = {"type": "pad", "contains": "padding"}
+    return spec
+
+
+def training_curves_spec(history: list[dict]) -> dict:
+    """Loss and accuracy per epoch, side by side (train and, if present, test)."""
+    rows = [{"epoch": h["epoch"], "value": h[k], "set": k.split()[0], "measure": k.split()[1]}
+            for h in history for k in h if k != "epoch"]
+    base = alt.Chart(alt.Data(values=rows)).mark_line(point=len(history) <= 40).encode(
+        x=alt.X("epoch:Q", title="epoch"), color=alt.Color("set:N", title=None, scale=alt.Scale(scheme="tableau10")),
+        tooltip=["epoch:Q", "set:N", alt.Tooltip("value:Q", format=".4f")])
+    loss = base.transform_filter(alt.datum.measure == "loss").encode(
+        y=alt.Y("value:Q", title="loss")).properties(width=300, height=200, title="Cross-entropy loss")
+    acc = base.transform_filter(alt.datum.measure == "accuracy").encode(
+        y=alt.Y("value:Q", title="accuracy", scale=alt.Scale(domain=[0, 1]))).properties(
+        width=300, height=200, title="Accuracy")
+    spec = alt.hconcat(loss, acc).to_dict()
     spec["autosize"] = {"type": "pad", "contains": "padding"}
     return spec

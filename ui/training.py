@@ -71,3 +71,42 @@ def one_step(s: ModelSettings, sentence: str, label: str, lr: float, frozen: tup
     new_params = clf.sgd_step(params, grads, lr, frozen)
     loss_after, trace_after = clf.forward(new_params, x, label, tokens)
     return params, x, loss, trace, grads, checks, new_params, loss_after, trace_after
+
+
+def params_npz(params: dict, s: ModelSettings) -> bytes:
+    """The parameters as .npz, with the settings they belong to (so an upload can be checked)."""
+    import io
+
+    import numpy as np
+    buf = io.BytesIO()
+    np.savez(buf, **params, settings=np.array([s.embedding, s.positional, str(s.d_k), str(s.d_v), str(s.seed)]))
+    return buf.getvalue()
+
+
+def params_from_npz(data: bytes, s: ModelSettings) -> dict:
+    """Parameters from an uploaded .npz, checked against the current model shapes. Raises ConfigError."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    from attention_core import ConfigError
+    if len(data) > 5_000_000:
+        raise ConfigError("The parameter file is larger than 5 MB; it cannot be this model's.")
+    try:
+        archive = np.load(io.BytesIO(data), allow_pickle=False)
+        arrays = {name: archive[name] for name in archive.files}
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
+        raise ConfigError(f"This is not a parameter file saved by this page (.npz): {type(err).__name__}.") from None
+    expected = initial_params(s)
+    missing = [n for n in clf.PARAM_NAMES if n not in arrays]
+    if missing:
+        raise ConfigError(f"The file has no {', '.join(missing)}; save parameters from this page and upload them.")
+    for name in clf.PARAM_NAMES:
+        a = arrays[name]
+        if a.shape != expected[name].shape:
+            raise ConfigError(f"{name} has shape {a.shape} but this model needs {expected[name].shape}: set the "
+                              f"embeddings, position, d_k and d_v as when it was saved.")
+        if not np.issubdtype(a.dtype, np.floating) or not np.isfinite(a).all():
+            raise ConfigError(f"{name} must hold finite floating-point numbers.")
+    return {name: arrays[name].astype(np.float64) for name in clf.PARAM_NAMES}

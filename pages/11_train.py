@@ -1,0 +1,136 @@
+import numpy as np
+import streamlit as st
+
+import ui
+from attention_core import ConfigError
+from attention_core import classifier as clf
+from ui.training import (encoded, initial_params, model_controls, params_from_npz, params_npz, shipped_examples,
+                         vocab)
+
+PAGE = "pages/11_train.py"
+ui.page(PAGE, "Train a classifier", settings=False)
+st.markdown("Train seed 000's classifier on short product reviews labelled **negative, neutral or positive**. "
+            "Every step is the hand-written backward pass of the previous page, one sentence at a time "
+            "(or averaged over a mini-batch). Watch the loss fall, then see what the attention learned.")
+
+with st.container(border=True):
+    s = model_controls("tr_")
+    c1, c2, c3, c4, c5 = st.columns(5)
+    lr = c1.number_input("Learning rate", 1e-5, 100.0, clf.DEFAULTS["lr"], format="%.4f", key="tr_lr",
+                         help="Try 5 to see training diverge and stop.")
+    epochs = c2.number_input("Epochs", 1, 500, clf.DEFAULTS["epochs"], key="tr_epochs")
+    batch = c3.number_input("Batch size", 1, 64, 1, key="tr_batch", help="1 = seed 000's per-sentence SGD.")
+    freeze = c4.toggle("Freeze last layer", key="tr_freeze", help="Seed 000 keeps W_O, b_o fixed to watch Q, K, V learn.")
+    hold_out = c5.toggle("Hold out 20%", value=True, key="tr_holdout",
+                         help="Sentences the model never trains on show whether it generalises.")
+    source = st.radio("Data", ["shipped", "upload"], horizontal=True, key="tr_data",
+                      format_func={"shipped": "the shipped reviews (data/sentiment.csv)",
+                                   "upload": "my own CSV (text,label)"}.get)
+
+try:
+    if source == "upload":
+        up = st.file_uploader("CSV with a header text,label; labels negative, neutral or positive", type=["csv"],
+                              key="tr_csv")
+        if up is None:
+            st.info("Choose a CSV file to train on.", icon=":material/upload:")
+            st.stop()
+        examples = tuple(clf.load_dataset(up.getvalue()))
+    else:
+        examples = shipped_examples()
+    samples, dropped = encoded(examples, s.embedding, s.positional)
+except ConfigError as err:
+    st.error(str(err), icon=":material/error:")
+    st.stop()
+if dropped:
+    st.warning(f"{len(dropped)} sentence(s) have no word the vocabulary knows and are left out.")
+order = np.random.default_rng(s.seed).permutation(len(samples))
+n_test = len(samples) // 5 if hold_out and len(samples) >= 10 else 0
+test = [samples[i] for i in order[:n_test]]
+train_set = [samples[i] for i in order[n_test:]]
+st.caption(f"{len(train_set)} sentences to train on" + (f", {len(test)} held out to test." if test else "."))
+
+run_key = (s, examples, float(lr), int(epochs), int(batch), bool(freeze), bool(hold_out))
+runs = st.session_state.setdefault("train_runs", {})
+if st.button("Train", type="primary", icon=":material/play_arrow:", key="tr_go"):
+    params0 = initial_params(s)
+    history, params, error = [], params0, None
+    bar = st.progress(0.0, text="Training…")
+    chart = st.empty()
+    try:
+        for stats in clf.train(params0, train_set, float(lr), int(epochs), int(batch),
+                               ("w_o", "b_o") if freeze else (), shuffle_seed=s.seed):
+            params = stats["params"]
+            row = {"epoch": stats["epoch"], "train loss": stats["loss"], "train accuracy": stats["accuracy"]}
+            if test:
+                t = clf.evaluate(params, test)
+                row.update({"test loss": t["loss"], "test accuracy": t["accuracy"]})
+            history.append(row)
+            bar.progress(stats["epoch"] / int(epochs), text=f"Epoch {stats['epoch']} of {int(epochs)}: "
+                                                            f"loss {stats['loss']:.4f}")
+            chart.vega_lite_chart(spec=ui.training_curves_spec(history), width="content")
+    except clf.TrainingDiverged as err:
+        params, error = err.params, str(err)
+    bar.empty()
+    chart.empty()
+    runs.clear()                       # keep one run per session: sessions stay small
+    runs[run_key] = {"params0": params0, "params": params, "history": history, "error": error}
+
+run = runs.get(run_key)
+if run is None:
+    st.info("Press **Train**. With the defaults it takes a few seconds.", icon=":material/info:")
+    st.stop()
+if run["error"]:
+    st.error(run["error"], icon=":material/warning:")
+if run["history"]:
+    last = run["history"][-1]
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Epochs run", last["epoch"])
+    c2.metric("Training accuracy", f"{last['train accuracy']:.0%}")
+    if test:
+        c3.metric("Test accuracy (never trained on)", f"{last['test accuracy']:.0%}")
+    st.vega_lite_chart(spec=ui.training_curves_spec(run["history"]), width="content")
+    st.caption("Loss: the mean cross-entropy over the sentences after each epoch. Chance accuracy is about 33%.")
+
+st.header("What did attention learn?")
+chosen = st.multiselect("Sentences", [smp.text for smp in samples], default=[smp.text for smp in samples[:2]],
+                        key="tr_show", max_selections=4)
+for text in chosen:
+    sample = next(smp for smp in samples if smp.text == text)
+    st.markdown(f"**“{' '.join(sample.tokens)}”** · label {clf.CLASSES[sample.y]}")
+    cols = st.columns(2)
+    for col, name, params in ((cols[0], "before training", run["params0"]), (cols[1], "after", run["params"])):
+        with col:
+            loss, trace = clf.forward(params, sample.x, sample.y, sample.tokens)
+            st.caption(f"{name}: predicts {trace.facts['prediction']} (p = "
+                       f"{', '.join(f'{c} {p:.2f}' for c, p in zip(clf.CLASSES, trace['p'].value))})")
+            ui.heatmap(trace, trace["weights"], key=f"hm:tr:{name}:{text}", max_w=280)
+
+st.header("Try a sentence")
+typed = st.text_input("A new review", "the battery is terrible", key="tr_try")
+try:
+    tokens, x = clf.sentence_matrix(typed, vocab(s.embedding), s.positional)
+    p, weights = clf.predict(run["params"], x)
+    _, trace = clf.forward(run["params"], x, int(np.argmax(p)), tokens)
+    st.markdown(f"Prediction: **{clf.CLASSES[int(np.argmax(p))]}**")
+    st.vega_lite_chart(spec=ui.grouped_bars_spec(
+        [{"class": c, "probability": float(v), "model": "trained"} for c, v in zip(clf.CLASSES, p)],
+        "class", "probability", "model", width=220, height=140), width="content")
+    ui.heatmap(trace, trace["weights"], key="hm:tr:try")
+except ConfigError as err:
+    st.error(str(err), icon=":material/error:")
+
+st.header("Keep the trained parameters")
+c1, c2 = st.columns(2)
+with c1:
+    st.download_button("Download parameters (.npz)", params_npz(run["params"], s), file_name="attention_classifier.npz",
+                       mime="application/octet-stream", icon=":material/download:")
+with c2:
+    up = st.file_uploader("Upload parameters saved here", type=["npz"], key="tr_params_up")
+    if up is not None:
+        try:
+            loaded = params_from_npz(up.getvalue(), s)
+            r = clf.evaluate(loaded, train_set)
+            run["params"] = loaded
+            st.success(f"Loaded. Training accuracy with these parameters: {r['accuracy']:.0%}.")
+        except ConfigError as err:
+            st.error(str(err), icon=":material/error:")
