@@ -15,10 +15,19 @@ from .forward import run_forward
 from .positional import sinusoidal_encoding
 from .text import tokenize
 from .trace import Step, Trace
+from . import bahdanau, classifier, grid, torch_mha          # modules (torch only inside their functions)
+from .classifier import TrainingDiverged
+from .explain import Explanation, can_explain, explain
+from .export import config_from_query, config_to_query, csv_files, npz_bytes, python_script
+from .pitfalls import PITFALLS
+from .quiz import grade, make_questions
 
 __all__ = [
     "Config", "ConfigError", "Step", "Trace", "run_forward",
     "sinusoidal_encoding", "softmax", "scaled_dot_product_attention", "multi_head_attention",
     "causal_mask", "padding_mask", "apply_mask", "split_heads", "merge_heads", "entropy",
     "tokenize", "toy_vocabulary", "glove_vocabulary", "parse_vectors", "nearest",
+    "bahdanau", "classifier", "grid", "torch_mha", "TrainingDiverged",
+    "explain", "Explanation", "can_explain", "npz_bytes", "csv_files", "python_script",
+    "config_to_query", "config_from_query", "PITFALLS", "make_questions", "grade",
 ]

@@ -85,6 +85,8 @@ class Trace:
         """Tick labels for an axis: facts["axis_labels"] if the trace names them, words for token axes,
         indices otherwise."""
         named = self.facts.get("axis_labels", {}).get(axis)
+        if named is None and axis == "class":
+            named = self.facts.get("classes")
         if named is not None and len(named) == size:
             return list(named)
         if axis in TOKEN_AXES and size == self.n:

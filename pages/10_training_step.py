@@ -41,8 +41,6 @@ try:
 except ConfigError as err:
     st.error(f"{err}", icon=":material/error:")
     st.stop()
-trace.facts["axis_labels"] = {"class": list(clf.CLASSES)}
-trace_after.facts["axis_labels"] = {"class": list(clf.CLASSES)}
 
 st.header("Forward")
 st.markdown("**Tokens:** " + " ".join(f"`{w}`" for w in trace.tokens))

@@ -15,11 +15,17 @@ from attention_core import Step, Trace
 
 _LOCK = threading.Lock()
 MAX_W, MAX_H = 620, 460
+# Colour-blind-safe ranges (checked under deuteranopia and protanopia simulation in tests/test_colors.py):
+# signed values run blue - near white - orange, centred at 0; weights run from near white to dark blue.
+DIVERGING = ["#1f5fa8", "#f7f7f7", "#c2560b"]
+SEQUENTIAL = ["#f7fbff", "#08306b"]
 AXIS_TITLES = {"n": "token", "n_q": "query (token)", "n_k": "key (token)"}
 
 
-def cell_size(rows: int, cols: int, max_w: float = MAX_W) -> float:
-    return max(3.0, min(44.0, max_w / cols, MAX_H / rows))
+def cell_size(rows: int, cols: int, max_w: float = MAX_W, big: bool = False) -> float:
+    """Square cells that fit max_w × MAX_H; presenter mode allows larger cells for a projector."""
+    cap, height = (64.0, 1.4 * MAX_H) if big else (44.0, MAX_H)
+    return max(3.0, min(cap, (1.4 * max_w if big else max_w) / cols, height / rows))
 
 
 def fmt(v: float, digits: int = 2) -> str:
@@ -47,23 +53,24 @@ def _matrix(step: Step, head: int | None) -> tuple[np.ndarray, tuple[str, str]]:
 
 
 def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
-                 domain: tuple[float, float] | None = None, max_w: float = MAX_W, highlight=None) -> dict:
+                 domain: tuple[float, float] | None = None, max_w: float = MAX_W, highlight=None,
+                 big: bool = False) -> dict:
     """The Vega-Lite dict for a Step (one head of a 3-D step); cached on the trace object.
 
-    highlight: (row, col) cells to outline (e.g. each row's largest weight).
+    highlight: (row, col) cells to outline (e.g. each row's largest weight); big: presenter mode.
     """
     highlight = tuple(sorted({(int(i), int(j)) for i, j in highlight})) if highlight else ()
-    cache_key = ("heatmap", step.key, head, title, domain, max_w, highlight)
+    cache_key = ("heatmap", step.key, head, title, domain, max_w, highlight, big)
     specs = trace.facts.setdefault("_specs", {})
     if cache_key in specs:
         return specs[cache_key]
-    spec = _build(trace, step, head, title, domain, max_w, highlight)
+    spec = _build(trace, step, head, title, domain, max_w, highlight, big)
     with _LOCK:
         specs[cache_key] = spec
     return spec
 
 
-def _build(trace, step, head, title, domain, max_w, highlight=()) -> dict:
+def _build(trace, step, head, title, domain, max_w, highlight=(), big=False) -> dict:
     m, (row_axis, col_axis) = _matrix(step, head)
     rows, cols = m.shape
     row_labels = trace.labels(row_axis, rows) if row_axis else [""]
@@ -75,10 +82,10 @@ def _build(trace, step, head, title, domain, max_w, highlight=()) -> dict:
             v = float(m[i, j])
             records.append({"row": row_labels[i], "col": col_labels[j], "i": i, "j": j,
                             "value": v if math.isfinite(v) else None, "text": fmt(v)})
-    size = cell_size(rows, cols, max_w)
+    size = cell_size(rows, cols, max_w, big)
     show_text = size >= 28 and rows * cols <= 400
     if step.scale == "sequential":
-        scale = alt.Scale(scheme="blues", domain=list(domain or (0.0, 1.0)))
+        scale = alt.Scale(range=SEQUENTIAL, domain=list(domain or (0.0, 1.0)), interpolate="lab")
         dark = 0.55 * (domain[1] if domain else 1.0)
         text_dark = alt.datum.value > dark
     elif step.scale == "mask":
@@ -89,7 +96,7 @@ def _build(trace, step, head, title, domain, max_w, highlight=()) -> dict:
         bound = bound if bound > 0 else 1.0
         if domain:
             bound = max(abs(domain[0]), abs(domain[1]))
-        scale = alt.Scale(scheme="blueorange", domain=[-bound, bound], domainMid=0)
+        scale = alt.Scale(range=DIVERGING, domain=[-bound, 0.0, bound], interpolate="lab")
         text_dark = (alt.datum.value > 0.6 * bound) | (alt.datum.value < -0.6 * bound)
     row_title = AXIS_TITLES.get(row_axis, row_axis)
     col_title = AXIS_TITLES.get(col_axis, col_axis)
@@ -116,10 +123,11 @@ def _build(trace, step, head, title, domain, max_w, highlight=()) -> dict:
             filled=False, stroke="#e8590c", strokeWidth=max(1.5, min(3.0, size / 8))).encode(
             x=alt.X("col:O", sort=col_labels), y=alt.Y("row:O", sort=row_labels)))
     if show_text:
-        layers.append(base.mark_text(fontSize=10 if size < 34 else 12).encode(
+        layers.append(base.mark_text(fontSize=16 if size >= 56 else 10 if size < 34 else 12).encode(
             text="text:N", color=alt.condition(text_dark, alt.value("white"), alt.value("#222"))))
     chart = alt.layer(*layers).properties(width=size * cols, height=size * rows, title=title or "")
-    spec = chart.configure_view(strokeWidth=0).configure_axis(labelFontSize=11, titleFontSize=11,
+    spec = chart.configure_view(strokeWidth=0).configure_axis(labelFontSize=15 if big else 11,
+                                                              titleFontSize=15 if big else 11,
                                                               titleFontWeight="normal").to_dict()
     spec["autosize"] = {"type": "pad", "contains": "padding"}   # cells keep their size; axes go around them
     return spec

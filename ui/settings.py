@@ -115,6 +115,11 @@ def display_controls() -> None:
     st.session_state.setdefault("w.precision", st.session_state["s.precision"])
     st.slider("Digits in explanations", 1, 8, key="w.precision",
               on_change=lambda: st.session_state.update({"s.precision": st.session_state["w.precision"]}))
+    st.session_state.setdefault("s.presenter", False)
+    st.session_state.setdefault("w.presenter", st.session_state["s.presenter"])
+    st.toggle("Presenter mode", key="w.presenter", help="For a projector: larger heatmaps and labels, "
+              "explanations as text, no table toggles.",
+              on_change=lambda: st.session_state.update({"s.presenter": st.session_state["w.presenter"]}))
 
 
 def position_controls() -> None:

@@ -13,6 +13,11 @@ NAMES = {"x_embed": "X_emb", "pe": "PE", "x": "X", "w_q": "W_Q", "w_k": "W_K", "
          "v": "V", "w_o": "W_O", "weights": "A", "context": "C", "scores": "S", "scaled_scores": "S/√d_k"}
 
 
+def presenting() -> bool:
+    """Presenter mode (for a projector): larger charts and text, fewer panels."""
+    return bool(st.session_state.get("s.presenter", False))
+
+
 def shape_badge(step: Step) -> None:
     st.badge(step.shape_text, icon=":material/straighten:", color="blue")
 
@@ -36,7 +41,7 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     """Draw one heatmap; returns the clicked cell (i, j) or None (or shows its arithmetic if `explain`).
 
     highlight: (row, col) cells to outline."""
-    spec = heatmap_spec(trace, step, head, title, domain, max_w, highlight)
+    spec = heatmap_spec(trace, step, head, title, domain, max_w, highlight, presenting())
     state = st.vega_lite_chart(spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                selection_mode="cell", width="content")
     points = (state or {}).get("selection", {}).get("cell") if state else None
@@ -61,10 +66,10 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, 
         if formula:
             st.latex(s.formula)
         if why and s.why:
-            st.caption(s.why)
-        if s.inputs:
+            (st.markdown if presenting() else st.caption)(s.why)
+        if s.inputs and not presenting():
             st.caption("Computed from: " + ", ".join(f"`{trace[i].title}`" for i in s.inputs if i in trace))
-        as_table = st.toggle("Numbers as a table", key=f"{key_prefix}tbl:{key}")
+        as_table = False if presenting() else st.toggle("Numbers as a table", key=f"{key_prefix}tbl:{key}")
         heads = [None] if s.axes[:1] != ("head",) else list(range(s.shape[0]))
         if heads != [None] and domain is None and s.scale == "diverging":   # one colour scale for all heads
             finite = s.value[np.isfinite(s.value)]
