@@ -350,7 +350,7 @@ def alignment_trace(model, inputs, snap: bool = True) -> Trace:
               else r"y_i = c_i", ("inputs",), why="Each output is the context, rounded and fed back as s_{i-1} "
               "for the next step.")
     trace.add("alignment", "Alignment matrix", alignment, ("n_out", "n"),
-              r"lpha_{ij} = \mathrm{softmax}_j\, v^	op 	anh(y_{i-1} W + h_j U)", ("inputs", "outputs"),
+              r"\alpha_{ij} = \mathrm{softmax}_j\, v^\top \tanh(y_{i-1} W + h_j U)", ("inputs", "outputs"),
               scale="sequential", why="Row i: where output i looked among the inputs. A trained model puts "
               "nearly all of each row on one input: a permutation, read off as a sorting.")
     trace.facts["output_labels"] = [pair_label(r) for r in outputs]

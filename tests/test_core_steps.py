@@ -193,3 +193,13 @@ def test_uploaded_vectors():
     text = "cat 0.1 0.2 0.3\ndog 0.2 0.1 0.0\nsat 1 0 0\n"
     t = run_forward(Config(embedding="upload", vectors=text, sentence="cat sat dog"))
     np.testing.assert_array_equal(t["x_embed"].value[1], [1, 0, 0])
+
+
+def test_no_control_characters_in_source():
+    """A LaTeX string written without r"" turns \\t, \\a, \\b into control characters: catch them."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    bad = [f"{p.relative_to(root)}:{i}" for p in list(root.glob("attention_core/*.py")) + list(root.glob("ui/*.py"))
+           + list(root.glob("pages/*.py")) for i, line in enumerate(p.read_text().splitlines(), 1)
+           if any(ord(c) < 32 and c != "\t" for c in line) or "\t" in line]
+    assert not bad, bad

@@ -1,0 +1,201 @@
+import inspect
+import textwrap
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import ui
+from attention_core import ConfigError, Config, Trace
+from attention_core import torch_mha as tm
+from attention_core.config import MAX_HEADS, divisors
+
+PAGE = "pages/23_pytorch_mha.py"
+# The layer has its own sizes (head_dim = hid_dim / heads), scores (scaled dot) and mask (padding only),
+# so the sidebar keeps only the sentence, embeddings, position and seed.
+config, trace = ui.page(PAGE, "Multi-head attention in PyTorch", local=("n_heads", "mask"))
+ui.notices(trace)
+MODE_LABELS = {"eval": "model.eval()", "train": "model.train()", "pitfall": "seed 002's line, model.eval()"}
+
+
+def code_excerpt() -> str:
+    """The class this page runs, as written in attention_core/torch_mha.py (read, not retyped)."""
+    lines = textwrap.dedent(inspect.getsource(tm._module_class)).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("class "))
+    end = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def forward"))
+    return textwrap.dedent("\n".join(lines[start:end])).rstrip()
+
+
+def squeeze_batch(torch_trace: Trace) -> Trace:
+    """The same steps without the batch axis (batch = 1), for drawing; −10¹⁰ (masked) drawn as empty cells."""
+    shown = Trace(torch_trace.tokens)
+    for s in torch_trace:
+        value = s.value[0]
+        if s.key == "masked_energy":
+            value = np.where(value <= -1e9, -np.inf, value)
+        shown.add(s.key, s.title, value, s.axes[1:], s.formula, s.inputs, s.why, s.scale)
+    shown.facts.update({k: v for k, v in torch_trace.facts.items() if k != "_specs"})
+    shown.facts["kind"] = "pytorch"         # not the forward pass: no forward-pass explainer applies
+    shown.facts["torch_shapes"] = {s.key: (s.shape, s.axes) for s in torch_trace}
+    return shown
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def walk(cfg: Config, heads: int, pad: tuple[int, ...], p: float, mode: str, draw: int) -> Trace:
+    x = ui.get_trace(cfg)["x"].value.copy()   # writable: torch.as_tensor warns on read-only arrays
+    return squeeze_batch(tm.pytorch_trace(x, heads, cfg.seed, pad, p, mode, draw, labels=ui.get_trace(cfg).tokens))
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def check(cfg: Config, heads: int, pad: tuple[int, ...]) -> dict:
+    x = ui.get_trace(cfg)["x"].value.copy()   # writable: torch.as_tensor warns on read-only arrays
+    return tm.compare_with_numpy(x, *tm.seeded_weights(x.shape[1], cfg.seed), heads, pad)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def pitfall(cfg: Config, heads: int, p: float, draw: int) -> tuple[dict, dict]:
+    x = ui.get_trace(cfg)["x"].value.copy()   # writable: torch.as_tensor warns on read-only arrays
+    return (tm.dropout_at_inference(x, heads, p, cfg.seed, draw),
+            tm.dropout_at_inference(x, heads, p, cfg.seed, draw + 1))
+
+
+n, d_model = trace.n, trace.facts["d_model"]
+options = [h for h in divisors(d_model) if h <= MAX_HEADS]
+st.markdown(
+    "Seed 002 writes multi-head self-attention as a PyTorch module: four `nn.Linear` layers "
+    "(`fc_q`, `fc_k`, `fc_v`, `fc_o`, each hid_dim → hid_dim), a `view` + `permute` that cuts the hidden "
+    "axis into heads, batched `torch.matmul`s, a padding mask and dropout on the weights. Below, that "
+    "module (float64, weights seeded) runs on **your sentence's X** from the sidebar, and its numbers are checked "
+    "against this app's numpy `multi_head_attention`.")
+st.caption(f"This layer splits hid_dim = d_model = {d_model} into heads of head_dim = hid_dim / heads, always "
+           "scores with the scaled dot product and masks padding only, so the sidebar's d_k, d_v, score "
+           "function and mask settings do not apply here. nn.Linear stores its weight transposed: "
+           "fc_q(x) = x W_Qᵀ + b.")
+
+with st.container(border=True):
+    c1, c2, c3, c4 = st.columns([1, 2, 1, 1])
+    with c1:
+        default = config.n_heads if config.n_heads in options else 1
+        heads = st.selectbox("Heads", options, index=options.index(default), key="mha.heads",
+                             help=f"Must divide hid_dim = {d_model}. For more choices pick seeded random "
+                                  "embeddings with a larger d_model in the sidebar.")
+    with c2:
+        labels = trace.token_labels()
+        pad = st.multiselect("Padding: key positions with mask == 0", list(range(n)), key="mha.pad",
+                             format_func=lambda j: f"{j}: {labels[j]}",
+                             help="As if these tokens were padding added to fill a batch.")
+    with c3:
+        p = st.slider("Dropout p", min_value=0.0, max_value=0.9, value=0.1, step=0.05, key="mha.p")
+    with c4:
+        draw = st.number_input("Dropout draw", min_value=0, max_value=10_000, value=0, step=1, key="mha.draw",
+                               help="Seeds torch's random numbers for dropout: another draw drops other weights.")
+pad = tuple(sorted(int(j) for j in pad if 0 <= int(j) < n))
+if heads == 1:
+    more = [h for h in options if h > 1]
+    st.info("One head: view + permute only add a head axis of size 1. "
+            + (f"Choose {' or '.join(map(str, more[:3]))} heads above to see the split" if more else "")
+            + (" (head_dim = 1 with the toy 3-d vectors), or seeded random embeddings with d_model = 8 in the "
+               "sidebar for 2 or 4 heads." if d_model == 3 else "."), icon=":material/info:")
+if len(pad) == n:
+    st.warning(f"Every key is padding: nothing is left to attend to, so position {pad[-1]} is shown unmasked "
+               "(real batches always keep a token). With every key masked, PyTorch's masked_fill gives them all the "
+               "same −10¹⁰ and softmax spreads the weight evenly, while this app's numpy attention returns "
+               "all-zero weights.", icon=":material/warning:")
+    pad = pad[:-1]
+
+try:
+    with st.spinner("Loading PyTorch…"):
+        diffs = check(config, heads, pad)
+except ConfigError as err:
+    st.error(str(err), icon=":material/error:")
+    st.stop()
+
+st.header("torch against numpy")
+c1, c2, c3 = st.columns(3)
+c1.metric("max |torch − numpy|, output", f"{diffs['output']:.1e}")
+c2.metric("max |torch − numpy|, weights", f"{diffs['weights']:.1e}")
+ok = max(diffs.values()) < 1e-10
+c3.metric("Agree to 1e-10?", "yes" if ok else "no")
+st.caption("The module in eval mode against attention_core's numpy multi_head_attention with the same four "
+           f"(hid_dim × hid_dim) matrices{', the same padding' if pad else ''}, both in float64, computed now.")
+if not ok:
+    st.error("torch and numpy disagree by more than 1e-10: this is a bug, please report it.", icon=":material/error:")
+
+st.header("The module")
+st.code(code_excerpt(), language="python", wrap_lines=True)
+
+st.header("Shapes, step by step")
+mode = st.segmented_control("Run the module as", list(tm.MODES), default="eval", key="mha.mode",
+                            format_func=MODE_LABELS.get, required=True)
+mode = mode if mode in tm.MODES else "eval"
+try:
+    shown = walk(config, heads, pad, float(p), mode, int(draw))
+except ConfigError as err:
+    st.error(str(err), icon=":material/error:")
+    st.stop()
+shapes = shown.facts["torch_shapes"]
+st.table(pd.DataFrame({"PyTorch shape": ["[" + ", ".join(map(str, shape)) + "]" for shape, _ in shapes.values()],
+                       "named axes": [" × ".join(f"{a}={s}" for a, s in zip(axes, shape))
+                                      for shape, axes in shapes.values()]},
+                      index=[shown[k].title for k in shapes]))
+st.caption("The batch axis (batch = 1: one sentence) is kept by PyTorch and left out of the pictures below.")
+groups = [("Project", ["x", "q"], ["k", "v"]),
+          ("Split into heads", ["q_heads", "k_t"], ["k_heads", "v_heads"]),
+          ("Score, mask, softmax, dropout", ["energy", "masked_energy", "alpha", "alpha_dropped"], []),
+          ("Back together", ["a_heads", "a", "output"], [])]
+for title, main, more in groups:
+    st.subheader(title)
+    for key in main:
+        if key == "masked_energy" and key in shown:
+            st.caption("The tensor holds −10¹⁰ at the padding keys; the pictures draw those cells as −∞ (grey) so "
+                       "that the colour scale still shows the other scores.")
+        if key in shown:
+            ui.step(shown, key, key_prefix="mha.")
+    if more:
+        with st.expander(f"Also: {', '.join(shown[k].title for k in more)}"):
+            for key in more:
+                ui.step(shown, key, key_prefix="mha.")
+
+st.header("The dropout pitfall")
+st.markdown(
+    "Dropout on the attention weights zeroes each weight with probability p and scales the rest by "
+    "1/(1 − p), **only while training**. Seed 002 writes `F.dropout(alpha, p=0.1)` without "
+    "`training=self.training`; `F.dropout`'s `training` argument defaults to `True`, so its module keeps "
+    "dropping weights after `model.eval()`: predictions become random and rows of α stop summing to 1. The "
+    "correct line is `F.dropout(alpha, p=self.p, training=self.training)`.")
+if p == 0:
+    st.info("With p = 0 dropout does nothing in any mode: raise Dropout p above to see the pitfall.",
+            icon=":material/info:")
+with st.spinner("Running the three modules…"):
+    runs, again = pitfall(config, heads, float(p), int(draw))
+head = st.selectbox("Head to draw", list(range(heads)), key="mha.pit_head") if heads > 1 else 0
+top = max(1.0, *(float(runs[f"alpha_{m}"].max()) for m in tm.MODES))      # one colour scale for the three
+off = max(1e-12, *(runs[f"diff_{m}"] for m in tm.MODES))
+cols = st.columns(3)
+titles = {"eval": "Correct module, model.eval()", "train": "Correct module, model.train()",
+          "pitfall": "Seed 002's module, model.eval()"}
+notes = {"eval": "Inference: dropout is off, the output equals numpy's.",
+         "train": "Training: weights dropped on purpose (a regulariser).",
+         "pitfall": "Inference, yet weights are dropped: the bug."}
+for col, m in zip(cols, tm.MODES):
+    with col, st.container(border=True):
+        st.markdown(f"**{titles[m]}**")
+        st.caption(notes[m])
+        alpha = shown.view(f"alpha_{m}:{p}:{draw}", f"α after dropout ({m})", runs[f"alpha_{m}"],
+                           ("head", "n_q", "n_k"), scale="sequential")
+        ui.heatmap(shown, alpha, head=head, title=f"weights, head {head}", key=f"mha.pit.a.{m}", max_w=130,
+                   domain=(0.0, top))
+        sums = runs[f"alpha_{m}"].sum(axis=-1)
+        st.caption(f"Row sums from {sums.min():.3f} to {sums.max():.3f}.")
+        diff = shown.view(f"diff_{m}:{p}:{draw}", f"output − numpy ({m})", runs[m] - runs["reference"],
+                          ("n", "hid_dim"))
+        ui.heatmap(shown, diff, title="output − numpy reference", key=f"mha.pit.d.{m}", max_w=130,
+                   domain=(-off, off))
+        st.metric("max |output − numpy|", f"{runs[f'diff_{m}']:.2e}")
+repeat = float(np.max(np.abs(runs["pitfall"] - again["pitfall"])))
+st.caption(f"Run seed 002's module twice at inference (dropout draws {int(draw)} and {int(draw) + 1}) and the "
+           f"same input gives outputs that differ by up to {repeat:.3g}; the correct module in eval mode gives "
+           f"the same output every time (difference "
+           f"{float(np.max(np.abs(runs['eval'] - again['eval']))):.1e}). With the same draw, seed 002's module at "
+           "inference drops exactly what training mode drops: it behaves as if it were still training. "
+           "No padding in this comparison; the three heatmaps of each row share one colour scale.")

@@ -1,0 +1,142 @@
+"""The four 'Attention variants' pages through AppTest, opened the way the browser opens them."""
+import json
+
+import numpy as np
+import pytest
+
+from attention_core import Config, run_forward
+from attention_core import bahdanau as b
+from attention_core.torch_mha import score_costs
+from tests.apptest_util import messages, no_exception, open_page
+
+PAGES = ["pages/20_score_functions.py", "pages/21_alignment.py", "pages/22_grid.py", "pages/23_pytorch_mha.py"]
+
+
+def charts(at) -> list[dict]:
+    """The Vega-Lite specs the page drew."""
+    return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+
+
+def metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_renders_at_defaults(page):
+    at = open_page(page)
+    no_exception(at)
+    assert at.title and not at.error, messages(at)
+    assert charts(at), "every variant page draws at least one chart"
+
+
+def test_score_functions_show_their_costs():
+    at = open_page("pages/20_score_functions.py")
+    no_exception(at)
+    config = Config()
+    n, d_k = len(run_forward(config).tokens), config.d_k
+    expected = score_costs(n, n, d_k, d_k)           # the app's additive score is d_k wide
+    table = next(df.value for df in at.dataframe if "FLOPs" in df.value.columns)
+    assert list(table["FLOPs"]) == [c["flops"] for c in expected]
+    assert list(table["parameters"]) == [c["params"] for c in expected]
+    latex = " ".join(e.value for e in at.latex)
+    for c in expected:
+        assert f"&= {c['flops_formula']} \\\\ &= " + f"{c['flops']:,}".replace(",", "{,}") in latex, c["name"]
+    assert len([s for s in charts(at) if "layer" in s]) == 8        # scores and weights for each of the four
+
+
+def test_score_function_costs_follow_the_sidebar():
+    at = open_page("pages/20_score_functions.py")
+    at.number_input(key="w.d_k").set_value(9).run()
+    no_exception(at)
+    table = next(df.value for df in at.dataframe if "FLOPs" in df.value.columns)
+    n = len(run_forward(Config()).tokens)
+    assert list(table["FLOPs"]) == [c["flops"] for c in score_costs(n, n, 9, 9)]
+
+
+def test_alignment_trains_sorts_and_draws_the_matrix():
+    at = open_page("pages/21_alignment.py")
+    no_exception(at)
+    assert "align.model" not in at.session_state
+    at.number_input(key="align.steps").set_value(40)
+    at.form_submit_button[0].click().run()
+    no_exception(at)
+    assert not at.error, messages(at)
+    trained = at.session_state["align.model"]
+    s = trained["settings"]
+    assert s.steps == 40 and len(trained["losses"]) == 40 and all(np.isfinite(trained["losses"]))
+    again = b.evaluate(trained["params"], 200, s.seed, s.min_len, s.max_len)      # recomputed here
+    assert metric(at, "Sorted exactly") == f"{again.n_sorted} / 200"
+    assert trained["eval"] == again
+    matrix = next(sp for sp in charts(at) if any("output i" == ly.get("encoding", {}).get("y", {}).get("title")
+                                                 for ly in sp.get("layer", [])))
+    cells = matrix["layer"][0]["data"]["values"]
+    rows = {}
+    for c in cells:
+        rows[c["i"]] = rows.get(c["i"], 0.0) + c["value"]
+    np.testing.assert_allclose(list(rows.values()), 1.0, atol=1e-12)              # every row sums to 1
+    assert len(matrix["layer"][1]["data"]["values"]) == len(rows)                # one outlined cell per row
+    # a rerun (another widget) keeps the model: no retraining
+    at.slider(key="align.sort_len").set_value(8).run()
+    no_exception(at)
+    assert at.session_state["align.model"]["losses"] == trained["losses"]
+    assert any("Parameters: **trained**" in m.value for m in at.markdown)
+
+
+def test_alignment_too_high_a_learning_rate_is_explained():
+    at = open_page("pages/21_alignment.py")
+    at.number_input(key="align.lr").set_value(1.0)
+    at.number_input(key="align.steps").set_value(30)
+    at.form_submit_button[0].click().run()
+    no_exception(at)
+    assert not at.error, messages(at)
+    assert any("Not trained enough to sort" in w.value for w in at.warning), messages(at)
+
+
+def test_grid_scene_and_query_switch():
+    at = open_page("pages/22_grid.py")
+    no_exception(at)
+    first = len(at.image)
+    assert first >= 2, "the image and its overlay"
+    at.selectbox(key="grid.scene").set_value("traffic light")
+    at.selectbox(key="grid.query").set_value("round").run()
+    no_exception(at)
+    assert not at.error, messages(at)
+    assert any("traffic light" in caption for im in at.image for caption in im.captions)
+    assert any("Where “round” looks" in s.value for s in at.subheader)
+    assert len(at.image) == first
+    for tab in ("(b) Many queries", "(c) Learned K and V: cross-attention"):
+        at.session_state["grid.tab"] = tab
+        at.run()
+        no_exception(at)
+        assert len(at.image) > first, tab                      # one overlay per query
+    at.radio(key="grid.transforms").set_value("random").run()
+    no_exception(at)
+    assert any("random W_K" in caption for im in at.image for caption in im.captions)
+
+
+def test_pytorch_page_matches_numpy_with_and_without_padding():
+    at = open_page("pages/23_pytorch_mha.py")
+    no_exception(at)
+    for label in ("max |torch − numpy|, output", "max |torch − numpy|, weights"):
+        assert float(metric(at, label)) < 1e-10
+    assert metric(at, "Agree to 1e-10?") == "yes"
+    at.selectbox(key="mha.heads").set_value(3)
+    at.multiselect(key="mha.pad").set_value([1]).run()
+    no_exception(at)
+    assert not at.error, messages(at)
+    assert float(metric(at, "max |torch − numpy|, output")) < 1e-10
+    shapes = next(t.value for t in at.table if "PyTorch shape" in t.value.columns)
+    assert "[1, 3, 4, 1]" in list(shapes["PyTorch shape"])                 # [batch, heads, len, head_dim]
+    assert any("masked_fill" in str(i) for i in shapes.index)
+    # the dropout pitfall: eval matches numpy, seed 002's module at inference does not
+    diffs = [float(m.value) for m in at.metric if m.label == "max |output − numpy|"]
+    assert len(diffs) == 3 and diffs[0] < 1e-12 and diffs[2] > 1e-3
+
+
+def test_pytorch_page_all_keys_padding_is_explained():
+    at = open_page("pages/23_pytorch_mha.py")
+    at.multiselect(key="mha.pad").set_value(list(range(4))).run()
+    no_exception(at)
+    assert not at.error, messages(at)
+    assert any("Every key is padding" in w.value for w in at.warning)
+    assert float(metric(at, "max |torch − numpy|, output")) < 1e-10
