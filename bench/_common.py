@@ -1,0 +1,598 @@
+"""Shared by bench/*.py, tests/e2e and tests/load: start a Streamlit server, speak its
+websocket protocol, drive a headless Debian chromium, read process CPU and memory.
+
+Everything here talks to 127.0.0.1 only, and every wait is bounded.
+
+    from bench._common import Server, Session, forward_pages
+    with Server("app.py") as server:
+        s = Session(server.port, page="scores")
+        run = s.rerun()                                  # the first run of the page
+        slider = run.slider("Softmax temperature")
+        run = s.rerun(s.slider_state(slider, 2.0))      # move it; run.seconds = send -> script_finished
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("ATTENTION_EXPLORER_CHROMIUM", "/usr/bin/chromium")   # Debian's; never a download
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+CHART = "[data-testid='stVegaLiteChart']"
+EXCEPTION = "[data-testid='stException']"
+
+# The reference page every ratio is taken against: one slider, nothing else.
+TRIVIAL_APP = '''import streamlit as st
+
+value = st.slider("Value", min_value=0, max_value=100, value=50)
+st.write(value)
+'''
+
+
+# ----------------------------------------------------------------------------------------
+# pages, from the navigation the app draws (ui/nav.py SECTIONS), for the files that exist
+# ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Page:
+    section: str
+    file: str        # "pages/4_scores.py"
+    label: str
+    path: str        # URL path without slashes: "" for app.py, "scores" for pages/4_scores.py
+
+    @property
+    def url_path(self) -> str:
+        return "/" + self.path
+
+
+def url_path_of(page_file: str) -> str:
+    """'app.py' -> '', 'pages/4_scores.py' -> 'scores' (Streamlit drops the number prefix)."""
+    if "/" not in page_file:
+        return ""
+    stem = Path(page_file).stem
+    return re.sub(r"^[0-9]+[_ -]*", "", stem)
+
+
+def sections(root: Path = ROOT) -> list[tuple[str, list[Page]]]:
+    """ui/nav.py's SECTIONS (read as a literal: no Streamlit import), only files that exist."""
+    tree = ast.parse((root / "ui" / "nav.py").read_text())
+    literal = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id == "SECTIONS" for t in node.targets))
+    out = []
+    for section, pages in ast.literal_eval(literal):
+        found = [Page(section, f, label, url_path_of(f)) for f, label, _ in pages if (root / f).exists()]
+        if found:
+            out.append((section, found))
+    return out
+
+
+def all_pages(root: Path = ROOT) -> list[Page]:
+    return [p for _, pages in sections(root) for p in pages]
+
+
+def forward_pages(root: Path = ROOT) -> list[Page]:
+    return [p for section, pages in sections(root) for p in pages if section == "Forward pass"]
+
+
+def page_title(page: Page, root: Path = ROOT) -> str | None:
+    """The title a page passes to ui.page(PAGE, "Title", ...), read from its source (None if not literal)."""
+    tree = ast.parse((root / page.file).read_text())
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "page"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "ui"
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)):
+            return node.args[1].value
+    return None
+
+
+# ----------------------------------------------------------------------------------------
+# the server
+# ----------------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_trivial_app(directory: str | Path | None = None) -> Path:
+    """The one-slider page, written into a temp dir (its own dir: no pages/ folder next to it)."""
+    directory = Path(directory or tempfile.mkdtemp(prefix="trivial_app_"))
+    path = directory / "one_slider.py"
+    path.write_text(TRIVIAL_APP)
+    return path
+
+
+class Server:
+    """`python -m streamlit run SCRIPT` on a free 127.0.0.1 port, run from the repo root so the
+    project's .streamlit/config.toml applies to the app and to the trivial app alike."""
+
+    def __init__(self, script: str | Path = "app.py", cwd: Path = ROOT, port: int | None = None,
+                 extra_args: tuple[str, ...] = (), log: str | Path | None = None, python: tuple = ()):
+        self.script, self.cwd, self.port = str(script), Path(cwd), port or free_port()
+        self.extra_args, self.python = tuple(extra_args), tuple(python)
+        self.log_path = Path(log) if log else Path(tempfile.mkstemp(prefix="streamlit_", suffix=".log")[1])
+        self.proc: subprocess.Popen | None = None
+        self.started_at = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def start(self) -> "Server":
+        env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", PYTHONUNBUFFERED="1")
+        cmd = [sys.executable, *self.python, "-m", "streamlit", "run", self.script, "--server.headless=true",
+               "--server.address=127.0.0.1", f"--server.port={self.port}", *self.extra_args]
+        self._log = open(self.log_path, "wb")
+        self.started_at = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, cwd=self.cwd, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+                                     start_new_session=True)
+        return self
+
+    def wait_healthy(self, timeout: float = 60.0) -> float:
+        """Poll /_stcore/health; return the seconds since start()."""
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return time.perf_counter() - self.started_at
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise TimeoutError(f"streamlit not healthy after {timeout:.0f} s:\n{self.log_tail()}")
+
+    def log_tail(self, chars: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def terminate(self) -> None:
+        """SIGTERM without waiting (stop() later reaps it)."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)   # its own session: ends only what it started
+            except ProcessLookupError:
+                pass
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc is None:
+            return
+        try:
+            self.terminate()
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout)
+        finally:
+            if not self._log.closed:
+                self._log.close()
+
+    def __enter__(self) -> "Server":
+        self.start()
+        self.wait_healthy()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- resources, from /proc ---------------------------------------------------------
+    def cpu_seconds(self) -> float:
+        return proc_cpu_seconds(self.pid)
+
+    def rss_bytes(self) -> int:
+        return proc_rss_bytes(self.pid)
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """user + system CPU of one process (its threads included)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields_ = f.read().rsplit(")", 1)[1].split()
+    return (int(fields_[11]) + int(fields_[12])) / _TICKS
+
+
+def proc_rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+# ----------------------------------------------------------------------------------------
+# the websocket protocol (Streamlit 1.67): one Session = one browser tab
+# ----------------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """What one rerun sent back."""
+    seconds: float                       # BackMsg sent -> script_finished received
+    status: str = ""
+    messages: int = 0
+    bytes: int = 0
+    elements: list = field(default_factory=list)         # (type, inner proto) of new_element deltas
+    page_script_hash: str = ""
+    page_not_found: bool = False
+
+    def of_type(self, kind: str) -> list:
+        return [e for t, e in self.elements if t == kind]
+
+    @property
+    def exceptions(self) -> list:
+        return self.of_type("exception")
+
+    def slider(self, label: str):
+        for s in self.of_type("slider"):
+            if s.label == label:
+                return s
+        raise KeyError(f"no slider {label!r} among {[s.label for s in self.of_type('slider')]}")
+
+    def texts(self) -> list[str]:
+        """Headings and markdown bodies, for quick checks."""
+        return [e.body for t, e in self.elements if t in ("heading", "markdown")]
+
+
+def slider_value(slider) -> float:
+    """A slider's value in its proto (`value` when the app set one, else `default`)."""
+    return (list(slider.value) or list(slider.default) or [slider.min])[0]
+
+
+def slider_values(slider) -> list[float]:
+    """Every position of a slider, from its proto (min, max, step)."""
+    n = int(round((slider.max - slider.min) / slider.step))
+    return [round(slider.min + i * slider.step, 10) for i in range(n + 1)]
+
+
+class Session:
+    """A browser tab without a browser: BackMsg rerun_script out, ForwardMsgs in.
+
+    The server checks the Origin only if one is sent (none here) and XSRF only for the
+    auth cookie, so the subprotocol "streamlit" is all a connection needs. `page` is the
+    URL path without slashes ("" for the main page), `query` the query string without "?".
+    Hashes of cacheable messages are sent back like the browser's message cache does,
+    so the server sends a reference instead of a message the tab already holds.
+
+    `quickack`: Streamlit 1.67 listens on a socket made without proto=IPPROTO_TCP, so
+    asyncio never sets TCP_NODELAY on its connections; Nagle then holds every small
+    message sent after an unacknowledged one until the client's delayed ACK (40 ms on
+    Linux). A browser pays that on every rerun. With quickack (the default) this client
+    ACKs at once, so a rerun's time is the server's work, not a TCP timer.
+    """
+
+    def __init__(self, port: int, page: str = "", query: str = "", timeout: float = 120.0,
+                 browser_cache: bool = True, connect: bool = True, quickack: bool = True):
+        self.port, self.page, self.query, self.timeout = port, page, query, timeout
+        self.browser_cache, self.quickack = browser_cache, quickack
+        self.page_script_hash = ""
+        self.cached_hashes: set[str] = set()
+        self.ws = None
+        if connect:
+            self.connect()
+
+    def connect(self) -> None:
+        import websocket  # websocket-client
+
+        self.ws = websocket.create_connection(f"ws://127.0.0.1:{self.port}/_stcore/stream",
+                                              subprotocols=["streamlit"], timeout=self.timeout,
+                                              enable_multithread=True)
+
+    def _quickack(self) -> None:
+        try:
+            self.ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        except (OSError, AttributeError):       # not Linux: no such option
+            self.quickack = False
+
+    def close(self) -> None:
+        if self.ws is not None:
+            try:
+                self.ws.close()
+            except Exception:
+                pass
+            self.ws = None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @staticmethod
+    def slider_state(slider, value: float):
+        """The WidgetState a browser sends for a slider moved to `value` (an index for a select_slider)."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        state = WidgetState(id=slider.id)
+        state.double_array_value.data.extend([float(value)])
+        return state
+
+    def send_rerun(self, widget_states=()) -> float:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        msg = BackMsg()
+        cs = msg.rerun_script
+        cs.query_string = self.query
+        cs.page_name = self.page
+        cs.page_script_hash = self.page_script_hash
+        cs.widget_states.widgets.extend(widget_states)
+        if self.browser_cache:
+            cs.cached_message_hashes.extend(sorted(self.cached_hashes))
+        data = msg.SerializeToString()
+        start = time.perf_counter()
+        self.ws.send_binary(data)
+        return start
+
+    def read_run(self, start: float, deadline: float | None = None) -> Run:
+        """ForwardMsgs until a script_finished that ends the run (not FINISHED_EARLY_FOR_RERUN)."""
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        run = Run(seconds=0.0)
+        deadline = deadline or (start + self.timeout)
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError(f"no script_finished within {self.timeout:.0f} s on /{self.page}")
+            self.ws.settimeout(remaining)
+            if self.quickack:
+                self._quickack()
+            data = self.ws.recv()
+            if not isinstance(data, bytes):
+                continue
+            fm = ForwardMsg()
+            fm.ParseFromString(data)
+            run.messages += 1
+            run.bytes += len(data)
+            kind = fm.WhichOneof("type")
+            if self.browser_cache and fm.metadata.cacheable and fm.hash:
+                self.cached_hashes.add(fm.hash)
+            if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                el = fm.delta.new_element
+                kind = el.WhichOneof("type")
+                run.elements.append((kind, getattr(el, kind) if kind else el))
+            elif kind == "new_session":
+                self.page_script_hash = fm.new_session.page_script_hash
+                run.page_script_hash = self.page_script_hash
+            elif kind == "navigation" and fm.navigation.page_script_hash:
+                # with a pages/ folder the page that ran is named here (new_session names the main script)
+                self.page_script_hash = fm.navigation.page_script_hash
+                run.page_script_hash = self.page_script_hash
+            elif kind == "page_not_found":
+                run.page_not_found = True
+            elif kind == "page_info_changed":
+                self.query = fm.page_info_changed.query_string
+            elif kind == "script_finished":
+                status = ForwardMsg.ScriptFinishedStatus.Name(fm.script_finished)
+                if status == "FINISHED_EARLY_FOR_RERUN":
+                    continue
+                run.status = status
+                run.seconds = time.perf_counter() - start
+                return run
+
+    def rerun(self, widget_states=()) -> Run:
+        start = self.send_rerun(widget_states)
+        return self.read_run(start)
+
+
+# ----------------------------------------------------------------------------------------
+# the browser (Debian chromium, never a downloaded one)
+# ----------------------------------------------------------------------------------------
+
+def browser_available() -> tuple[bool, str]:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return False, "playwright (python) is not installed"
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        return False, f"{CHROMIUM} is missing (apt-get install chromium; never `playwright install`)"
+    return True, ""
+
+
+def launch_chromium(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+# Added to every browser context (context.add_init_script):
+#  - window.__runs counts the script runs this document has seen end (data-test-script-state
+#    going from running to notRunning), so a test can wait for the run its action caused; a
+#    fast run can end in the same render as it starts (never showing "running"), so the
+#    websocket's traffic is counted too (window.__ws: sends, received, last received);
+#  - Vega may draw a chart on a <canvas> (Streamlit's default renderer) instead of SVG: keep,
+#    per canvas, the strings it fillText()s in its last full frame (a clipped, partial redraw
+#    adds to it), so axis labels can be read either way.
+PAGE_HOOKS = """
+(() => {
+  window.__runs = 0;
+  window.__doc = Math.random();
+  const watch = () => new MutationObserver(records => {
+    for (const r of records) {
+      if (r.target.getAttribute('data-test-script-state') === 'notRunning' && r.oldValue === 'running') window.__runs++;
+    }
+  }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                         attributeFilter: ['data-test-script-state']});
+  watch();
+  window.__ws = {sends: [], received: 0, lastRecv: 0};
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (d) {
+    window.__ws.sends.push(performance.now());
+    if (!this.__counted) {
+      this.__counted = true;
+      this.addEventListener('message', () => { window.__ws.received++; window.__ws.lastRecv = performance.now(); });
+    }
+    return send.call(this, d);
+  };
+  const P = CanvasRenderingContext2D.prototype;
+  const fillText = P.fillText, clearRect = P.clearRect, clip = P.clip, restore = P.restore, save = P.save;
+  P.save = function (...a) { this.__depth = (this.__depth || 0) + 1; return save.apply(this, a); };
+  P.restore = function (...a) {
+    this.__depth = Math.max(0, (this.__depth || 0) - 1);
+    if (this.__clipDepth && this.__depth < this.__clipDepth) this.__clipDepth = 0;
+    return restore.apply(this, a);
+  };
+  P.clip = function (...a) { if (!this.__clipDepth) this.__clipDepth = this.__depth || 1; return clip.apply(this, a); };
+  P.clearRect = function (x, y, w, h) {
+    const c = this.canvas;
+    if (c && !this.__clipDepth) { c.__texts = []; c.__frames = (c.__frames || 0) + 1; }
+    return clearRect.call(this, x, y, w, h);
+  };
+  P.fillText = function (text, ...a) {
+    const c = this.canvas;
+    if (c) { (c.__texts = c.__texts || []).push(String(text)); }
+    return fillText.call(this, text, ...a);
+  };
+})();
+"""
+
+# For redraw timing (bench), after PAGE_HOOKS: when the DOM last changed.
+REDRAW_HOOK = """
+(() => {
+  window.__lastMutation = 0;
+  new MutationObserver(() => { window.__lastMutation = performance.now(); })
+    .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+})();
+"""
+
+
+def new_context(browser, **kwargs):
+    """A browser context (a separate cookie jar: one student) with PAGE_HOOKS installed."""
+    kwargs.setdefault("viewport", {"width": 1400, "height": 1000})
+    ctx = browser.new_context(**kwargs)
+    ctx.add_init_script(PAGE_HOOKS)
+    return ctx
+
+
+def run_marker(page) -> tuple:
+    """Where this document's run and message counters stand (see wait_run_end)."""
+    return tuple(page.evaluate(
+        "() => [window.__doc || 0, window.__runs || 0, window.__ws ? window.__ws.received : 0]"))
+
+
+def wait_run_end(page, marker: tuple, timeout_ms: float = 30_000, quiet_ms: int = 250) -> None:
+    """Wait for a script run that ended after `marker` was taken, then for the app to be idle.
+
+    A run has ended when the document saw the script state go running -> notRunning, or
+    (a run too fast to ever show "running") when a message arrived after the marker and the
+    app has been idle with no message for quiet_ms. A navigation or reload starts a new
+    document, counting from 0.
+    """
+    doc, runs, received = marker
+    ended = f"""() => {{
+      if (!window.__ws) return false;
+      const same = window.__doc === {doc};
+      if (window.__runs > (same ? {runs} : 0)) return true;
+      const idle = document.querySelector("{IDLE}") !== null;
+      return idle && window.__ws.received > (same ? {received} : 0)
+             && performance.now() - window.__ws.lastRecv > {quiet_ms};
+    }}"""
+    page.wait_for_function(ended, timeout=timeout_ms, polling=50)
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+def after_run(page, action, timeout_ms: float = 30_000, expect_run: bool = True) -> None:
+    """Do `action()` and wait for the script run it causes to end (see wait_run_end).
+    With expect_run=False (the action may rerun nothing), wait 2 s at most for a run."""
+    marker = run_marker(page)
+    action()
+    try:
+        wait_run_end(page, marker, timeout_ms if expect_run else 2_000)
+    except Exception:
+        if expect_run:
+            raise
+        page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+# Each heatmap as {visible, rendered, y, x, texts}: with the SVG renderer the axis label <text>s
+# under Vega's aria-labelled axis groups ("Y-axis titled 'token' for a discrete scale ..."); with
+# the canvas renderer every string drawn (axes cannot be told apart there: y = x = texts).
+CHARTS_JS = f"""() => Array.from(document.querySelectorAll("{CHART}")).map(el => {{
+  const out = {{visible: el.offsetParent !== null, rendered: false, y: null, x: null, texts: []}};
+  const svg = el.querySelector('svg.marks');
+  if (svg) {{
+    out.rendered = true;
+    for (const g of svg.querySelectorAll('g.role-axis')) {{
+      const label = g.getAttribute('aria-label') || '';
+      const texts = Array.from(g.querySelectorAll('.role-axis-label text')).map(t => t.textContent);
+      if (label.startsWith('Y-axis') && out.y === null) out.y = texts;
+      if (label.startsWith('X-axis') && out.x === null) out.x = texts;
+    }}
+    out.texts = Array.from(svg.querySelectorAll('text')).map(t => t.textContent);
+  }} else {{
+    const canvases = Array.from(el.querySelectorAll('canvas'));
+    out.texts = canvases.flatMap(c => c.__texts || []);
+    out.rendered = canvases.some(c => (c.__frames || 0) > 0);
+    if (out.texts.length) {{ out.y = out.texts; out.x = out.texts; }}
+  }}
+  return out;
+}})"""
+
+
+def wait_idle(page, timeout_ms: float = 30_000, settle_ms: float = 150) -> None:
+    """The script is not running (after it has had a moment to start), then a short settle."""
+    page.wait_for_timeout(settle_ms)
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+def charts(page) -> list[dict]:
+    """The heatmaps on the page, in order: {visible, rendered, y, x, texts} (see CHARTS_JS)."""
+    return page.evaluate(CHARTS_JS)
+
+
+def wait_for_charts(page, predicate=lambda cs: bool(cs) and all(c["rendered"] for c in cs if c["visible"]),
+                    timeout_ms: float = 15_000, poll_ms: float = 100) -> list[dict]:
+    """Poll charts(page) until predicate(charts) holds (default: every visible one drawn); return the last."""
+    deadline = time.perf_counter() + timeout_ms / 1000
+    found = charts(page)
+    while not predicate(found) and time.perf_counter() < deadline:
+        page.wait_for_timeout(poll_ms)
+        found = charts(page)
+    return found
+
+
+# ----------------------------------------------------------------------------------------
+# small statistics
+# ----------------------------------------------------------------------------------------
+
+def percentile(values, q: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def median(values) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def table(rows: list[list], header: list[str]) -> str:
+    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

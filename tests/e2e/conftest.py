@@ -1,0 +1,165 @@
+"""Browser tests: the real app in Debian's chromium, servers started by the tests themselves.
+
+Without chromium or playwright these tests skip, unless ATTENTION_EXPLORER_REQUIRE_BROWSER=1
+(set by .ci/run): then they fail. Never `playwright install` (no downloads): the browser is
+/usr/bin/chromium.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._common import (Page, Server, all_pages, browser_available, launch_chromium,  # noqa: E402
+                           new_context, sections)
+
+REQUIRE_BROWSER = os.environ.get("ATTENTION_EXPLORER_REQUIRE_BROWSER") == "1"
+
+
+def require_browser() -> None:
+    ok, why = browser_available()
+    if ok:
+        return
+    if REQUIRE_BROWSER:
+        pytest.fail(f"ATTENTION_EXPLORER_REQUIRE_BROWSER=1 but {why}", pytrace=False)
+    pytest.skip(why)
+
+
+class DeepLinks:
+    """Each page opened by URL as the very first request on its own fresh server.
+
+    Pages are loaded `batch` at a time, each in its own context on its own server, so the
+    servers' first runs (imports, first traces) overlap; the next batch's servers boot
+    meanwhile. What each page showed is kept for its test to check.
+    """
+
+    def __init__(self, browser, pages: list[Page], batch: int = 3):
+        self.browser, self.pages, self.batch = browser, list(pages), batch
+        self.results: dict[str, dict] = {}
+        self.servers: dict[str, Server] = {}
+
+    def _boot(self, pages) -> None:
+        for page in pages:
+            if page.file not in self.servers and page.file not in self.results:
+                self.servers[page.file] = Server("app.py").start()
+
+    def result(self, page: Page) -> dict:
+        if page.file not in self.results:
+            todo = [p for p in self.pages if p.file not in self.results and p != page]
+            group = [page] + todo[: self.batch - 1]
+            self._boot(group)
+            self._load(group)
+        return self.results[page.file]
+
+    def _load(self, group: list[Page]) -> None:
+        from bench._common import EXCEPTION, charts, run_marker, wait_for_charts, wait_run_end
+
+        tabs = []
+        for page in group:
+            server = self.servers.pop(page.file)
+            server.wait_healthy(90)
+            ctx = new_context(self.browser)
+            tab = ctx.new_page()
+            errors: list[str] = []
+            tab.on("pageerror", lambda err, errors=errors: errors.append(str(err)))
+            marker = run_marker(tab)
+            tab.goto(server.url + page.url_path, wait_until="commit")
+            tabs.append((page, server, ctx, tab, errors, marker))
+        rest = [p for p in self.pages if p.file not in self.results and p not in group]
+        self._boot(rest[: self.batch])                  # the next batch boots while this one renders
+        for page, server, ctx, tab, errors, marker in tabs:
+            result: dict = {"server_url": server.url}
+            try:
+                wait_run_end(tab, marker, timeout_ms=90_000)
+                links = tab.locator("[data-testid='stSidebar'] [data-testid='stPageLink']")
+                expected_links = sum(len(p) for _, p in sections())
+                deadline = time.perf_counter() + 10
+                while links.count() < expected_links and time.perf_counter() < deadline:
+                    tab.wait_for_timeout(100)          # page links and charts are lazily loaded components
+                want = self.min_heatmaps(page) or 0
+                found = wait_for_charts(tab, lambda cs: len(cs) >= want and all(
+                    c["rendered"] for c in cs if c["visible"])) if want else charts(tab)
+                result.update(
+                    h1=tab.locator("h1").all_inner_texts(),
+                    links=links.count(),
+                    expected_links=expected_links,
+                    bold=[t.strip() for t in tab.locator("[data-testid='stSidebar'] strong").all_inner_texts()],
+                    sections=[name for name, _ in sections()],
+                    builtin_nav=tab.locator("[data-testid='stSidebarNav']").count(),
+                    charts=found,
+                    exceptions=tab.locator(EXCEPTION).all_inner_texts(),
+                    url=tab.url,
+                    js_errors=list(errors),
+                )
+            except Exception as err:                     # reported by the page's test
+                result["error"] = f"{type(err).__name__}: {err}"
+            finally:
+                ctx.close()
+                server.terminate()
+                server.stop()
+                result["log"] = server.log_tail(20_000)
+                self.results[page.file] = result
+
+    min_heatmaps = staticmethod(lambda page: None)       # set by the test module
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+        self.servers.clear()
+
+
+@pytest.fixture(scope="session")
+def playwright_session():
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        yield pw
+
+
+@pytest.fixture(scope="session")
+def chromium(playwright_session):
+    browser = launch_chromium(playwright_session)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="session")
+def deep_links(chromium):
+    pool = DeepLinks(chromium, all_pages())
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="session")
+def app_server():
+    """One server shared by the interaction tests (not the deep-link ones)."""
+    require_browser()
+    server = Server("app.py").start()
+    try:
+        server.wait_healthy(90)
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def student(chromium):
+    """A new browser context (its own cookies and session) with the page hooks; closed after."""
+    contexts = []
+
+    def make():
+        ctx = new_context(chromium)
+        contexts.append(ctx)
+        return ctx.new_page()
+
+    yield make
+    for ctx in contexts:
+        ctx.close()

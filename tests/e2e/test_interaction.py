@@ -1,0 +1,149 @@
+"""Settings in the browser: the sentence box redraws the heatmaps, a shared URL restores the
+settings, the sidebar links carry them, and two students never see each other's data.
+
+All on one server (app_server); each student is a browser context of its own.
+"""
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+
+try:
+    from playwright.sync_api import expect
+except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
+    expect = None
+
+from bench._common import EXCEPTION, after_run, forward_pages, run_marker, wait_for_charts, wait_run_end
+
+# Pages with a heatmap on show (not in a tab) whose rows are the tokens; the first that exists is used.
+PREFERRED = ["softmax", "context", "multi_head", "embeddings"]
+DEFAULT_TOKENS = ["i", "love", "you", "today"]
+# Sentences from the toy vocabulary (the default embeddings drop other words), no repeated word.
+SENTENCE_A = "the cat sat on a mat"
+SENTENCE_B = "we miss the dog"
+SENTENCE_C = "they hate me"
+
+
+def heatmap_page() -> str:
+    paths = [p.path for p in forward_pages()]
+    for path in PREFERRED:
+        if path in paths:
+            return path
+    pytest.skip("no forward page with heatmaps on show")
+
+
+def open_page(tab, server, path: str, query: dict | None = None) -> None:
+    url = f"{server.url}/{path}" + (f"?{urlencode(query)}" if query else "")
+    after_run(tab, lambda: tab.goto(url, wait_until="domcontentloaded"), timeout_ms=60_000)
+
+
+def token_rows(tab, want: list[str] | None = None) -> list[list[str]]:
+    """Rows (y-axis labels) of the visible heatmaps; waits until one has `want` if given."""
+    def ok(cs):
+        drawn = [c for c in cs if c["visible"] and c["rendered"]]
+        return bool(drawn) and (want is None or any(c["y"] == want for c in drawn))
+    return [c["y"] for c in wait_for_charts(tab, ok) if c["visible"] and c["rendered"]]
+
+
+def sentence_box(tab):
+    return tab.locator("[data-testid='stSidebar']").get_by_role("textbox", name="Sentence")
+
+
+def type_sentence(tab, text: str, wait: bool = True) -> None:
+    box = sentence_box(tab)
+
+    def act():
+        box.fill(text)
+        box.press("Enter")
+    if wait:
+        after_run(tab, act)
+    else:
+        act()
+
+
+def query_of(tab) -> dict:
+    return {k: v[-1] for k, v in parse_qs(urlparse(tab.url).query).items()}
+
+
+def no_exception(tab) -> None:
+    assert tab.locator(EXCEPTION).count() == 0, tab.locator(EXCEPTION).first.inner_text()
+
+
+def test_typing_a_sentence_redraws_the_heatmap_rows(app_server, student):
+    path = heatmap_page()
+    tab = student()
+    open_page(tab, app_server, path)
+    assert DEFAULT_TOKENS in token_rows(tab, DEFAULT_TOKENS)
+
+    type_sentence(tab, SENTENCE_A)
+    rows = token_rows(tab, SENTENCE_A.split())
+    assert SENTENCE_A.split() in rows, rows
+    assert DEFAULT_TOKENS not in rows, "an old heatmap is still on show"
+    assert query_of(tab).get("sentence") == SENTENCE_A, tab.url
+    no_exception(tab)
+
+    # a sidebar link carries the settings to the next page
+    other = next(p for p in forward_pages() if p.path not in ("", path))
+    link = tab.locator("[data-testid='stSidebar'] [data-testid='stPageLink'] a").filter(has_text=other.label)
+    after_run(tab, lambda: link.first.click())
+    expect(tab).to_have_url(f"{app_server.url}/{other.path}?{urlencode({'sentence': SENTENCE_A})}")
+    expect(sentence_box(tab)).to_have_value(SENTENCE_A)
+    no_exception(tab)
+
+
+def test_a_shared_url_restores_the_settings(app_server, student):
+    path = heatmap_page()
+    tab = student()
+    open_page(tab, app_server, path, {"sentence": SENTENCE_B, "d_k": 8, "temperature": 2})
+
+    expect(sentence_box(tab)).to_have_value(SENTENCE_B)
+    expect(tab.locator("[data-testid='stNumberInput'] input[aria-label='d_k']")).to_have_value("8")
+    temperature = tab.locator("[data-testid='stSlider']").filter(has_text="Softmax temperature")
+    expect(temperature.locator("[data-testid='stSliderThumbValue']")).to_have_text("2.00")
+    rows = token_rows(tab, SENTENCE_B.split())
+    assert SENTENCE_B.split() in rows, rows
+    assert query_of(tab) == {"sentence": SENTENCE_B, "d_k": "8", "temperature": "2"}, tab.url
+    no_exception(tab)
+
+
+def test_a_tampered_url_gets_a_notice_not_a_traceback(app_server, student):
+    path = heatmap_page()
+    tab = student()
+    open_page(tab, app_server, path, {"d_k": "many", "n_heads": "-3", "sentence": "x" * 5000})
+    expect(tab.locator("[data-testid='stAlert']").first).to_be_visible()
+    assert DEFAULT_TOKENS in token_rows(tab, DEFAULT_TOKENS)      # the defaults stand in
+    no_exception(tab)
+
+
+def test_two_students_never_see_each_others_data(app_server, student):
+    path = heatmap_page()
+    alice, bob = student(), student()
+    open_page(alice, app_server, path, {"sentence": SENTENCE_A})
+    open_page(bob, app_server, path)
+
+    # both change their sentence at the same moment
+    markers = [run_marker(t) for t in (alice, bob)]
+    type_sentence(alice, SENTENCE_B, wait=False)
+    type_sentence(bob, SENTENCE_C, wait=False)
+    for tab, marker in zip((alice, bob), markers):
+        wait_run_end(tab, marker)
+
+    for tab, mine, theirs in ((alice, SENTENCE_B, SENTENCE_C), (bob, SENTENCE_C, SENTENCE_B)):
+        rows = token_rows(tab, mine.split())
+        assert mine.split() in rows, rows
+        assert theirs.split() not in rows and SENTENCE_A.split() not in rows, rows
+        expect(sentence_box(tab)).to_have_value(mine)
+        assert query_of(tab).get("sentence") == mine
+        no_exception(tab)
+
+    # Alice moves a slider; Bob's page does not change, and a reload gives each their own view back
+    slider = alice.get_by_role("slider", name="Softmax temperature")
+    after_run(alice, lambda: (slider.focus(), slider.press("ArrowRight")))
+    assert query_of(alice).get("temperature") == "1.05", alice.url
+    assert "temperature" not in query_of(bob), bob.url
+    for tab, mine in ((alice, SENTENCE_B), (bob, SENTENCE_C)):
+        after_run(tab, lambda tab=tab: tab.reload(wait_until="domcontentloaded"), timeout_ms=60_000)
+        assert mine.split() in token_rows(tab, mine.split())
+        expect(sentence_box(tab)).to_have_value(mine)
+        no_exception(tab)
