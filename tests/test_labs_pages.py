@@ -58,3 +58,16 @@ def test_export_page_offers_downloads_and_the_script():
     assert "?sentence=we love you&d_k=3" in code[0]
     assert any("import numpy as np" in c for c in code)
     assert any("we love you" in c for c in code)
+
+
+def test_chart_pictures_render_on_the_server():
+    import json
+
+    from attention_core import Config, run_forward
+    from ui.cache import chart_image
+    from ui.charts import heatmap_spec
+    trace = run_forward(Config())
+    spec = json.dumps(heatmap_spec(trace, trace["weights"]), sort_keys=True)
+    png, svg = chart_image(spec, "png"), chart_image(spec, "svg").decode()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
+    assert "<svg" in svg and "love" in svg          # the token labels are drawn
