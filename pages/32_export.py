@@ -5,7 +5,7 @@ import streamlit as st
 import ui
 from attention_core.export import csv_files, csv_zip, npz_bytes, python_script
 from ui.cache import chart_image
-from ui.charts import heatmap_spec
+from ui.charts import heatmap_spec, standalone
 
 PAGE = "pages/32_export.py"
 config, trace = ui.page(PAGE, "Share and export")
@@ -47,8 +47,8 @@ keys = [s.key for s in trace if s.value.ndim >= 1]
 key = st.selectbox("Chart", keys, index=keys.index("weights"), format_func=lambda k: f"{trace[k].title} ({k})",
                    key="export_chart")
 step = trace[key]
-spec = heatmap_spec(trace, step, head=0 if step.axes[:1] == ("head",) else None)
-spec_json = json.dumps(spec, sort_keys=True)
+spec, cells = heatmap_spec(trace, step, head=0 if step.axes[:1] == ("head",) else None)
+spec_json = json.dumps(standalone(spec, cells), sort_keys=True)
 ui.heatmap(trace, step, head=0 if step.axes[:1] == ("head",) else None, key="hm:export")
 b1, b2 = st.columns(2)
 with b1:

@@ -2,8 +2,8 @@ import numpy as np
 import streamlit as st
 
 import ui
-from attention_core.demos import dot_product_spread, saturation
 from ui.cache import get_trace
+from ui.demo_charts import D_VALUES, saturation_chart, spread_chart
 
 PAGE = "pages/4_scores.py"
 config, trace = ui.page(PAGE, "Scores and scaling")
@@ -35,23 +35,13 @@ st.subheader("Why divide by √d_k?")
 st.markdown("If the entries of q and k have variance 1, their dot product is a sum of d_k products and "
             "has **variance d_k**. Large scores push softmax to put almost all weight on one key, where its "
             "gradient is almost zero. Dividing by √d_k brings the variance back to 1.")
-demo_dk = st.select_slider("d_k for the experiment", options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
-                           value=64, key="demo_dk")
+demo_dk = st.select_slider("d_k for the experiment", options=list(D_VALUES), value=64, key="demo_dk")
 c1, c2 = st.columns(2)
 with c1:
-    spread = dot_product_spread([1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
-    data = [{"d_k": r["d_k"], "variance": r[name], "scores": name}
-            for r in spread for name in ("variance of q·k", "variance of q·k/√d_k")]
-    st.vega_lite_chart(spec=ui.line_spec(data, "d_k", "variance", "scores", width=300, log=True,
-                                         title="Variance of 2,000 random dot products"), width="content")
+    st.vega_lite_chart(spec=spread_chart(), width="content")
 with c2:
-    sat = saturation(demo_dk)
-    data = [{"key": j, "weight": float(w), "softmax of": name}
-            for name, ws in (("q·k (unscaled)", sat["weights_unscaled"]), ("q·k/√d_k (scaled)", sat["weights_scaled"]))
-            for j, w in enumerate(ws)]
-    st.vega_lite_chart(spec=ui.grouped_bars_spec(data, "key", "weight", "softmax of",
-                                                 title=f"One query, 6 random keys, d_k = {demo_dk}"), width="content")
-    top_u, top_s = sat["weights_unscaled"].max(), sat["weights_scaled"].max()
+    chart, top_u, top_s = saturation_chart(demo_dk)
+    st.vega_lite_chart(spec=chart, width="content")
     st.caption(f"Largest weight without scaling: {top_u:.3f}; with scaling: {top_s:.3f}.")
 
 st.subheader("Four score functions on the same queries and keys")

@@ -15,9 +15,9 @@ st.markdown("A **mask** hides keys a query must not see by setting their scores 
 if "mask" in trace:
     c1, c2 = st.columns(2)
     with c1:
-        ui.step(trace, "mask")
+        ui.step(trace, "mask", max_w=280)
     with c2:
-        ui.step(trace, "masked_scores")
+        ui.step(trace, "masked_scores", max_w=280)
 else:
     st.caption("No mask: every query may look at every key (as in an encoder). Choose causal or padding above.")
     ui.step(trace, trace.facts["softmax_input"])

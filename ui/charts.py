@@ -5,10 +5,12 @@ Signed values: a diverging, colour-blind-safe scale centred at 0. Weights: a seq
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import threading
+from collections import OrderedDict
 
-import altair as alt
 import numpy as np
 
 from attention_core import Step, Trace
@@ -52,91 +54,150 @@ def _matrix(step: Step, head: int | None) -> tuple[np.ndarray, tuple[str, str]]:
     return value, axes
 
 
+class _SpecCache:
+    """A bounded, thread-safe LRU of built heatmaps, shared by every session of the process.
+
+    Keyed by the *content* (a digest of the numbers, the labels and the view options), so a
+    slider that changes only the weights does not rebuild the charts of X or W_Q.
+    """
+
+    def __init__(self, max_entries: int = 256):
+        self.max_entries, self.items, self.lock = max_entries, OrderedDict(), threading.Lock()
+
+    def get(self, key, build):
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        value = build()
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.max_entries:
+                self.items.popitem(last=False)
+        return value
+
+
+_SPECS = _SpecCache()
+
+
 def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
                  domain: tuple[float, float] | None = None, max_w: float = MAX_W, highlight=None,
-                 big: bool = False) -> dict:
-    """The Vega-Lite dict for a Step (one head of a 3-D step); cached on the trace object.
+                 big: bool = False) -> tuple[dict, object]:
+    """(Vega-Lite spec, cells frame) for a Step (one head of a 3-D step), built once per content.
 
-    highlight: (row, col) cells to outline (e.g. each row's largest weight); big: presenter mode.
+    The spec is a plain Vega-Lite dict (the same chart Altair would write, without its per-call
+    cost); the cells travel separately as a small numeric frame (Arrow), one row per cell:
+    i, j, v (and h for highlighted cells). highlight: (row, col) cells to outline; big: presenter mode.
     """
-    highlight = tuple(sorted({(int(i), int(j)) for i, j in highlight})) if highlight else ()
-    cache_key = ("heatmap", step.key, head, title, domain, max_w, highlight, big)
-    specs = trace.facts.setdefault("_specs", {})
-    if cache_key in specs:
-        return specs[cache_key]
-    spec = _build(trace, step, head, title, domain, max_w, highlight, big)
-    with _LOCK:
-        specs[cache_key] = spec
-    return spec
-
-
-def _build(trace, step, head, title, domain, max_w, highlight=(), big=False) -> dict:
     m, (row_axis, col_axis) = _matrix(step, head)
+    row_labels = tuple(trace.labels(row_axis, m.shape[0])) if row_axis else ("",)
+    col_labels = tuple(trace.labels(col_axis, m.shape[1]))
+    highlight = tuple(sorted({(int(i), int(j)) for i, j in highlight})) if highlight else ()
+    digest = hashlib.blake2b(np.ascontiguousarray(m).tobytes(), digest_size=16).hexdigest()
+    key = (digest, m.shape, row_labels, col_labels, row_axis, col_axis, step.key, step.scale, title,
+           domain, max_w, highlight, big)
+    return _SPECS.get(key, lambda: _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain,
+                                         max_w, highlight, big))
+
+
+def _labels_expr(labels) -> str:
+    """A Vega expression mapping an index to its label: ["the","cat"][datum.value]."""
+    return json.dumps(list(map(str, labels)), ensure_ascii=False) + "[datum.value]"
+
+
+def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, max_w, highlight, big):
+    import pandas as pd
     rows, cols = m.shape
-    row_labels = trace.labels(row_axis, rows) if row_axis else [""]
-    col_labels = trace.labels(col_axis, cols)
+    i, j = np.divmod(np.arange(rows * cols), cols)
+    frame = pd.DataFrame({"i": i, "j": j, "v": m.ravel().astype(np.float64)})
+    if highlight:
+        marked = np.zeros((rows, cols), dtype=np.int8)
+        for a, b in highlight:
+            marked[a, b] = 1
+        frame["h"] = marked.ravel()
     finite = m[np.isfinite(m)]
-    records = []
-    for i in range(rows):
-        for j in range(cols):
-            v = float(m[i, j])
-            records.append({"row": row_labels[i], "col": col_labels[j], "i": i, "j": j,
-                            "value": v if math.isfinite(v) else None, "text": fmt(v)})
     size = cell_size(rows, cols, max_w, big)
     show_text = size >= 28 and rows * cols <= 400
     if step.scale == "sequential":
-        scale = alt.Scale(range=SEQUENTIAL, domain=list(domain or (0.0, 1.0)), interpolate="lab")
-        dark = 0.55 * (domain[1] if domain else 1.0)
-        text_dark = alt.datum.value > dark
+        lo, hi = domain or (0.0, 1.0)
+        scale = {"range": SEQUENTIAL, "domain": [lo, hi], "interpolate": "lab"}
+        dark_test = f"datum.v > {0.55 * hi!r}"
     elif step.scale == "mask":
-        scale = alt.Scale(domain=[0, 1], range=["#d9d9d9", "#3b5bdb"])
-        text_dark = alt.datum.value > 0.5
+        scale = {"domain": [0, 1], "range": ["#d9d9d9", "#3b5bdb"]}
+        dark_test = "datum.v > 0.5"
     else:
         bound = float(np.abs(finite).max()) if finite.size else 1.0
         bound = bound if bound > 0 else 1.0
         if domain:
             bound = max(abs(domain[0]), abs(domain[1]))
-        scale = alt.Scale(range=DIVERGING, domain=[-bound, 0.0, bound], interpolate="lab")
-        text_dark = (alt.datum.value > 0.6 * bound) | (alt.datum.value < -0.6 * bound)
+        scale = {"range": DIVERGING, "domain": [-bound, 0.0, bound], "interpolate": "lab"}
+        dark_test = f"abs(datum.v) > {0.6 * bound!r}"
     row_title = AXIS_TITLES.get(row_axis, row_axis)
     col_title = AXIS_TITLES.get(col_axis, col_axis)
-    cell = alt.selection_point(name="cell", fields=["i", "j"], on="click", clear="dblclick", empty=False)
-    # ~6 px a character at 11 px: labels that do not fit are turned on end; from 12 px a cell all are drawn
-    fits = max(len(str(c)) for c in col_labels) * 6 <= size
-    base = alt.Chart(alt.Data(values=records)).encode(
-        x=alt.X("col:O", sort=col_labels, title=col_title,
-                axis=alt.Axis(labelAngle=0 if cols <= 16 and fits else -90, labelOverlap=size < 12, orient="top")),
-        y=alt.Y("row:O", sort=row_labels, title=row_title, axis=alt.Axis(labelOverlap=size < 12)),
-    )
-    rects = base.mark_rect(stroke="white", strokeWidth=0.5 if size >= 8 else 0).encode(
-        color=alt.condition("isValid(datum.value)", alt.Color("value:Q", scale=scale, legend=alt.Legend(
-            title=None, orient="right", gradientLength=min(200, max(60, size * rows)))), alt.value("#f0f0f0")),
-        opacity=alt.condition(cell, alt.value(1.0), alt.value(0.92)),
-        strokeWidth=alt.condition(cell, alt.value(3), alt.value(0.5 if size >= 8 else 0)),
-        tooltip=[alt.Tooltip("row:N", title=row_title or "row"), alt.Tooltip("col:N", title=col_title),
-                 alt.Tooltip("text:N", title=step.key)],
-    ).add_params(cell)
+    fits = max(len(str(c)) for c in col_labels) * 6 <= size     # ~6 px a character at 11 px
+    font = 15 if big else 11
+    x = {"field": "j", "type": "ordinal", "title": col_title or None,
+         "axis": {"orient": "top", "labelExpr": _labels_expr(col_labels), "labelAngle": 0 if cols <= 16 and fits else -90,
+                  "labelOverlap": bool(size < 12), "labelFontSize": font, "titleFontSize": font,
+                  "titleFontWeight": "normal"}}
+    y = {"field": "i", "type": "ordinal", "title": row_title or None,
+         "axis": {"labelExpr": _labels_expr(row_labels), "labelOverlap": bool(size < 12), "labelFontSize": font,
+                  "titleFontSize": font, "titleFontWeight": "normal"}}
+    text_expr = ("!isFinite(datum.v) ? (isNaN(datum.v) ? 'NaN' : datum.v < 0 ? '−∞' : '∞')"
+                 " : abs(datum.v) >= 10000 ? format(datum.v, '.1e') : abs(datum.v) < 0.005 ? '0.00'"
+                 " : format(datum.v, '.2f')")
+    label_of = lambda labels, field: f"{json.dumps(list(map(str, labels)), ensure_ascii=False)}[datum.{field}]"
+    calc = [{"calculate": text_expr, "as": "t"},
+            {"calculate": "isFinite(datum.v) ? format(datum.v, '.6g') : datum.t", "as": "exact"},
+            {"calculate": label_of(row_labels, "i"), "as": "row"},
+            {"calculate": label_of(col_labels, "j"), "as": "col"}]
+    stroke = 0.5 if size >= 8 else 0
+    rects = {
+        "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke},
+        "encoding": {
+            "x": x, "y": y,
+            "color": {"condition": {"test": "isFinite(datum.v)", "field": "v", "type": "quantitative", "scale": scale,
+                                    "legend": {"title": None, "orient": "right",
+                                               "gradientLength": min(200, max(60, size * rows))}},
+                      "value": "#f0f0f0"},
+            "strokeWidth": {"condition": {"param": "cell", "empty": False, "value": 3}, "value": stroke},
+            "tooltip": [{"field": "row", "type": "nominal", "title": row_title or "row"},
+                        {"field": "col", "type": "nominal", "title": col_title or "column"},
+                        {"field": "exact", "type": "nominal", "title": step.key}],
+        },
+        "params": [{"name": "cell", "select": {"type": "point", "fields": ["i", "j"], "on": "click",
+                                                "clear": "dblclick"}}],
+    }
     layers = [rects]
     if highlight:
-        marked = set(highlight)
-        layers.append(alt.Chart(alt.Data(values=[r for r in records if (r["i"], r["j"]) in marked])).mark_rect(
-            filled=False, stroke="#e8590c", strokeWidth=max(1.5, min(3.0, size / 8))).encode(
-            x=alt.X("col:O", sort=col_labels), y=alt.Y("row:O", sort=row_labels)))
+        layers.append({"transform": [{"filter": "datum.h == 1"}],
+                       "mark": {"type": "rect", "filled": False, "stroke": "#e8590c",
+                                "strokeWidth": max(1.5, min(3.0, size / 8))},
+                       "encoding": {"x": x, "y": y}})
     if show_text:
-        layers.append(base.mark_text(fontSize=16 if size >= 56 else 10 if size < 34 else 12).encode(
-            text="text:N", color=alt.condition(text_dark, alt.value("white"), alt.value("#222"))))
-    chart = alt.layer(*layers).properties(width=size * cols, height=size * rows, title=title or "")
-    spec = chart.configure_view(strokeWidth=0).configure_axis(labelFontSize=15 if big else 11,
-                                                              titleFontSize=15 if big else 11,
-                                                              titleFontWeight="normal").to_dict()
-    spec["autosize"] = {"type": "pad", "contains": "padding"}   # cells keep their size; axes go around them
-    return spec
+        layers.append({"mark": {"type": "text", "fontSize": 16 if size >= 56 else 10 if size < 34 else 12},
+                       "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
+                                    "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
+                                                            "value": "white"}, "value": "#222"}}})
+    spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "title": title or "", "width": size * cols, "height": size * rows, "transform": calc,
+            "layer": layers, "config": {"view": {"strokeWidth": 0}},
+            "autosize": {"type": "pad", "contains": "padding"}}          # cells keep their size
+    return spec, frame
+
+
+def standalone(spec: dict, frame) -> dict:
+    """The spec with its cells inline, for tools that take one JSON document (vl-convert, files)."""
+    values = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+              for r in frame.to_dict("records")]
+    return {**spec, "data": {"values": values}}
 
 
 def line_spec(data: list[dict], x: str, y: str, color: str | None = None, title: str = "",
               x_title: str | None = None, y_title: str | None = None, width: int = 520, height: int = 220,
               log: bool = False) -> dict:
     """A small line chart (curves of a few PE dimensions, loss curves)."""
+    import altair as alt
     scale = alt.Scale(type="log") if log else alt.Scale()
     enc = {"x": alt.X(f"{x}:Q", title=x_title or x, scale=scale),
            "y": alt.Y(f"{y}:Q", title=y_title or y, scale=scale)}
@@ -153,6 +214,7 @@ def line_spec(data: list[dict], x: str, y: str, color: str | None = None, title:
 def grouped_bars_spec(data: list[dict], x: str, y: str, group: str, title: str = "", width: int = 260,
                       height: int = 200, y_domain=(0, 1)) -> dict:
     """Bars per x, one colour per group side by side (e.g. softmax with and without scaling)."""
+    import altair as alt
     chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
         x=alt.X(f"{x}:O", title=x), xOffset=alt.XOffset(f"{group}:N"),
         y=alt.Y(f"{y}:Q", title=y, scale=alt.Scale(domain=list(y_domain))),
@@ -167,6 +229,7 @@ def grouped_bars_spec(data: list[dict], x: str, y: str, group: str, title: str =
 
 def training_curves_spec(history: list[dict]) -> dict:
     """Loss and accuracy per epoch, side by side (train and, if present, test)."""
+    import altair as alt
     rows = [{"epoch": h["epoch"], "value": h[k], "set": k.split()[0], "measure": k.split()[1]}
             for h in history for k in h if k != "epoch"]
     base = alt.Chart(alt.Data(values=rows)).mark_line(point=len(history) <= 40).encode(

@@ -44,7 +44,9 @@ def stored(name: str):
 
 
 def _copy_out(name: str) -> None:
-    value = st.session_state[f"w.{name}"]
+    value = st.session_state.get(f"w.{name}")
+    if value is None:                      # a stale or forged widget message: nothing to copy
+        return
     if name == "padding":
         value = tuple(sorted(value))
     st.session_state[f"s.{name}"] = value
@@ -64,13 +66,23 @@ def _fit(name: str, value, kwargs: dict):
 
 
 def _widget(make, name: str, label: str, **kwargs):
-    key = f"w.{name}"
-    if key not in st.session_state:
-        value = _fit(name, stored(name), kwargs)
-        if value != stored(name):
-            st.session_state[f"s.{name}"] = value
-        st.session_state[key] = list(value) if name == "padding" else value
-    return make(label, key=key, on_change=_copy_out, args=(name,), **kwargs)
+    """A settings widget whose default is the stored setting.
+
+    The stored value is passed as the widget's default (never written into the widget's own
+    state), so a value the browser sends, e.g. after a server restart, wins; and whatever the
+    widget returns is copied back, so the page computes with what the learner sees.
+    """
+    value = _fit(name, stored(name), kwargs)
+    if make in (st.selectbox, st.radio):
+        kwargs["index"] = list(kwargs["options"]).index(value)
+    elif make is st.multiselect:
+        kwargs["default"] = [v for v in value if v in kwargs["options"]]
+    else:
+        kwargs["value"] = value
+    shown = make(label, key=f"w.{name}", on_change=_copy_out, args=(name,), **kwargs)
+    if shown is not None:
+        st.session_state[f"s.{name}"] = tuple(sorted(shown)) if name == "padding" else shown
+    return shown
 
 
 def _settings_widgets(local: tuple[str, ...] = ()) -> None:
@@ -111,15 +123,11 @@ def _settings_widgets(local: tuple[str, ...] = ()) -> None:
 
 def display_controls() -> None:
     """Not part of the computation: how numbers are shown (kept per session, not in the Config)."""
-    st.session_state.setdefault("s.precision", 3)
-    st.session_state.setdefault("w.precision", st.session_state["s.precision"])
-    st.slider("Digits in explanations", 1, 8, key="w.precision",
-              on_change=lambda: st.session_state.update({"s.precision": st.session_state["w.precision"]}))
-    st.session_state.setdefault("s.presenter", False)
-    st.session_state.setdefault("w.presenter", st.session_state["s.presenter"])
-    st.toggle("Presenter mode", key="w.presenter", help="For a projector: larger heatmaps and labels, "
-              "explanations as text, no table toggles.",
-              on_change=lambda: st.session_state.update({"s.presenter": st.session_state["w.presenter"]}))
+    st.session_state["s.precision"] = st.slider("Digits in explanations", 1, 8,
+                                                value=st.session_state.get("s.precision", 3), key="w.precision")
+    st.session_state["s.presenter"] = st.toggle(
+        "Presenter mode", value=st.session_state.get("s.presenter", False), key="w.presenter",
+        help="For a projector: larger heatmaps and labels, explanations as text, no table toggles.")
 
 
 def position_controls() -> None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from attention_core import Step, Trace
@@ -23,6 +22,7 @@ def shape_badge(step: Step) -> None:
 
 
 def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3) -> None:
+    import pandas as pd
     value, axes = (step.value[head], step.axes[1:]) if head is not None else (step.value, step.axes)
     if value.ndim == 1:
         value, axes = value[None, :], ("",) + axes
@@ -41,8 +41,8 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     """Draw one heatmap; returns the clicked cell (i, j) or None (or shows its arithmetic if `explain`).
 
     highlight: (row, col) cells to outline."""
-    spec = heatmap_spec(trace, step, head, title, domain, max_w, highlight, presenting())
-    state = st.vega_lite_chart(spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
+    spec, cells = heatmap_spec(trace, step, head, title, domain, max_w, highlight, presenting())
+    state = st.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                selection_mode="cell", width="content")
     points = (state or {}).get("selection", {}).get("cell") if state else None
     if not points:
@@ -125,6 +125,7 @@ def one_word_picker(trace: Trace, label: str = "One word", key: str = "one_word"
 
 def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
     """A short vector as a one-row table."""
+    import pandas as pd
     v = np.atleast_1d(values)
     frame = pd.DataFrame([v], columns=labels or [str(i) for i in range(v.size)])
     st.dataframe(frame, hide_index=True, width="content",

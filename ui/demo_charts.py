@@ -1,0 +1,30 @@
+"""The scores page's experiments as charts, computed once per process (their inputs never change)."""
+from __future__ import annotations
+
+import functools
+
+from attention_core.demos import dot_product_spread, saturation
+
+from .charts import grouped_bars_spec, line_spec
+
+D_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+@functools.lru_cache(maxsize=1)
+def spread_chart() -> dict:
+    spread = dot_product_spread(D_VALUES)
+    data = [{"d_k": r["d_k"], "variance": r[name], "scores": name}
+            for r in spread for name in ("variance of q·k", "variance of q·k/√d_k")]
+    return line_spec(data, "d_k", "variance", "scores", width=300, log=True,
+                     title="Variance of 2,000 random dot products")
+
+
+@functools.lru_cache(maxsize=len(D_VALUES))
+def saturation_chart(d_k: int) -> tuple[dict, float, float]:
+    """(chart, largest weight unscaled, largest weight scaled) for one query against 6 random keys."""
+    sat = saturation(d_k)
+    data = [{"key": j, "weight": float(w), "softmax of": name}
+            for name, ws in (("q·k (unscaled)", sat["weights_unscaled"]), ("q·k/√d_k (scaled)", sat["weights_scaled"]))
+            for j, w in enumerate(ws)]
+    chart = grouped_bars_spec(data, "key", "weight", "softmax of", title=f"One query, 6 random keys, d_k = {d_k}")
+    return chart, float(sat["weights_unscaled"].max()), float(sat["weights_scaled"].max())
