@@ -5,6 +5,7 @@ import ui
 from attention_core import sinusoidal_encoding
 from attention_core.embeddings import cosine_similarity
 from attention_core.positional import learned_encoding
+from ui.demo_charts import pe_curves_chart
 
 PAGE = "pages/2_positional.py"
 config, trace = ui.page(PAGE, "Positional encoding", local=("positional",))
@@ -34,11 +35,9 @@ if config.positional in ("sinusoidal", "learned"):
     ui.heatmap(trace, full, key="hm:pe_full")
     if config.positional == "sinusoidal":
         dims = st.multiselect("Dimensions as curves", list(range(d)), default=list(range(min(d, 4))), key="pe_dims")
-        data = [{"position": p, "value": float(full.value[p, j]), "dimension": f"dim {j}"}
-                for j in dims for p in range(max_len)]
-        if data:
-            st.vega_lite_chart(spec=ui.line_spec(data, "position", "value", "dimension",
-                                                 title="PE[p, j] along the positions"), width="content")
+        if dims:
+            st.vega_lite_chart(spec=pe_curves_chart(tuple(dims), full.value.tobytes(), full.shape),
+                               width="content")
     st.subheader("How similar are two positions?")
     sim = trace.view(f"pe_sim:{max_len}", "Cosine similarity of position encodings",
                      lambda: cosine_similarity(full.value), ("position", "position"), r"\cos(PE_p, PE_{p'})")

@@ -28,3 +28,13 @@ def saturation_chart(d_k: int) -> tuple[dict, float, float]:
             for j, w in enumerate(ws)]
     chart = grouped_bars_spec(data, "key", "weight", "softmax of", title=f"One query, 6 random keys, d_k = {d_k}")
     return chart, float(sat["weights_unscaled"].max()), float(sat["weights_scaled"].max())
+
+
+@functools.lru_cache(maxsize=64)
+def pe_curves_chart(dims: tuple[int, ...], values_bytes: bytes, shape: tuple[int, int]) -> dict:
+    """A few columns of a positional-encoding table as curves along the positions."""
+    import numpy as np
+    table = np.frombuffer(values_bytes, dtype=np.float64).reshape(shape)
+    data = [{"position": p, "value": float(table[p, j]), "dimension": f"dim {j}"}
+            for j in dims for p in range(shape[0])]
+    return line_spec(data, "position", "value", "dimension", title="PE[p, j] along the positions")
