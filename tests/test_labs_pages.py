@@ -65,9 +65,9 @@ def test_chart_pictures_render_on_the_server():
 
     from attention_core import Config, run_forward
     from ui.cache import chart_image
-    from ui.charts import heatmap_spec
+    from ui.charts import heatmap_spec, standalone
     trace = run_forward(Config())
-    spec = json.dumps(heatmap_spec(trace, trace["weights"]), sort_keys=True)
+    spec = json.dumps(standalone(*heatmap_spec(trace, trace["weights"])), sort_keys=True)
     png, svg = chart_image(spec, "png"), chart_image(spec, "svg").decode()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
     assert "<svg" in svg and "love" in svg          # the token labels are drawn

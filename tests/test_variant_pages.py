@@ -13,8 +13,15 @@ PAGES = ["pages/20_score_functions.py", "pages/21_alignment.py", "pages/22_grid.
 
 
 def charts(at) -> list[dict]:
-    """The Vega-Lite specs the page drew."""
-    return [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    """The Vega-Lite specs the page drew, with any Arrow-sent cells put back inline as spec["data"]."""
+    out = []
+    for c in at.get("vega_lite_chart"):
+        spec = json.loads(c.proto.spec)
+        if c.proto.data.data:
+            import pyarrow as pa
+            spec["data"] = {"values": pa.ipc.open_stream(c.proto.data.data).read_all().to_pylist()}
+        out.append(spec)
+    return out
 
 
 def metric(at, label: str) -> str:
@@ -69,12 +76,12 @@ def test_alignment_trains_sorts_and_draws_the_matrix():
     assert trained["eval"] == again
     matrix = next(sp for sp in charts(at) if any("output i" == ly.get("encoding", {}).get("y", {}).get("title")
                                                  for ly in sp.get("layer", [])))
-    cells = matrix["layer"][0]["data"]["values"]
+    cells = matrix["data"]["values"]
     rows = {}
     for c in cells:
-        rows[c["i"]] = rows.get(c["i"], 0.0) + c["value"]
+        rows[c["i"]] = rows.get(c["i"], 0.0) + c["v"]
     np.testing.assert_allclose(list(rows.values()), 1.0, atol=1e-12)              # every row sums to 1
-    assert len(matrix["layer"][1]["data"]["values"]) == len(rows)                # one outlined cell per row
+    assert sum(c["h"] for c in cells) == len(rows)                               # one outlined cell per row
     # a rerun (another widget) keeps the model: no retraining
     at.slider(key="align.sort_len").set_value(8).run()
     no_exception(at)

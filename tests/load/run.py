@@ -23,6 +23,7 @@ Not part of the default pytest run (pytest.ini: --ignore=tests/load). Traffic go
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import tempfile
@@ -135,12 +136,12 @@ def run_class(server: Server, page: str, label: str, n: int, duration: float, in
         out.errors.append("not every student could open the page within 600 s")
     opened = time.perf_counter() - t_open
     rss_open = server.rss_bytes()
-    cpu0, own0, t0 = server.cpu_seconds(), proc_cpu_seconds(_self_pid()), time.perf_counter()
+    cpu0, own0, t0 = server.cpu_seconds(), proc_cpu_seconds(os.getpid()), time.perf_counter()
     for t in threads:
         t.join(duration + 200)
     wall = time.perf_counter() - t0
     cpu = server.cpu_seconds() - cpu0
-    own = proc_cpu_seconds(_self_pid()) - own0
+    own = proc_cpu_seconds(os.getpid()) - own0
     time.sleep(2)
     sampler.stop_flag.set()
     sampler.join(2)
@@ -151,11 +152,6 @@ def run_class(server: Server, page: str, label: str, n: int, duration: float, in
             "client_cpu": own / wall if wall else 0.0, "exceptions": out.exceptions, "errors": out.errors,
             "rss_before": rss_before, "rss_open": rss_open, "rss_peak": sampler.peak, "rss_after": server.rss_bytes(),
             "per_session": (rss_open - rss_before) / n, "open_s": opened}
-
-
-def _self_pid() -> int:
-    import os
-    return os.getpid()
 
 
 def mb(b: float) -> str:
