@@ -240,6 +240,7 @@ class Run:
     elements: list = field(default_factory=list)         # (type, inner proto) of new_element deltas
     page_script_hash: str = ""
     page_not_found: bool = False
+    fragment_of: dict = field(default_factory=dict)      # widget id -> the id of the st.fragment it is in
 
     def of_type(self, kind: str) -> list:
         return [e for t, e in self.elements if t == kind]
@@ -329,15 +330,21 @@ class Session:
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
         state = WidgetState(id=slider.id)
-        state.double_array_value.data.extend([float(value)])
+        if slider.options:          # a select_slider (1.67): the chosen option's text, by its index
+            state.string_array_value.data.extend([slider.options[int(value)]])
+        else:
+            state.double_array_value.data.extend([float(value)])
         return state
 
-    def send_rerun(self, widget_states=()) -> float:
+    def send_rerun(self, widget_states=(), fragment_id: str = "") -> float:
+        """A rerun request; with `fragment_id` (a widget inside an st.fragment moved) only that
+        fragment reruns, as the browser asks for it."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string = self.query
+        cs.fragment_id = fragment_id
         cs.page_name = self.page
         cs.page_script_hash = self.page_script_hash
         cs.widget_states.widgets.extend(widget_states)
@@ -374,7 +381,10 @@ class Session:
             if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
                 el = fm.delta.new_element
                 kind = el.WhichOneof("type")
-                run.elements.append((kind, getattr(el, kind) if kind else el))
+                inner = getattr(el, kind) if kind else el
+                run.elements.append((kind, inner))
+                if fm.delta.fragment_id and getattr(inner, "id", ""):
+                    run.fragment_of[inner.id] = fm.delta.fragment_id
             elif kind == "new_session":
                 self.page_script_hash = fm.new_session.page_script_hash
                 run.page_script_hash = self.page_script_hash
@@ -394,8 +404,8 @@ class Session:
                 run.seconds = time.perf_counter() - start
                 return run
 
-    def rerun(self, widget_states=()) -> Run:
-        start = self.send_rerun(widget_states)
+    def rerun(self, widget_states=(), fragment_id: str = "") -> Run:
+        start = self.send_rerun(widget_states, fragment_id)
         return self.read_run(start)
 
 

@@ -94,7 +94,5 @@ st.caption(f"At these sizes the {NAMES[dear]} score costs {costs[dear]['flops'] 
 lengths = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 data = [{"n": m, "FLOPs": c["flops"], "score": NAMES[c["name"]]}
         for m in lengths for c in score_costs(m, m, d_k, d_a)]
-st.vega_lite_chart(spec=ui.line_spec(data, "n", "FLOPs", "score", log=True, width=520, x_title="tokens n (= n_q = n_k)",
-                                     y_title="FLOPs per head",
-                                     title=f"Score FLOPs against sentence length (d_k = d_a = {d_k})"),
-                   width="content")
+ui.chart(ui.line_spec(data, "n", "FLOPs", "score", log=True, width=520, x_title="tokens n (= n_q = n_k)",
+                      y_title="FLOPs per head", title=f"Score FLOPs against sentence length (d_k = d_a = {d_k})"))

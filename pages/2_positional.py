@@ -36,8 +36,7 @@ if config.positional in ("sinusoidal", "learned"):
     if config.positional == "sinusoidal":
         dims = st.multiselect("Dimensions as curves", list(range(d)), default=list(range(min(d, 4))), key="pe_dims")
         if dims:
-            st.vega_lite_chart(spec=pe_curves_chart(tuple(dims), full.value.tobytes(), full.shape),
-                               width="content")
+            ui.chart(pe_curves_chart(tuple(dims), full.value.tobytes(), full.shape))
     st.subheader("How similar are two positions?")
     sim = trace.view(f"pe_sim:{max_len}", "Cosine similarity of position encodings",
                      lambda: cosine_similarity(full.value), ("position", "position"), r"\cos(PE_p, PE_{p'})")

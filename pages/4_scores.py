@@ -6,6 +6,35 @@ from ui.cache import get_trace
 from ui.demo_charts import D_VALUES, saturation_chart, spread_chart
 
 PAGE = "pages/4_scores.py"
+
+
+@st.fragment
+def one_word(trace, n_heads: int) -> None:
+    """One query against every key; picking another word reruns only this part."""
+    i = ui.one_word_picker(trace, "Query word")
+    q, k = trace["q"].value, trace["k"].value
+    if n_heads > 1:
+        st.caption("With several heads each head scores with its own columns; this shows head 0.")
+        q, k = trace["q_heads"].value[0], trace["k_heads"].value[0]
+    st.latex(rf"S_{{{i},j}} = q_{{{i}}} \cdot k_j = \sum_{{m=1}}^{{d_k}} q_{{{i},m}}\, k_{{j,m}}")
+    rows = [{"key word": w, "q·k": float(q[i] @ k[j]), "q·k / √d_k": float(q[i] @ k[j] / np.sqrt(q.shape[1]))}
+            for j, w in enumerate(trace.token_labels())]
+    st.dataframe(rows, hide_index=True, width="content",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("q·k", "q·k / √d_k")})
+
+
+@st.fragment
+def saturation_experiment() -> None:
+    """The experiment's own slider reruns only the experiment (no settings involved)."""
+    demo_dk = st.select_slider("d_k for the experiment", options=list(D_VALUES), value=64, key="demo_dk")
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.chart(spread_chart())
+    with c2:
+        chart, top_u, top_s = saturation_chart(demo_dk)
+        ui.chart(chart)
+        st.caption(f"Largest weight without scaling: {top_u:.3f}; with scaling: {top_s:.3f}.")
+
 config, trace = ui.page(PAGE, "Scores and scaling")
 ui.notices(trace)
 st.markdown("How well does each query match each key? The **score** S[i, j] answers with one number per "
@@ -14,16 +43,7 @@ st.markdown("How well does each query match each key? The **score** S[i, j] answ
 if config.score in ("dot", "scaled_dot"):
     one, every = st.tabs(["One word", "All words"])
     with one:
-        i = ui.one_word_picker(trace, "Query word")
-        q, k = trace["q"].value, trace["k"].value
-        if config.n_heads > 1:
-            st.caption("With several heads each head scores with its own columns; this shows head 0.")
-            q, k = trace["q_heads"].value[0], trace["k_heads"].value[0]
-        st.latex(rf"S_{{{i},j}} = q_{{{i}}} \cdot k_j = \sum_{{m=1}}^{{d_k}} q_{{{i},m}}\, k_{{j,m}}")
-        rows = [{"key word": w, "q·k": float(q[i] @ k[j]), "q·k / √d_k": float(q[i] @ k[j] / np.sqrt(q.shape[1]))}
-                for j, w in enumerate(trace.token_labels())]
-        st.dataframe(rows, hide_index=True, width="content",
-                     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("q·k", "q·k / √d_k")})
+        one_word(trace, config.n_heads)
     with every:
         ui.step(trace, "scores")
         if "scaled_scores" in trace:
@@ -35,14 +55,7 @@ st.subheader("Why divide by √d_k?")
 st.markdown("If the entries of q and k have variance 1, their dot product is a sum of d_k products and "
             "has **variance d_k**. Large scores push softmax to put almost all weight on one key, where its "
             "gradient is almost zero. Dividing by √d_k brings the variance back to 1.")
-demo_dk = st.select_slider("d_k for the experiment", options=list(D_VALUES), value=64, key="demo_dk")
-c1, c2 = st.columns(2)
-with c1:
-    st.vega_lite_chart(spec=spread_chart(), width="content")
-with c2:
-    chart, top_u, top_s = saturation_chart(demo_dk)
-    st.vega_lite_chart(spec=chart, width="content")
-    st.caption(f"Largest weight without scaling: {top_u:.3f}; with scaling: {top_s:.3f}.")
+saturation_experiment()
 
 st.subheader("Four score functions on the same queries and keys")
 st.caption("Each panel is the same sentence and the same Q and K, scored four ways (head 0 if several heads).")
@@ -51,7 +64,9 @@ formulas = {"dot": r"q_i \cdot k_j", "scaled_dot": r"\frac{q_i \cdot k_j}{\sqrt{
             "additive": r"v^\top \tanh(W_1^\top q_i + W_2^\top k_j)", "bilinear": r"q_i^\top W k_j"}
 for col, score in zip(cols, ("dot", "scaled_dot", "additive", "bilinear")):
     with col:
-        other = get_trace(config.replace(score=score))
+        # scores come before masking and softmax: those settings do not change them, so
+        # every temperature and mask shares these four traces (computed once, cached)
+        other = get_trace(config.replace(score=score, mask="none", padding=(), temperature=1.0))
         step = other["scaled_scores" if score == "scaled_dot" else "scores"]
         st.markdown(f"**{score.replace('_', ' ')}**")
         st.latex(formulas[score])

@@ -7,9 +7,9 @@ from . import nav
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, training_curves_spec
 from .settings import attention_controls, mask_controls, position_controls, query_for, sidebar_settings
-from .views import heatmap, notices, one_word_picker, picture, shape_badge, step, table, vector_row
+from .views import chart, heatmap, notices, one_word_picker, picture, shape_badge, step, table, vector_row
 
-__all__ = ["page", "query", "get_trace", "step", "heatmap", "table", "shape_badge", "notices", "one_word_picker",
+__all__ = ["page", "chart", "query", "get_trace", "step", "heatmap", "table", "shape_badge", "notices", "one_word_picker",
            "vector_row", "picture", "line_spec", "grouped_bars_spec", "fmt", "step_nav", "nav"]
 
 

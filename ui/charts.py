@@ -86,7 +86,7 @@ def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str |
     """(Vega-Lite spec, cells frame) for a Step (one head of a 3-D step), built once per content.
 
     The spec is a plain Vega-Lite dict (the same chart Altair would write, without its per-call
-    cost); the cells travel separately as a small numeric frame (Arrow), one row per cell:
+    cost); the cells travel separately as a small pyarrow Table, one row per cell:
     i, j, v (and h for highlighted cells). highlight: (row, col) cells to outline; big: presenter mode.
     """
     m, (row_axis, col_axis) = _matrix(step, head)
@@ -106,15 +106,16 @@ def _labels_expr(labels) -> str:
 
 
 def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, max_w, highlight, big):
-    import pandas as pd
+    import pyarrow as pa                      # Streamlit sends a pyarrow Table as is (no pandas round trip)
     rows, cols = m.shape
     i, j = np.divmod(np.arange(rows * cols), cols)
-    frame = pd.DataFrame({"i": i, "j": j, "v": m.ravel().astype(np.float64)})
+    columns = {"i": i, "j": j, "v": m.ravel().astype(np.float64)}
     if highlight:
         marked = np.zeros((rows, cols), dtype=np.int8)
         for a, b in highlight:
             marked[a, b] = 1
-        frame["h"] = marked.ravel()
+        columns["h"] = marked.ravel()
+    frame = pa.table(columns)
     finite = m[np.isfinite(m)]
     size = cell_size(rows, cols, max_w, big)
     show_text = size >= 28 and rows * cols <= 400
@@ -189,7 +190,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
 def standalone(spec: dict, frame) -> dict:
     """The spec with its cells inline, for tools that take one JSON document (vl-convert, files)."""
     values = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
-              for r in frame.to_dict("records")]
+              for r in frame.to_pylist()]
     return {**spec, "data": {"values": values}}
 
 

@@ -53,9 +53,23 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     return cell
 
 
+def chart(spec: dict, target=None):
+    """A small Vega-Lite chart whose inline rows travel as a pyarrow Table (Streamlit would
+    otherwise build a pandas frame from them on every rerun). target: a placeholder (st.empty)."""
+    import pyarrow as pa
+    draw = (target or st).vega_lite_chart
+    values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
+    if values is None:
+        return draw(spec=spec, width="content")
+    return draw(pa.Table.from_pylist(values), spec={k: v for k, v in spec.items() if k != "data"}, width="content")
+
+
+@st.fragment
 def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, formula: bool = True,
          key_prefix: str = "", domain=None, max_w: float = 620) -> None:
-    """Formula, shape, why, heatmap (one per head for a 3-D step) with a table toggle."""
+    """Formula, shape, why, heatmap (one per head for a 3-D step) with a table toggle.
+
+    A fragment: the table toggle and a click on a cell rerun this box only, not the page."""
     s = trace[key]
     with st.container(border=True):
         head_row = st.columns([5, 2])

@@ -13,6 +13,10 @@ Not part of the default pytest run (pytest.ini: --ignore=tests/load). Traffic go
    the same run: p50/p95/max rerun latency (BackMsg sent -> script_finished), reruns/s,
    server CPU per rerun and utilisation (/proc), exception elements, errors, server RSS
    before / peak / after, memory per session, time to open the N sessions.
+   Two sliders on the page: a setting in the sidebar ("Softmax temperature": the whole page
+   reruns) and, where the page has one, its own control inside an st.fragment ("d_k for the
+   experiment" on /scores: the client sends the fragment's id as the browser does, and only
+   the fragment reruns).
    Target (docs/DESIGN.md): with 30 students, p95 within 2x of one student's.
 2. Real headless chromium students (Debian chromium) doing the same, every change checked:
    the run ended, the slider and the URL show the new value, the heatmaps are drawn, no
@@ -40,7 +44,8 @@ from bench._common import (EXCEPTION, Server, Session, after_run, browser_availa
                            launch_chromium, new_context, percentile, proc_cpu_seconds, run_marker,
                            slider_value, slider_values, table, wait_for_charts, wait_run_end, write_trivial_app)
 
-APP_SLIDER = "Softmax temperature"
+APP_SLIDER = "Softmax temperature"          # a setting: the whole page reruns
+LOCAL_SLIDER = {"scores": "d_k for the experiment"}   # a page's own control in an st.fragment
 TRIVIAL_SLIDER = "Value"
 
 
@@ -60,6 +65,7 @@ def student(i: int, port: int, page: str, label: str, interval: float, seed: int
         session = Session(port, page=page, timeout=180)
         first = session.rerun()
         slider = first.slider(label)
+        fragment = first.fragment_of.get(slider.id, "")       # a slider inside an st.fragment reruns only it
         values = slider_values(slider)
         pos = min(range(len(values)), key=lambda k: abs(values[k] - slider_value(slider)))
         with out.lock:
@@ -89,7 +95,7 @@ def student(i: int, port: int, page: str, label: str, interval: float, seed: int
             break
         pos = max(0, min(len(values) - 1, pos + rng.choice((-3, -2, -1, 1, 2, 3))))
         try:
-            run = session.rerun([session.slider_state(slider, values[pos])])
+            run = session.rerun([session.slider_state(slider, values[pos])], fragment)
         except Exception as err:
             with out.lock:
                 out.errors.append(f"rerun: {type(err).__name__}: {err}")
@@ -295,6 +301,7 @@ def main() -> None:
     ap.add_argument("--browser-seconds", type=float, default=20.0)
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--no-restart", action="store_true")
+    ap.add_argument("--no-local", action="store_true", help="skip the page's own (fragment) slider")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if args.page not in [p.path for p in forward_pages()]:
@@ -307,12 +314,15 @@ def main() -> None:
         for server, page in ((app, args.page), (trivial, "")):    # warm up: imports, first traces
             with Session(server.port, page=page) as s:
                 s.rerun()
+        scenarios = [("app /" + args.page, app, args.page, APP_SLIDER)]
+        if args.page in LOCAL_SLIDER and not args.no_local:
+            scenarios.append((f"app /{args.page} local", app, args.page, LOCAL_SLIDER[args.page]))
+        scenarios.append(("one-slider", trivial, "", TRIVIAL_SLIDER))
         for n in sizes:
-            for name, server, page, label in (("app /" + args.page, app, args.page, APP_SLIDER),
-                                              ("one-slider", trivial, "", TRIVIAL_SLIDER)):
+            for name, server, page, label in scenarios:
                 r = run_class(server, page, label, n, args.seconds, args.interval, args.seed)
                 results[(name, n)] = r
-                print(f"  {name:14s} N={n:3d}: {r['reruns']} reruns, p50 {r['p50'] * 1e3:.0f} ms, "
+                print(f"  {name:20s} N={n:3d}: {r['reruns']} reruns, p50 {r['p50'] * 1e3:.0f} ms, "
                       f"p95 {r['p95'] * 1e3:.0f} ms, errors {len(r['errors'])}", flush=True)
                 rows.append([name, n, r["reruns"], f"{r['rate']:.1f}", f"{r['p50'] * 1e3:.0f}",
                              f"{r['p95'] * 1e3:.0f}", f"{r['max'] * 1e3:.0f}", f"{r['cpu_per_rerun'] * 1e3:.0f}",
@@ -324,7 +334,7 @@ def main() -> None:
     print(table(rows, ["page", "students", "reruns", "reruns/s", "p50 ms", "p95 ms", "max ms", "CPU ms/rerun",
                        "server CPU", "client CPU", "exceptions", "errors", "RSS MB before/peak/after",
                        "KB/session", "open s"]))
-    for name in ("app /" + args.page, "one-slider"):
+    for name in [sc[0] for sc in scenarios]:
         one = results.get((name, 1))
         for n in sizes:
             if n != 1 and one and (name, n) in results:
