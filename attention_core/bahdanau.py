@@ -83,9 +83,9 @@ def step_trace(s_prev, h, params: dict, labels=None) -> Trace:
                           f"v {v.shape}; need s_prev (d_s,), h (n, d_h), W (d_s, d_a), U (d_h, d_a), v (d_a,).")
     n = h.shape[0]
     trace = Trace(tuple(labels) if labels is not None else tuple(pair_label(r) for r in h))
-    trace.add("s_prev", "Previous decoder state s_{i-1}", s_prev, ("d_s",), r"s_{i-1}",
+    trace.add("s_prev", "Previous decoder state sᵢ₋₁", s_prev, ("d_s",), r"s_{i-1}",
               why="What the decoder produced last. It is the question: which input comes next?")
-    trace.add("h", "Inputs h_j", h, ("n", "d_h"),
+    trace.add("h", "Inputs hⱼ", h, ("n", "d_h"),
               r"H = \begin{bmatrix} h_1 \\ \vdots \\ h_n \end{bmatrix}",
               why="The candidates, one row each. In translation these are the encoder's states; here the raw pairs.")
     trace.add("w", "W (decoder side)", w, ("d_s", "d_a"), r"W \in \mathbb{R}^{d_s \times d_a}",
@@ -97,13 +97,13 @@ def step_trace(s_prev, h, params: dict, labels=None) -> Trace:
               why="Learned: turns a d_a-wide hidden vector into one score.")
 
     w_s = s_prev @ w                                                    # (d_a,)
-    trace.add("w_s", "W s_{i-1}", w_s, ("d_a",), r"s_{i-1} W", ("s_prev", "w"),
+    trace.add("w_s", "W sᵢ₋₁ (as s W)", w_s, ("d_a",), r"s_{i-1} W", ("s_prev", "w"),
               why="The decoder's half of the comparison, computed once for this step and shared by every input.")
     u_h = h @ u                                                         # (n, d_a)
-    trace.add("u_h", "U h_j for every input", u_h, ("n", "d_a"), r"H U \;(\text{row } j = h_j U)", ("h", "u"),
+    trace.add("u_h", "U hⱼ for every input", u_h, ("n", "d_a"), r"H U \;(\text{row } j = h_j U)", ("h", "u"),
               why="Each input's half. It does not depend on the decoder, so a translator computes it once per sentence.")
     pre = w_s[None, :] + u_h                                            # (n, d_a)
-    trace.add("pre_tanh", "The sum W s + U h_j", pre, ("n", "d_a"), r"z_j = s_{i-1} W + h_j U",
+    trace.add("pre_tanh", "The sum W s + U hⱼ", pre, ("n", "d_a"), r"z_j = s_{i-1} W + h_j U",
               ("w_s", "u_h"), why="The same decoder row is added to every input's row: "
               "this addition is what makes the score 'additive'.")
     hidden = np.tanh(pre)                                               # (n, d_a)
@@ -111,15 +111,15 @@ def step_trace(s_prev, h, params: dict, labels=None) -> Trace:
               why="A non-linearity, squashing each entry into (−1, 1): the alignment is a small neural network, "
                   "not a fixed similarity.")
     scores = hidden @ v                                                 # (n,)
-    trace.add("scores", "Alignment scores e_ij", scores, ("n",), r"e_{ij} = v^\top \tanh(s_{i-1} W + h_j U)",
+    trace.add("scores", "Alignment scores eᵢⱼ", scores, ("n",), r"e_{ij} = v^\top \tanh(s_{i-1} W + h_j U)",
               ("hidden", "v"), why="One number per input: how well it fits as output i. Any real number; "
               "seed 002 calls this energy α, but it is not yet a distribution.")
     weights = att.softmax(scores)                                       # (n,)
-    trace.add("weights", "Attention weights α_ij", weights, ("n",),
+    trace.add("weights", "Attention weights αᵢⱼ", weights, ("n",),
               r"\alpha_{ij} = \frac{\exp e_{ij}}{\sum_{k=1}^{n} \exp e_{ik}}", ("scores",), scale="sequential",
               why="Softmax over the inputs j: non-negative, summing to 1. Bahdanau's 'soft search'.")
     context = weights @ h                                               # (d_h,)
-    trace.add("context", "Context c_i", context, ("d_h",), r"c_i = \sum_{j=1}^{n} \alpha_{ij} h_j",
+    trace.add("context", "Context cᵢ", context, ("d_h",), r"c_i = \sum_{j=1}^{n} \alpha_{ij} h_j",
               ("weights", "h"), why="A weighted average of the inputs. When one weight is near 1, "
               "the context is that input: the decoder has found what it was looking for.")
     trace.facts.update(n=n, d_s=s_prev.size, d_h=h.shape[1], d_a=v.size, best=int(np.argmax(weights)))

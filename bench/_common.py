@@ -288,8 +288,8 @@ class Session:
     """
 
     def __init__(self, port: int, page: str = "", query: str = "", timeout: float = 120.0,
-                 browser_cache: bool = True, connect: bool = True, quickack: bool = True):
-        self.port, self.page, self.query, self.timeout = port, page, query, timeout
+                 browser_cache: bool = True, connect: bool = True, quickack: bool = True, cookie: str = ""):
+        self.port, self.page, self.query, self.timeout, self.cookie = port, page, query, timeout, cookie
         self.browser_cache, self.quickack = browser_cache, quickack
         self.page_script_hash = ""
         self.cached_hashes: set[str] = set()
@@ -302,7 +302,7 @@ class Session:
 
         self.ws = websocket.create_connection(f"ws://127.0.0.1:{self.port}/_stcore/stream",
                                               subprotocols=["streamlit"], timeout=self.timeout,
-                                              enable_multithread=True)
+                                              enable_multithread=True, cookie=self.cookie or None)
 
     def _quickack(self) -> None:
         try:

@@ -33,8 +33,8 @@ else:
         st.caption("None of the sentence's words is in the table (they were mapped to <unk>).")
 
 st.markdown("**Cosine similarity between the sentence's words**")
-cos = trace.view("cosine", "Cosine similarity of embeddings",
-                 lambda: cosine_similarity(trace["x_embed"].value), ("n_q", "n_k"), r"\cos(x_i, x_j)")
+cos = trace.view("cosine_tokens", "Cosine similarity of embeddings",
+                 lambda: cosine_similarity(trace["x_embed"].value), ("n", "n"), r"\cos(x_i, x_j)")
 st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j \rVert}")
 ui.heatmap(trace, cos, key="hm:cos")
 ui.step_nav(PAGE, config)

@@ -4,6 +4,7 @@ import numpy as np
 import streamlit as st
 
 import ui
+from ui.text import md_escape
 from attention_core import ConfigError
 from attention_core import bahdanau as b
 
@@ -209,7 +210,7 @@ picked = alignment.argmax(axis=1)
 
 
 def chips(rows, ok=None) -> str:
-    return " ".join(f"`{b.pair_label(r)}`" if ok is None or ok[k] else f":red[`{b.pair_label(r)}`]"
+    return " ".join(f"`{b.pair_label(r)}`" if ok is None or ok[k] else f":red-background[{md_escape(b.pair_label(r))}]"
                     for k, r in enumerate(rows))
 
 
@@ -232,7 +233,7 @@ matrix = result.view("alignment", "Alignment matrix", alignment, ("output i", "i
 with st.container(border=True):
     st.markdown("##### The alignment matrix")
     ui.shape_badge(matrix)
-    st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\; v^\top \tanh\!\left(W y_{i-1} + U h_j\right)")
+    st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\; v^\top \tanh\!\left(W s_{i-1} + U h_j\right)")
     st.caption("Row i: output i's weights over the input positions j (columns, labelled with the input pair "
                f"there). Each row sums to 1 (largest deviation {rows_ok:.1e}). The outlined cell in each row is "
                "the input that output attended to most, i.e. its prediction of the next element. A trained "

@@ -98,11 +98,12 @@ st.subheader("The feature map: one channel per feature")
 st.caption("Each small map is one column of X laid back on the grid, as a CNN's output channels are: "
            "where the image is red, round, bright, …")
 x = one["x"].value
+shared = (float(x.min()), float(x.max()))        # one colour scale: the channels can be compared
 cols = st.columns(5)
 for k, name in enumerate(g.FEATURE_NAMES):
     channel = one.view(f"channel:{name}", name, lambda k=k: x[:, k].reshape(grid.shape), ("row", "col"))
     with cols[k % 5]:
-        ui.heatmap(one, channel, title=name, key=f"grid.ch.{name}", max_w=95)
+        ui.heatmap(one, channel, title=name, key=f"grid.ch.{name}", max_w=95, domain=shared)
 with st.expander("The same numbers as the matrix X attention works on (one row per cell)"):
     ui.step(one, "x", key_prefix="grid.")
 

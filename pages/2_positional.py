@@ -40,8 +40,9 @@ if config.positional in ("sinusoidal", "learned"):
     st.subheader("How similar are two positions?")
     sim = trace.view(f"pe_sim:{max_len}", "Cosine similarity of position encodings",
                      lambda: cosine_similarity(full.value), ("position", "position"), r"\cos(PE_p, PE_{p'})")
-    st.caption("Nearby positions have similar encodings; the similarity falls off with distance "
-               "(for the sinusoidal table it depends only on p − p').")
+    st.caption("For the sinusoidal table the similarity depends only on the distance p − p' (the same along "
+               "each diagonal). With many dimensions it falls off with distance; with only a few (a small "
+               "d_model) the fast sinusoids repeat, and far positions can look alike: try a wider d_model.")
     ui.heatmap(trace, sim, key="hm:pe_sim")
 elif config.positional == "index":
     st.caption("Seed 000 appends the position number as one more column. It is simple, but its scale "

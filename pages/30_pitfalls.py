@@ -19,8 +19,12 @@ st.markdown(f"#### {pitfall.title}")
 st.write(pitfall.description)
 
 axes = tuple(result.axes)
-correct = trace.view(f"pitfall:{key}:correct", f"Correct: {result.what}", result.correct, axes)
-wrong = trace.view(f"pitfall:{key}:wrong", f"With the mistake: {result.what}", result.wrong, axes)
+both = np.concatenate([np.ravel(result.correct), np.ravel(result.wrong)])
+both = both[np.isfinite(both)]
+# weights (everything in [0, 1]) on the weights' sequential scale, anything signed on the diverging one
+scale = "sequential" if both.size and both.min() >= 0 and both.max() <= 1 else "diverging"
+correct = trace.view(f"pitfall:{key}:correct", f"Correct: {result.what}", result.correct, axes, scale=scale)
+wrong = trace.view(f"pitfall:{key}:wrong", f"With the mistake: {result.what}", result.wrong, axes, scale=scale)
 diff = trace.view(f"pitfall:{key}:diff", "Difference (mistake − correct)",
                   lambda: np.subtract(result.wrong, result.correct), axes)
 c1, c2 = st.columns(2)

@@ -38,5 +38,8 @@ for h in heads:
              "its weight": rows.max(axis=1).round(4)}
     if h is not None:
         st.caption(f"head {h}")
-    st.dataframe(table, hide_index=True, width="content")
+    st.dataframe(table, hide_index=True, width="content",
+                 column_config={"row sum": st.column_config.NumberColumn(format="%.6f"),
+                                "entropy (nats)": st.column_config.NumberColumn(format="%.4f"),
+                                "its weight": st.column_config.NumberColumn(format="%.4f")})
 ui.step_nav(PAGE, config)

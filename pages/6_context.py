@@ -24,12 +24,10 @@ with one:
         frame[f"v[j,{m}]"] = v[:, m]
     for m in range(min(d_v, 8)):
         frame[f"A·v[j,{m}]"] = w[i] * v[:, m]
-    total = {col: (frame[col].sum() if col.startswith(("A·v", "A[")) else None) for col in frame.columns}
-    frame.loc[f"Σ over j  (= c_{i})"] = total
     st.dataframe(frame, width="content",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns})
-    st.caption(f"The last row adds up each A·v column: that is c_{i}, the context row of **{trace.tokens[i]}** "
-               f"(the weights sum to {w[i].sum():.3f}).")
+    st.caption(f"Add up each A·v column over the rows j and you get c_{i}, the context row of "
+               f"**{trace.tokens[i]}**, below (the weights A[{i}, j] sum to {w[i].sum():.3f}).")
     ui.vector_row(c[i][:8], [f"c[{i},{m}]" for m in range(min(d_v, 8))])
 with every:
     c1, c2 = st.columns(2)

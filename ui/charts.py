@@ -117,8 +117,17 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
         columns["h"] = marked.ravel()
     frame = pa.table(columns)
     finite = m[np.isfinite(m)]
+    biggest = float(np.abs(finite).max()) if finite.size else 0.0
+    if biggest < 1e-12:                       # all zero up to rounding (e.g. a gradient that cancels): say so
+        m = np.where(np.isfinite(m), 0.0, m)
+        frame = frame.set_column(2, "v", pa.array(m.ravel().astype(np.float64)))
+        finite, biggest = np.zeros(1), 0.0
     size = cell_size(rows, cols, max_w, big)
-    show_text = size >= 28 and rows * cols <= 400
+    narrow = max_w < 300                      # a small multiple: its colour bar goes underneath
+    # cell text with enough digits for the matrix's own magnitude (gradients are often ~1e-3)
+    digits = "e" if 0 < biggest < 0.01 else 3 if biggest < 0.1 else 2
+    legend_format = ".2~g"
+    show_text = size >= (28 if digits == 2 else 40) and rows * cols <= 400
     if step.scale == "sequential":
         lo, hi = domain or (0.0, 1.0)
         scale = {"range": SEQUENTIAL, "domain": [lo, hi], "interpolate": "lab"}
@@ -127,8 +136,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
         scale = {"domain": [0, 1], "range": ["#d9d9d9", "#3b5bdb"]}
         dark_test = "datum.v > 0.5"
     else:
-        bound = float(np.abs(finite).max()) if finite.size else 1.0
-        bound = bound if bound > 0 else 1.0
+        bound = biggest if biggest > 0 else 1.0
         if domain:
             bound = max(abs(domain[0]), abs(domain[1]))
         scale = {"range": DIVERGING, "domain": [-bound, 0.0, bound], "interpolate": "lab"}
@@ -144,9 +152,15 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
     y = {"field": "i", "type": "ordinal", "title": row_title or None,
          "axis": {"labelExpr": _labels_expr(row_labels), "labelOverlap": bool(size < 12), "labelFontSize": font,
                   "titleFontSize": font, "titleFontWeight": "normal"}}
-    text_expr = ("!isFinite(datum.v) ? (isNaN(datum.v) ? 'NaN' : datum.v < 0 ? '−∞' : '∞')"
-                 " : abs(datum.v) >= 10000 ? format(datum.v, '.1e') : abs(datum.v) < 0.005 ? '0.00'"
-                 " : format(datum.v, '.2f')")
+    if step.scale == "mask":
+        number = "datum.v > 0.5 ? '1' : '0'"
+    elif digits == "e":
+        number = "datum.v == 0 ? '0' : format(datum.v, '.1e')"
+    else:
+        zero = "0." + "0" * digits
+        number = (f"abs(datum.v) >= 10000 ? format(datum.v, '.1e') : abs(datum.v) < {0.5 * 10 ** -digits!r} ? "
+                  f"'{zero}' : format(datum.v, '.{digits}f')")
+    text_expr = f"!isFinite(datum.v) ? (isNaN(datum.v) ? 'NaN' : datum.v < 0 ? '−∞' : '∞') : {number}"
     label_of = lambda labels, field: f"{json.dumps(list(map(str, labels)), ensure_ascii=False)}[datum.{field}]"
     calc = [{"calculate": text_expr, "as": "t"},
             {"calculate": "isFinite(datum.v) ? format(datum.v, '.6g') : datum.t", "as": "exact"},
@@ -158,8 +172,11 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
         "encoding": {
             "x": x, "y": y,
             "color": {"condition": {"test": "isFinite(datum.v)", "field": "v", "type": "quantitative", "scale": scale,
-                                    "legend": {"title": None, "orient": "right",
-                                               "gradientLength": min(200, max(60, size * rows))}},
+                                    "legend": None if step.scale == "mask" else {"title": None, "format": legend_format,
+                                               **({"orient": "bottom", "direction": "horizontal",
+                                                   "gradientLength": max(60, min(160, size * cols))} if narrow else
+                                                  {"orient": "right",
+                                                   "gradientLength": min(200, max(60, size * rows))})}},
                       "value": "#f0f0f0"},
             "strokeWidth": {"condition": {"param": "cell", "empty": False, "value": 3}, "value": stroke},
             "tooltip": [{"field": "row", "type": "nominal", "title": row_title or "row"},

@@ -24,7 +24,7 @@ def saturation_chart(d_k: int) -> tuple[dict, float, float]:
     """(chart, largest weight unscaled, largest weight scaled) for one query against 6 random keys."""
     sat = saturation(d_k)
     data = [{"key": j, "weight": float(w), "softmax of": name}
-            for name, ws in (("q·k (unscaled)", sat["weights_unscaled"]), ("q·k/√d_k (scaled)", sat["weights_scaled"]))
+            for name, ws in (("softmax(q·k)", sat["weights_unscaled"]), ("softmax(q·k/√d_k)", sat["weights_scaled"]))
             for j, w in enumerate(ws)]
     chart = grouped_bars_spec(data, "key", "weight", "softmax of", title=f"One query, 6 random keys, d_k = {d_k}")
     return chart, float(sat["weights_unscaled"].max()), float(sat["weights_scaled"].max())

@@ -27,7 +27,7 @@ def vocab(embedding: str):
 
 def model_controls(prefix: str) -> ModelSettings:
     """Embedding, position, sizes and seed of the classifier (each page keeps its own)."""
-    c1, c2, c3, c4, c5 = st.columns(5)
+    c1, c2, c3, c4, c5 = st.columns([3, 3, 1.4, 1.4, 2])     # the two menus get room for their labels
     with c1:
         embedding = st.selectbox("Embeddings", list(VOCABS), format_func=VOCABS.get, key=f"{prefix}emb")
     with c2:

@@ -17,8 +17,13 @@ def presenting() -> bool:
     return bool(st.session_state.get("s.presenter", False))
 
 
+def badge_text(step: Step) -> str:
+    """The shape with its named axes as a blue badge, in Streamlit's markdown."""
+    return f":blue-badge[:material/straighten: {step.shape_text}]"
+
+
 def shape_badge(step: Step) -> None:
-    st.badge(step.shape_text, icon=":material/straighten:", color="blue")
+    st.markdown(badge_text(step))
 
 
 def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3) -> None:
@@ -72,17 +77,15 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, 
     A fragment: the table toggle and a click on a cell rerun this box only, not the page."""
     s = trace[key]
     with st.container(border=True):
-        head_row = st.columns([5, 2])
-        with head_row[0]:
-            st.markdown(f"##### {title or s.title}")
-        with head_row[1]:
-            shape_badge(s)
+        # one message each for the heading line and the notes: a rerun's cost is per element
+        st.markdown(f"##### {title or s.title} &nbsp; {badge_text(s)}")
         if formula:
             st.latex(s.formula)
-        if why and s.why:
-            (st.markdown if presenting() else st.caption)(s.why)
+        notes = [s.why] if why and s.why else []
         if s.inputs and not presenting():
-            st.caption("Computed from: " + ", ".join(f"`{trace[i].title}`" for i in s.inputs if i in trace))
+            notes.append("Computed from: " + ", ".join(f"`{trace[i].title}`" for i in s.inputs if i in trace))
+        if notes:
+            (st.markdown if presenting() else st.caption)("  \n".join(notes))
         as_table = False if presenting() else st.toggle("Numbers as a table", key=f"{key_prefix}tbl:{key}")
         heads = [None] if s.axes[:1] != ("head",) else list(range(s.shape[0]))
         if heads != [None] and domain is None and s.scale == "diverging":   # one colour scale for all heads

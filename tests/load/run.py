@@ -27,6 +27,7 @@ Not part of the default pytest run (pytest.ini: --ignore=tests/load). Traffic go
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import sys
@@ -43,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from bench._common import (EXCEPTION, Server, Session, after_run, browser_available, forward_pages,  # noqa: E402
                            launch_chromium, new_context, percentile, proc_cpu_seconds, run_marker,
                            slider_value, slider_values, table, wait_for_charts, wait_run_end, write_trivial_app)
+from tests.load.replicas import NGINX, Replicas, nginx_available  # noqa: E402
 
 APP_SLIDER = "Softmax temperature"          # a setting: the whole page reruns
 LOCAL_SLIDER = {"scores": "d_k for the experiment"}   # a page's own control in an st.fragment
@@ -120,6 +122,17 @@ class Sampler(threading.Thread):
                 self.peak = max(self.peak, self.server.rss_bytes())
             except OSError:
                 return
+
+
+def warm(session: Session, local_slider: str | None) -> None:
+    """First run (imports, traces), and every position of the page's own slider once (its charts
+    are cached per position), so one student's figures are not first-time costs."""
+    first = session.rerun()
+    if local_slider:
+        slider = first.slider(local_slider)
+        fragment = first.fragment_of.get(slider.id, "")
+        for value in slider_values(slider):
+            session.rerun([session.slider_state(slider, value)], fragment)
 
 
 def run_class(server: Server, page: str, label: str, n: int, duration: float, interval: float,
@@ -253,6 +266,10 @@ def restart_check(page: str) -> dict:
             def view():
                 rows = [c["y"] for c in wait_for_charts(tab, lambda cs: any(
                     c["rendered"] and c["y"] == sentence.split() for c in cs), timeout_ms=20_000) if c["rendered"]]
+                for _ in range(50):           # the box is filled in a moment after the charts (≤ 5 s)
+                    if box.input_value():
+                        break
+                    tab.wait_for_timeout(100)
                 return {"url_query": urlparse(tab.url).query, "sentence": box.input_value(),
                         "temperature": tab.locator("[data-testid='stSlider']").filter(has_text=APP_SLIDER)
                         .locator("[data-testid='stSliderThumbValue']").first.inner_text(),
@@ -302,6 +319,8 @@ def main() -> None:
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--no-restart", action="store_true")
     ap.add_argument("--no-local", action="store_true", help="skip the page's own (fragment) slider")
+    ap.add_argument("--replicas", type=int, default=2,
+                    help="also run the app as this many replicas behind nginx (deploy/nginx.conf); 0: not")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if args.page not in [p.path for p in forward_pages()]:
@@ -310,13 +329,24 @@ def main() -> None:
 
     rows, results = [], {}
     trivial_app = write_trivial_app(tempfile.mkdtemp(prefix="load_trivial_"))
-    with Server(trivial_app) as trivial, Server("app.py") as app:
+    replicas = contextlib.nullcontext()
+    if args.replicas > 1:
+        if nginx_available():
+            replicas = Replicas(args.replicas)
+        else:
+            print(f"replicas: skipped (no nginx at {NGINX})")
+    with Server(trivial_app) as trivial, Server("app.py") as app, replicas as farm:
         for server, page in ((app, args.page), (trivial, "")):    # warm up: imports, first traces
             with Session(server.port, page=page) as s:
-                s.rerun()
+                warm(s, LOCAL_SLIDER.get(page))
+        for _ in range(4 * args.replicas if farm else 0):         # nginx spreads these over the replicas
+            with Session(farm.port, page=args.page) as s:
+                warm(s, LOCAL_SLIDER.get(args.page))
         scenarios = [("app /" + args.page, app, args.page, APP_SLIDER)]
         if args.page in LOCAL_SLIDER and not args.no_local:
             scenarios.append((f"app /{args.page} local", app, args.page, LOCAL_SLIDER[args.page]))
+        if farm:
+            scenarios.append((f"app /{args.page} x{args.replicas}", farm, args.page, APP_SLIDER))
         scenarios.append(("one-slider", trivial, "", TRIVIAL_SLIDER))
         for n in sizes:
             for name, server, page, label in scenarios:
@@ -344,6 +374,14 @@ def main() -> None:
     for (name, n), r in results.items():
         for e in r["errors"][:3]:
             print(f"  error ({name}, N={n}): {e}")
+    if args.replicas > 1 and nginx_available():
+        print(f"\n'app /{args.page} x{args.replicas}': {args.replicas} app servers on this machine behind nginx with "
+              "deploy/nginx.conf (cookie-sticky); CPU and RSS summed over the replicas.")
+        with Replicas(args.replicas) as farm:
+            sticky = farm.sticky_check()
+        print(f"Sticky sessions: a picture drawn for a student is fetched {sticky['same_cookie_ok']}/{sticky['tries']} "
+              f"times with the student's cookie, {sticky['fresh_cookie_ok']}/{sticky['tries']} with fresh cookies "
+              f"(other replicas do not hold it).")
 
     if not args.no_browser and args.browsers > 0:
         ok, why = browser_available()
