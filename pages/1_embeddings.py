@@ -27,8 +27,7 @@ else:
     if choices:
         word = st.selectbox("Nearest neighbours of", choices, key="nn_word")
         rows = nearest(vocab, word, 8)
-        st.dataframe({"word": [w for w, _ in rows], "cosine similarity": [round(c, 3) for _, c in rows]},
-                     hide_index=True, width="content")
+        ui.chart(ui.neighbours_spec(word, rows))
     else:
         st.caption("None of the sentence's words is in the table (they were mapped to <unk>).")
 

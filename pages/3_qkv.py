@@ -3,6 +3,22 @@ import streamlit as st
 import ui
 
 PAGE = "pages/3_qkv.py"
+
+
+@st.fragment
+def one_word(trace, bias: bool) -> None:
+    """One token's three projections; picking another word reruns only this part."""
+    i = ui.one_word_picker(trace, "Pick a word")
+    x_i = trace["x"].value[i]
+    st.latex(r"q_i = x_i W_Q,\quad k_i = x_i W_K,\quad v_i = x_i W_V" + (r"\ (+\,b)" if bias else ""))
+    st.caption(f"x_{i} (the row of **{trace.tokens[i]}**), shape d_model={x_i.size}:")
+    ui.vector_row(x_i)
+    for name in ("q", "k", "v"):
+        row = trace[name].value[i]
+        st.caption(f"{name}_{i} = x_{i} W_{name.upper()}: shape {trace[name].axes[1]}={row.size}")
+        ui.vector_row(row)
+
+
 config, trace = ui.page(PAGE, "Queries, keys and values")
 ui.notices(trace)
 st.markdown(
@@ -13,15 +29,7 @@ st.markdown(
 
 one, every = st.tabs(["One word", "All words"])
 with one:
-    i = ui.one_word_picker(trace, "Pick a word")
-    x_i = trace["x"].value[i]
-    st.latex(r"q_i = x_i W_Q,\quad k_i = x_i W_K,\quad v_i = x_i W_V" + (r"\ (+\,b)" if config.bias else ""))
-    st.caption(f"x_{i} (the row of **{trace.tokens[i]}**), shape d_model={x_i.size}:")
-    ui.vector_row(x_i)
-    for name in ("q", "k", "v"):
-        row = trace[name].value[i]
-        st.caption(f"{name}_{i} = x_{i} W_{name.upper()}: shape {trace[name].axes[1]}={row.size}")
-        ui.vector_row(row)
+    one_word(trace, config.bias)
 with every:
     st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
     ui.step(trace, "x")

@@ -4,16 +4,14 @@ import streamlit as st
 import ui
 
 PAGE = "pages/6_context.py"
-config, trace = ui.page(PAGE, "Context vectors")
-ui.notices(trace)
-st.markdown("Each token's new representation is a **weighted average of the value rows**, mixed by its "
-            "row of attention weights: C = A V. A token that attends to “cat” mostly takes on cat's value.")
 
-one, every = st.tabs(["One word", "All words"])
-with one:
+
+@st.fragment
+def one_word(trace, n_heads: int) -> None:
+    """One output row as a weighted sum of value rows; picking another word reruns only this part."""
     i = ui.one_word_picker(trace, "Output row for")
     w, v, c = trace["weights"].value, trace["v"].value, trace["context"].value
-    if config.n_heads > 1:
+    if n_heads > 1:
         st.caption("With several heads each head mixes its own value columns; this shows head 0.")
         w, v, c = w[0], trace["v_heads"].value[0], c[0]
     st.latex(rf"c_{{{i}}} = \sum_j A_{{{i},j}}\, v_j")
@@ -29,6 +27,16 @@ with one:
     st.caption(f"Add up each A·v column over the rows j and you get c_{i}, the context row of "
                f"**{trace.tokens[i]}**, below (the weights A[{i}, j] sum to {w[i].sum():.3f}).")
     ui.vector_row(c[i][:8], [f"c[{i},{m}]" for m in range(min(d_v, 8))])
+
+
+config, trace = ui.page(PAGE, "Context vectors")
+ui.notices(trace)
+st.markdown("Each token's new representation is a **weighted average of the value rows**, mixed by its "
+            "row of attention weights: C = A V. A token that attends to “cat” mostly takes on cat's value.")
+
+one, every = st.tabs(["One word", "All words"])
+with one:
+    one_word(trace, config.n_heads)
 with every:
     c1, c2 = st.columns(2)
     with c1:

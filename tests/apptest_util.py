@@ -28,3 +28,17 @@ def badges(at: AppTest) -> list[str]:
 
 def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception] + [getattr(e, "stack_trace", "") for e in at.exception]
+
+
+def charts(at: AppTest) -> list[dict]:
+    """The Vega-Lite specs the page drew, with Arrow-sent rows put back inline as spec["data"]."""
+    import json
+
+    out = []
+    for c in at.get("vega_lite_chart"):
+        spec = json.loads(c.proto.spec)
+        if c.proto.data.data:
+            import pyarrow as pa
+            spec["data"] = {"values": pa.ipc.open_stream(c.proto.data.data).read_all().to_pylist()}
+        out.append(spec)
+    return out

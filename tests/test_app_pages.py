@@ -1,7 +1,8 @@
+import numpy as np
 """Every forward page through AppTest: renders, follows the settings, keeps them across pages."""
 import pytest
 
-from tests.apptest_util import ROOT, badges, messages, no_exception, open_page
+from tests.apptest_util import ROOT, badges, charts, messages, no_exception, open_page
 from ui.nav import SECTIONS
 
 FORWARD = [f for f, _, _ in SECTIONS[0][1]]
@@ -111,3 +112,17 @@ def test_glove_disables_d_model_with_reason():
     fixed = [s for s in at.sidebar.slider if s.label.startswith("d_model")]
     assert fixed and fixed[0].disabled and fixed[0].value == 50
     assert "GloVe vectors have 50 dimensions" in fixed[0].help
+
+
+def test_nearest_neighbours_are_drawn_with_their_similarities():
+    from attention_core import Config, nearest
+    from attention_core.embeddings import vocabulary_for
+    at = open_page("pages/1_embeddings.py")
+    no_exception(at)
+    word = at.selectbox(key="nn_word").value
+    want = nearest(vocabulary_for(Config()), word, 8)
+    bars = next(c for c in charts(at) if str(c.get("title", "")).startswith("Closest to"))
+    got = sorted(bars["data"]["values"], key=lambda r: r["rank"])
+    assert [r["word"] for r in got] == [w for w, _ in want]
+    np.testing.assert_allclose([r["cosine similarity"] for r in got], [c for _, c in want], rtol=1e-12)
+    assert word not in [r["word"] for r in got]          # a word is not its own neighbour

@@ -5,12 +5,12 @@ import streamlit as st
 
 from . import nav
 from .cache import get_trace
-from .charts import fmt, grouped_bars_spec, line_spec, training_curves_spec
+from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
 from .settings import attention_controls, mask_controls, position_controls, query_for, sidebar_settings
 from .views import chart, heatmap, notices, one_word_picker, picture, shape_badge, step, table, vector_row
 
 __all__ = ["page", "chart", "query", "get_trace", "step", "heatmap", "table", "shape_badge", "notices", "one_word_picker",
-           "vector_row", "picture", "line_spec", "grouped_bars_spec", "fmt", "step_nav", "nav"]
+           "vector_row", "picture", "line_spec", "neighbours_spec", "grouped_bars_spec", "fmt", "step_nav", "nav"]
 
 
 def page(page_file: str, title: str, settings: bool = True, local: tuple[str, ...] = ()):

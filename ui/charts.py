@@ -211,6 +211,26 @@ def standalone(spec: dict, frame) -> dict:
     return {**spec, "data": {"values": values}}
 
 
+def neighbours_spec(word: str, rows: list[tuple[str, float]]) -> dict:
+    """Nearest neighbours as horizontal bars of cosine similarity, closest first (plain Vega-Lite:
+    the words are drawn as SVG text, never as HTML)."""
+    values = [{"word": w, "cosine similarity": float(c), "rank": k} for k, (w, c) in enumerate(rows)]
+    return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": values},
+            "title": f"Closest to “{word}”", "width": 300, "height": 22 * max(1, len(values)),
+            "encoding": {"y": {"field": "word", "type": "nominal", "title": None,
+                               "sort": {"field": "rank", "order": "ascending"}, "axis": {"labelFontSize": 12}},
+                         "x": {"field": "cosine similarity", "type": "quantitative", "scale": {"domain": [-1, 1]},
+                               "title": "cosine similarity"}},
+            "layer": [{"mark": {"type": "bar", "color": "#3b5bdb"},
+                       "encoding": {"tooltip": [{"field": "word", "type": "nominal"},
+                                                {"field": "cosine similarity", "type": "quantitative",
+                                                 "format": ".3f"}]}},
+                      {"mark": {"type": "text", "align": "left", "dx": 4, "fontSize": 11},
+                       "encoding": {"text": {"field": "cosine similarity", "type": "quantitative", "format": ".3f"},
+                                    "x": {"value": 305}}}],
+            "autosize": {"type": "pad", "contains": "padding"}}
+
+
 def line_spec(data: list[dict], x: str, y: str, color: str | None = None, title: str = "",
               x_title: str | None = None, y_title: str | None = None, width: int = 520, height: int = 220,
               log: bool = False) -> dict:

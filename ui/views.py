@@ -142,11 +142,12 @@ def one_word_picker(trace: Trace, label: str = "One word", key: str = "one_word"
 
 def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
     """A short vector as a one-row table."""
-    import pandas as pd
-    v = np.atleast_1d(values)
-    frame = pd.DataFrame([v], columns=labels or [str(i) for i in range(v.size)])
-    st.dataframe(frame, hide_index=True, width="content",
-                 column_config={c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in frame.columns})
+    import pyarrow as pa
+    v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    names = list(labels or [str(i) for i in range(v.size)])
+    row = pa.table({name: pa.array([x]) for name, x in zip(names, v.tolist())})
+    st.dataframe(row, hide_index=True, width="content",
+                 column_config={c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in names})
 
 
 def picture(image: np.ndarray, grid_shape: tuple[int, int] | None = None, width: int = 384,
