@@ -14,7 +14,7 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
-from bench._common import EXCEPTION, after_run, forward_pages, run_marker, wait_for_charts, wait_run_end
+from bench._common import CHART, EXCEPTION, after_run, forward_pages, run_marker, wait_for_charts, wait_run_end
 
 # Pages with a heatmap on show (not in a tab) whose rows are the tokens; the first that exists is used.
 PREFERRED = ["softmax", "context", "multi_head", "embeddings"]
@@ -147,3 +147,24 @@ def test_two_students_never_see_each_others_data(app_server, student):
         assert mine.split() in token_rows(tab, mine.split())
         expect(sentence_box(tab)).to_have_value(mine)
         no_exception(tab)
+
+
+def test_clicking_a_cell_shows_its_arithmetic(app_server, student):
+    """A click on a heatmap cell reruns only its box (a fragment) and shows how that number was made,
+    recomputed from its terms and equal to the cell; the rest of the page stays as it was."""
+    tab = student()
+    open_page(tab, app_server, "softmax", {"sentence": SENTENCE_C})
+    token_rows(tab, SENTENCE_C.split())
+    cells = tab.locator(CHART).first.locator("svg.marks g.mark-rect path")       # the page's first heatmap
+    n = len(SENTENCE_C.split())
+    assert cells.count() >= n * n, cells.count()
+    before = tab.locator(CHART).count()
+    # the cell of row 1, column 2 (cells are drawn row by row)
+    after_run(tab, lambda: cells.nth(1 * n + 2).click())
+    shown = tab.get_by_text("was made", exact=False)
+    expect(shown.first).to_be_visible(timeout=15_000)
+    text = shown.first.inner_text()
+    assert "[1, 2]" in text, text
+    expect(tab.get_by_text("✓ recomputed from the terms above", exact=False).first).to_be_visible()
+    assert tab.locator(CHART).count() == before
+    no_exception(tab)
