@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import explain_gradients  # noqa: F401  (registers the explainers of this trace's steps)
 from .attention import softmax
 from .config import MAX_CHARS, MAX_DIM, ConfigError
 from .embeddings import Vocabulary, embed

@@ -133,6 +133,20 @@ def join_terms(terms: list[str], latex: bool = True, sep: str = " + ") -> tuple[
     return sep.join(gap if t is None else t for t in kept), hidden
 
 
+def softmax_fraction(ctx, exps: list[str], exps_text: list[str], e, j: int, total: float) -> tuple[str, str, int]:
+    """One softmax entry as fractions: e^{s_j − m} / Σ e^{…}, then the exponentials' values, then the total.
+    (latex, text, number of denominator terms left out)."""
+    den, hidden = join_terms(exps)
+    den_text, _ = join_terms(exps_text, latex=False)
+    den_values, _ = join_terms([ctx.num(v) for v in e])
+    den_values_text, _ = join_terms([ctx.num_text(v) for v in e], latex=False)
+    shown = (rf"\frac{{{exps[j]}}}{{{den}}} = \frac{{{ctx.num(e[j])}}}{{{den_values}}}"
+             rf" = \frac{{{ctx.num(e[j])}}}{{{ctx.num(total)}}}")
+    text = (f"{exps_text[j]} / ({den_text}) = {ctx.num_text(e[j])} / ({den_values_text})"
+            f" = {ctx.num_text(e[j])} / {ctx.num_text(total)}")
+    return shown, text, hidden
+
+
 def row_excerpt(items: list[str], keep: int, latex: bool = True) -> tuple[str, int]:
     """A row's entries, comma-separated, entry `keep` boxed; the first 3, the last 2 and `keep` are shown,
     runs of left-out entries become '… k more …'. Returns (text, n_left_out)."""
@@ -338,6 +352,7 @@ class Context:
 
 Explainer = Callable[[Context, tuple], Explanation]
 EXPLAINERS: dict[tuple[str, str], Explainer] = {}        # (trace kind, step key) -> explainer
+CONDITIONS: dict[tuple[str, str], Callable[[Trace], bool]] = {}   # (kind, key) -> when it applies (absent: always)
 
 
 def trace_kind(trace: Trace) -> str:
@@ -345,18 +360,27 @@ def trace_kind(trace: Trace) -> str:
     return trace.facts.get("kind") or ("classifier" if "classes" in trace.facts else "forward")
 
 
-def register(*keys: str, kind: str = "forward"):
+def register(*keys: str, kind: str = "forward", when: Callable[[Trace], bool] | None = None):
     """Decorator: fn(ctx, cell) -> Explanation explains the cells of the steps named `keys` in traces
-    of this kind ("*": any trace)."""
+    of this kind ("*": any trace), and only those where `when(trace)` holds, if given (e.g. the
+    facts the explainer reads are there)."""
     def decorate(fn: Explainer) -> Explainer:
         for key in keys:
             EXPLAINERS[(kind, key)] = fn
+            if when is None:
+                CONDITIONS.pop((kind, key), None)
+            else:
+                CONDITIONS[(kind, key)] = when
         return fn
     return decorate
 
 
 def explainer_for(trace: Trace, key: str) -> Explainer | None:
-    return EXPLAINERS.get((trace_kind(trace), key)) or EXPLAINERS.get(("*", key))
+    for kind in (trace_kind(trace), "*"):
+        fn = EXPLAINERS.get((kind, key))
+        if fn is not None and CONDITIONS.get((kind, key), lambda _: True)(trace):
+            return fn
+    return None
 
 
 def can_explain(trace: Trace, key: str) -> bool:
@@ -754,17 +778,11 @@ def _weights(ctx: Context, cell):
     tt = "" if t == 1 else f"/{fmt(t, 6)}"
     exps = [(r"e^{-\infty}" if math.isinf(v) else rf"e^{{{ctx.num(v)}{tt} - {ctx.factor(top)}}}") for v in s]
     exps_text = [("exp(-inf)" if math.isinf(v) else f"exp({ctx.num_text(v)}{tt} - {ctx.factor_text(top)})") for v in s]
-    den, hidden = join_terms(exps)
-    den_text, _ = join_terms(exps_text, latex=False)
-    den_values, _ = join_terms([ctx.num(v) for v in e])
-    den_values_text, _ = join_terms([ctx.num_text(v) for v in e], latex=False)
-    shown = (rf"\frac{{{exps[j]}}}{{{den}}} = \frac{{{ctx.num(e[j])}}}{{{den_values}}}"
-             rf" = \frac{{{ctx.num(e[j])}}}{{{ctx.num(total)}}}")
+    shown, shown_text, hidden = softmax_fraction(ctx, exps, exps_text, e, j, total)
     row_text = ctx.ref_text(src, (*row_index, "j'"))
     text = (f"{lhs_text} = exp({ctx.ref_text(src, cell)}{'' if t == 1 else '/T'} - m) / Σ_j' exp({row_text}"
             f"{'' if t == 1 else '/T'} - m), m = max{'' if t == 1 else f', T = {fmt(t, 6, False)}'}\n"
-            f"  = {exps_text[j]} / ({den_text}) = {ctx.num_text(e[j])} / ({den_values_text})"
-            f" = {ctx.num_text(e[j])} / {ctx.num_text(total)}\n  = {ctx.num_text(value)}")
+            f"  = {shown_text}\n  = {ctx.num_text(value)}")
     if total == 0:
         note = "Every key is hidden for this query: the core defines the row as all zeros (no NaN)."
     else:
