@@ -155,7 +155,7 @@ def test_clicking_a_cell_shows_its_arithmetic(app_server, student):
     tab = student()
     open_page(tab, app_server, "softmax", {"sentence": SENTENCE_C})
     token_rows(tab, SENTENCE_C.split())
-    cells = tab.locator(CHART).first.locator("svg.marks g.mark-rect path")       # the page's first heatmap
+    cells = tab.locator(CHART).first.locator("svg.marks g.mark-rect.role-mark path")       # the page's first heatmap
     n = len(SENTENCE_C.split())
     assert cells.count() >= n * n, cells.count()
     before = tab.locator(CHART).count()
@@ -167,4 +167,25 @@ def test_clicking_a_cell_shows_its_arithmetic(app_server, student):
     assert "[1, 2]" in text, text
     expect(tab.get_by_text("✓ recomputed from the terms above", exact=False).first).to_be_visible()
     assert tab.locator(CHART).count() == before
+    no_exception(tab)
+
+
+def test_clicking_a_gradient_cell_shows_its_chain_rule(app_server, student):
+    """On the training step, a cell of ∂L/∂S is explained through its softmax-Jacobian terms."""
+    import re
+
+    tab = student()
+    open_page(tab, app_server, "training_step")
+    heading = tab.get_by_role("heading", name=re.compile(r"^∂L\/∂S(\s|$)"))     # "/" escaped for the selector
+    expect(heading.first).to_be_visible(timeout=60_000)
+    box = tab.locator("[data-testid='stVerticalBlock']").filter(has=heading).last
+    cells = box.locator(f"{CHART} svg.marks g.mark-rect.role-mark path")
+    expect(cells.first).to_be_attached(timeout=30_000)
+    n = int(cells.count() ** 0.5)
+    assert n * n == cells.count() and n >= 3, cells.count()
+    after_run(tab, lambda: cells.nth(1 * n + 2).click(), timeout_ms=60_000)
+    shown = tab.get_by_text("was made", exact=False)
+    expect(shown.first).to_be_visible(timeout=15_000)
+    assert "dL/dscores[1, 2]" in shown.first.inner_text()
+    expect(tab.get_by_text("✓ recomputed from the terms above", exact=False).first).to_be_visible()
     no_exception(tab)
