@@ -134,11 +134,11 @@ def browser_redraw(url: str, slider_label: str, changes: int, browser) -> dict:
     thumb = tab.get_by_role("slider", name=slider_label).first
     thumb.focus()
     redraw, total, debounce, errors = [], [], [], 0
-    for _ in range(changes):
+    for k in range(changes):
         tab.wait_for_timeout(QUIET_MS)
         marker = run_marker(tab)
         t_key = tab.evaluate("() => performance.now()")
-        thumb.press("ArrowRight")
+        thumb.press("ArrowRight" if k // 10 % 2 == 0 else "ArrowLeft")    # back and forth: never stuck at an end
         wait_run_end(tab, marker, timeout_ms=120_000, quiet_ms=50)
         for _ in range(400):                             # the DOM quiet for QUIET_MS: charts drawn
             if tab.evaluate(f"() => performance.now() - window.__lastMutation > {QUIET_MS}"):
