@@ -1,6 +1,7 @@
 import streamlit as st
 
 import ui
+from ui.text import md_escape
 from attention_core import nearest
 from attention_core.embeddings import cosine_similarity, vocabulary_for
 
@@ -36,4 +37,8 @@ cos = trace.view("cosine_tokens", "Cosine similarity of embeddings",
                  lambda: cosine_similarity(trace["x_embed"].value), ("n", "n"), r"\cos(x_i, x_j)")
 st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j \rVert}")
 ui.heatmap(trace, cos, key="hm:cos")
+zero = [w for w, row in zip(trace.token_labels(), trace["x_embed"].value) if not row.any()]
+if zero:
+    st.caption(f"{md_escape(', '.join(zero))}: the zero vector here, which has no direction: its cosine with any word "
+               "(itself included) is undefined, and is drawn as 0.")
 ui.step_nav(PAGE, config)
