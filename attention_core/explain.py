@@ -25,8 +25,10 @@ The registry
 ------------
 EXPLAINERS maps (trace kind, step key) to `fn(ctx: Context, cell: tuple[int, ...]) -> Explanation`.
 The kind tells traces apart that reuse a key for other math: run_forward's traces are
-"forward"; the classifier's (its facts carry "classes", or set facts["kind"]) are "classifier",
-where "scores" is already scaled and "w_o" maps to 3 classes. kind="*" serves any trace.
+"forward" (its facts say so); the classifier's (its facts carry "classes", or set facts["kind"])
+are "classifier", where "scores" is already scaled and "w_o" maps to 3 classes; any other trace
+(Bahdanau's, the grid's, PyTorch's) is "other" until it names its kind, so a forward explainer
+never reads a "scores" it does not know. kind="*" serves any trace.
 A module that adds steps (e.g. the classifier's "dL/dw_q") registers its own, at import:
 
     from attention_core.explain import Context, Explanation, register
@@ -356,8 +358,8 @@ CONDITIONS: dict[tuple[str, str], Callable[[Trace], bool]] = {}   # (kind, key) 
 
 
 def trace_kind(trace: Trace) -> str:
-    """'forward' (run_forward), 'classifier' (its facts name the classes), or facts['kind'] if set."""
-    return trace.facts.get("kind") or ("classifier" if "classes" in trace.facts else "forward")
+    """facts['kind'] if set ('forward' for run_forward), 'classifier' if its facts name the classes, else 'other'."""
+    return trace.facts.get("kind") or ("classifier" if "classes" in trace.facts else "other")
 
 
 def register(*keys: str, kind: str = "forward", when: Callable[[Trace], bool] | None = None):

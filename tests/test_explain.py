@@ -248,3 +248,22 @@ def test_settings_without_config_read_from_the_trace():
     s = settings_of(run_forward(config))
     assert (s.score, s.positional, s.n_heads) == ("additive", "learned", 1)
     assert math.isclose(s.temperature, 0.3, rel_tol=1e-9)
+
+
+def test_other_traces_reusing_forward_keys_get_no_forward_explainer():
+    """Bahdanau's, the grid's and PyTorch's traces have steps named scores/weights/context/q/x too,
+    with other math: the forward explainers must not claim them (a click shows the value)."""
+    from attention_core import bahdanau as b
+    from attention_core import grid as g
+    from attention_core.explain import trace_kind
+
+    h = np.array([[0.0, 1.0], [3.0, 4.0], [1.0, 2.0]])
+    grid = g.make_grid()
+    others = [b.step_trace(np.array([0.0, 1.0]), h, b.init_params()),
+              g.one_query(grid, g.named_queries(["red"])[0], "red"),
+              g.many_queries(grid, g.named_queries(["red", "blue"]), ["red", "blue"])]
+    for trace in others:
+        assert trace_kind(trace) == "other"
+        for key in trace.steps:
+            assert not can_explain(trace, key), key
+    assert trace_kind(run_forward(Config())) == "forward"
