@@ -189,3 +189,20 @@ def test_clicking_a_gradient_cell_shows_its_chain_rule(app_server, student):
     assert "dL/dscores[1, 2]" in shown.first.inner_text()
     expect(tab.get_by_text("✓ recomputed from the terms above", exact=False).first).to_be_visible()
     no_exception(tab)
+
+
+def test_clicking_a_cell_on_the_grid_page_shows_its_value(app_server, student):
+    """A trace that is not the forward pass's (the grid's "scores" is X q) shows the clicked value,
+    never another trace's arithmetic or an error."""
+    import re
+
+    tab = student()
+    open_page(tab, app_server, "grid")
+    heading = tab.get_by_role("heading", name=re.compile(r"^Scores e"))
+    expect(heading.first).to_be_visible(timeout=30_000)
+    box = tab.locator("[data-testid='stVerticalBlock']").filter(has=heading).last
+    cells = box.locator(f"{CHART} svg.marks g.mark-rect.role-mark path")
+    expect(cells.first).to_be_attached(timeout=30_000)
+    after_run(tab, lambda: cells.nth(3).click(), timeout_ms=60_000)
+    expect(box.get_by_text("[3] =", exact=False).first).to_be_visible(timeout=15_000)
+    no_exception(tab)
