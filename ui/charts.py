@@ -237,7 +237,8 @@ def line_spec(data: list[dict], x: str, y: str, color: str | None = None, title:
     """A small line chart (curves of a few PE dimensions, loss curves)."""
     import altair as alt
     scale = alt.Scale(type="log") if log else alt.Scale()
-    enc = {"x": alt.X(f"{x}:Q", title=x_title or x, scale=scale),
+    x_scale = alt.Scale(type="log", nice=False) if log else alt.Scale(nice=False)   # the axis ends with the data
+    enc = {"x": alt.X(f"{x}:Q", title=x_title or x, scale=x_scale),
            "y": alt.Y(f"{y}:Q", title=y_title or y, scale=scale)}
     if color:
         enc["color"] = alt.Color(f"{color}:N", scale=alt.Scale(scheme="tableau10"), title=None,
