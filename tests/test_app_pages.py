@@ -126,3 +126,16 @@ def test_nearest_neighbours_are_drawn_with_their_similarities():
     assert [r["word"] for r in got] == [w for w, _ in want]
     np.testing.assert_allclose([r["cosine similarity"] for r in got], [c for _, c in want], rtol=1e-12)
     assert word not in [r["word"] for r in got]          # a word is not its own neighbour
+
+
+def test_a_table_cell_selected_shows_its_arithmetic():
+    """The table view is the keyboard's way to a number's arithmetic: selecting a cell explains it."""
+    at = open_page("pages/5_softmax.py")
+    at.toggle(key="tbl:weights").set_value(True).run()
+    no_exception(at)
+    at.session_state["tb:weights:None"] = {"selection": {"rows": [], "columns": [], "cells": [(1, "c2")]}}
+    at.run()
+    no_exception(at)
+    shown = [m.value for m in at.markdown if "was made" in m.value]
+    assert shown and "weights[1, 2]" in shown[0], shown
+    assert any("✓ recomputed from the terms above" in c.value for c in at.caption)

@@ -26,19 +26,31 @@ def shape_badge(step: Step) -> None:
     st.markdown(badge_text(step))
 
 
-def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3) -> None:
+def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3, key: str | None = None):
+    """The numbers of a step (one head) as a table. With a key, a cell can be selected, with the
+    mouse or the keyboard (arrow keys in the grid): returns the selected (row, col) or None."""
     import pandas as pd
     value, axes = (step.value[head], step.axes[1:]) if head is not None else (step.value, step.axes)
     if value.ndim == 1:
         value, axes = value[None, :], ("",) + axes
     rows = trace.labels(axes[0], value.shape[0]) if axes[0] else [step.key]
     cols = trace.labels(axes[1], value.shape[1])
-    frame = pd.DataFrame(np.where(np.isneginf(value), np.nan, value), index=rows,
-                         columns=[str(c) for c in cols])
-    st.dataframe(frame, column_config={c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in frame.columns},
-                 width="content")
+    names = [f"c{j}" for j in range(value.shape[1])]          # positional names, the labels are shown
+    frame = pd.DataFrame(np.where(np.isneginf(value), np.nan, value), index=rows, columns=names)
+    config = {n: st.column_config.NumberColumn(str(c), format=f"%.{digits}f") for n, c in zip(names, cols)}
+    if key is None:
+        st.dataframe(frame, column_config=config, width="content")
+        state = None
+    else:
+        state = st.dataframe(frame, column_config=config, width="content", key=key, on_select="rerun",
+                             selection_mode="single-cell")
     if np.isneginf(value).any():
         st.caption("Empty cells are −∞ (masked).")
+    cells = list(state.selection.cells) if state is not None and "selection" in state else []
+    if not cells:
+        return None
+    row, name = cells[0]
+    return int(row), int(str(name)[1:])
 
 
 def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
@@ -86,7 +98,9 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, 
             notes.append("Computed from: " + ", ".join(f"`{trace[i].title}`" for i in s.inputs if i in trace))
         if notes:
             (st.markdown if presenting() else st.caption)("  \n".join(notes))
-        as_table = False if presenting() else st.toggle("Numbers as a table", key=f"{key_prefix}tbl:{key}")
+        as_table = False if presenting() else st.toggle(
+            "Numbers as a table", key=f"{key_prefix}tbl:{key}",
+            help="Select a cell of the table (click, or arrow keys) to see how that number was made.")
         heads = [None] if s.axes[:1] != ("head",) else list(range(s.shape[0]))
         if heads != [None] and domain is None and s.scale == "diverging":   # one colour scale for all heads
             finite = s.value[np.isfinite(s.value)]
@@ -102,7 +116,9 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, 
                     if as_table:
                         if label:
                             st.caption(label)
-                        table(trace, s, h)
+                        cell = table(trace, s, h, key=f"{key_prefix}tb:{key}:{h}")
+                        if cell is not None:
+                            clicked = (h, cell)
                     else:
                         cell = heatmap(trace, s, h, title=label, key=f"{key_prefix}hm:{key}:{h}", domain=domain,
                                        max_w=max_w / per_row - 60 * (per_row > 1))

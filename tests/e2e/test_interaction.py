@@ -206,3 +206,24 @@ def test_clicking_a_cell_on_the_grid_page_shows_its_value(app_server, student):
     after_run(tab, lambda: cells.nth(3).click(), timeout_ms=60_000)
     expect(box.get_by_text("[3] =", exact=False).first).to_be_visible(timeout=15_000)
     no_exception(tab)
+
+
+def test_the_table_view_explains_a_cell_from_the_keyboard(app_server, student):
+    """Without a mouse on the heatmap: the table view's cells are selected with a click or the
+    arrow keys, and the selected number is explained."""
+    tab = student()
+    open_page(tab, app_server, "softmax")
+    token_rows(tab)
+    toggles = tab.get_by_text("Numbers as a table")
+    after_run(tab, lambda: toggles.last.click())                   # the weights box
+    grid = tab.locator("[data-testid='stDataFrame']").first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    after_run(tab, lambda: tab.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + 60), timeout_ms=20_000)
+    first = tab.get_by_text("was made", exact=False).first
+    expect(first).to_be_visible(timeout=15_000)
+    before = first.inner_text()
+    after_run(tab, lambda: tab.keyboard.press("ArrowRight"), timeout_ms=20_000)
+    expect(tab.get_by_text("was made", exact=False).first).not_to_have_text(before, timeout=15_000)
+    expect(tab.get_by_text("✓ recomputed from the terms above", exact=False).first).to_be_visible()
+    no_exception(tab)
