@@ -67,7 +67,7 @@ if st.button("Train", type="primary", icon=":material/play_arrow:", key="tr_go")
             history.append(row)
             bar.progress(stats["epoch"] / int(epochs), text=f"Epoch {stats['epoch']} of {int(epochs)}: "
                                                             f"loss {stats['loss']:.4f}")
-            chart.vega_lite_chart(spec=ui.training_curves_spec(history), width="content")
+            ui.chart(ui.training_curves_spec(history), target=chart)
     except clf.TrainingDiverged as err:
         params, error = err.params, str(err)
     bar.empty()
@@ -88,7 +88,7 @@ if run["history"]:
     c2.metric("Training accuracy", f"{last['train accuracy']:.0%}")
     if test:
         c3.metric("Test accuracy (never trained on)", f"{last['test accuracy']:.0%}")
-    st.vega_lite_chart(spec=ui.training_curves_spec(run["history"]), width="content")
+    ui.chart(ui.training_curves_spec(run["history"]))
     st.caption("Loss: the mean cross-entropy over the sentences after each epoch. Chance accuracy is about 33%.")
 
 st.header("What did attention learn?")
@@ -112,9 +112,9 @@ try:
     p, weights = clf.predict(run["params"], x)
     _, trace = clf.forward(run["params"], x, int(np.argmax(p)), tokens)
     st.markdown(f"Prediction: **{clf.CLASSES[int(np.argmax(p))]}**")
-    st.vega_lite_chart(spec=ui.grouped_bars_spec(
+    ui.chart(ui.grouped_bars_spec(
         [{"class": c, "probability": float(v), "model": "trained"} for c, v in zip(clf.CLASSES, p)],
-        "class", "probability", "model", width=220, height=140), width="content")
+        "class", "probability", "model", width=220, height=140))
     ui.heatmap(trace, trace["weights"], key="hm:tr:try")
 except ConfigError as err:
     st.error(str(err), icon=":material/error:")

@@ -146,7 +146,7 @@ if submitted:
                     bar.progress(p.fraction, text=f"Step {p.step:,} of {p.steps:,} · loss {p.loss:.4f} · "
                                                   f"learning rate {p.lr:.2e} · {elapsed:.1f} s")
                     data = [{"step": k + 1, "loss": v} for k, v in enumerate(losses)]
-                    chart.vega_lite_chart(spec={**live, "data": {"values": data}}, width="content")
+                    ui.chart({**live, "data": {"values": data}}, target=chart)
         except ConfigError as err:
             bar.empty()
             st.error(f"{err} The previous model (if any) is kept.", icon=":material/error:")
@@ -180,8 +180,8 @@ else:
               help="Mean over the last 5% of training sequences.")
     c4.metric("Training time", f"{trained['seconds']:.1f} s", help=f"{s.steps:,} sequences on this server.")
     data = [{"step": k + 1, "loss": v} for k, v in enumerate(losses)]
-    st.vega_lite_chart(spec=ui.line_spec(data, "step", "loss", title="Training loss (MSE per sequence)",
-                                         x_title="training sequence", y_title="loss", width=620), width="content")
+    ui.chart(ui.line_spec(data, "step", "loss", title="Training loss (MSE per sequence)",
+                          x_title="training sequence", y_title="loss", width=620))
     st.caption(f"Trained with learning rate {s.lr:g} (falling to {s.lr * s.final_lr_fraction:g}), momentum "
                f"{s.momentum:g}, {s.steps:,} sequences of {s.min_len}–{s.max_len} pairs, d_a = {s.d_a}, seed {s.seed}. "
                f"Before training the same 200 sequences were sorted {ev0.n_sorted} times.")

@@ -1,27 +1,13 @@
 """The four 'Attention variants' pages through AppTest, opened the way the browser opens them."""
-import json
-
 import numpy as np
 import pytest
 
 from attention_core import Config, run_forward
 from attention_core import bahdanau as b
 from attention_core.torch_mha import score_costs
-from tests.apptest_util import messages, no_exception, open_page
+from tests.apptest_util import charts, messages, no_exception, open_page
 
 PAGES = ["pages/20_score_functions.py", "pages/21_alignment.py", "pages/22_grid.py", "pages/23_pytorch_mha.py"]
-
-
-def charts(at) -> list[dict]:
-    """The Vega-Lite specs the page drew, with any Arrow-sent cells put back inline as spec["data"]."""
-    out = []
-    for c in at.get("vega_lite_chart"):
-        spec = json.loads(c.proto.spec)
-        if c.proto.data.data:
-            import pyarrow as pa
-            spec["data"] = {"values": pa.ipc.open_stream(c.proto.data.data).read_all().to_pylist()}
-        out.append(spec)
-    return out
 
 
 def metric(at, label: str) -> str:
