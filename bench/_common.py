@@ -49,9 +49,9 @@ st.write(value)
 @dataclass(frozen=True)
 class Page:
     section: str
-    file: str        # "pages/4_scores.py"
+    file: str        # "app_pages/4_scores.py"
     label: str
-    path: str        # URL path without slashes: "" for app.py, "scores" for pages/4_scores.py
+    path: str        # URL path without slashes: "" for app.py, "scores" for app_pages/4_scores.py
 
     @property
     def url_path(self) -> str:
@@ -59,7 +59,7 @@ class Page:
 
 
 def url_path_of(page_file: str) -> str:
-    """'app.py' -> '', 'pages/4_scores.py' -> 'scores' (Streamlit drops the number prefix)."""
+    """'app.py' -> '', 'app_pages/4_scores.py' -> 'scores' (Streamlit drops the number prefix)."""
     if "/" not in page_file:
         return ""
     stem = Path(page_file).stem

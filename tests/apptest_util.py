@@ -8,12 +8,18 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def open_page(page: str = "app.py", query: dict | None = None, timeout: float = 60) -> AppTest:
-    """Run app.py's entry point switched to `page` (each page draws the shared sidebar itself)."""
+HOME = "app_pages/overview.py"
+
+
+def open_page(page: str = HOME, query: dict | None = None, timeout: float = 60) -> AppTest:
+    """Run app.py (the router: st.navigation) switched to `page`, as a deep link to its URL does.
+
+    Before the first run AppTest names a page by its file name without the number prefix,
+    which is each page's url_path (ui/nav.py), so the switch lands on the registered page."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     for k, v in (query or {}).items():
         at.query_params[k] = v
-    if page != "app.py":
+    if page != HOME:
         at.switch_page(page)
     return at.run()
 

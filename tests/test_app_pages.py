@@ -52,7 +52,7 @@ def _widget(at, kind, key):
 @pytest.mark.parametrize("kind,key,value", CONTROLS)
 def test_each_control_on_each_page(page, kind, key, value):
     at = open_page(page, query={"positional": "none"} if key == "w.n_heads" else None)
-    if key in ("w.mask",) and page == "pages/5_softmax.py":
+    if key in ("w.mask",) and page == "app_pages/5_softmax.py":
         pass  # drawn in the page body there; the key is the same
     if not any(w.key == key for w in getattr(at, kind)):
         pytest.skip(f"{key} is not on {page}")
@@ -62,7 +62,7 @@ def test_each_control_on_each_page(page, kind, key, value):
     assert at.session_state[f"s.{key[2:]}"] == value
 
 
-@pytest.mark.parametrize("page", ["pages/3_qkv.py", "pages/7_multi_head.py"])
+@pytest.mark.parametrize("page", ["app_pages/3_qkv.py", "app_pages/7_multi_head.py"])
 def test_shape_text_follows_d_k(page):
     at = open_page(page)
     assert any("d_k=4" in b for b in badges(at))
@@ -73,14 +73,14 @@ def test_shape_text_follows_d_k(page):
 
 
 def test_scaling_formula_follows_d_k():
-    at = open_page("pages/4_scores.py")
+    at = open_page("app_pages/4_scores.py")
     at.number_input(key="w.d_k").set_value(9).run()
     no_exception(at)
     assert any(r"\sqrt{9}" in e.value for e in at.latex)
 
 
 def test_position_controls_live_on_the_position_page():
-    at = open_page("pages/2_positional.py")
+    at = open_page("app_pages/2_positional.py")
     assert any(w.key == "w.positional" for w in at.main.selectbox)
     at.selectbox(key="w.positional").set_value("index").run()
     no_exception(at)
@@ -88,9 +88,9 @@ def test_position_controls_live_on_the_position_page():
 
 
 def test_settings_survive_switching_pages():
-    at = open_page("pages/3_qkv.py")
+    at = open_page("app_pages/3_qkv.py")
     at.text_input(key="w.sentence").set_value("we love the dog").run()
-    at.switch_page("pages/5_softmax.py").run()
+    at.switch_page("app_pages/5_softmax.py").run()
     no_exception(at)
     assert at.session_state["s.sentence"] == "we love the dog"
     assert at.session_state["s.last_good"].sentence == "we love the dog"   # what the page computed with
@@ -98,7 +98,7 @@ def test_settings_survive_switching_pages():
 
 
 def test_url_sets_the_settings():
-    at = open_page("pages/7_multi_head.py", query={"embedding": "random", "d_model": "8", "n_heads": "4",
+    at = open_page("app_pages/7_multi_head.py", query={"embedding": "random", "d_model": "8", "n_heads": "4",
                                                    "d_k": "2", "sentence": "a b c"})
     no_exception(at)
     assert at.session_state["s.n_heads"] == 4
@@ -107,7 +107,7 @@ def test_url_sets_the_settings():
 
 
 def test_glove_disables_d_model_with_reason():
-    at = open_page("app.py", query={"embedding": "glove", "sentence": "the movie was great"})
+    at = open_page("app_pages/overview.py", query={"embedding": "glove", "sentence": "the movie was great"})
     no_exception(at)
     fixed = [s for s in at.sidebar.slider if s.label.startswith("d_model")]
     assert fixed and fixed[0].disabled and fixed[0].value == 50
@@ -117,7 +117,7 @@ def test_glove_disables_d_model_with_reason():
 def test_nearest_neighbours_are_drawn_with_their_similarities():
     from attention_core import Config, nearest
     from attention_core.embeddings import vocabulary_for
-    at = open_page("pages/1_embeddings.py")
+    at = open_page("app_pages/1_embeddings.py")
     no_exception(at)
     word = at.selectbox(key="nn_word").value
     want = nearest(vocabulary_for(Config()), word, 8)
@@ -130,7 +130,7 @@ def test_nearest_neighbours_are_drawn_with_their_similarities():
 
 def test_a_table_cell_selected_shows_its_arithmetic():
     """The table view is the keyboard's way to a number's arithmetic: selecting a cell explains it."""
-    at = open_page("pages/5_softmax.py")
+    at = open_page("app_pages/5_softmax.py")
     at.toggle(key="tbl:weights").set_value(True).run()
     no_exception(at)
     at.session_state["tb:weights:None"] = {"selection": {"rows": [], "columns": [], "cells": [(1, "c2")]}}

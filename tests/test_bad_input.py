@@ -43,7 +43,7 @@ SENTENCES = [
 
 @pytest.mark.parametrize("sentence,embedding,message", SENTENCES)
 def test_sentence(sentence, embedding, message):
-    at = open_page("pages/4_scores.py", query={"embedding": embedding, "sentence": GOOD if embedding != "toy"
+    at = open_page("app_pages/4_scores.py", query={"embedding": embedding, "sentence": GOOD if embedding != "toy"
                                                 else "I love you today"})
     before = at.session_state["s.last_good"]
     at.text_input(key="w.sentence").set_value(sentence).run()
@@ -58,7 +58,7 @@ def test_sentence(sentence, embedding, message):
 
 
 def test_markup_is_text_not_html():
-    at = open_page("pages/1_embeddings.py", query={"embedding": "random"})
+    at = open_page("app_pages/1_embeddings.py", query={"embedding": "random"})
     at.text_input(key="w.sentence").set_value("<b>bold</b> <script>x</script>").run()
     no_exception(at)
     shown = "\n".join(m.value for m in at.markdown)
@@ -80,14 +80,14 @@ WIDGETS = [
 
 @pytest.mark.parametrize("steps,message", WIDGETS)
 def test_widget_combinations(steps, message):
-    at = open_page("pages/7_multi_head.py", query={"positional": "none"} if steps[0][1] == "w.n_heads" else None)
+    at = open_page("app_pages/7_multi_head.py", query={"positional": "none"} if steps[0][1] == "w.n_heads" else None)
     before = at.session_state["s.last_good"]
     for kind, key, value in steps:
         if key == "w.positional":
-            at.switch_page("pages/2_positional.py").run()
+            at.switch_page("app_pages/2_positional.py").run()
         getattr(at, kind)(key=key).set_value(value).run()
         if key == "w.positional":
-            at.switch_page("pages/7_multi_head.py").run()
+            at.switch_page("app_pages/7_multi_head.py").run()
     no_exception(at)
     assert message in messages(at), messages(at)
     if len(steps) == 1:
@@ -131,7 +131,7 @@ URLS = [
 
 @pytest.mark.parametrize("query,message", URLS)
 def test_tampered_url(query, message):
-    at = open_page("pages/5_softmax.py", query=query)
+    at = open_page("app_pages/5_softmax.py", query=query)
     no_exception(at)
     assert message in messages(at), messages(at)
     assert at.session_state["s.last_good"] is not None
@@ -139,7 +139,7 @@ def test_tampered_url(query, message):
     assert w.d_k <= 64 and w.n_heads <= 16
 
 
-@pytest.mark.parametrize("page", ["app.py", "pages/1_embeddings.py", "pages/2_positional.py", "pages/6_context.py"])
+@pytest.mark.parametrize("page", ["app_pages/overview.py", "app_pages/1_embeddings.py", "app_pages/2_positional.py", "app_pages/6_context.py"])
 def test_tampered_url_on_other_pages(page):
     at = open_page(page, query={"d_model": "-3", "n_heads": "x", "sentence": "", "temperature": "-1"})
     no_exception(at)

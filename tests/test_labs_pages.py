@@ -7,7 +7,7 @@ from tests.apptest_util import messages, no_exception, open_page
 
 @pytest.mark.parametrize("pitfall", [p.key for p in PITFALLS])
 def test_each_pitfall_shows_both_and_its_check(pitfall):
-    at = open_page("pages/30_pitfalls.py")
+    at = open_page("app_pages/30_pitfalls.py")
     at.radio(key="pitfall").set_value(pitfall).run()
     no_exception(at)
     values = [m.value for m in at.metric]
@@ -30,7 +30,7 @@ def _answer_first(at, kind, right: bool):
 
 @pytest.mark.parametrize("right", [True, False])
 def test_quiz_grades_a_shape_prediction(right):
-    at = open_page("pages/31_quiz.py")
+    at = open_page("app_pages/31_quiz.py")
     _answer_first(at, "shape", right)
     no_exception(at)
     if right:
@@ -42,7 +42,7 @@ def test_quiz_grades_a_shape_prediction(right):
 
 
 def test_quiz_questions_change_with_settings():
-    at = open_page("pages/31_quiz.py")
+    at = open_page("app_pages/31_quiz.py")
     first = [m.value for m in at.markdown if m.value.startswith("**1.**")]
     at.text_input(key="w.sentence").set_value("we like the cat").run()
     second = [m.value for m in at.markdown if m.value.startswith("**1.**")]
@@ -51,7 +51,7 @@ def test_quiz_questions_change_with_settings():
 
 
 def test_export_page_offers_downloads_and_the_script():
-    at = open_page("pages/32_export.py", query={"d_k": "3", "sentence": "we love you"})
+    at = open_page("app_pages/32_export.py", query={"d_k": "3", "sentence": "we love you"})
     no_exception(at)
     assert not at.error, messages(at)
     code = [c.value for c in at.code]

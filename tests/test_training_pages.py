@@ -9,7 +9,7 @@ from ui.training import ModelSettings, initial_params, params_from_npz, params_n
 
 
 def test_training_step_page_checks_every_gradient():
-    at = open_page("pages/10_training_step.py", timeout=120)
+    at = open_page("app_pages/10_training_step.py", timeout=120)
     no_exception(at)
     checks = [c.value for c in at.caption if "against autograd" in c.value]
     assert len(checks) == len(clf.PARAM_NAMES) + 1            # every parameter and x
@@ -20,7 +20,7 @@ def test_training_step_page_checks_every_gradient():
 
 
 def test_training_step_own_sentence_and_bad_one():
-    at = open_page("pages/10_training_step.py", timeout=120)
+    at = open_page("app_pages/10_training_step.py", timeout=120)
     at.selectbox(key="ts_pick").set_value("(type your own)").run()
     at.text_input(key="ts_text").set_value("the speaker is awful").run()
     no_exception(at)
@@ -31,7 +31,7 @@ def test_training_step_own_sentence_and_bad_one():
 
 
 def test_train_page_trains_and_reports():
-    at = open_page("pages/11_train.py", timeout=120)
+    at = open_page("app_pages/11_train.py", timeout=120)
     at.number_input(key="tr_epochs").set_value(5).run()
     at.button(key="tr_go").click().run()
     no_exception(at)
@@ -41,7 +41,7 @@ def test_train_page_trains_and_reports():
 
 
 def test_train_page_stops_on_divergence():
-    at = open_page("pages/11_train.py", timeout=120)
+    at = open_page("app_pages/11_train.py", timeout=120)
     at.number_input(key="tr_lr").set_value(100.0).run()
     at.number_input(key="tr_epochs").set_value(20).run()
     at.button(key="tr_go").click().run()

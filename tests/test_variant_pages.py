@@ -7,7 +7,7 @@ from attention_core import bahdanau as b
 from attention_core.torch_mha import score_costs
 from tests.apptest_util import charts, messages, no_exception, open_page
 
-PAGES = ["pages/20_score_functions.py", "pages/21_alignment.py", "pages/22_grid.py", "pages/23_pytorch_mha.py"]
+PAGES = ["app_pages/20_score_functions.py", "app_pages/21_alignment.py", "app_pages/22_grid.py", "app_pages/23_pytorch_mha.py"]
 
 
 def metric(at, label: str) -> str:
@@ -23,7 +23,7 @@ def test_renders_at_defaults(page):
 
 
 def test_score_functions_show_their_costs():
-    at = open_page("pages/20_score_functions.py")
+    at = open_page("app_pages/20_score_functions.py")
     no_exception(at)
     config = Config()
     n, d_k = len(run_forward(config).tokens), config.d_k
@@ -38,7 +38,7 @@ def test_score_functions_show_their_costs():
 
 
 def test_score_function_costs_follow_the_sidebar():
-    at = open_page("pages/20_score_functions.py")
+    at = open_page("app_pages/20_score_functions.py")
     at.number_input(key="w.d_k").set_value(9).run()
     no_exception(at)
     table = next(df.value for df in at.dataframe if "FLOPs" in df.value.columns)
@@ -47,7 +47,7 @@ def test_score_function_costs_follow_the_sidebar():
 
 
 def test_alignment_trains_sorts_and_draws_the_matrix():
-    at = open_page("pages/21_alignment.py")
+    at = open_page("app_pages/21_alignment.py")
     no_exception(at)
     assert "align.model" not in at.session_state
     at.number_input(key="align.steps").set_value(40)
@@ -76,7 +76,7 @@ def test_alignment_trains_sorts_and_draws_the_matrix():
 
 
 def test_alignment_too_high_a_learning_rate_is_explained():
-    at = open_page("pages/21_alignment.py")
+    at = open_page("app_pages/21_alignment.py")
     at.number_input(key="align.lr").set_value(1.0)
     at.number_input(key="align.steps").set_value(30)
     at.form_submit_button[0].click().run()
@@ -86,7 +86,7 @@ def test_alignment_too_high_a_learning_rate_is_explained():
 
 
 def test_grid_scene_and_query_switch():
-    at = open_page("pages/22_grid.py")
+    at = open_page("app_pages/22_grid.py")
     no_exception(at)
     first = len(at.image)
     assert first >= 2, "the image and its overlay"
@@ -108,7 +108,7 @@ def test_grid_scene_and_query_switch():
 
 
 def test_pytorch_page_matches_numpy_with_and_without_padding():
-    at = open_page("pages/23_pytorch_mha.py")
+    at = open_page("app_pages/23_pytorch_mha.py")
     no_exception(at)
     for label in ("max |torch − numpy|, output", "max |torch − numpy|, weights"):
         assert float(metric(at, label)) < 1e-10
@@ -127,7 +127,7 @@ def test_pytorch_page_matches_numpy_with_and_without_padding():
 
 
 def test_pytorch_page_all_keys_padding_is_explained():
-    at = open_page("pages/23_pytorch_mha.py")
+    at = open_page("app_pages/23_pytorch_mha.py")
     at.multiselect(key="mha.pad").set_value(list(range(4))).run()
     no_exception(at)
     assert not at.error, messages(at)

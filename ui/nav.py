@@ -1,4 +1,8 @@
-"""The navigation: pages in sections, drawn by every page in its own sidebar."""
+"""The navigation: pages in sections, one st.navigation call in app.py (the router).
+
+The page files live in app_pages/, not pages/: with a folder named pages/, a fresh server
+answers its first deep link by running the page file alone (Streamlit's legacy mechanism).
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,64 +11,77 @@ import streamlit as st
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# (section, [(file, label, icon)]); a page appears once its file exists.
+# (section, [(file, label, icon, url path)]); a page appears once its file exists.
 SECTIONS = [
     ("Forward pass", [
-        ("app.py", "Overview", ":material/home:"),
-        ("pages/1_embeddings.py", "1 · Tokens & embeddings", ":material/text_fields:"),
-        ("pages/2_positional.py", "2 · Positional encoding", ":material/pin:"),
-        ("pages/3_qkv.py", "3 · Queries, keys, values", ":material/key:"),
-        ("pages/4_scores.py", "4 · Scores & scaling", ":material/functions:"),
-        ("pages/5_softmax.py", "5 · Masking & softmax", ":material/percent:"),
-        ("pages/6_context.py", "6 · Context vectors", ":material/merge:"),
-        ("pages/7_multi_head.py", "7 · Multi-head", ":material/view_column:"),
+        ("app_pages/overview.py", "Overview", ":material/home:", ""),
+        ("app_pages/1_embeddings.py", "1 · Tokens & embeddings", ":material/text_fields:", "embeddings"),
+        ("app_pages/2_positional.py", "2 · Positional encoding", ":material/pin:", "positional"),
+        ("app_pages/3_qkv.py", "3 · Queries, keys, values", ":material/key:", "qkv"),
+        ("app_pages/4_scores.py", "4 · Scores & scaling", ":material/functions:", "scores"),
+        ("app_pages/5_softmax.py", "5 · Masking & softmax", ":material/percent:", "softmax"),
+        ("app_pages/6_context.py", "6 · Context vectors", ":material/merge:", "context"),
+        ("app_pages/7_multi_head.py", "7 · Multi-head", ":material/view_column:", "multi_head"),
     ]),
     ("Training", [
-        ("pages/10_training_step.py", "One training step", ":material/undo:"),
-        ("pages/11_train.py", "Train a classifier", ":material/model_training:"),
+        ("app_pages/10_training_step.py", "One training step", ":material/undo:", "training_step"),
+        ("app_pages/11_train.py", "Train a classifier", ":material/model_training:", "train"),
     ]),
     ("Attention variants", [
-        ("pages/20_score_functions.py", "Score functions", ":material/compare:"),
-        ("pages/21_alignment.py", "Bahdanau alignment", ":material/sort:"),
-        ("pages/22_grid.py", "Cross-attention on a grid", ":material/grid_on:"),
-        ("pages/23_pytorch_mha.py", "Multi-head in PyTorch", ":material/code:"),
+        ("app_pages/20_score_functions.py", "Score functions", ":material/compare:", "score_functions"),
+        ("app_pages/21_alignment.py", "Bahdanau alignment", ":material/sort:", "alignment"),
+        ("app_pages/22_grid.py", "Cross-attention on a grid", ":material/grid_on:", "grid"),
+        ("app_pages/23_pytorch_mha.py", "Multi-head in PyTorch", ":material/code:", "pytorch_mha"),
     ]),
     ("Labs", [
-        ("pages/30_pitfalls.py", "Pitfalls lab", ":material/bug_report:"),
-        ("pages/31_quiz.py", "Predict, then reveal", ":material/quiz:"),
-        ("pages/32_export.py", "Share & export", ":material/download:"),
+        ("app_pages/30_pitfalls.py", "Pitfalls lab", ":material/bug_report:", "pitfalls"),
+        ("app_pages/31_quiz.py", "Predict, then reveal", ":material/quiz:", "quiz"),
+        ("app_pages/32_export.py", "Share & export", ":material/download:", "export"),
     ]),
 ]
 
-FORWARD = [f for f, _, _ in SECTIONS[0][1]]
+FORWARD = [f for f, _, _, _ in SECTIONS[0][1]]
+HOME = FORWARD[0]
+import os  # TEMP measuring
+POSITION = os.environ.get("AE_NAV", "top")
+EXPANDED = int(os.environ.get("AE_EXP", "1")) if os.environ.get("AE_EXP", "1").isdigit() else True
 
 
 def existing(section_pages):
-    return [(f, label, icon) for f, label, icon in section_pages if (ROOT / f).exists()]
+    return [entry for entry in section_pages if (ROOT / entry[0]).exists()]
 
 
 def label_of(page_file: str) -> str:
     for _, pages in SECTIONS:
-        for f, label, _ in pages:
+        for f, label, _, _ in pages:
             if f == page_file:
                 return label
     raise KeyError(page_file)
 
 
-def draw_navigation(query: dict[str, str] | None = None) -> None:
-    """Sections of page links; the links carry the settings so a page opens as you left it."""
+def url_path_of(page_file: str) -> str:
+    for _, pages in SECTIONS:
+        for f, _, _, path in pages:
+            if f == page_file:
+                return path
+    raise KeyError(page_file)
+
+
+def navigation():
+    """The one navigation message: every page, in its section; returns the page to run."""
+    sections = {}
     for section, pages in SECTIONS:
-        pages = existing(pages)
-        if not pages:
-            continue
-        st.markdown(f"**{section}**")
-        for f, label, icon in pages:
-            st.page_link(f, label=label, icon=icon, query_params=query or None)
+        found = existing(pages)
+        if found:
+            sections[section] = [st.Page(f, title=label, icon=icon, url_path=path or None, default=f == HOME)
+                                 for f, label, icon, path in found]
+    return st.navigation(sections, position=POSITION, expanded=EXPANDED if POSITION == 'sidebar' else False)
 
 
 def step_nav(current: str, query: dict[str, str] | None = None) -> None:
-    """'← previous step / next step →' along the forward pass."""
-    pages = [f for f, _, _ in existing(SECTIONS[0][1])]
+    """'← previous step / next step →' along the forward pass (two links; they carry the
+    settings, so a link opened in a new tab, a new session, shows the same numbers)."""
+    pages = [entry[0] for entry in existing(SECTIONS[0][1])]
     i = pages.index(current)
     st.divider()
     left, _, right = st.columns([2, 1, 2])
@@ -72,7 +89,7 @@ def step_nav(current: str, query: dict[str, str] | None = None) -> None:
         with left:
             st.page_link(pages[i - 1], label=f"← {label_of(pages[i - 1])}", query_params=query or None)
     nxt = pages[i + 1] if i + 1 < len(pages) else next(
-        (f for f, _, _ in existing(SECTIONS[1][1])), None)
+        (entry[0] for entry in existing(SECTIONS[1][1])), None)
     if nxt:
         with right:
             st.page_link(nxt, label=f"{label_of(nxt)} →", query_params=query or None)

@@ -32,11 +32,30 @@ def _init_state() -> None:
     """Once per session: settings from the URL (bad values fall back, with a notice)."""
     if "s.ready" in st.session_state:
         return
-    config, notices = config_from_query(dict(st.query_params))
+    params = dict(st.query_params)
+    config, notices = config_from_query(params)
     for name in FIELDS:
         st.session_state[f"s.{name}"] = getattr(config, name)
-    st.session_state["s.url_notices"] = notices
+    presenter, notice = presenter_from_query(params)
+    st.session_state["s.presenter"] = presenter
+    st.session_state["s.url_notices"] = notices + ([notice] if notice else [])
     st.session_state["s.ready"] = True
+
+
+PRESENTER_VALUES = {"1": True, "0": False}
+
+
+def presenter_from_query(params: dict) -> tuple[bool, str | None]:
+    """Presenter mode from a link ("presenter=1"): (on, notice). Display only, not in the Config."""
+    raw = params.get("presenter")
+    if isinstance(raw, (list, tuple)):
+        raw = raw[-1] if raw else None
+    if raw is None:
+        return False, None
+    if str(raw) in PRESENTER_VALUES:
+        return PRESENTER_VALUES[str(raw)], None
+    return False, (f"Link setting “presenter” must be 1 or 0, not {str(raw)[:40]!r}; using the default "
+                   "(presenter mode off).")
 
 
 def stored(name: str):
@@ -73,6 +92,16 @@ def _widget(make, name: str, label: str, **kwargs):
     widget returns is copied back, so the page computes with what the learner sees.
     """
     value = _fit(name, stored(name), kwargs)
+    reseed = st.session_state.get("s.reseed") or set()
+    if name in reseed:
+        # After a ConfigError the setting was put back to the value in force: write it into the
+        # widget's own state (this run, before the widget exists) so the browser shows it too;
+        # a default alone would not move a widget the browser already holds.
+        reseed.discard(name)
+        st.session_state[f"w.{name}"] = list(value) if make is st.multiselect else value
+        shown = make(label, key=f"w.{name}", on_change=_copy_out, args=(name,), **kwargs)
+        st.session_state[f"s.{name}"] = tuple(sorted(shown)) if name == "padding" else shown
+        return shown
     if make in (st.selectbox, st.radio):
         kwargs["index"] = list(kwargs["options"]).index(value)
     elif make is st.multiselect:
@@ -85,49 +114,74 @@ def _widget(make, name: str, label: str, **kwargs):
     return shown
 
 
-def _settings_widgets(local: tuple[str, ...] = ()) -> None:
-    s = stored
-    with st.expander("Sentence & embeddings", expanded=True):
-        _widget(st.text_input, "sentence", "Sentence", help="Words are lower-cased; punctuation is set aside.")
-        _widget(st.selectbox, "embedding", "Embeddings", options=list(EMBEDDING_LABELS),
-                format_func=EMBEDDING_LABELS.get)
-        if s("embedding") == "upload":
-            _upload_vectors()
-        if s("embedding") == "glove":
-            _widget(st.select_slider, "glove_vocab", "GloVe words kept (most frequent first)",
-                    options=[1_000, 5_000, 20_000, 100_000, 400_000], format_func=lambda v: f"{v:,}")
-        fixed = {"toy": "the toy vectors have 3 dimensions", "glove": "GloVe vectors have 50 dimensions",
-                 "upload": "your file sets the dimension"}.get(s("embedding"))
-        if fixed:
-            width = {"toy": 3, "glove": 50}.get(s("embedding"))
-            st.slider("d_model (embedding width)", min_value=2, max_value=128, value=width or 2, disabled=True,
-                      key=f"w.d_model_fixed_{s('embedding')}", help=f"Disabled: {fixed}.")
-            st.caption(f"Fixed: {fixed}.")
-        else:
-            _widget(st.slider, "d_model", "d_model (embedding width)", min_value=2, max_value=128,
-                    help="Width of the seeded random word vectors.")
-        _widget(st.radio, "unknown", "Unknown words", options=["drop", "unk"], horizontal=True,
-                format_func={"drop": "drop them", "unk": "use <unk>"}.get,
-                disabled=s("embedding") == "random", help="Random vectors exist for every word.")
-    if "positional" not in local:
-        with st.expander("Position", expanded=False):
-            position_controls()
-    if "n_heads" not in local:
-        with st.expander("Attention", expanded=True):
-            attention_controls(local)
+# Which page opens which collapsed group (the group stays in the same place on every page).
+OPEN_GROUPS = {"position": {"app_pages/2_positional.py"},
+               "score": {"app_pages/4_scores.py", "app_pages/5_softmax.py", "app_pages/20_score_functions.py",
+                         "app_pages/23_pytorch_mha.py"}}
+
+
+def _settings_widgets(page_file: str = "") -> None:
+    """One panel, the same on every page: what is changed most comes first (the first screen)."""
+    sentence_controls()
+    shape_controls()
+    with st.expander("Position", expanded=page_file in OPEN_GROUPS["position"]):
+        position_controls()
+    with st.expander("Score, mask & temperature", expanded=page_file in OPEN_GROUPS["score"]):
+        score_controls()
+        mask_controls()
     with st.expander("Random seed & display", expanded=False):
         _widget(st.number_input, "seed", "Seed", min_value=0, max_value=2**32 - 1, step=1,
                 help="Same seed, same weights, same numbers: on every page, every machine.")
         display_controls()
 
 
+def sentence_controls() -> None:
+    """The "Sentence & embeddings" group: the sentence, then how its words become vectors."""
+    s = stored
+    _widget(st.text_input, "sentence", "Sentence", help="Words are lower-cased; punctuation is set aside.")
+    _widget(st.selectbox, "embedding", "Embeddings", options=list(EMBEDDING_LABELS),
+            format_func=EMBEDDING_LABELS.get)
+    if s("embedding") == "upload":
+        _upload_vectors()
+    if s("embedding") == "glove":
+        _widget(st.select_slider, "glove_vocab", "GloVe words kept (most frequent first)",
+                options=[1_000, 5_000, 20_000, 100_000, 400_000], format_func=lambda v: f"{v:,}")
+    # (one more selectbox of this group goes here)
+    fixed = {"toy": "the toy vectors have 3 dimensions", "glove": "GloVe vectors have 50 dimensions",
+             "upload": "your file sets the dimension"}.get(s("embedding"))
+    if fixed:
+        width = {"toy": "3", "glove": "50"}.get(s("embedding"), "set by the file")
+        st.caption(f"d_model (embedding width): {width}, fixed: {fixed}.")
+    else:
+        _widget(st.slider, "d_model", "d_model (embedding width)", min_value=2, max_value=128,
+                help="Width of the seeded random word vectors.")
+    if s("embedding") != "random":          # random vectors exist for every word
+        _widget(st.radio, "unknown", "Unknown words", options=["drop", "unk"], horizontal=True,
+                format_func={"drop": "drop them", "unk": "use <unk>"}.get)
+
+
+def shape_controls() -> None:
+    """Heads and the per-head widths: the shape of attention."""
+    _widget(st.slider, "n_heads", "Heads", min_value=1, max_value=8,
+            help="Heads must divide d_model (as in torch.nn.MultiheadAttention).")
+    c1, c2 = st.columns(2)
+    with c1:
+        _widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1,
+                help="Width of each query and key (per head).")
+    with c2:
+        _widget(st.number_input, "d_v", "d_v", min_value=1, max_value=64, step=1,
+                help="Width of each value and context vector (per head).")
+
+
 def display_controls() -> None:
-    """Not part of the computation: how numbers are shown (kept per session, not in the Config)."""
+    """Not part of the computation: how numbers are shown (kept per session, not in the Config;
+    presenter mode travels in the link as presenter=1)."""
     st.session_state["s.precision"] = st.slider("Digits in explanations", 1, 8,
                                                 value=st.session_state.get("s.precision", 3), key="w.precision")
     st.session_state["s.presenter"] = st.toggle(
         "Presenter mode", value=st.session_state.get("s.presenter", False), key="w.presenter",
-        help="For a projector: larger heatmaps and labels, explanations as text, no table toggles.")
+        help="For a projector: larger heatmaps and labels, explanations as text, no table toggles. "
+             "Kept in the link (presenter=1).")
 
 
 def position_controls() -> None:
@@ -141,20 +195,8 @@ def position_controls() -> None:
             disabled=s("positional") != "sinusoidal", help="10,000 in the Transformer paper.")
 
 
-def attention_controls(local: tuple[str, ...] = ()) -> None:
-    s = stored
-    c1, c2 = st.columns(2)
-    with c1:
-        _widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1,
-                help="Width of each query and key (per head).")
-    with c2:
-        _widget(st.number_input, "d_v", "d_v", min_value=1, max_value=64, step=1,
-                help="Width of each value and context vector (per head).")
-    _widget(st.slider, "n_heads", "Heads", min_value=1, max_value=8,
-            help="Heads must divide d_model (as in torch.nn.MultiheadAttention).")
+def score_controls() -> None:
     _widget(st.selectbox, "score", "Score function", options=list(SCORE_LABELS), format_func=SCORE_LABELS.get)
-    if "mask" not in local:
-        mask_controls()
     _widget(st.toggle, "bias", "Biases on Q, K, V and output")
 
 
@@ -188,24 +230,51 @@ def current_settings() -> dict:
     return {name: stored(name) for name in FIELDS}
 
 
-def sidebar_settings(local: tuple[str, ...] = ()) -> tuple[Config, object]:
+# Settings a control cannot be put back on: the sentence stays as typed (the learner edits it;
+# the message names the unknown words), the vectors come from a file, and "upload" must stay
+# chosen while no file is chosen yet (the file box appears under it).
+NOT_PUT_BACK = {"sentence", "vectors"}
+
+
+def _put_back(err: ConfigError, good: Config) -> bool:
+    """After a ConfigError: put the changed controls back to the settings in force (the last good
+    ones), keep the message for the rerun that redraws them. False if no control can be put back."""
+    current = current_settings()
+    changed = [name for name in FIELDS if name not in NOT_PUT_BACK and current[name] != getattr(good, name)
+               and not (name == "embedding" and current[name] == "upload")]
+    if not changed:
+        return False
+    for name in changed:
+        st.session_state[f"s.{name}"] = getattr(good, name)
+    st.session_state["s.reseed"] = set(changed)
+    back = ", ".join(f"{name} = {getattr(good, name)!r}" for name in changed)
+    st.session_state["s.config_error"] = f"{err} The control is back at the value in force ({back})."
+    return True
+
+
+def sidebar_settings(page_file: str = "") -> tuple[Config, object]:
     """Draw the settings; return the Config and Trace to show (the last good ones on bad input).
 
-    `local` names control groups ("positional", "n_heads", "mask") that the page draws itself.
+    A setting that makes a ConfigError is put back to the value in force (the control shows
+    it), with the message kept across the rerun; a sentence is left as typed, with the message.
     """
     _init_state()
     with st.sidebar:
-        st.markdown("**Settings**")
-        _settings_widgets(local)
+        _settings_widgets(page_file)
     for notice in st.session_state.get("s.url_notices") or []:
         st.warning(notice, icon=":material/link_off:")
     if st.session_state.get("s.upload_error"):
         st.error(st.session_state["s.upload_error"], icon=":material/error:")
+    kept = st.session_state.pop("s.config_error", None)     # set by _put_back before its rerun
+    if kept:
+        st.error(kept, icon=":material/error:")
+    good = st.session_state.get("s.last_good", DEFAULT)
     try:
         config = Config(**current_settings())
         trace = get_trace(config)
     except ConfigError as err:
-        good = st.session_state.get("s.last_good", DEFAULT)
+        if not kept and _put_back(err, good):    # once: a put-back run never puts back again
+            st.rerun()
         st.error(f"{err} Showing the last settings that worked.", icon=":material/error:")
         config, trace = good, get_trace(good)
     st.session_state["s.last_good"] = config
@@ -224,3 +293,24 @@ def query_for(config: Config) -> dict[str, str]:
     if config.embedding == "upload":
         query.pop("embedding", None)
     return query
+
+
+def settings_summary(config: Config, group: str) -> None:
+    """One read-only line: the settings of a sidebar group in force on this page (the control
+    itself lives in the sidebar, in the same place on every page)."""
+    if group == "position":
+        how = {"add": "added to X", "concat": "concatenated to X"}[config.combine]
+        text = POSITIONAL_LABELS[config.positional] + (
+            "" if config.positional in ("index", "none") else f", {how}") + (
+            f", base {config.pe_base:,g}" if config.positional == "sinusoidal" else "")
+        where = "Position"
+    elif group == "mask":
+        hidden = f" (keys {', '.join(map(str, config.padding))} hidden)" if config.mask == "padding" else ""
+        text = f"mask {MASK_LABELS[config.mask]}{hidden} · temperature {config.temperature:g}"
+        where = "Score, mask & temperature"
+    elif group == "shape":
+        text = f"heads {config.n_heads} · d_k {config.d_k} · d_v {config.d_v}"
+        where = "the top"
+    else:
+        raise KeyError(group)
+    st.caption(f":material/tune: In force: **{text}**. Change it in the sidebar ({where}).")

@@ -19,17 +19,17 @@ DEFAULT_TOKENS = ["i", "love", "you", "today"]          # Config().sentence, tok
 
 # Heatmaps each page must draw at default settings (at least).
 MIN_HEATMAPS = {
-    "app.py": 0,
-    "pages/1_embeddings.py": 2,
-    "pages/2_positional.py": 3,
-    "pages/3_qkv.py": 7,
-    "pages/4_scores.py": 6,
-    "pages/5_softmax.py": 2,
-    "pages/6_context.py": 3,
-    "pages/7_multi_head.py": 4,
+    "app_pages/overview.py": 0,
+    "app_pages/1_embeddings.py": 2,
+    "app_pages/2_positional.py": 3,
+    "app_pages/3_qkv.py": 7,
+    "app_pages/4_scores.py": 6,
+    "app_pages/5_softmax.py": 2,
+    "app_pages/6_context.py": 3,
+    "app_pages/7_multi_head.py": 4,
 }
 # Pages with a heatmap whose rows are the sentence's tokens (checked against DEFAULT_TOKENS).
-TOKEN_ROWS = {p.file for p in PAGES if p.section == "Forward pass" and p.file != "app.py"}
+TOKEN_ROWS = {p.file for p in PAGES if p.section == "Forward pass" and p.file != "app_pages/overview.py"}
 
 
 def min_heatmaps(page) -> int | None:

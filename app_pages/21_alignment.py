@@ -8,7 +8,7 @@ from ui.text import md_escape
 from attention_core import ConfigError
 from attention_core import bahdanau as b
 
-PAGE = "pages/21_alignment.py"
+PAGE = "app_pages/21_alignment.py"
 ui.page(PAGE, "Bahdanau alignment", settings=False)
 MODEL = "align.model"          # session_state: the trained parameters and what training measured
 

@@ -3,7 +3,7 @@ import streamlit as st
 
 import ui
 
-PAGE = "pages/6_context.py"
+PAGE = "app_pages/6_context.py"
 
 
 @st.fragment

@@ -4,7 +4,7 @@ import ui
 from attention_core.quiz import grade, make_questions
 from ui.text import md_escape
 
-PAGE = "pages/31_quiz.py"
+PAGE = "app_pages/31_quiz.py"
 config, trace = ui.page(PAGE, "Predict, then reveal")
 st.markdown("Before you look at a step, **predict it**: its shape, which word a row attends to, the sign "
             "of a change. The questions come from your current settings, so a new sentence or new sizes "

@@ -10,10 +10,10 @@ from attention_core import ConfigError, Config, Trace
 from attention_core import torch_mha as tm
 from attention_core.config import MAX_HEADS, divisors
 
-PAGE = "pages/23_pytorch_mha.py"
+PAGE = "app_pages/23_pytorch_mha.py"
 # The layer has its own sizes (head_dim = hid_dim / heads), scores (scaled dot) and mask (padding only),
-# so the sidebar keeps only the sentence, embeddings, position and seed.
-config, trace = ui.page(PAGE, "Multi-head attention in PyTorch", local=("n_heads", "mask"))
+# so of the sidebar only the sentence, embeddings, position and seed apply (heads: the starting value).
+config, trace = ui.page(PAGE, "Multi-head attention in PyTorch")
 ui.notices(trace)
 MODE_LABELS = {"eval": "model.eval()", "train": "model.train()", "pitfall": "seed 002's line, model.eval()"}
 
@@ -69,14 +69,15 @@ st.markdown(
     "against this app's numpy `multi_head_attention`.")
 st.caption(f"This layer splits hid_dim = d_model = {d_model} into heads of head_dim = hid_dim / heads, always "
            "scores with the scaled dot product and masks padding only, so the sidebar's d_k, d_v, score "
-           "function and mask settings do not apply here. nn.Linear stores its weight transposed: "
+           "function, mask and temperature settings do not apply here, and its heads only give this layer's "
+           "starting value. nn.Linear stores its weight transposed: "
            "fc_q(x) = x W_Qᵀ + b.")
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([1, 2, 1, 1])
     with c1:
         default = config.n_heads if config.n_heads in options else 1
-        heads = st.selectbox("Heads", options, index=options.index(default), key="mha.heads",
+        heads = st.selectbox("Heads of this layer", options, index=options.index(default), key="mha.heads",
                              help=f"Must divide hid_dim = {d_model}. For more choices pick seeded random "
                                   "embeddings with a larger d_model in the sidebar.")
     with c2:

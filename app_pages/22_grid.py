@@ -6,7 +6,7 @@ import ui
 from attention_core import ConfigError
 from attention_core import grid as g
 
-PAGE = "pages/22_grid.py"
+PAGE = "app_pages/22_grid.py"
 ui.page(PAGE, "Cross-attention on a grid", settings=False)
 GRIDS = [3, 4, 6, 8, 12]            # cells per side; each divides the 48-pixel image
 

@@ -2,10 +2,9 @@ import streamlit as st
 
 import ui
 
-PAGE = "pages/7_multi_head.py"
-config, trace = ui.page(PAGE, "Multi-head attention", local=("n_heads",))
-with st.container(border=True):
-    ui.attention_controls(local=("n_heads",))
+PAGE = "app_pages/7_multi_head.py"
+config, trace = ui.page(PAGE, "Multi-head attention")
+ui.settings_summary(config, "shape")
 ui.notices(trace)
 h, d_k, d_v, n, d_model = config.n_heads, config.d_k, config.d_v, trace.n, trace.facts["d_model"]
 st.markdown("Several attention **heads** run side by side, each with its own slice of Q, K and V, so one "
@@ -22,7 +21,7 @@ st.code(f"X                  (n={n}, d_model={d_model})\n"
         f"concatenate        (n={n}, h·d_v={h * d_v})\n"
         f"O = concat W_O     (n={n}, d_model={d_model})", language=None)
 if h == 1:
-    st.info(f"One head: nothing to split. Set Heads above to a divisor of d_model={d_model} to see several.",
+    st.info(f"One head: nothing to split. Set Heads in the sidebar to a divisor of d_model={d_model} to see several.",
             icon=":material/info:")
     ui.step(trace, "q")
     ui.step(trace, "weights")

@@ -2,7 +2,7 @@ import streamlit as st
 
 import ui
 
-PAGE = "pages/3_qkv.py"
+PAGE = "app_pages/3_qkv.py"
 
 
 @st.fragment

@@ -5,7 +5,7 @@ import ui
 from ui.cache import get_trace
 from ui.demo_charts import D_VALUES, saturation_chart, spread_chart
 
-PAGE = "pages/4_scores.py"
+PAGE = "app_pages/4_scores.py"
 
 
 @st.fragment

@@ -4,10 +4,9 @@ import streamlit as st
 import ui
 from attention_core import entropy
 
-PAGE = "pages/5_softmax.py"
-config, trace = ui.page(PAGE, "Masking and softmax", local=("mask",))
-with st.container(border=True):
-    ui.mask_controls()
+PAGE = "app_pages/5_softmax.py"
+config, trace = ui.page(PAGE, "Masking and softmax")
+ui.settings_summary(config, "mask")
 ui.notices(trace)
 st.markdown("A **mask** hides keys a query must not see by setting their scores to −∞. **Softmax** then "
             "turns each row of scores into weights that are non-negative and sum to 1: "
@@ -19,7 +18,7 @@ if "mask" in trace:
     with c2:
         ui.step(trace, "masked_scores", max_w=280)
 else:
-    st.caption("No mask: every query may look at every key (as in an encoder). Choose causal or padding above.")
+    st.caption("No mask: every query may look at every key (as in an encoder). Choose causal or padding in the sidebar.")
     ui.step(trace, trace.facts["softmax_input"])
 
 ui.step(trace, "weights")

@@ -7,19 +7,15 @@ from attention_core.embeddings import cosine_similarity
 from attention_core.positional import learned_encoding
 from ui.demo_charts import pe_curves_chart
 
-PAGE = "pages/2_positional.py"
-config, trace = ui.page(PAGE, "Positional encoding", local=("positional",))
+PAGE = "app_pages/2_positional.py"
+config, trace = ui.page(PAGE, "Positional encoding")
 
 st.markdown("Attention compares every token with every other, but nothing in Q Kᵀ knows **where** a token "
             "is: shuffle the words and each row of the output just moves with its word. A positional "
             "encoding writes the position into the numbers.")
-with st.container(border=True):
-    c1, c2 = st.columns([2, 1])
-    with c1:
-        ui.position_controls()
-    with c2:
-        max_len = st.slider("Positions to draw", min_value=4, max_value=128, value=max(32, trace.n),
-                            key="pe_max_len", help="Only for the pictures below; the sentence uses its n rows.")
+ui.settings_summary(config, "position")
+max_len = st.slider("Positions to draw", min_value=4, max_value=128, value=max(32, trace.n),
+                    key="pe_max_len", help="Only for the pictures below; the sentence uses its n rows.")
 ui.notices(trace)
 st.info(f"X: {trace.facts['position']}.", icon=":material/straighten:")
 

@@ -7,7 +7,7 @@ from attention_core import classifier as clf
 from attention_core.symbolic import scaled_dot_gradient, softmax_jacobian
 from ui.training import model_controls, one_step, shipped_examples
 
-PAGE = "pages/10_training_step.py"
+PAGE = "app_pages/10_training_step.py"
 ui.page(PAGE, "One training step, backwards", settings=False)
 st.markdown("Seed 000's small sentiment classifier: **attention, a linear layer, a mean over the words, "
             "softmax, cross-entropy**. Pick a sentence and its label, run it forward, then walk **backwards** "

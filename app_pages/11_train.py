@@ -7,7 +7,7 @@ from attention_core import classifier as clf
 from ui.training import (encoded, initial_params, model_controls, params_from_npz, params_npz, shipped_examples,
                          vocab)
 
-PAGE = "pages/11_train.py"
+PAGE = "app_pages/11_train.py"
 ui.page(PAGE, "Train a classifier", settings=False)
 st.markdown("Train seed 000's classifier on short product reviews labelled **negative, neutral or positive**. "
             "Every step is the hand-written backward pass of the previous page, one sentence at a time "

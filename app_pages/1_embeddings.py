@@ -5,7 +5,7 @@ from ui.text import md_escape
 from attention_core import nearest
 from attention_core.embeddings import cosine_similarity, vocabulary_for
 
-PAGE = "pages/1_embeddings.py"
+PAGE = "app_pages/1_embeddings.py"
 config, trace = ui.page(PAGE, "Tokens & embeddings")
 
 st.markdown("A sentence becomes **tokens** (lower-case words), and each token becomes a **row of numbers** "

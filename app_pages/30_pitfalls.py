@@ -5,7 +5,7 @@ import ui
 from attention_core.pitfalls import PITFALLS
 from ui.cache import get_pitfall
 
-PAGE = "pages/30_pitfalls.py"
+PAGE = "app_pages/30_pitfalls.py"
 config, trace = ui.page(PAGE, "Pitfalls lab")
 st.markdown("Each of these mistakes appears in published tutorials (three of them in this project's own "
             "sources) or in everyday code. Switch one on to see it **next to the correct computation**, "

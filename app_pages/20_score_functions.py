@@ -3,7 +3,7 @@ import streamlit as st
 import ui
 from attention_core.torch_mha import score_costs
 
-PAGE = "pages/20_score_functions.py"
+PAGE = "app_pages/20_score_functions.py"
 config, trace = ui.page(PAGE, "Score functions")
 ui.notices(trace)
 SCORES = ("dot", "scaled_dot", "additive", "bilinear")

@@ -7,7 +7,7 @@ from attention_core.export import csv_files, csv_zip, npz_bytes, python_script
 from ui.cache import chart_image
 from ui.charts import heatmap_spec, standalone
 
-PAGE = "pages/32_export.py"
+PAGE = "app_pages/32_export.py"
 config, trace = ui.page(PAGE, "Share and export")
 
 st.subheader("Share these settings")

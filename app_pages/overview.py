@@ -1,0 +1,72 @@
+import streamlit as st
+
+import ui
+
+PAGE = "app_pages/overview.py"
+config, trace = ui.page(PAGE, "Attention Explorer")
+ui.notices(trace)
+h, n, f = config.n_heads, trace.n, trace.facts
+st.markdown(
+    "Type a sentence in the sidebar and follow it through **attention**, one page per step: every "
+    "matrix is computed live from your settings, drawn as a heatmap you can hover and click, with its "
+    "formula and its shape. The same settings give the same numbers on every page.")
+
+hk = f"h·d_k={h * config.d_k}" if h > 1 else f"d_k={config.d_k}"
+hv = f"h·d_v={h * config.d_v}" if h > 1 else f"d_v={config.d_v}"
+boxes = [
+    ("sentence", "Sentence", f"“{' '.join(trace.tokens[:6])}{' …' if n > 6 else ''}”", None),
+    ("tokens", "Tokens", f"n={n}", "app_pages/1_embeddings.py"),
+    ("x", "Embeddings X", f"n={n} × d={f['d_embed']}", "app_pages/1_embeddings.py"),
+    ("pe", "+ Position", f"n={n} × d_model={f['d_model']}", "app_pages/2_positional.py"),
+    ("qkv", "Q, K, V", f"n={n} × {hk}", "app_pages/3_qkv.py"),
+    ("scores", "Scores", (f"h={h} × " if h > 1 else "") + f"n={n} × n={n}", "app_pages/4_scores.py"),
+    ("weights", "Weights", "softmax rows, " + (f"h={h} × " if h > 1 else "") + f"n×n", "app_pages/5_softmax.py"),
+    ("context", "Context", f"n={n} × {hv}", "app_pages/6_context.py"),
+    ("output", "Output", f"n={n} × d_model={f['d_model']}", "app_pages/7_multi_head.py"),
+]
+
+
+def dot_label(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+dot = ['digraph { rankdir=TB; nodesep=0.3; ranksep=0.45; '
+       'node [shape=box, style="rounded,filled", fillcolor="#eef2ff", color="#3b5bdb", '
+       'fontname="sans-serif", fontsize=13, margin="0.15,0.08"]; edge [color="#868e96"];']
+url_query = "&".join(f"{k}={v}" for k, v in ui.query(config).items() if k != "sentence")
+for key, title, shape, page in boxes:
+    link = ""
+    if page:   # a click on a box opens its page (same tab)
+        path = page.split("/")[-1].removesuffix(".py").split("_", 1)[1]
+        link = f', URL="./{path}{"?" + url_query if url_query else ""}", target="_self"'
+    dot.append(f'{key} [label="{dot_label(title)}\\n{dot_label(shape)}"{link}];')
+top, bottom = [b[0] for b in boxes[:5]], [b[0] for b in boxes[5:]]
+dot.append("{ rank=same; " + " -> ".join(top) + "; }")
+dot.append("{ rank=same; " + " -> ".join(bottom) + "; }")
+dot.append(f"{top[0]} -> {bottom[0]} [style=invis];")          # the second row sits below the first
+dot.append(f"{top[-1]} -> {bottom[0]} [constraint=false];")
+dot.append("}")
+st.graphviz_chart("\n".join(dot), width="content")
+
+st.subheader("Walk through it")
+cols = st.columns(4)
+for i, (key, title, shape, page) in enumerate(b for b in boxes if b[3]):
+    with cols[i % 4]:
+        with st.container(border=True):
+            st.page_link(page, label=title, icon=":material/arrow_forward:", query_params=ui.query(config))
+            st.caption(shape)
+
+st.subheader("Then")
+c1, c2, c3 = st.columns(3)
+with c1:
+    st.markdown("**Training** — one step backwards through every gradient, checked against PyTorch "
+                "autograd; then a whole training run with a live loss curve.")
+with c2:
+    st.markdown("**Variants** — score functions side by side, Bahdanau alignment, cross-attention over "
+                "an image grid, multi-head as PyTorch writes it.")
+with c3:
+    st.markdown("**Labs** — known mistakes next to the right computation; predict-then-reveal quizzes; "
+                "links and downloads that reproduce every number.")
+st.caption("Conventions: rows are tokens, Q = X W_Q with W_Q of shape (d_model, d_k), as in numpy and "
+           "PyTorch. Papers often write the transpose.")
+ui.step_nav(PAGE, config)
