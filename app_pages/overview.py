@@ -37,7 +37,7 @@ url_query = "&".join(f"{k}={v}" for k, v in ui.query(config).items() if k != "se
 for key, title, shape, page in boxes:
     link = ""
     if page:   # a click on a box opens its page (same tab)
-        path = page.split("/")[-1].removesuffix(".py").split("_", 1)[1]
+        path = ui.nav.url_path_of(page)
         link = f', URL="./{path}{"?" + url_query if url_query else ""}", target="_self"'
     dot.append(f'{key} [label="{dot_label(title)}\\n{dot_label(shape)}"{link}];')
 top, bottom = [b[0] for b in boxes[:5]], [b[0] for b in boxes[5:]]
@@ -57,16 +57,17 @@ for i, (key, title, shape, page) in enumerate(b for b in boxes if b[3]):
             st.caption(shape)
 
 st.subheader("Then")
-c1, c2, c3 = st.columns(3)
-with c1:
-    st.markdown("**Training** — one step backwards through every gradient, checked against PyTorch "
-                "autograd; then a whole training run with a live loss curve.")
-with c2:
-    st.markdown("**Variants** — score functions side by side, Bahdanau alignment, cross-attention over "
-                "an image grid, multi-head as PyTorch writes it.")
-with c3:
-    st.markdown("**Labs** — known mistakes next to the right computation; predict-then-reveal quizzes; "
-                "links and downloads that reproduce every number.")
+then = [("Training", "one step backwards through every gradient, checked against PyTorch autograd; then a whole "
+                     "training run with a live loss curve."),
+        ("Attention variants", "score functions side by side, Bahdanau alignment, cross-attention over an image "
+                               "grid, multi-head as PyTorch writes it."),
+        ("Labs", "known mistakes next to the right computation; predict-then-reveal quizzes; links and downloads "
+                 "that reproduce every number.")]
+for col, (section, text) in zip(st.columns(3), then):
+    with col:
+        st.markdown(f"**{section}** — {text}")
+        for f, label, icon, _ in ui.nav.existing(dict(ui.nav.SECTIONS)[section]):
+            st.page_link(f, label=label, icon=icon)
 st.caption("Conventions: rows are tokens, Q = X W_Q with W_Q of shape (d_model, d_k), as in numpy and "
            "PyTorch. Papers often write the transpose.")
 ui.step_nav(PAGE, config)

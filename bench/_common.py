@@ -43,7 +43,7 @@ st.write(value)
 
 
 # ----------------------------------------------------------------------------------------
-# pages, from the navigation the app draws (ui/nav.py SECTIONS), for the files that exist
+# pages, from the navigation app.py builds (ui/nav.py SECTIONS), for the files that exist
 # ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -51,29 +51,22 @@ class Page:
     section: str
     file: str        # "app_pages/4_scores.py"
     label: str
-    path: str        # URL path without slashes: "" for app.py, "scores" for app_pages/4_scores.py
+    path: str        # URL path without slashes: "" for the Overview, "scores" for app_pages/4_scores.py
 
     @property
     def url_path(self) -> str:
         return "/" + self.path
 
 
-def url_path_of(page_file: str) -> str:
-    """'app.py' -> '', 'app_pages/4_scores.py' -> 'scores' (Streamlit drops the number prefix)."""
-    if "/" not in page_file:
-        return ""
-    stem = Path(page_file).stem
-    return re.sub(r"^[0-9]+[_ -]*", "", stem)
-
-
 def sections(root: Path = ROOT) -> list[tuple[str, list[Page]]]:
-    """ui/nav.py's SECTIONS (read as a literal: no Streamlit import), only files that exist."""
+    """ui/nav.py's SECTIONS (read as a literal: no Streamlit import), only files that exist.
+    Each entry is (file, label, icon, url path): the url path is st.Page's url_path."""
     tree = ast.parse((root / "ui" / "nav.py").read_text())
     literal = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                    and any(isinstance(t, ast.Name) and t.id == "SECTIONS" for t in node.targets))
     out = []
     for section, pages in ast.literal_eval(literal):
-        found = [Page(section, f, label, url_path_of(f)) for f, label, _ in pages if (root / f).exists()]
+        found = [Page(section, f, label, path) for f, label, _, path in pages if (root / f).exists()]
         if found:
             out.append((section, found))
     return out
@@ -389,7 +382,7 @@ class Session:
                 self.page_script_hash = fm.new_session.page_script_hash
                 run.page_script_hash = self.page_script_hash
             elif kind == "navigation" and fm.navigation.page_script_hash:
-                # with a pages/ folder the page that ran is named here (new_session names the main script)
+                # with st.navigation the page that ran is named here (new_session names the main script)
                 self.page_script_hash = fm.navigation.page_script_hash
                 run.page_script_hash = self.page_script_hash
             elif kind == "page_not_found":

@@ -5,8 +5,8 @@ import pytest
 from tests.apptest_util import ROOT, badges, charts, messages, no_exception, open_page
 from ui.nav import SECTIONS
 
-FORWARD = [f for f, _, _ in SECTIONS[0][1]]
-ALL_PAGES = [f for _, pages in SECTIONS for f, _, _ in pages if (ROOT / f).exists()]
+FORWARD = [entry[0] for entry in SECTIONS[0][1]]
+ALL_PAGES = [entry[0] for _, pages in SECTIONS for entry in pages if (ROOT / entry[0]).exists()]
 
 
 @pytest.mark.parametrize("page", ALL_PAGES)
@@ -18,11 +18,13 @@ def test_page_renders_at_defaults(page):
 
 
 @pytest.mark.parametrize("page", FORWARD)
-def test_sidebar_has_sections_and_settings(page):
+def test_sidebar_holds_the_settings_not_the_navigation(page):
+    """The navigation is st.navigation's top bar (app.py); the sidebar starts with the sentence."""
     at = open_page(page)
-    sidebar_md = [m.value for m in at.sidebar.markdown]
-    assert "**Forward pass**" in sidebar_md
     assert any(w.key == "w.sentence" for w in at.sidebar.text_input)
+    assert not at.sidebar.get("page_link"), "page links in the sidebar: one element per page again"
+    where = next(c.value for c in at.main.caption)
+    assert where.endswith("Forward pass › " + next(label for f, label, _, _ in SECTIONS[0][1] if f == page))
 
 
 CONTROLS = [  # (widget kind, key, new value)
@@ -52,8 +54,6 @@ def _widget(at, kind, key):
 @pytest.mark.parametrize("kind,key,value", CONTROLS)
 def test_each_control_on_each_page(page, kind, key, value):
     at = open_page(page, query={"positional": "none"} if key == "w.n_heads" else None)
-    if key in ("w.mask",) and page == "app_pages/5_softmax.py":
-        pass  # drawn in the page body there; the key is the same
     if not any(w.key == key for w in getattr(at, kind)):
         pytest.skip(f"{key} is not on {page}")
     _widget(at, kind, key).set_value(value).run()
@@ -79,12 +79,14 @@ def test_scaling_formula_follows_d_k():
     assert any(r"\sqrt{9}" in e.value for e in at.latex)
 
 
-def test_position_controls_live_on_the_position_page():
+def test_position_controls_live_in_the_sidebar_on_the_position_page():
     at = open_page("app_pages/2_positional.py")
-    assert any(w.key == "w.positional" for w in at.main.selectbox)
+    assert any(w.key == "w.positional" for w in at.sidebar.selectbox)
+    assert not any(w.key == "w.positional" for w in at.main.selectbox)
     at.selectbox(key="w.positional").set_value("index").run()
     no_exception(at)
     assert any("d_model=4" in b for b in badges(at))
+    assert any("In force: **Index feature (seed 000)**" in c.value for c in at.caption)
 
 
 def test_settings_survive_switching_pages():
@@ -106,12 +108,15 @@ def test_url_sets_the_settings():
     assert any("n=3" in b for b in badges(at))
 
 
-def test_glove_disables_d_model_with_reason():
+def test_glove_fixes_d_model_with_reason():
+    """A fixed width is a line of text, not a disabled slider (one element, less height)."""
     at = open_page("app_pages/overview.py", query={"embedding": "glove", "sentence": "the movie was great"})
     no_exception(at)
-    fixed = [s for s in at.sidebar.slider if s.label.startswith("d_model")]
-    assert fixed and fixed[0].disabled and fixed[0].value == 50
-    assert "GloVe vectors have 50 dimensions" in fixed[0].help
+    assert not [s for s in at.sidebar.slider if s.label.startswith("d_model")]
+    assert "d_model (embedding width): 50, fixed: GloVe vectors have 50 dimensions." in [
+        c.value for c in at.sidebar.caption]
+    at.selectbox(key="w.embedding").set_value("random").run()
+    assert [s for s in at.sidebar.slider if s.label.startswith("d_model")][0].value == at.session_state["s.d_model"]
 
 
 def test_nearest_neighbours_are_drawn_with_their_similarities():

@@ -6,7 +6,7 @@ import streamlit as st
 from . import nav
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
-from .settings import query_for, settings_summary, sidebar_settings
+from .settings import init_state, query_for, settings_summary, sidebar_settings
 from .views import chart, heatmap, notices, one_word_picker, picture, shape_badge, step, table, vector_row
 
 __all__ = ["page", "chart", "query", "get_trace", "step", "heatmap", "table", "shape_badge", "notices", "one_word_picker",
@@ -22,13 +22,13 @@ def page(page_file: str, title: str, settings: bool = True):
     mode are written to the URL, so the address bar is always a link to this view.
     """
     st.set_page_config(page_title=f"{title} · Attention Explorer")
+    st.caption(f":material/location_on: {nav.where(page_file)}")      # where you are (one element)
     st.title(title)
     config = trace = None
+    init_state()                               # once per session: settings and presenter from the URL
     if settings:
         config, trace = sidebar_settings(page_file)
-    url = query(config) if config is not None else {}
-    if st.session_state.get("s.presenter"):
-        url["presenter"] = "1"
+    url = query(config) if config is not None else ({"presenter": "1"} if st.session_state.get("s.presenter") else {})
     if dict(st.query_params) != url:
         st.query_params.from_dict(url)
     st.session_state["s.page"] = page_file

@@ -42,9 +42,9 @@ SECTIONS = [
 
 FORWARD = [f for f, _, _, _ in SECTIONS[0][1]]
 HOME = FORWARD[0]
-import os  # TEMP measuring
-POSITION = os.environ.get("AE_NAV", "top")
-EXPANDED = int(os.environ.get("AE_EXP", "1")) if os.environ.get("AE_EXP", "1").isdigit() else True
+# Measured (docs/layout.md): in the sidebar the 17 links push the sentence box to y≈905 px
+# (to 512 px with expanded=8); in the top bar the sidebar starts with the settings (142 px).
+POSITION = "top"
 
 
 def existing(section_pages):
@@ -75,7 +75,16 @@ def navigation():
         if found:
             sections[section] = [st.Page(f, title=label, icon=icon, url_path=path or None, default=f == HOME)
                                  for f, label, icon, path in found]
-    return st.navigation(sections, position=POSITION, expanded=EXPANDED if POSITION == 'sidebar' else False)
+    return st.navigation(sections, position=POSITION)
+
+
+def where(page_file: str) -> str:
+    """'Forward pass › 7 · Multi-head': the section and the page (the top bar shows sections only)."""
+    for section, pages in SECTIONS:
+        for f, label, _, _ in pages:
+            if f == page_file:
+                return f"{section} › {label}"
+    raise KeyError(page_file)
 
 
 def step_nav(current: str, query: dict[str, str] | None = None) -> None:

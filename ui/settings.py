@@ -28,7 +28,7 @@ SCORE_LABELS = {"scaled_dot": "Scaled dot  QKᵀ/√d_k", "dot": "Dot  QKᵀ", "
 MASK_LABELS = {"none": "None", "causal": "Causal (no peeking ahead)", "padding": "Padding (hide chosen keys)"}
 
 
-def _init_state() -> None:
+def init_state() -> None:
     """Once per session: settings from the URL (bad values fall back, with a notice)."""
     if "s.ready" in st.session_state:
         return
@@ -258,7 +258,7 @@ def sidebar_settings(page_file: str = "") -> tuple[Config, object]:
     A setting that makes a ConfigError is put back to the value in force (the control shows
     it), with the message kept across the rerun; a sentence is left as typed, with the message.
     """
-    _init_state()
+    init_state()
     with st.sidebar:
         _settings_widgets(page_file)
     for notice in st.session_state.get("s.url_notices") or []:

@@ -78,11 +78,11 @@ class DeepLinks:
             result: dict = {"server_url": server.url}
             try:
                 wait_run_end(tab, marker, timeout_ms=90_000)
-                links = tab.locator("[data-testid='stSidebar'] [data-testid='stPageLink']")
-                expected_links = sum(len(p) for _, p in sections())
+                links = tab.locator("[data-testid='stTopNavSection']")      # st.navigation's top bar
+                expected_links = len(sections())
                 deadline = time.perf_counter() + 10
                 while links.count() < expected_links and time.perf_counter() < deadline:
-                    tab.wait_for_timeout(100)          # page links and charts are lazily loaded components
+                    tab.wait_for_timeout(100)          # the nav and charts are lazily loaded components
                 want = self.min_heatmaps(page) or 0
                 found = wait_for_charts(tab, lambda cs: len(cs) >= want and all(
                     c["rendered"] for c in cs if c["visible"])) if want else charts(tab)
@@ -90,7 +90,7 @@ class DeepLinks:
                     h1=tab.locator("h1").all_inner_texts(),
                     links=links.count(),
                     expected_links=expected_links,
-                    bold=[t.strip() for t in tab.locator("[data-testid='stSidebar'] strong").all_inner_texts()],
+                    bold=[t.strip() for t in links.all_inner_texts()],
                     sections=[name for name, _ in sections()],
                     builtin_nav=tab.locator("[data-testid='stSidebarNav']").count(),
                     charts=found,

@@ -1,6 +1,7 @@
 """Every page, opened by its URL as the very first request on a fresh server (the known
-pitfall: a fresh server answers its first deep link through Streamlit's legacy pages
-mechanism), renders its title, the sidebar sections, its heatmaps, and no exception.
+pitfall: with a folder named pages/, a fresh server answers its first deep link through
+Streamlit's legacy pages mechanism, so the page files live in app_pages/), renders its title,
+the navigation's sections (top bar), its heatmaps, and no exception.
 
 The page list comes from ui/nav.py SECTIONS (files that exist), so a new page is tested
 as soon as it is added there. A page not yet in MIN_HEATMAPS must show at least one
@@ -55,8 +56,8 @@ def test_deep_link_as_first_request_on_a_fresh_server(page, opened):
     assert r["h1"][0].strip() == title if title else r["h1"][0].strip(), f"{where}: h1 {r['h1']} != {title!r}"
 
     for section in r["sections"]:
-        assert section in r["bold"], f"{where}: sidebar section {section!r} missing (found {r['bold']})"
-    assert r["links"] == r["expected_links"], f"{where}: {r['links']} page links, expected {r['expected_links']}"
+        assert section in r["bold"], f"{where}: navigation section {section!r} missing (found {r['bold']})"
+    assert r["links"] == r["expected_links"], f"{where}: {r['links']} nav sections, expected {r['expected_links']}"
     assert r["builtin_nav"] == 0, f"{where}: the built-in page list (file names) is shown: legacy pages mechanism"
 
     want = min_heatmaps(page)
