@@ -306,7 +306,8 @@ def settings_summary(config: Config, group: str) -> None:
         where = "Position"
     elif group == "mask":
         hidden = f" (keys {', '.join(map(str, config.padding))} hidden)" if config.mask == "padding" else ""
-        text = f"mask {MASK_LABELS[config.mask]}{hidden} · temperature {config.temperature:g}"
+        mask = "no mask" if config.mask == "none" else f"mask {MASK_LABELS[config.mask]}"
+        text = f"{mask}{hidden} · temperature {config.temperature:g}"
         where = "Score, mask & temperature"
     elif group == "shape":
         text = f"heads {config.n_heads} · d_k {config.d_k} · d_v {config.d_v}"
