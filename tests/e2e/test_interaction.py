@@ -83,9 +83,10 @@ def test_typing_a_sentence_redraws_the_heatmap_rows(app_server, student):
     assert query_of(tab).get("sentence") == SENTENCE_A, tab.url
     no_exception(tab)
 
-    # a sidebar link carries the settings to the next page
+    # the navigation (top bar: open the section, click the page) carries the settings to the next page
     other = next(p for p in forward_pages() if p.path not in ("", path))
-    link = tab.locator("[data-testid='stSidebar'] [data-testid='stPageLink'] a").filter(has_text=other.label)
+    tab.locator("[data-testid='stTopNavSection']").filter(has_text="Forward pass").click()
+    link = tab.locator("a[data-testid='stTopNavDropdownLink']").filter(has_text=other.label)
     after_run(tab, lambda: link.first.click())
     expect(tab).to_have_url(f"{app_server.url}/{other.path}?{urlencode({'sentence': SENTENCE_A})}")
     expect(sentence_box(tab)).to_have_value(SENTENCE_A)
