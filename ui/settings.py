@@ -116,8 +116,7 @@ def _widget(make, name: str, label: str, **kwargs):
 
 # Which page opens which collapsed group (the group stays in the same place on every page).
 OPEN_GROUPS = {"position": {"app_pages/2_positional.py"},
-               "score": {"app_pages/4_scores.py", "app_pages/5_softmax.py", "app_pages/20_score_functions.py",
-                         "app_pages/23_pytorch_mha.py"}}
+               "score": {"app_pages/4_scores.py", "app_pages/5_softmax.py", "app_pages/20_score_functions.py"}}
 
 
 def _settings_widgets(page_file: str = "") -> None:
