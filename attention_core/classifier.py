@@ -68,7 +68,7 @@ def init_params(d_in: int, d_k: int, d_v: int, seed: int = 0, n_heads: int = 1) 
     w_q, w_k (d_in, h·d_k), w_v (d_in, h·d_v), w_o (h·d_v, 3); b_q, b_k (h·d_k,), b_v (h·d_v,), b_o (3,).
     Head j owns the column block j·d_k : (j+1)·d_k of w_q and w_k (j·d_v : (j+1)·d_v of w_v).
     """
-    for name, size, high in (("d_in", d_in, MAX_DIM), ("d_k", d_k, MAX_DIM), ("d_v", d_v, MAX_DIM),
+    for name, size, high in (("d_in", d_in, 2 * MAX_DIM), ("d_k", d_k, MAX_DIM), ("d_v", d_v, MAX_DIM),
                              ("n_heads", n_heads, MAX_HEADS)):
         if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= high:
             raise ConfigError(f"{name}={size!r} is out of range; use a whole number from 1 to {high}.")
