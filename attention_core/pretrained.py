@@ -55,6 +55,7 @@ class TrainedWeights:
     n_dataset: int                # sentences in data/sentiment.csv
     accuracy: float               # on the training sentences, after the last epoch
     loss: float
+    classifier: dict              # every parameter of the trained classifier (w_o, b_o too): to recompute the accuracy
 
     @property
     def why(self) -> str:
@@ -130,7 +131,8 @@ def train_weights(config: Config) -> TrainedWeights:
                           "random, or lower d_model.") from None
     kept = ("w_q", "w_k", "w_v") + (("b_q", "b_k", "b_v") if config.bias else ())
     return TrainedWeights({name: _frozen(params[name]) for name in kept}, epochs, LR, len(samples), n_dataset,
-                          float(stats["accuracy"]), float(stats["loss"]))
+                          float(stats["accuracy"]), float(stats["loss"]),
+                          {name: _frozen(value) for name, value in params.items()})
 
 
 def _frozen(a) -> np.ndarray:
@@ -153,7 +155,8 @@ def write_shipped(path: Path = SHIPPED_PATH, config: Config | None = None) -> Tr
     t = train_weights(training_key(config))
     meta = {"settings": _settings_json(config), "epochs": t.epochs, "lr": t.lr, "n_sentences": t.n_sentences,
             "n_dataset": t.n_dataset, "accuracy": t.accuracy, "loss": t.loss}
-    np.savez_compressed(path, **t.params, meta=np.array(json.dumps(meta)))
+    np.savez_compressed(path, **t.params, **{f"classifier_{k}": v for k, v in t.classifier.items()},
+                        meta=np.array(json.dumps(meta)))
     return t
 
 
@@ -163,6 +166,9 @@ def load_shipped(path: Path = SHIPPED_PATH) -> TrainedWeights | None:
         meta = json.loads(str(npz["meta"]))
         if meta["settings"] != _settings_json(Config()) or meta["lr"] != LR or meta["epochs"] > EPOCHS:
             return None
-        params = {name: _frozen(npz[name]) for name in npz.files if name != "meta"}
+        params = {name: _frozen(npz[name]) for name in npz.files if name != "meta" and "_" in name
+                  and not name.startswith("classifier_")}
+        classifier = {name.removeprefix("classifier_"): _frozen(npz[name]) for name in npz.files
+                      if name.startswith("classifier_")}
     return TrainedWeights(params, meta["epochs"], meta["lr"], meta["n_sentences"], meta["n_dataset"],
-                          meta["accuracy"], meta["loss"])
+                          meta["accuracy"], meta["loss"], classifier)
