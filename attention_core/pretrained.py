@@ -88,9 +88,9 @@ def _trained(key: Config) -> TrainedWeights:
 def training_samples(config: Config) -> tuple[list[clf.Sample], int]:
     """(samples, sentences in the file): data/sentiment.csv encoded as the forward pass encodes a sentence."""
     if config.embedding == "toy":
-        raise ConfigError(f"The toy vectors know {len(TOY_VECTORS)} words, so the training sentences keep little "
-                          "more than “the”, “a” and “i”: there is nothing to learn from them. Pick GloVe or random "
-                          "embeddings, or set the weights to seeded random.")
+        raise ConfigError(f"Trained weights need GloVe or random embeddings, or set the weights to seeded random: "
+                          f"the toy vectors know {len(TOY_VECTORS)} words, so the training sentences keep little "
+                          "more than “the”, “a” and “i”, nothing to learn from.")
     vocab = vocabulary_for(config)
     examples = clf.load_dataset()
     samples = []

@@ -137,7 +137,7 @@ def test_biases_are_trained_only_when_the_settings_have_them():
 
 
 def test_toy_vectors_cannot_be_trained_and_say_what_to_change():
-    with pytest.raises(ConfigError, match="Pick GloVe or random embeddings, or set the weights to seeded random"):
+    with pytest.raises(ConfigError, match="Trained weights need GloVe or random embeddings, or set the weights to seeded random"):
         run_forward(Config(embedding="toy"))
     assert run_forward(Config(embedding="toy", weights="random")).tokens == ("i", "love", "you", "today")
 
