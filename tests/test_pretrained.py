@@ -109,7 +109,7 @@ def test_training_starts_from_the_random_weights_and_moves_them():
 
 def test_the_shipped_default_weights_are_reproduced_by_retraining():
     shipped = pretrained.load_shipped()
-    assert shipped is not None, "data/trained_default.npz is stale: run python scripts/train_default_weights.py"
+    assert shipped is not None, "data/trained_default.npz is stale: run python scripts/make_shipped_data.py"
     again = pretrained.train_weights(pretrained.training_key(Config()))
     assert set(shipped.params) == set(again.params) == {"w_q", "w_k", "w_v"}
     for name, value in again.params.items():
@@ -193,3 +193,12 @@ def test_multi_head_weights_are_per_head_softmaxes():
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0)
     with pytest.raises(ConfigError, match="n_heads=3"):
         clf.predict(params, np.ones((3, 5)), n_heads=3)
+
+
+def test_the_shipped_word_list_is_the_start_of_glove_s_list():
+    from attention_core import embeddings
+    shipped = embeddings.WORD_LIST_PATH.read_text(encoding="utf-8").split("\n")
+    assert len(shipped) == embeddings.SHIPPED_WORDS
+    assert tuple(shipped) == embeddings._parquet_words(embeddings.SHIPPED_WORDS)
+    assert embeddings.glove_vocabulary(1000).words == tuple(shipped[:1000])
+    assert len(embeddings.glove_vocabulary(25_000).words) == 25_000                   # past the list: the parquet file
