@@ -137,7 +137,8 @@ def run_forward(config: Config) -> Trace:
     if config.mask == "padding":
         bad = [p for p in config.padding if p >= n]
         if bad:
-            raise ConfigError(f"Padding position {bad[0]} is past the last token (positions run 0 to {n - 1}).")
+            raise ConfigError(f"Padding position {bad[0]} is past the last token (positions run 0 to {n - 1}). "
+                              "Unhide it (the mask's hidden positions), or type a longer sentence.")
     trace.facts.update(n_heads=h, d_k=d_k, d_v=d_v)
     learned = projection_weights(config, d_model)                                         # w_q, w_k, w_v (and b_*)
     trace.facts.update(weights=config.weights, weights_why=learned["why"])
