@@ -80,7 +80,7 @@ def test_scaling_formula_follows_d_k():
 
 
 def test_position_controls_live_on_the_position_page():
-    at = open_page("pages/2_positional.py")
+    at = open_page("pages/2_positional.py", query={"embedding": "toy", "weights": "random"})    # 3-d toy vectors
     assert any(w.key == "w.positional" for w in at.main.selectbox)
     at.selectbox(key="w.positional").set_value("index").run()
     no_exception(at)
