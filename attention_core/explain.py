@@ -529,7 +529,7 @@ def _trained_parameter(ctx: Context, key: str, cell, start: float, law_text: str
     begin = f"seeded init {law_text}" if key not in BIASES else "biases start at 0 for training"
     note = (f"Learned parameter, trained: no formula makes it. It started at {ctx.num_text(start)} ({begin}); "
             f"{t.epochs} epochs of SGD on {t.n_sentences} sentiment sentences moved it by {ctx.num_text(value - start)}.")
-    return ctx.leaf(key, cell, r"	ext{trained}", "trained", value, ctx.num(value), ctx.num_text(value), note)
+    return ctx.leaf(key, cell, r"\text{trained}", "trained", value, ctx.num(value), ctx.num_text(value), note)
 
 
 for _key in (*PARAMETER_FAN_IN, *BIASES):
