@@ -44,6 +44,16 @@ def projection_weights(config: Config, d_model: int) -> dict:
     return out
 
 
+def _scaling_why(d_k: int, scaled: np.ndarray, weights: str) -> str:
+    """Why divide by √d_k, with the spread the scores have here (trained weights can widen it on purpose)."""
+    spread = float(np.mean(np.std(scaled, axis=-1)))          # standard deviation within a row, averaged
+    why = (f"Dividing by √d_k = {np.sqrt(d_k):.3g} stops the scores' spread growing with d_k, so softmax does not "
+           f"saturate just because d_k is large. Their spread here: {spread:.2g} (standard deviation within a row)")
+    if weights == "random":
+        return why + ", from the seeded random weights."
+    return why + ": what the trained weights learned, and what makes softmax peaked or flat."
+
+
 def _heads(h: int, *axes: str) -> tuple[str, ...]:
     return (("head",) if h > 1 else ()) + axes
 
@@ -186,8 +196,7 @@ def run_forward(config: Config) -> Trace:
             scaled = scores / np.sqrt(d_k)
             trace.add("scaled_scores", "Scaled scores", scaled, _heads(h, "n_q", "n_k"),
                       rf"S{sq} = \frac{{Q{sq} K{sq}^\top}}{{\sqrt{{d_k}}}} = \frac{{Q{sq} K{sq}^\top}}{{\sqrt{{{d_k}}}}}",
-                      ("scores",), why=f"Dividing by √d_k = {np.sqrt(d_k):.3g} keeps the scores' spread near 1 "
-                      "whatever d_k is, so softmax does not saturate.")
+                      ("scores",), why=_scaling_why(d_k, scaled, config.weights))
             logits_key = "scaled_scores"
     elif config.score == "additive":
         w_1 = init_weight(seed, "w_a_q", (h, d_k, d_k)[h == 1:], d_k)
