@@ -218,3 +218,11 @@ def test_a_trained_weight_is_explained_as_trained_not_as_a_random_draw():
     assert "seeded init N(0, 1/50)" in e.note and "20 epochs of SGD on 84 sentiment sentences" in e.note
     w_o = explain(t, "w_o", (0, 0), config=config)
     assert "here it is at its start" in w_o.note
+
+
+@pytest.mark.parametrize("weights", ["trained", "random"])
+def test_the_scaling_why_states_the_spread_the_scores_have(weights):
+    t = run_forward(Config(weights=weights))
+    spread = float(np.mean(np.std(t["scaled_scores"].value, axis=-1)))
+    assert f"Their spread here: {spread:.2g}" in t["scaled_scores"].why
+    assert ("trained weights learned" in t["scaled_scores"].why) == (weights == "trained")
