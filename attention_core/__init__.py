@@ -10,12 +10,13 @@ No Streamlit here, and no torch at import: usable from a notebook.
 from .attention import (apply_mask, causal_mask, entropy, merge_heads, multi_head_attention,
                         padding_mask, scaled_dot_product_attention, softmax, split_heads)
 from .config import Config, ConfigError
-from .embeddings import glove_vocabulary, nearest, parse_vectors, toy_vocabulary
+from .embeddings import glove_vocabulary, nearest, parse_vectors, toy_vocabulary, vocabulary_limit
 from .forward import run_forward
 from .positional import sinusoidal_encoding
 from .text import tokenize
 from .trace import Step, Trace
-from . import bahdanau, classifier, grid, torch_mha          # modules (torch only inside their functions)
+from . import bahdanau, classifier, grid, pretrained, torch_mha   # modules (torch only inside their functions)
+from .pretrained import trained_weights
 from .classifier import TrainingDiverged
 from .explain import Explanation, can_explain, explain
 from .export import config_from_query, config_to_query, csv_files, npz_bytes, python_script
@@ -26,8 +27,8 @@ __all__ = [
     "Config", "ConfigError", "Step", "Trace", "run_forward",
     "sinusoidal_encoding", "softmax", "scaled_dot_product_attention", "multi_head_attention",
     "causal_mask", "padding_mask", "apply_mask", "split_heads", "merge_heads", "entropy",
-    "tokenize", "toy_vocabulary", "glove_vocabulary", "parse_vectors", "nearest",
-    "bahdanau", "classifier", "grid", "torch_mha", "TrainingDiverged",
+    "tokenize", "toy_vocabulary", "glove_vocabulary", "parse_vectors", "nearest", "vocabulary_limit",
+    "bahdanau", "classifier", "grid", "pretrained", "torch_mha", "TrainingDiverged", "trained_weights",
     "explain", "Explanation", "can_explain", "npz_bytes", "csv_files", "python_script",
     "config_to_query", "config_from_query", "PITFALLS", "make_questions", "grade",
 ]

@@ -29,6 +29,7 @@ every row); and the scores are divided by √d_k, not by √(number of entries o
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 from pathlib import Path
@@ -37,8 +38,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import explain_gradients  # noqa: F401  (registers the explainers of this trace's steps)
-from .attention import softmax
-from .config import MAX_CHARS, MAX_DIM, ConfigError
+from .attention import merge_heads, softmax, split_heads
+from .config import MAX_CHARS, MAX_DIM, MAX_HEADS, ConfigError
 from .embeddings import Vocabulary, embed
 from .forward import init_weight
 from .positional import index_feature, sinusoidal_encoding
@@ -60,19 +61,25 @@ DEFAULTS = {"d_k": 16, "d_v": 16, "lr": 0.05, "epochs": 30, "batch_size": 1, "se
 
 # ---- parameters -------------------------------------------------------------------------
 
-def init_params(d_in: int, d_k: int, d_v: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """Weights N(0, 1/fan_in), one seeded generator per name (as on the forward pages); biases 0.
+def init_params(d_in: int, d_k: int, d_v: int, seed: int = 0, n_heads: int = 1) -> dict[str, np.ndarray]:
+    """Weights N(0, 1/fan_in), one seeded generator per name (as on the forward pages, so W_q, W_k,
+    W_v start where the forward pass's seeded random ones are); biases 0. With h = n_heads:
 
-    w_q, w_k (d_in, d_k), w_v (d_in, d_v), w_o (d_v, 3); b_q, b_k (d_k,), b_v (d_v,), b_o (3,).
+    w_q, w_k (d_in, h·d_k), w_v (d_in, h·d_v), w_o (h·d_v, 3); b_q, b_k (h·d_k,), b_v (h·d_v,), b_o (3,).
+    Head j owns the column block j·d_k : (j+1)·d_k of w_q and w_k (j·d_v : (j+1)·d_v of w_v).
     """
-    for name, size in (("d_in", d_in), ("d_k", d_k), ("d_v", d_v)):
-        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_DIM:
-            raise ConfigError(f"{name}={size!r} is out of range; use a whole number from 1 to {MAX_DIM}.")
+    for name, size, high in (("d_in", d_in, 2 * MAX_DIM), ("d_k", d_k, MAX_DIM), ("d_v", d_v, MAX_DIM),
+                             ("n_heads", n_heads, MAX_HEADS)):
+        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= high:
+            raise ConfigError(f"{name}={size!r} is out of range; use a whole number from 1 to {high}.")
+    hk, hv = n_heads * d_k, n_heads * d_v
+    if max(hk, hv) > MAX_DIM:
+        raise ConfigError(f"n_heads × d_k and n_heads × d_v must stay ≤ {MAX_DIM}; lower d_k, d_v or n_heads.")
     return {
-        "w_q": init_weight(seed, "w_q", (d_in, d_k), d_in), "b_q": np.zeros(d_k),
-        "w_k": init_weight(seed, "w_k", (d_in, d_k), d_in), "b_k": np.zeros(d_k),
-        "w_v": init_weight(seed, "w_v", (d_in, d_v), d_in), "b_v": np.zeros(d_v),
-        "w_o": init_weight(seed, "w_o", (d_v, len(CLASSES)), d_v), "b_o": np.zeros(len(CLASSES)),
+        "w_q": init_weight(seed, "w_q", (d_in, hk), d_in), "b_q": np.zeros(hk),
+        "w_k": init_weight(seed, "w_k", (d_in, hk), d_in), "b_k": np.zeros(hk),
+        "w_v": init_weight(seed, "w_v", (d_in, hv), d_in), "b_v": np.zeros(hv),
+        "w_o": init_weight(seed, "w_o", (hv, len(CLASSES)), hv), "b_o": np.zeros(len(CLASSES)),
     }
 
 
@@ -100,15 +107,43 @@ def _as_input(params: dict, x) -> np.ndarray:
 
 # ---- forward ----------------------------------------------------------------------------
 
-def _forward(params: dict, x: np.ndarray, y: int | None) -> dict[str, np.ndarray]:
+def _forward(params: dict, x: np.ndarray, y: int | None, n_heads: int = 1) -> dict[str, np.ndarray]:
     """Every intermediate of the forward pass, by name (no Trace: the training loop's fast path).
-    Without a label y there is no loss."""
+    Without a label y there is no loss. With n_heads = h > 1, head j uses the column block j of
+    Q, K and V; scores and weights are then (h, n, n), and the heads' contexts are concatenated."""
+    if n_heads > 1:
+        return _forward_heads(params, x, y, n_heads)
     q = x @ params["w_q"] + params["b_q"]                  # (n, d_k)
     k = x @ params["w_k"] + params["b_k"]                  # (n, d_k)
     v = x @ params["w_v"] + params["b_v"]                  # (n, d_v)
     scores = q @ k.T / math.sqrt(q.shape[1])               # (n, n)    S_ij = q_i · k_j / √d_k
     weights = softmax(scores, axis=1)                      # (n, n)    each row sums to 1
     context = weights @ v                                  # (n, d_v)  C_i = Σ_j A_ij v_j
+    return _head_of_classifier(params, x, y, q, k, v, scores, weights, context)
+
+
+def _forward_heads(params: dict, x: np.ndarray, y: int | None, h: int) -> dict[str, np.ndarray]:
+    """_forward for h > 1 heads: the same math once per column block."""
+    _check_split(params, h)
+    q = x @ params["w_q"] + params["b_q"]                  # (n, h·d_k)
+    k = x @ params["w_k"] + params["b_k"]                  # (n, h·d_k)
+    v = x @ params["w_v"] + params["b_v"]                  # (n, h·d_v)
+    q_h, k_h, v_h = (split_heads(a, h) for a in (q, k, v)) # (h, n, d_k), (h, n, d_k), (h, n, d_v)
+    scores = q_h @ k_h.transpose(0, 2, 1) / math.sqrt(q_h.shape[2])   # (h, n, n)  per head, 1/√d_k
+    weights = softmax(scores, axis=2)                      # (h, n, n)  each row of each head sums to 1
+    context = merge_heads(weights @ v_h)                   # (n, h·d_v) [C_1 | C_2 | … | C_h]
+    return _head_of_classifier(params, x, y, q, k, v, scores, weights, context)
+
+
+def _check_split(params: dict, h: int) -> None:
+    for name, d in (("w_q", params["w_q"].shape[1]), ("w_v", params["w_v"].shape[1])):
+        if d % h:
+            raise ConfigError(f"{name} has {d} columns, which do not split into n_heads={h} equal blocks; "
+                              f"give n_heads that divides {d}, or init_params(..., n_heads={h}).")
+
+
+def _head_of_classifier(params, x, y, q, k, v, scores, weights, context) -> dict[str, np.ndarray]:
+    """From the context vectors (n, h·d_v) to the class probabilities (and the loss when y is given)."""
     f = context @ params["w_o"] + params["b_o"]            # (n, 3)
     pooled = f.mean(axis=0)                                # (3,)      the logits f̄
     p = softmax(pooled)                                    # (3,)
@@ -180,11 +215,13 @@ _PLAIN = {**_SYMBOLS, "pooled": "f̄"}
 
 # ---- backward, by hand -------------------------------------------------------------------
 
-def _backward(params: dict, c: dict, y: int) -> dict[str, np.ndarray]:
+def _backward(params: dict, c: dict, y: int, n_heads: int = 1) -> dict[str, np.ndarray]:
     """∂L/∂(everything), from the loss back to X, in the order a learner reads it.
 
     `c` is _forward's dict. Each derivative sits under the forward line it undoes.
     """
+    if n_heads > 1:
+        return _backward_heads(params, c, y, n_heads)
     x, q, k, v, weights, context, p = (c[name] for name in ("x", "q", "k", "v", "weights", "context", "p"))
     n, d_k = q.shape
 
@@ -222,6 +259,34 @@ def _backward(params: dict, c: dict, y: int) -> dict[str, np.ndarray]:
             "dL/db_k": dL_db_k, "dL/dw_v": dL_dw_v, "dL/db_v": dL_db_v, "dL/dx": dL_dx}
 
 
+def _backward_heads(params: dict, c: dict, y: int, h: int) -> dict[str, np.ndarray]:
+    """_backward for h > 1 heads: every line of the one-head pass, on each head's column block.
+    scores, weights and their gradients are (h, n, n); q, k, v and theirs (n, h·d)."""
+    x, weights, context, p = (c[name] for name in ("x", "weights", "context", "p"))
+    q_h, k_h, v_h = (split_heads(c[name], h) for name in ("q", "k", "v"))   # (h, n, d_k), (h, n, d_k), (h, n, d_v)
+    n, d_k = x.shape[0], q_h.shape[2]
+    dL_dpooled = p.copy()                                       # (3,)      p − onehot(y)
+    dL_dpooled[y] -= 1.0
+    dL_df = np.broadcast_to(dL_dpooled / n, (n, len(p)))        # (n, 3)
+    dL_dw_o = context.T @ dL_df                                 # (h·d_v, 3)
+    dL_db_o = dL_df.sum(axis=0)                                 # (3,)
+    dL_dcontext = dL_df @ params["w_o"].T                       # (n, h·d_v)   the heads' blocks side by side
+    dL_dcontext_h = split_heads(dL_dcontext, h)                 # (h, n, d_v)  C_j = A_j V_j, per head
+    dL_dweights = dL_dcontext_h @ v_h.transpose(0, 2, 1)        # (h, n, n)
+    dL_dv = merge_heads(weights.transpose(0, 2, 1) @ dL_dcontext_h)   # (n, h·d_v)
+    dL_dscores = weights * (dL_dweights - (weights * dL_dweights).sum(axis=2, keepdims=True))   # (h, n, n)
+    dL_dq = merge_heads(dL_dscores @ k_h) / math.sqrt(d_k)     # (n, h·d_k)   per head ∂L/∂S_j K_j / √d_k
+    dL_dk = merge_heads(dL_dscores.transpose(0, 2, 1) @ q_h) / math.sqrt(d_k)   # (n, h·d_k)
+    dL_dw_q, dL_db_q = x.T @ dL_dq, dL_dq.sum(axis=0)           # (d_in, h·d_k), (h·d_k,)
+    dL_dw_k, dL_db_k = x.T @ dL_dk, dL_dk.sum(axis=0)           # (d_in, h·d_k), (h·d_k,)
+    dL_dw_v, dL_db_v = x.T @ dL_dv, dL_dv.sum(axis=0)           # (d_in, h·d_v), (h·d_v,)
+    dL_dx = dL_dq @ params["w_q"].T + dL_dk @ params["w_k"].T + dL_dv @ params["w_v"].T   # (n, d_in)
+    return {"dL/dpooled": dL_dpooled, "dL/df": dL_df, "dL/dw_o": dL_dw_o, "dL/db_o": dL_db_o,
+            "dL/dcontext": dL_dcontext, "dL/dweights": dL_dweights, "dL/dv": dL_dv, "dL/dscores": dL_dscores,
+            "dL/dq": dL_dq, "dL/dk": dL_dk, "dL/dw_q": dL_dw_q, "dL/db_q": dL_db_q, "dL/dw_k": dL_dw_k,
+            "dL/db_k": dL_db_k, "dL/dw_v": dL_dw_v, "dL/db_v": dL_db_v, "dL/dx": dL_dx}
+
+
 def softmax_jacobians(weights: np.ndarray) -> np.ndarray:
     """J[i] = diag(a_i) − a_i a_iᵀ, the Jacobian of row i of A with respect to row i of S; (n, n) -> (n, n, n).
 
@@ -247,10 +312,10 @@ def backward(params: dict, x, y, trace: Trace | None = None) -> dict[str, np.nda
     return {name: g[f"dL/d{name}"] for name in (*PARAM_NAMES, "x")}
 
 
-def loss_and_gradients(params: dict, x, y) -> tuple[float, dict[str, np.ndarray]]:
+def loss_and_gradients(params: dict, x, y, n_heads: int = 1) -> tuple[float, dict[str, np.ndarray]]:
     """(L, {name: ∂L/∂name}) by hand, without a Trace: what the training loop calls."""
-    c = _forward(params, x, y)
-    g = _backward(params, c, y)
+    c = _forward(params, x, y, n_heads)
+    g = _backward(params, c, y, n_heads)
     return float(c["loss"]), {name: g[f"dL/d{name}"] for name in (*PARAM_NAMES, "x")}
 
 
@@ -306,22 +371,25 @@ def _add_gradient_steps(trace: Trace, params: dict, c: dict, g: dict) -> None:
 
 # ---- the same model in torch, for checking -----------------------------------------------
 
-def torch_forward(params: dict, x, y: int):
-    """The loss as a torch scalar, from torch tensors (params by name, x (n, d_in)): autograd's side."""
+def torch_forward(params: dict, x, y: int, n_heads: int = 1):
+    """The loss as a torch scalar, from torch tensors (params by name, x (n, d_in)): autograd's side.
+    Heads as torch code writes them: view (n, h, d) and permute to (h, n, d)."""
     import torch
-    q = x @ params["w_q"] + params["b_q"]
-    k = x @ params["w_k"] + params["b_k"]
-    v = x @ params["w_v"] + params["b_v"]
-    weights = torch.softmax(q @ k.T / math.sqrt(q.shape[1]), dim=1)
-    f = weights @ v @ params["w_o"] + params["b_o"]
+    n, h = x.shape[0], n_heads
+    q = (x @ params["w_q"] + params["b_q"]).view(n, h, -1).permute(1, 0, 2)    # (h, n, d_k)
+    k = (x @ params["w_k"] + params["b_k"]).view(n, h, -1).permute(1, 0, 2)    # (h, n, d_k)
+    v = (x @ params["w_v"] + params["b_v"]).view(n, h, -1).permute(1, 0, 2)    # (h, n, d_v)
+    weights = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[2]), dim=2)   # (h, n, n)
+    context = (weights @ v).permute(1, 0, 2).reshape(n, -1)                    # (n, h·d_v)
+    f = context @ params["w_o"] + params["b_o"]
     return -torch.log_softmax(f.mean(dim=0), dim=0)[y]
 
 
-def torch_loss_and_gradients(params: dict, x, y) -> tuple[float, dict[str, np.ndarray]]:
+def torch_loss_and_gradients(params: dict, x, y, n_heads: int = 1) -> tuple[float, dict[str, np.ndarray]]:
     """(L, {name: ∂L/∂name}) from torch autograd, for numpy params and x; keys as loss_and_gradients."""
     import torch
     leaves = {name: _tensor(torch, a).requires_grad_() for name, a in {**params, "x": x}.items()}
-    loss = torch_forward(leaves, leaves["x"], label_index(y))
+    loss = torch_forward(leaves, leaves["x"], label_index(y), n_heads)
     loss.backward()
     return loss.item(), {name: t.grad.numpy() for name, t in leaves.items()}
 
@@ -406,7 +474,7 @@ def _all_finite(params: dict) -> bool:
 
 
 def train(params: dict, dataset, lr: float, epochs: int, batch_size: int = 1, frozen=(), shuffle_seed: int | None = 0,
-          gradients=loss_and_gradients):
+          gradients=loss_and_gradients, n_heads: int = 1):
     """Gradient descent, a generator: yields {"epoch", "loss", "accuracy", "running_loss", "params"} per epoch.
 
     batch_size 1 is seed 000's loop, one SGD step per sentence; otherwise the gradients of a
@@ -414,7 +482,8 @@ def train(params: dict, dataset, lr: float, epochs: int, batch_size: int = 1, fr
     shuffle_seed (None keeps the dataset's order, as seed 000). loss and accuracy are of the
     epoch's final params on the whole dataset; running_loss is the mean loss seen during the
     epoch (what seed 000 prints). `gradients(params, x, y) -> (loss, grads)` defaults to the
-    hand-written backward pass (the benchmark swaps in torch autograd).
+    hand-written backward pass (the benchmark swaps in torch autograd); with n_heads > 1 it is
+    called as gradients(params, x, y, n_heads=n_heads).
 
     Raises TrainingDiverged (carrying the last good params) as soon as the loss or a parameter
     is NaN or infinite: training never continues on NaN.
@@ -432,6 +501,8 @@ def train(params: dict, dataset, lr: float, epochs: int, batch_size: int = 1, fr
         raise ConfigError(f"Cannot freeze {', '.join(map(repr, unknown))}: the parameters are {', '.join(PARAM_NAMES)}.")
     rng = None if shuffle_seed is None else np.random.default_rng(shuffle_seed)
     last_good, step = params, 0
+    if n_heads > 1:
+        gradients = functools.partial(gradients, n_heads=n_heads)
 
     def diverged(epoch, what):
         return TrainingDiverged(
@@ -459,7 +530,7 @@ def train(params: dict, dataset, lr: float, epochs: int, batch_size: int = 1, fr
                 last_good, params = params, sgd_step(params, grads, lr, frozen)
                 if not _all_finite(params):
                     raise diverged(epoch, "a parameter")
-            stats = evaluate(params, dataset)
+            stats = evaluate(params, dataset, n_heads)
         if not math.isfinite(stats["loss"]):
             raise diverged(epoch, "the loss")
         last_good = params
@@ -467,17 +538,18 @@ def train(params: dict, dataset, lr: float, epochs: int, batch_size: int = 1, fr
                "running_loss": float(np.mean(seen)), "params": params}
 
 
-def predict(params: dict, x) -> tuple[np.ndarray, np.ndarray]:
-    """(p (3,), weights (n, n)): the class probabilities and the attention weights for one sentence."""
-    c = _forward(params, _as_input(params, x), None)
+def predict(params: dict, x, n_heads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(p (3,), weights (n, n), or (h, n, n) with h heads): the class probabilities and the attention
+    weights for one sentence."""
+    c = _forward(params, _as_input(params, x), None, n_heads)
     return c["p"], c["weights"]
 
 
-def evaluate(params: dict, dataset) -> dict[str, float]:
+def evaluate(params: dict, dataset, n_heads: int = 1) -> dict[str, float]:
     """{"loss": mean cross-entropy, "accuracy": fraction predicted right, "n": sentences}."""
     losses, right = [], 0
     for sample in dataset:
-        c = _forward(params, sample.x, sample.y)
+        c = _forward(params, sample.x, sample.y, n_heads)
         losses.append(float(c["loss"]))
         right += int(np.argmax(c["p"]) == sample.y)
     if not losses:

@@ -14,6 +14,7 @@ POSITIONALS = ("sinusoidal", "learned", "index", "none")
 COMBINES = ("add", "concat")
 SCORES = ("dot", "scaled_dot", "additive", "bilinear")
 MASKS = ("none", "causal", "padding")
+WEIGHTS = ("trained", "random")        # W_q, W_k, W_v: trained on data/sentiment.csv, or the seeded random start
 
 MAX_CHARS = 1000        # characters in a sentence
 MAX_TOKENS = 128        # tokens after tokenizing
@@ -41,7 +42,7 @@ def say_list(items: list) -> str:
 @dataclass(frozen=True)
 class Config:
     sentence: str = "I love you today"
-    embedding: str = "toy"            # toy | glove | random | upload
+    embedding: str = "glove"          # glove | toy | random | upload
     d_model: int = 8                  # embedding width of the random source (toy: 3, GloVe: 50)
     glove_vocab: int = 20_000         # use the first N GloVe words (they are sorted by frequency)
     unknown: str = "drop"             # unknown words: drop them, or map them to an <unk> vector
@@ -56,6 +57,7 @@ class Config:
     padding: tuple[int, ...] = ()     # key positions hidden when mask == "padding"
     temperature: float = 1.0
     bias: bool = False
+    weights: str = "trained"          # W_q, W_k, W_v: trained (on data/sentiment.csv) | random (seeded start)
     seed: int = 0
     vectors: str | None = field(default=None, repr=False)  # uploaded GloVe-format text
 
@@ -66,6 +68,7 @@ class Config:
         _check_choice("combine", self.combine, COMBINES)
         _check_choice("score", self.score, SCORES)
         _check_choice("mask", self.mask, MASKS)
+        _check_choice("weights", self.weights, WEIGHTS)
         if not isinstance(self.sentence, str):
             raise ConfigError("The sentence must be text.")
         if not self.sentence.strip():
@@ -125,7 +128,10 @@ def _check_int(name: str, value, low: int, high: int) -> None:
 
 
 def check_heads(d_model: int, n_heads: int, why: str = "") -> None:
-    """Heads split d_model evenly (as torch.nn.MultiheadAttention requires)."""
+    """Heads split d_model evenly: torch.nn.MultiheadAttention (and seed 002's layer) require it, as
+    their W_q is (d_model, d_model). The explorer's own forward pass does not: its W_q is
+    (d_model, h·d_k) with d_k a setting of its own."""
     if d_model % n_heads:
-        raise ConfigError(f"d_model={d_model}{why} is not divisible by n_heads={n_heads}; "
-                          f"try {say_list([d for d in divisors(d_model) if d <= MAX_HEADS])} heads.")
+        raise ConfigError(f"d_model={d_model}{why} is not divisible by n_heads={n_heads}, and PyTorch's "
+                          f"multi-head layer splits d_model into equal heads: set the number of heads to "
+                          f"{say_list([d for d in divisors(d_model) if d <= MAX_HEADS])}.")

@@ -509,11 +509,27 @@ def _parameter_explainer(key: str) -> Explainer:
                             ctx.num(ctx.value(key)[cell]), ctx.num_text(ctx.value(key)[cell]), note)
         z = float(param_rng(ctx.config.seed, key).standard_normal(shape)[cell])
         value = z / math.sqrt(fan_in) if key not in BIASES else 0.1 * z
+        if ctx.config.weights == "trained" and key in TRAINED:
+            return _trained_parameter(ctx, key, cell, 0.0 if key in BIASES else value, law_text)
         where = f"z = draw {int(np.ravel_multi_index(cell, shape))} of generator (seed {ctx.config.seed}, crc32('{key}'))"
         return Explanation(key, cell, symbolic, rf"{ctx.factor(z)} \cdot {scale_tex}", f"{lhs} = {ctx.num(value)}",
                            value, f"{lhs_text} = z·{scale_text}, z ~ N(0, 1)\n  = {ctx.factor_text(z)}·{scale_text}"
                                   f"   ({where})\n  = {ctx.num_text(value)}", note=note + f" {where}.")
     return explain_parameter
+
+
+TRAINED = ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v")      # under weights="trained" (pretrained.py)
+
+
+def _trained_parameter(ctx: Context, key: str, cell, start: float, law_text: str) -> Explanation:
+    """A trained weight: looked up in the trained matrices, with where training started from."""
+    from .pretrained import trained_weights
+    t = trained_weights(ctx.config)
+    value = float(t.params[key][cell])
+    begin = f"seeded init {law_text}" if key not in BIASES else "biases start at 0 for training"
+    note = (f"Learned parameter, trained: no formula makes it. It started at {ctx.num_text(start)} ({begin}); "
+            f"{t.epochs} epochs of SGD on {t.n_sentences} sentiment sentences moved it by {ctx.num_text(value - start)}.")
+    return ctx.leaf(key, cell, r"\text{trained}", "trained", value, ctx.num(value), ctx.num_text(value), note)
 
 
 for _key in (*PARAMETER_FAN_IN, *BIASES):

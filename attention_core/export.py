@@ -30,7 +30,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from .config import COMBINES, EMBEDDINGS, MASKS, POSITIONALS, SCORES, UNKNOWN_POLICIES, Config, ConfigError
+from .config import COMBINES, EMBEDDINGS, MASKS, POSITIONALS, SCORES, UNKNOWN_POLICIES, WEIGHTS, Config, ConfigError
 from .trace import Step, Trace
 
 # ---- .npz ----------------------------------------------------------------------------------------------
@@ -151,7 +151,8 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     The embedding rows are written in as literals (the vocabularies stay behind). Parameters are
     drawn exactly as the explorer draws them (weights="seeded": numpy.random.default_rng seeded
     with (seed, crc32(name)) per parameter) or written in as literals too (weights="literal", for
-    a numpy whose generator streams differ). The sentence and its tokens appear only as repr()'d
+    a numpy whose generator streams differ). Under config.weights == "trained", W_Q, W_K, W_V
+    (and their biases) are the trained matrices, always written in as literals. The sentence and its tokens appear only as repr()'d
     string literals assigned to SENTENCE and TOKENS. Run it: `python script.py [steps.npz]`.
     """
     from .forward import init_bias, init_weight, run_forward
@@ -165,12 +166,18 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     L: list[str] = []
     add = L.append
 
+    trained = config.weights == "trained"
+
     def param(name: str, shape: tuple, fan_in: int) -> str:
+        if trained and name in ("w_q", "w_k", "w_v"):
+            return _literal(trace[name].value)
         if literal:
             return _literal(init_weight(seed, name, shape, fan_in))
         return f"param({name!r}, {shape!r}, {fan_in})"
 
     def bias(name: str, shape: tuple) -> str:
+        if trained and name in ("b_q", "b_k", "b_v"):
+            return _literal(trace[name].value)
         return _literal(init_bias(seed, name, shape)) if literal else f"bias({name!r}, {shape!r})"
 
     settings = {k: v for k, v in config.as_dict().items() if k not in ("sentence", "vectors")}
@@ -248,6 +255,9 @@ def python_script(config: Config, weights: str = "seeded") -> str:
         add("x = x_embed + pe  # added element-wise")
     add('steps["x"] = x')
     add("")
+    if trained:
+        add("# W_Q, W_K, W_V below were trained (on the explorer's data/sentiment.csv), so they are written in;")
+        add("# W_O and any score parameters are at their seeded random start.")
     for name, width in (("q", h * d_k), ("k", h * d_k), ("v", h * d_v)):
         add(f"# -- {name.upper()} = X W_{name.upper()}{' + b_' + name if config.bias else ''}  (n={n}, {width})")
         add(f"w_{name} = {param(f'w_{name}', (d_model, width), d_model)}  # (d_model, {width})")
@@ -344,7 +354,7 @@ def python_script(config: Config, weights: str = "seeded") -> str:
 
 QUERY_FIELDS = tuple(f.name for f in fields(Config) if f.name != "vectors")
 CHOICES = {"embedding": EMBEDDINGS, "unknown": UNKNOWN_POLICIES, "positional": POSITIONALS,
-           "combine": COMBINES, "score": SCORES, "mask": MASKS}
+           "combine": COMBINES, "score": SCORES, "mask": MASKS, "weights": WEIGHTS}
 INTS = ("d_model", "glove_vocab", "d_k", "d_v", "n_heads", "seed")
 FLOATS = ("pe_base", "temperature")
 _INT = re.compile(r"[+-]?\d{1,12}")

@@ -6,7 +6,7 @@ import zlib
 import numpy as np
 
 from . import attention as att
-from .config import Config, ConfigError, check_heads
+from .config import Config, ConfigError
 from .embeddings import embed, vocabulary_for
 from .positional import index_feature, learned_encoding, sinusoidal_encoding
 from .text import resolve
@@ -27,8 +27,65 @@ def init_bias(seed: int, name: str, shape: tuple[int, ...]) -> np.ndarray:
     return 0.1 * param_rng(seed, name).standard_normal(shape)
 
 
+def projection_weights(config: Config, d_model: int) -> dict:
+    """{"w_q", "w_k", "w_v" (d_model, h·d_k / h·d_v), "b_q", "b_k", "b_v" when config.bias, "why"}:
+    trained on the sentiment sentences (pretrained.py), or at their seeded random start."""
+    if config.weights == "trained":
+        from .pretrained import trained_weights
+        t = trained_weights(config)
+        return {**t.params, "why": t.why}
+    h, d_k, d_v, seed = config.n_heads, config.d_k, config.d_v, config.seed
+    out = {"why": "Seeded random weights, N(0, 1/d_model): the start training would begin from; nothing here "
+                  "has been trained, so the attention they give means nothing yet."}
+    for name, width in (("q", h * d_k), ("k", h * d_k), ("v", h * d_v)):
+        out[f"w_{name}"] = init_weight(seed, f"w_{name}", (d_model, width), d_model)
+        if config.bias:
+            out[f"b_{name}"] = init_bias(seed, f"b_{name}", (width,))
+    return out
+
+
+def _scaling_why(d_k: int, scaled: np.ndarray, weights: str) -> str:
+    """Why divide by √d_k, with the spread the scores have here (trained weights can widen it on purpose)."""
+    spread = float(np.mean(np.std(scaled, axis=-1)))          # standard deviation within a row, averaged
+    why = (f"Dividing by √d_k = {np.sqrt(d_k):.3g} stops the scores' spread growing with d_k, so softmax does not "
+           f"saturate just because d_k is large. Their spread here: {spread:.2g} (standard deviation within a row)")
+    if weights == "random":
+        return why + ", from the seeded random weights."
+    return why + ": what the trained weights learned, and what makes softmax peaked or flat."
+
+
 def _heads(h: int, *axes: str) -> tuple[str, ...]:
     return (("head",) if h > 1 else ()) + axes
+
+
+def position_encoding(config: Config, n: int, d_embed: int) -> np.ndarray | None:
+    """The positional encoding the settings ask for, (n, d_embed) or (n, 1) for "index"; None for "none"."""
+    if config.positional == "sinusoidal":
+        return sinusoidal_encoding(n, d_embed, config.pe_base)
+    if config.positional == "learned":
+        return learned_encoding(n, d_embed, config.seed)
+    if config.positional == "index":
+        return index_feature(n)
+    return None
+
+
+def with_position(config: Config, x_embed: np.ndarray, pe: np.ndarray | None) -> np.ndarray:   # (n, d_model)
+    """X from the embeddings and the positional encoding: added, concatenated, or X_emb alone."""
+    if pe is None:
+        return x_embed
+    if config.positional == "index" or config.combine == "concat":
+        return np.concatenate([x_embed, pe], axis=1)
+    return x_embed + pe
+
+
+def encode(config: Config, sentence: str, vocab) -> tuple[tuple[str, ...], np.ndarray]:
+    """(words, X (n, d_model)): a sentence as the forward pass encodes it under these settings
+    (the unknown-word policy, the embedding source, the positional encoding and how it is combined).
+    Training the weights (pretrained.py) encodes its sentences with this same function."""
+    known = (lambda w: True) if vocab is None else (lambda w: w in vocab)
+    words = resolve(sentence, known, config.unknown).words
+    x_embed = embed(words, vocab, config.d_model, config.seed)                 # (n, d_embed)
+    return words, with_position(config, x_embed, position_encoding(config, *x_embed.shape))
 
 
 def run_forward(config: Config) -> Trace:
@@ -56,32 +113,28 @@ def run_forward(config: Config) -> Trace:
                   "Words with similar meaning get similar rows.")
 
     # -- positional encoding ---------------------------------------------------------------
-    pe = None
+    pe = position_encoding(config, n, d_embed)                                   # (n, d_pe) or None
     if config.positional == "sinusoidal":
-        pe = sinusoidal_encoding(n, d_embed, config.pe_base)
         formula = (rf"PE_{{p,2i}} = \sin\!\left(\frac{{p}}{{{config.pe_base:g}^{{2i/{d_embed}}}}}\right),\quad "
                    rf"PE_{{p,2i+1}} = \cos\!\left(\frac{{p}}{{{config.pe_base:g}^{{2i/{d_embed}}}}}\right)")
         why = ("Each dimension pair is a sine/cosine wave of its own frequency, so every position gets a "
                "distinct pattern, and nearby positions get similar ones.")
     elif config.positional == "learned":
-        pe = learned_encoding(n, d_embed, config.seed)
         formula = r"PE = P_{[0:n]},\quad P \in \mathbb{R}^{n_{\max} \times d}\ \text{(a trained table)}"
         why = "A table with one trainable vector per position, shown at its seeded random start."
     elif config.positional == "index":
-        pe = index_feature(n)
         formula = r"PE_p = p"
         why = "Seed 000's choice: the position number itself, appended to each row as one more feature."
     if pe is not None:
         trace.add("pe", "Positional encoding", pe, ("n", "d_pe"), formula, why=why)
+    x = with_position(config, x_embed, pe)                                       # (n, d_model)
     if pe is None:
-        x, how = x_embed, "no positional information: attention cannot tell word order"
+        how = "no positional information: attention cannot tell word order"
         formula = r"X = X_{\text{emb}}"
     elif config.positional == "index" or config.combine == "concat":
-        x = np.concatenate([x_embed, pe], axis=1)
         how = f"concatenated: d_model = {d_embed} + {pe.shape[1]} = {x.shape[1]}"
         formula = r"X = \left[\, X_{\text{emb}} \;\middle|\; PE \,\right]"
     else:
-        x = x_embed + pe
         how = f"added element-wise: d_model stays {d_embed}"
         formula = r"X = X_{\text{emb}} + PE"
     d_model = x.shape[1]
@@ -90,31 +143,33 @@ def run_forward(config: Config) -> Trace:
     trace.facts.update(n=n, d_embed=d_embed, d_model=d_model, position=how)
 
     h, d_k, d_v, seed = config.n_heads, config.d_k, config.d_v, config.seed
-    check_heads(d_model, h, "" if d_model == d_embed else
-                f" ({d_embed} embedding + {d_model - d_embed} position dimensions)")
+    # No d_model % h check: W_q is (d_model, h·d_k) with d_k its own setting, so h·d_k need not be d_model.
     if config.mask == "padding":
         bad = [p for p in config.padding if p >= n]
         if bad:
-            raise ConfigError(f"Padding position {bad[0]} is past the last token (positions run 0 to {n - 1}).")
+            raise ConfigError(f"Padding position {bad[0]} is past the last token (positions run 0 to {n - 1}). "
+                              "Unhide it (the mask's hidden positions), or type a longer sentence.")
     trace.facts.update(n_heads=h, d_k=d_k, d_v=d_v)
+    learned = projection_weights(config, d_model)                                         # w_q, w_k, w_v (and b_*)
+    trace.facts.update(weights=config.weights, weights_why=learned["why"])
 
     # -- projections -----------------------------------------------------------------------
     proj = {}
     for name, width in (("q", h * d_k), ("k", h * d_k), ("v", h * d_v)):
-        w = init_weight(seed, f"w_{name}", (d_model, width), d_model)
+        w = learned[f"w_{name}"]                                                # (d_model, width)
         d_name = "d_v" if name == "v" else "d_k"
         cols = f"h·{d_name}" if h > 1 else d_name
         trace.add(f"w_{name}", f"W_{name.upper()}", w, ("d_model", cols),
                   rf"W_{name.upper()} \in \mathbb{{R}}^{{{d_model} \times {width}}}",
-                  why=f"Learned weights (here at their seeded random start, N(0, 1/d_model)). "
-                      f"Their shape does not depend on the sentence length.")
+                  why=f"{learned['why']} Their shape does not depend on the sentence length.")
         value = x @ w                                                           # (n, width)
         inputs = ("x", f"w_{name}")
         formula = rf"{name.upper()} = X W_{name.upper()}"
         if config.bias:
-            b = init_bias(seed, f"b_{name}", (width,))
+            b = learned[f"b_{name}"]                                            # (width,)
             trace.add(f"b_{name}", f"b_{name}", b, (cols,), rf"b_{name} \in \mathbb{{R}}^{{{width}}}",
-                      why="A bias added to every row.")
+                      why="A bias added to every row" + (", trained with the weights." if config.weights == "trained"
+                                                          else ", at its seeded random start."))
             value = value + b
             inputs += (f"b_{name}",)
             formula += rf" + b_{name}"
@@ -141,8 +196,7 @@ def run_forward(config: Config) -> Trace:
             scaled = scores / np.sqrt(d_k)
             trace.add("scaled_scores", "Scaled scores", scaled, _heads(h, "n_q", "n_k"),
                       rf"S{sq} = \frac{{Q{sq} K{sq}^\top}}{{\sqrt{{d_k}}}} = \frac{{Q{sq} K{sq}^\top}}{{\sqrt{{{d_k}}}}}",
-                      ("scores",), why=f"Dividing by √d_k = {np.sqrt(d_k):.3g} keeps the scores' spread near 1 "
-                      "whatever d_k is, so softmax does not saturate.")
+                      ("scores",), why=_scaling_why(d_k, scaled, config.weights))
             logits_key = "scaled_scores"
     elif config.score == "additive":
         w_1 = init_weight(seed, "w_a_q", (h, d_k, d_k)[h == 1:], d_k)
@@ -151,7 +205,10 @@ def run_forward(config: Config) -> Trace:
         for key, val, ax, f in (("w_a_q", w_1, ("d_k", "d_a"), r"W_1"), ("w_a_k", w_2, ("d_k", "d_a"), r"W_2"),
                                 ("v_a", v_a, ("d_a",), r"v")):
             trace.add(key, f"Additive score parameter {f}", val, _heads(h, *ax), rf"{f} \text{{ (learned)}}",
-                      why="The additive score learns its own small network to compare a query with a key.")
+                      why="The additive score learns its own small network to compare a query with a key "
+                          "(shown at its seeded random start, N(0, 1/d_k): "
+                          + ("only W_Q, W_K, W_V were trained, for scaled dot-product scores)." if config.weights == "trained"
+                             else "no weight here is trained)."))
         scores = att.additive_scores(q, k, w_1, w_2, v_a)
         trace.add("scores", "Additive scores", scores, _heads(h, "n_q", "n_k"),
                   r"S_{ij} = v^\top \tanh(W_1^\top q_i + W_2^\top k_j)", qkv + ("w_a_q", "w_a_k", "v_a"),
@@ -160,7 +217,10 @@ def run_forward(config: Config) -> Trace:
     else:
         w_b = init_weight(seed, "w_b", (h, d_k, d_k)[h == 1:], d_k)
         trace.add("w_b", "Bilinear score matrix W", w_b, _heads(h, "d_k", "d_k"), r"W \text{ (learned)}",
-                  why="The bilinear score lets every dimension of a query meet every dimension of a key.")
+                  why="The bilinear score lets every dimension of a query meet every dimension of a key "
+                      "(shown at its seeded random start, N(0, 1/d_k): "
+                      + ("only W_Q, W_K, W_V were trained, for scaled dot-product scores)." if config.weights == "trained"
+                         else "no weight here is trained)."))
         scores = att.bilinear_scores(q, k, w_b)
         trace.add("scores", "Bilinear scores", scores, _heads(h, "n_q", "n_k"), rf"S{sq} = Q{sq}\, W\, K{sq}^\top",
                   qkv + ("w_b",), why="Luong's general score: a learned matrix between query and key.")
@@ -213,7 +273,8 @@ def run_forward(config: Config) -> Trace:
     w_o = init_weight(seed, "w_o", (h * d_v, d_model), h * d_v)
     trace.add("w_o", "W_O", w_o, ("h·d_v" if h > 1 else "d_v", "d_model"),
               rf"W_O \in \mathbb{{R}}^{{{h * d_v} \times {d_model}}}",
-              why="The output projection mixes the heads back into d_model columns.")
+              why="The output projection mixes the heads back into d_model columns (shown at its seeded random "
+                  "start, N(0, 1/(h·d_v))" + (": only W_Q, W_K, W_V are trained)." if config.weights == "trained" else ")."))
     output = (att.merge_heads(context) if h > 1 else context) @ w_o
     formula, inputs = r"O = C\, W_O", ("concat" if h > 1 else "context", "w_o")
     if config.bias:

@@ -80,7 +80,7 @@ def test_scaling_formula_follows_d_k():
 
 
 def test_position_controls_live_in_the_sidebar_on_the_position_page():
-    at = open_page("app_pages/2_positional.py")
+    at = open_page("app_pages/2_positional.py", query={"embedding": "toy", "weights": "random"})
     assert any(w.key == "w.positional" for w in at.sidebar.selectbox)
     assert not any(w.key == "w.positional" for w in at.main.selectbox)
     at.selectbox(key="w.positional").set_value("index").run()

@@ -13,6 +13,7 @@ CASES = [
     (dict(combine="multiply"), "combine="),
     (dict(score="cosine"), "score='cosine'"),
     (dict(mask="random"), "mask='random'"),
+    (dict(weights="pretrained"), "weights='pretrained' is not one of 'trained' or 'random'"),
     (dict(d_model=0), "d_model=0 is out of range; use 1 to 512"),
     (dict(d_model=1, embedding="random"), "d_model=1 leaves one number per word"),
     (dict(d_model=100_000), "d_model=100,000 is out of range"),
@@ -42,9 +43,8 @@ def test_config_errors(kwargs, message):
 
 RUN_CASES = [
     (dict(sentence="zebras giraffes"), "None of the words (zebras, giraffes) is in the vocabulary"),
-    (dict(embedding="random", d_model=10, n_heads=4), "d_model=10 is not divisible by n_heads=4; try 1, 2, 5 or 10 heads"),
-    (dict(n_heads=2), "d_model=3 is not divisible by n_heads=2; try 1 or 3 heads"),
-    (dict(positional="index", n_heads=3), "d_model=4 (3 embedding + 1 position dimensions) is not divisible by n_heads=3; try 1, 2 or 4"),
+    (dict(embedding="toy"), "Trained weights need GloVe or random embeddings, or set the weights to seeded random: "
+                            "the toy vectors know 20 words"),
     (dict(sentence="🙂🙂 !!"), "The sentence has no words (only 🙂🙂!!)"),
     (dict(mask="padding", padding=(9,)), "Padding position 9 is past the last token (positions run 0 to 3)"),
     (dict(embedding="random", sentence=" ".join(["w"] * 129)), "129 tokens; the limit is 128"),
@@ -56,6 +56,25 @@ def test_run_errors(kwargs, message):
     with pytest.raises(ConfigError) as err:
         run_forward(Config(**kwargs))
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs", [dict(embedding="random", d_model=10, n_heads=4, weights="random"),
+                                    dict(embedding="toy", weights="random", n_heads=2),
+                                    dict(embedding="toy", weights="random", positional="index", n_heads=3),
+                                    dict(n_heads=3)])
+def test_heads_need_not_divide_d_model_in_the_forward_pass(kwargs):
+    """W_q is (d_model, h·d_k) with d_k its own setting: only torch's layer needs d_model % h == 0."""
+    config = Config(**kwargs)
+    t = run_forward(config)
+    assert t["w_q"].shape[1] == config.n_heads * config.d_k
+
+
+def test_torch_layer_says_which_heads_divide_d_model():
+    from attention_core import torch_mha
+    with pytest.raises(ConfigError) as err:
+        torch_mha.mha_module(10, 4)
+    assert ("d_model=10 is not divisible by n_heads=4, and PyTorch's multi-head layer splits d_model into equal "
+            "heads: set the number of heads to 1, 2, 5 or 10.") in str(err.value)
 
 
 VECTOR_CASES = [

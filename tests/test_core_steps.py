@@ -7,6 +7,7 @@ import pytest
 
 import attention_core as ac
 from attention_core import Config, run_forward, sinusoidal_encoding
+from old_defaults import toy_config
 
 
 def test_import_does_not_import_torch():
@@ -52,7 +53,7 @@ def test_glove_vocab_size_and_neighbours():
 
 def test_toy_sentence_by_hand():
     """Seed 001's sentence with its 3-d vectors, no position, checked entry by entry."""
-    t = run_forward(Config(sentence="I love you today", positional="none", d_k=2, d_v=2))
+    t = run_forward(toy_config(sentence="I love you today", positional="none", d_k=2, d_v=2))
     x = np.array([[0, 1, 0], [0, 1, 1], [1, 1, 1], [0, 0, 0]], dtype=float)
     np.testing.assert_array_equal(t["x"].value, x)
     w_q, w_k, w_v = t["w_q"].value, t["w_k"].value, t["w_v"].value
@@ -72,7 +73,7 @@ def test_toy_sentence_by_hand():
 
 
 def test_default_trace_steps_and_shapes():
-    t = run_forward(Config())
+    t = run_forward(toy_config())
     assert t.keys() == ["x_embed", "pe", "x", "w_q", "q", "w_k", "k", "w_v", "v", "scores", "scaled_scores",
                         "weights", "context", "w_o", "output"]
     assert t["q"].shape_text == "n=4 × d_k=4"
@@ -83,7 +84,7 @@ def test_default_trace_steps_and_shapes():
 
 
 def test_multi_head_trace_matches_public_api():
-    cfg = Config(embedding="random", d_model=8, d_k=2, d_v=2, n_heads=4, positional="none", sentence="a b c d e")
+    cfg = toy_config(embedding="random", d_model=8, d_k=2, d_v=2, n_heads=4, positional="none", sentence="a b c d e")
     t = run_forward(cfg)
     assert t["weights"].shape == (4, 5, 5) and t["concat"].shape == (5, 8)
     x = t["x"].value
@@ -96,7 +97,7 @@ def test_multi_head_trace_matches_public_api():
 @pytest.mark.parametrize("score", ["dot", "scaled_dot", "additive", "bilinear"])
 @pytest.mark.parametrize("heads", [1, 2])
 def test_score_functions_and_heads(score, heads):
-    t = run_forward(Config(embedding="random", d_model=6, sentence="the cat sat on the mat", score=score,
+    t = run_forward(toy_config(embedding="random", d_model=6, sentence="the cat sat on the mat", score=score,
                            n_heads=heads, mask="causal", bias=True, temperature=0.7))
     w = t["weights"].value
     assert np.all(np.isfinite(w))
@@ -106,7 +107,7 @@ def test_score_functions_and_heads(score, heads):
 
 
 def test_additive_scores_by_hand():
-    t = run_forward(Config(score="additive", positional="none"))
+    t = run_forward(toy_config(score="additive", positional="none"))
     q, k = t["q"].value, t["k"].value
     w_1, w_2, v_a = t["w_a_q"].value, t["w_a_k"].value, t["v_a"].value
     e = v_a @ np.tanh(q[2] @ w_1 + k[0] @ w_2)
@@ -114,42 +115,42 @@ def test_additive_scores_by_hand():
 
 
 def test_bilinear_scores_by_hand():
-    t = run_forward(Config(score="bilinear", positional="none"))
+    t = run_forward(toy_config(score="bilinear", positional="none"))
     q, k, w = t["q"].value, t["k"].value, t["w_b"].value
     assert t["scores"].value[1, 3] == pytest.approx(q[1] @ w @ k[3], abs=1e-14)
 
 
 def test_temperature_divides_logits():
-    t1 = run_forward(Config(temperature=1.0))
-    t2 = run_forward(Config(temperature=0.5))
+    t1 = run_forward(toy_config(temperature=1.0))
+    t2 = run_forward(toy_config(temperature=0.5))
     np.testing.assert_allclose(t2["weights"].value, ac.softmax(2 * t1["scaled_scores"].value), atol=1e-15)
 
 
 def test_padding_mask_hides_columns_and_empty_rows_are_zero():
-    t = run_forward(Config(mask="padding", padding=(1, 3)))
+    t = run_forward(toy_config(mask="padding", padding=(1, 3)))
     w = t["weights"].value
     assert np.all(w[:, [1, 3]] == 0)
     np.testing.assert_allclose(w.sum(-1), 1.0)
-    t = run_forward(Config(mask="padding", padding=(0, 1, 2, 3)))
+    t = run_forward(toy_config(mask="padding", padding=(0, 1, 2, 3)))
     assert np.all(t["weights"].value == 0) and not np.isnan(t["context"].value).any()
     assert any("Every key is hidden" in n for n in t.notices)
 
 
 def test_positional_kinds_change_d_model():
-    assert run_forward(Config(positional="index"))["x"].shape == (4, 4)
-    t = run_forward(Config(positional="index"))
+    assert run_forward(toy_config(positional="index"))["x"].shape == (4, 4)
+    t = run_forward(toy_config(positional="index"))
     np.testing.assert_array_equal(t["x"].value[:, -1], [0, 1, 2, 3])
-    assert run_forward(Config(positional="sinusoidal", combine="concat"))["x"].shape == (4, 6)
-    assert run_forward(Config(positional="learned"))["x"].shape == (4, 3)
-    t = run_forward(Config(positional="none"))
+    assert run_forward(toy_config(positional="sinusoidal", combine="concat"))["x"].shape == (4, 6)
+    assert run_forward(toy_config(positional="learned"))["x"].shape == (4, 3)
+    t = run_forward(toy_config(positional="none"))
     assert "pe" not in t and t["x"].shape == (4, 3)
 
 
 def test_unknown_words_drop_and_unk():
-    t = run_forward(Config(sentence="I love zebras today"))
+    t = run_forward(toy_config(sentence="I love zebras today"))
     assert t.tokens == ("i", "love", "today") and t.facts["unknown"] == ("zebras",)
     assert any("zebras" in n for n in t.notices)
-    t = run_forward(Config(sentence="I love zebras today", unknown="unk"))
+    t = run_forward(toy_config(sentence="I love zebras today", unknown="unk"))
     assert t.tokens == ("i", "love", "zebras", "today")
     np.testing.assert_allclose(t["x_embed"].value[2], ac.toy_vocabulary().matrix.mean(axis=0))
 
@@ -163,18 +164,18 @@ def test_tokenizer_punctuation_and_scripts():
 
 
 def test_random_vectors_stable_per_word():
-    a = run_forward(Config(embedding="random", sentence="cat dog cat"))
+    a = run_forward(toy_config(embedding="random", sentence="cat dog cat"))
     np.testing.assert_array_equal(a["x_embed"].value[0], a["x_embed"].value[2])
-    b = run_forward(Config(embedding="random", sentence="dog cat"))
+    b = run_forward(toy_config(embedding="random", sentence="dog cat"))
     np.testing.assert_array_equal(a["x_embed"].value[1], b["x_embed"].value[0])
 
 
 def test_changing_d_v_keeps_w_q():
-    a, b = run_forward(Config(d_v=2)), run_forward(Config(d_v=7))
+    a, b = run_forward(toy_config(d_v=2)), run_forward(toy_config(d_v=7))
     np.testing.assert_array_equal(a["w_q"].value, b["w_q"].value)
 
 
-@pytest.mark.parametrize("cfg", [Config(), Config(embedding="glove", sentence="the movie was great", n_heads=2,
+@pytest.mark.parametrize("cfg", [Config(), Config(n_heads=4, bias=True), toy_config(), toy_config(embedding="glove", sentence="the movie was great", n_heads=2,
                                                   score="additive", bias=True, mask="causal")])
 def test_determinism_bit_identical(cfg):
     a, b = run_forward(cfg), run_forward(cfg)
@@ -184,14 +185,14 @@ def test_determinism_bit_identical(cfg):
 
 
 def test_step_values_are_read_only():
-    t = run_forward(Config())
+    t = run_forward(toy_config())
     with pytest.raises(ValueError):
         t["weights"].value[0, 0] = 1.0
 
 
 def test_uploaded_vectors():
     text = "cat 0.1 0.2 0.3\ndog 0.2 0.1 0.0\nsat 1 0 0\n"
-    t = run_forward(Config(embedding="upload", vectors=text, sentence="cat sat dog"))
+    t = run_forward(toy_config(embedding="upload", vectors=text, sentence="cat sat dog"))
     np.testing.assert_array_equal(t["x_embed"].value[1], [1, 0, 0])
 
 
@@ -200,6 +201,6 @@ def test_no_control_characters_in_source():
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
     bad = [f"{p.relative_to(root)}:{i}" for p in list(root.glob("attention_core/*.py")) + list(root.glob("ui/*.py"))
-           + list(root.glob("pages/*.py")) for i, line in enumerate(p.read_text().splitlines(), 1)
+           + list(root.glob("app_pages/*.py")) for i, line in enumerate(p.read_text().splitlines(), 1)
            if any(ord(c) < 32 and c != "\t" for c in line) or "\t" in line]
     assert not bad, bad

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attention_core import Config, run_forward
+from old_defaults import toy_config
 from attention_core.config import divisors
 from attention_core.explain import (EXPLAINERS, Context, can_explain, elide, explain, fmt, latex_text,
                                     register, settings_of)
@@ -52,7 +53,7 @@ def configs(draw):
     n_heads = draw(st.sampled_from([h for h in divisors(width) if h <= 4]))
     mask = draw(st.sampled_from(["none", "causal", "padding"]))
     padding = tuple(draw(st.lists(st.integers(0, len(words) - 1), max_size=len(words)))) if mask == "padding" else ()
-    return Config(sentence=" ".join(words), embedding=embedding, d_model=d_model, positional=positional,
+    return toy_config(sentence=" ".join(words), embedding=embedding, d_model=d_model, positional=positional,
                   combine=combine, n_heads=n_heads, d_k=draw(st.integers(1, 8)), d_v=draw(st.integers(1, 8)),
                   score=draw(st.sampled_from(["dot", "scaled_dot", "additive", "bilinear"])), mask=mask,
                   padding=padding, temperature=draw(st.sampled_from([1.0, 0.25, 0.7, 2.5])),
@@ -93,7 +94,7 @@ def test_every_step_recomputed_from_its_terms(config, data):
 
 
 def test_scaled_score_matches_the_brief_example():
-    config = Config(sentence="i love you today", embedding="random", d_model=8, d_k=8)
+    config = toy_config(sentence="i love you today", embedding="random", d_model=8, d_k=8)
     trace = run_forward(config)
     e = explain(trace, "scaled_scores", (2, 3), config=config)
     assert e.symbolic == r"\hat{S}_{2,3} = \frac{\sum_{m=0}^{7} Q_{2,m}\, K_{3,m}}{\sqrt{d_k}}"
@@ -107,7 +108,7 @@ def test_scaled_score_matches_the_brief_example():
 
 
 def test_long_sum_is_elided_with_its_count():
-    config = Config(sentence="i love you", embedding="random", d_model=49, d_k=3, positional="none")
+    config = toy_config(sentence="i love you", embedding="random", d_model=49, d_k=3, positional="none")
     trace = run_forward(config)
     e = explain(trace, "q", (1, 2), config=config)
     assert (e.n_terms, e.n_elided) == (49, 44)
@@ -124,7 +125,7 @@ def test_elide_keeps_short_sums_whole():
 
 
 def test_weights_show_every_term_and_the_temperature():
-    config = Config(sentence="i love you today", temperature=0.5, mask="causal")
+    config = toy_config(sentence="i love you today", temperature=0.5, mask="causal")
     trace = run_forward(config)
     e = explain(trace, "weights", (2, 1), config=config)
     s = trace["masked_scores"].value[2]
@@ -137,7 +138,7 @@ def test_weights_show_every_term_and_the_temperature():
 
 
 def test_fully_masked_row_is_zeros_not_nan():
-    config = Config(sentence="i love you", mask="padding", padding=(0, 1, 2))
+    config = toy_config(sentence="i love you", mask="padding", padding=(0, 1, 2))
     trace = run_forward(config)
     e = explain(trace, "weights", (1, 0), config=config)
     assert e.value == 0.0 and "all zeros" in e.note
@@ -146,7 +147,7 @@ def test_fully_masked_row_is_zeros_not_nan():
 
 
 def test_parameters_regenerated_from_their_generator():
-    config = Config(bias=True, seed=7)
+    config = toy_config(bias=True, seed=7)
     trace = run_forward(config)
     for key, cell in (("w_q", (1, 2)), ("b_v", (3,)), ("w_o", (0, 1))):
         e = explain(trace, key, cell, config=config)
@@ -160,7 +161,7 @@ def test_parameters_regenerated_from_their_generator():
 
 
 def test_embedding_lookup_and_positions():
-    config = Config(sentence="i love you today")
+    config = toy_config(sentence="i love you today")
     trace = run_forward(config)
     e = explain(trace, "x_embed", (1, 2), config=config)
     assert e.value == 1.0 and r"e\left(\text{love}\right)_{2}" in e.symbolic
@@ -172,7 +173,7 @@ def test_embedding_lookup_and_positions():
 
 
 def test_head_split_names_the_column_of_q():
-    config = Config(embedding="random", d_model=8, n_heads=2, d_k=3)
+    config = toy_config(embedding="random", d_model=8, n_heads=2, d_k=3)
     trace = run_forward(config)
     e = explain(trace, "q_heads", (1, 2, 0), config=config)
     assert e.value == trace["q"].value[2, 3] and e.reads == (("q", (2, 3)),)
@@ -186,7 +187,7 @@ def test_token_text_is_escaped_in_latex():
         out = latex_text(nasty)
         assert out.startswith(r"\text{") and out.endswith("}")
         assert balanced(out), (nasty, out)
-    config = Config(sentence="naïve café don't", embedding="random", d_model=4)
+    config = toy_config(sentence="naïve café don't", embedding="random", d_model=4)
     trace = run_forward(config)
     for i in range(trace.n):
         e = explain(trace, "x_embed", (i, 0), config=config)
@@ -200,7 +201,7 @@ def test_number_format():
 
 
 def test_errors_for_unknown_steps_and_cells():
-    trace = run_forward(Config())
+    trace = run_forward(toy_config())
     with pytest.raises(KeyError):
         explain(trace, "concat", (0, 0))                 # one head: no concat step
     with pytest.raises(IndexError):
@@ -210,7 +211,7 @@ def test_errors_for_unknown_steps_and_cells():
 
 
 def test_a_gradient_step_can_register_its_explainer():
-    config = Config(sentence="i love you today")
+    config = toy_config(sentence="i love you today")
     trace = run_forward(config)
     x = trace["x"].value
     g = np.arange(trace.n * 4, dtype=float).reshape(trace.n, 4) / 7 - 1       # a stand-in dL/dq
@@ -236,7 +237,7 @@ def test_a_gradient_step_can_register_its_explainer():
 
 
 def test_traces_of_another_kind_do_not_get_forward_explainers():
-    trace = run_forward(Config())
+    trace = run_forward(toy_config())
     trace.facts["kind"] = "classifier"
     assert not can_explain(trace, "scores")
     with pytest.raises(KeyError, match="classifier"):
@@ -244,7 +245,7 @@ def test_traces_of_another_kind_do_not_get_forward_explainers():
 
 
 def test_settings_without_config_read_from_the_trace():
-    config = Config(score="additive", positional="learned", temperature=0.3, mask="causal")
+    config = toy_config(score="additive", positional="learned", temperature=0.3, mask="causal")
     s = settings_of(run_forward(config))
     assert (s.score, s.positional, s.n_heads) == ("additive", "learned", 1)
     assert math.isclose(s.temperature, 0.3, rel_tol=1e-9)
@@ -266,4 +267,4 @@ def test_other_traces_reusing_forward_keys_get_no_forward_explainer():
         assert trace_kind(trace) == "other"
         for key in trace.steps:
             assert not can_explain(trace, key), key
-    assert trace_kind(run_forward(Config())) == "forward"
+    assert trace_kind(run_forward(toy_config())) == "forward"

@@ -138,7 +138,7 @@ def test_url_round_trip(config):
 def test_url_never_carries_an_upload():
     config = Config(embedding="upload", vectors="cat 0.1 0.2\ndog 0.3 0.4\n", sentence="cat dog")
     back, notices = config_from_query(config_to_query(config))
-    assert back.embedding == "toy" and back.vectors is None
+    assert back.embedding == Config().embedding and back.vectors is None
     assert any("embedding" in n for n in notices)
 
 
@@ -159,9 +159,11 @@ def test_tampered_value_falls_back_with_a_notice(field, bad):
 
 
 def test_fields_that_do_not_fit_together():
-    config, notices = config_from_query({"n_heads": "2", "embedding": "random", "positional": "index"})
-    assert config.n_heads == 1 and config.embedding == "random"            # d_model 8 + 1 = 9: 2 heads cannot split it
-    assert len(notices) == 1 and "“n_heads”" in notices[0]
+    config, notices = config_from_query({"n_heads": "2", "embedding": "toy"})
+    assert config.n_heads == 2 and config.embedding == "glove"             # toy vectors cannot train the weights
+    assert len(notices) == 1 and "“embedding”" in notices[0] and "set the weights to seeded random" in notices[0]
+    config, notices = config_from_query({"n_heads": "2", "embedding": "toy", "weights": "random"})
+    assert (config.n_heads, config.embedding, config.weights, notices) == (2, "toy", "random", [])
     config, notices = config_from_query({"mask": "padding", "padding": "9"})
     assert config.padding == () and "“padding”" in notices[0]
     config, notices = config_from_query({"n_heads": "16", "d_k": "64", "embedding": "random", "d_model": "16"})

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from attention_core import Config, run_forward, sinusoidal_encoding, softmax
+from old_defaults import toy_config
 from attention_core.pitfalls import (PITFALLS, PITFALLS_BY_KEY, PitfallResult, difference, naive_softmax,
                                      seed_001_encoding, small_attention)
 
@@ -144,7 +145,7 @@ def test_sqrt_len_q_divides_by_n_times_d_k():
 
 
 def test_odd_width_last_column():
-    r = PITFALLS_BY_KEY["odd_pe_zero"].compute(CONFIGS["default"])           # toy: 3-d, odd
+    r = PITFALLS_BY_KEY["odd_pe_zero"].compute(toy_config())                 # toy: 3-d, odd
     assert r.correct.shape == (4, 3)
     np.testing.assert_array_equal(r.wrong[:, 2], 0.0)
     np.testing.assert_allclose(r.correct, sinusoidal_encoding(4, 3), atol=1e-15)

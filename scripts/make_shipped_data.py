@@ -1,0 +1,24 @@
+"""Write what the first page load reads instead of computing it:
+
+- data/glove_words_20000.txt: GloVe's 20,000 most frequent words (the default vocabulary), so
+  the 400,000-word parquet list is not opened;
+- data/trained_default.npz: W_Q, W_K, W_V trained under the default settings (Config()).
+
+    python scripts/make_shipped_data.py
+
+Run it after changing the defaults, the training data or pretrained.LR / EPOCHS.
+tests/test_pretrained.py rebuilds both and checks the files match.
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from attention_core import embeddings, pretrained  # noqa: E402
+
+if __name__ == "__main__":
+    embeddings.write_word_list()
+    print(f"{embeddings.WORD_LIST_PATH}: {embeddings.SHIPPED_WORDS:,} words")
+    t = pretrained.write_shipped()
+    print(f"{pretrained.SHIPPED_PATH}: {t.epochs} epochs, train accuracy {t.accuracy:.1%}, "
+          f"{', '.join(f'{k} {v.shape}' for k, v in t.params.items())}")
