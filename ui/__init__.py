@@ -35,6 +35,8 @@ def page(page_file: str, title: str, settings: bool = True, local: tuple[str, ..
         current = dict(st.query_params)
         if current != query:
             st.query_params.from_dict(query)
+    if st.session_state.get("s.page", page_file) != page_file:     # the share page links back to it
+        st.session_state["s.came_from"] = st.session_state["s.page"]
     st.session_state["s.page"] = page_file
     return config, trace
 
