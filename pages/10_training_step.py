@@ -28,7 +28,7 @@ except ConfigError as err:
 st.header("Forward")
 input_summary(inp, config)
 st.markdown("**Tokens:** " + " ".join(f"`{w}`" for w in trace.tokens))
-ui.step(trace, "x", max_w=780)                     # wide enough that 9 words x 51 features keep readable rows
+ui.step(trace, "x", max_w=720)      # 9 words x 51 features: rows of 14 px keep their labels apart, in the box
 c1, c2 = st.columns(2)
 with c1:
     ui.step(trace, "weights", key_prefix="f:", max_w=300)

@@ -63,7 +63,7 @@ def share_box(current_page: str, query: dict[str, str]) -> str:
     link = share_link(base, page_file, query)
     st.code(link, language=None, wrap_lines=True)
     st.link_button("Open this link in a new tab", link, icon=":material/open_in_new:")
-    notes = ["Copy it with the button at the right of the box: whoever opens it sees that page with the **same "
+    notes = ["Copy it with the button at the box's right (it shows when you point at the box): whoever opens it sees that page with the **same "
              "numbers**." if Path(page_file).name not in OWN_CONTROLS else
              "This page draws its own controls and reads none of the shared settings: the link opens it as it "
              "starts."]

@@ -203,9 +203,13 @@ def sympy_panel(trace) -> None:
         k = trace["k"].value[:2, :2] if trace["k"].shape[1] >= 2 and n >= 2 else np.eye(2)
         g = trace["dL/dweights"].value[i][:2] if n >= 2 else np.array([1.0, -1.0])
         g2 = scaled_dot_gradient(q, k, g)
+        live = trace["q"].shape[1] >= 2 and n >= 2
         st.markdown("**The gradient of a scaled dot product with respect to the query**, for a 2-d query and two "
-                    "2-d keys (the first two dimensions of this sentence's q and k, the first two entries of "
-                    f"∂L/∂A for row {i}):")
+                    "2-d keys " + (f"(the first two dimensions of this sentence's q and k, the first two entries of "
+                                   f"∂L/∂A for row {i}):" if live else
+                                   "(an example: the keys are the identity" +
+                                   (", the query's second entry is 0 (d_k = 1)" if trace["q"].shape[1] < 2 else "") +
+                                   (", the upstream gradient is (1, −1) (one word)" if n < 2 else "") + "):"))
         for line in g2.latex:
             st.latex(line)
         st.caption(f"SymPy: its derivative equals the chain-rule form: {'yes ✓' if g2.identity_holds else 'no ✗'}; "
