@@ -1,5 +1,6 @@
-"""The share page's link, copied with its copy button, opens the same page with the same numbers
-in a fresh browser context (another student: no shared session)."""
+"""A teacher's pieces in the browser: the share page's link, copied with its copy button, opens the
+same page with the same numbers in a fresh browser context (another student: no shared session);
+the training step's backward walk is taken one tab at a time, and SymPy runs when opened."""
 from __future__ import annotations
 
 import socket
@@ -84,3 +85,27 @@ def test_copied_share_link_opens_the_page_with_the_same_numbers(share_server, ch
     finally:
         teacher.close()
         student.close()
+
+
+def test_training_step_walk_one_tab_at_a_time(share_server, chromium):
+    ctx = new_context(chromium)
+    try:
+        tab = ctx.new_page()
+        after_run(tab, lambda: tab.goto(f"{share_server.url}/training_step?{urlencode({'sentence': SENTENCE})}",
+                                        wait_until="domcontentloaded"), timeout_ms=90_000)
+        expect(tab.locator("code", has_text="mat").first).to_be_visible(timeout=30_000)   # the shared sentence
+        checks = tab.get_by_text("max relative error against autograd")
+        expect(checks).to_have_count(0)                      # tab 1: the loss and logits, no parameter yet
+        after_run(tab, lambda: tab.get_by_role("tab", name="5 · Projection weights").click(), timeout_ms=60_000)
+        expect(checks).to_have_count(6, timeout=30_000)      # W_Q, b_q, W_K, b_k, W_V, b_v
+        assert all(t.startswith("✓") for t in checks.all_inner_texts())
+        after_run(tab, lambda: tab.get_by_role("button", name="Next: 6 · Input X →").click(), timeout_ms=60_000)
+        expect(checks).to_have_count(1, timeout=30_000)      # ∂L/∂X
+        expect(tab.get_by_role("tab", name="6 · Input X")).to_have_attribute("aria-selected", "true")
+        identities = tab.get_by_text("yes ✓")
+        expect(identities).to_have_count(0)                  # SymPy closed: nothing derived
+        after_run(tab, lambda: tab.get_by_text("SymPy: the softmax Jacobian").click(), timeout_ms=120_000)
+        expect(identities).to_have_count(2, timeout=120_000)
+        assert tab.locator(EXCEPTION).count() == 0
+    finally:
+        ctx.close()
