@@ -6,16 +6,15 @@ import ui
 from attention_core.export import csv_files, csv_zip, npz_bytes, python_script
 from ui.cache import chart_image
 from ui.charts import heatmap_spec, standalone
+from ui.share import share_box
 
 PAGE = "app_pages/32_export.py"
 config, trace = ui.page(PAGE, "Share and export")
 
 st.subheader("Share these settings")
-st.markdown("The address bar always holds your settings: copy it, and the same page opens with the "
-            "**same numbers** on any machine. Only what differs from the defaults is in it.")
-query = ui.query(config)
-st.code("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "(the defaults: no parameters)",
-        language=None)
+st.markdown("A link holds your settings: the same page opens with the **same numbers** on any machine. "
+            "Only what differs from the defaults is in it.")
+share_box(PAGE, ui.query(config))
 if config.embedding == "upload":
     st.warning("Uploaded vectors cannot travel in a link: whoever opens it gets the default embeddings.")
 

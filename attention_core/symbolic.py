@@ -5,6 +5,7 @@ so `import attention_core` does not pay for it.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,11 +27,23 @@ def softmax_jacobian(scores_row) -> Derivation:
     SymPy's Jacobian simplifies to diag(a) − a aᵀ; substituting the live scores gives a matrix that
     must equal the numeric Jacobian built from the weights.
     """
-    import sympy as sp
     s_row = np.asarray(scores_row, dtype=np.float64)
     m = s_row.size
     if m not in (2, 3):
         raise ValueError("the symbolic panel derives a 2- or 3-key softmax")
+    s, jac, holds, lines = _softmax_jacobian_symbolic(m)
+    numbers = {s[i]: float(s_row[i]) for i in range(m)}
+    from_symbols = np.array(jac.subs(numbers).evalf(30).tolist(), dtype=np.float64)
+    from .attention import softmax
+    w = softmax(s_row)
+    numeric = np.diag(w) - np.outer(w, w)
+    return Derivation(list(lines), jac, from_symbols, numeric, float(np.abs(from_symbols - numeric).max()), holds)
+
+
+@functools.lru_cache(maxsize=None)
+def _softmax_jacobian_symbolic(m: int):
+    """The number-free part (symbols, Jacobian, identity check, LaTeX): derived once per process and size."""
+    import sympy as sp
     s = sp.symbols(f"s_1:{m + 1}", real=True)
     total = sum(sp.exp(si) for si in s)
     a = sp.Matrix([sp.exp(si) / total for si in s])
@@ -39,16 +52,11 @@ def softmax_jacobian(scores_row) -> Derivation:
     pattern = sp.diag(*a_sym) - sp.Matrix(a_sym) * sp.Matrix(a_sym).T       # the closed form, in a_i
     closed = pattern.subs({a_sym[i]: a[i] for i in range(m)})              # ... written back in s_i
     holds = (jac - closed).applyfunc(sp.simplify) == sp.zeros(m, m)
-    numbers = {s[i]: float(s_row[i]) for i in range(m)}
-    from_symbols = np.array(jac.subs(numbers).evalf(30).tolist(), dtype=np.float64)
-    from .attention import softmax
-    w = softmax(s_row)
-    numeric = np.diag(w) - np.outer(w, w)
-    lines = [r"a_i = \frac{e^{s_i}}{\sum_j e^{s_j}}",
+    lines = (r"a_i = \frac{e^{s_i}}{\sum_j e^{s_j}}",
              r"\frac{\partial a_i}{\partial s_j} = " + sp.latex(sp.simplify(sp.diff(a[0], s[0]))) + r"\ (i=j=1),\quad "
              + sp.latex(sp.simplify(sp.diff(a[0], s[1]))) + r"\ (i=1, j=2)",
-             r"J = " + sp.latex(pattern) + r" = \mathrm{diag}(a) - a a^\top"]
-    return Derivation(lines, jac, from_symbols, numeric, float(np.abs(from_symbols - numeric).max()), holds)
+             r"J = " + sp.latex(pattern) + r" = \mathrm{diag}(a) - a a^\top")
+    return s, jac, bool(holds), lines
 
 
 def scaled_dot_gradient(q_row, keys, upstream) -> Derivation:
@@ -57,10 +65,25 @@ def scaled_dot_gradient(q_row, keys, upstream) -> Derivation:
     Derived by SymPy from the definitions; compared with the chain rule the backward pass uses:
     ∂L/∂q = Kᵀ (J g) / √d, with J = diag(a) − a aᵀ.
     """
-    import sympy as sp
     q_row, keys, upstream = (np.asarray(v, dtype=np.float64) for v in (q_row, keys, upstream))
     if q_row.shape != (2,) or keys.shape != (2, 2) or upstream.shape != (2,):
         raise ValueError("the symbolic panel uses one 2-d query, two 2-d keys and 2 upstream gradients")
+    q, k, g, grad, holds, lines = _scaled_dot_gradient_symbolic()
+    d = 2
+    numbers = {**{q[i]: q_row[i] for i in range(2)}, **{k[i, j]: keys[i, j] for i in range(2) for j in range(2)},
+               **{g[i]: upstream[i] for i in range(2)}}
+    from_symbols = np.array(grad.subs(numbers).evalf(30).tolist(), dtype=np.float64).ravel()
+    from .attention import softmax
+    w = softmax(keys @ q_row / np.sqrt(d))
+    jac = np.diag(w) - np.outer(w, w)
+    numeric = keys.T @ (jac @ upstream) / np.sqrt(d)
+    return Derivation(list(lines), grad, from_symbols, numeric, float(np.abs(from_symbols - numeric).max()), holds)
+
+
+@functools.lru_cache(maxsize=None)
+def _scaled_dot_gradient_symbolic():
+    """The number-free part (symbols, gradient, identity check, LaTeX): derived once per process."""
+    import sympy as sp
     q = sp.Matrix(sp.symbols("q_1:3", real=True))
     k = sp.Matrix(2, 2, sp.symbols("k_11 k_12 k_21 k_22", real=True))
     g = sp.Matrix(sp.symbols("g_1:3", real=True))
@@ -70,16 +93,9 @@ def scaled_dot_gradient(q_row, keys, upstream) -> Derivation:
     a = sp.Matrix([sp.exp(si) / total for si in s])
     loss = (g.T * a)[0]
     grad = sp.Matrix([sp.diff(loss, qi) for qi in q])
-    numbers = {**{q[i]: q_row[i] for i in range(2)}, **{k[i, j]: keys[i, j] for i in range(2) for j in range(2)},
-               **{g[i]: upstream[i] for i in range(2)}}
-    from_symbols = np.array(grad.subs(numbers).evalf(30).tolist(), dtype=np.float64).ravel()
-    from .attention import softmax
-    w = softmax(keys @ q_row / np.sqrt(d))
-    jac = np.diag(w) - np.outer(w, w)
-    numeric = keys.T @ (jac @ upstream) / np.sqrt(d)
     closed = k.T * (sp.diag(*a) - a * a.T) * g / sp.sqrt(d)
     holds = (grad - closed).applyfunc(sp.simplify) == sp.zeros(2, 1)
-    lines = [r"s_j = \frac{k_j \cdot q}{\sqrt{2}},\quad a = \mathrm{softmax}(s),\quad L = g_1 a_1 + g_2 a_2",
+    lines = (r"s_j = \frac{k_j \cdot q}{\sqrt{2}},\quad a = \mathrm{softmax}(s),\quad L = g_1 a_1 + g_2 a_2",
              r"\frac{\partial L}{\partial q_1} = " + sp.latex(sp.simplify(grad[0])),
-             r"\frac{\partial L}{\partial q} = \frac{1}{\sqrt{d}} K^\top \left(\mathrm{diag}(a) - a a^\top\right) g"]
-    return Derivation(lines, grad, from_symbols, numeric, float(np.abs(from_symbols - numeric).max()), holds)
+             r"\frac{\partial L}{\partial q} = \frac{1}{\sqrt{d}} K^\top \left(\mathrm{diag}(a) - a a^\top\right) g")
+    return q, k, g, grad, bool(holds), lines

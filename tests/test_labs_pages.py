@@ -2,7 +2,9 @@
 import pytest
 
 from attention_core.pitfalls import PITFALLS
-from tests.apptest_util import messages, no_exception, open_page
+from streamlit.testing.v1 import AppTest
+
+from tests.apptest_util import ROOT, messages, no_exception, open_page
 
 
 @pytest.mark.parametrize("pitfall", [p.key for p in PITFALLS])
@@ -55,7 +57,7 @@ def test_export_page_offers_downloads_and_the_script():
     no_exception(at)
     assert not at.error, messages(at)
     code = [c.value for c in at.code]
-    assert "?sentence=we love you&d_k=3" in code[0]
+    assert code[0].endswith("/?sentence=we%20love%20you&d_k=3")   # opened directly: the Overview is offered
     assert any("import numpy as np" in c for c in code)
     assert any("we love you" in c for c in code)
 
@@ -71,3 +73,38 @@ def test_chart_pictures_render_on_the_server():
     png, svg = chart_image(spec, "png"), chart_image(spec, "svg").decode()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
     assert "<svg" in svg and "love" in svg          # the token labels are drawn
+
+
+def _visit(at, page: str, url: str):
+    at.context = {"url": url}
+    at.switch_page(page)
+    return at.run()
+
+
+def test_share_link_is_a_full_link_to_the_page_the_learner_came_from():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["sentence"], at.query_params["d_k"] = "we love you", "3"
+    _visit(at, "pages/4_scores.py", "https://school.example/attention/scores")
+    _visit(at, "pages/32_export.py", "https://school.example/attention/export")   # as a proxy serves it
+    no_exception(at)
+    assert at.selectbox(key="export_share_page").value == "pages/4_scores.py"
+    assert at.code[0].value == "https://school.example/attention/scores?sentence=we%20love%20you&d_k=3"
+    # another page from the chooser; a page with its own controls gets no settings
+    at.selectbox(key="export_share_page").set_value("pages/10_training_step.py").run()
+    assert at.code[0].value == "https://school.example/attention/training_step?sentence=we%20love%20you&d_k=3"
+    at.selectbox(key="export_share_page").set_value("pages/11_train.py").run()
+    assert at.code[0].value == "https://school.example/attention/train"
+    assert "reads none of the shared settings" in "\n".join(c.value for c in at.caption)
+
+
+def test_share_link_without_a_browser_address_uses_the_server_address():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["seed"] = "5"
+    at.switch_page("pages/6_context.py")
+    at.run()
+    at.switch_page("pages/32_export.py")
+    at.run()
+    no_exception(at)
+    link = at.code[0].value
+    assert link.startswith("http://") and link.endswith("/context?seed=5"), link
+    assert "did not say its address" in "\n".join(c.value for c in at.caption)

@@ -31,6 +31,8 @@ def page(page_file: str, title: str, settings: bool = True):
     url = query(config) if config is not None else ({"presenter": "1"} if st.session_state.get("s.presenter") else {})
     if dict(st.query_params) != url:
         st.query_params.from_dict(url)
+    if st.session_state.get("s.page", page_file) != page_file:     # the share page links back to it
+        st.session_state["s.came_from"] = st.session_state["s.page"]
     st.session_state["s.page"] = page_file
     return config, trace
 

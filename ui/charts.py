@@ -150,7 +150,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                   "labelOverlap": bool(size < 12), "labelFontSize": font, "titleFontSize": font,
                   "titleFontWeight": "normal"}}
     y = {"field": "i", "type": "ordinal", "title": row_title or None,
-         "axis": {"labelExpr": _labels_expr(row_labels), "labelOverlap": bool(size < 12), "labelFontSize": font,
+         "axis": {"labelExpr": _labels_expr(row_labels), "labelOverlap": bool(size < 14), "labelFontSize": font,
                   "titleFontSize": font, "titleFontWeight": "normal"}}
     if step.scale == "mask":
         number = "datum.v > 0.5 ? '1' : '0'"

@@ -60,19 +60,6 @@ def initial_params(s: ModelSettings) -> dict:
     return clf.init_params(d_in, s.d_k, s.d_v, s.seed)
 
 
-@functools.lru_cache(maxsize=32)
-def one_step(s: ModelSettings, sentence: str, label: str, lr: float, frozen: tuple):
-    """Forward, hand backward (as Steps), the checks against autograd and finite differences, one SGD step."""
-    params = initial_params(s)
-    tokens, x = clf.sentence_matrix(sentence, vocab(s.embedding), s.positional)
-    loss, trace = clf.forward(params, x, label, tokens)
-    grads = clf.backward(params, x, label, trace)
-    checks = clf.check_gradients(params, x, label)
-    new_params = clf.sgd_step(params, grads, lr, frozen)
-    loss_after, trace_after = clf.forward(new_params, x, label, tokens)
-    return params, x, loss, trace, grads, checks, new_params, loss_after, trace_after
-
-
 def params_npz(params: dict, s: ModelSettings) -> bytes:
     """The parameters as .npz, with the settings they belong to (so an upload can be checked)."""
     import io
@@ -110,3 +97,4 @@ def params_from_npz(data: bytes, s: ModelSettings) -> dict:
         if not np.issubdtype(a.dtype, np.floating) or not np.isfinite(a).all():
             raise ConfigError(f"{name} must hold finite floating-point numbers.")
     return {name: arrays[name].astype(np.float64) for name in clf.PARAM_NAMES}
+

@@ -1,0 +1,76 @@
+"""A full link to a page with the learner's settings: scheme, host, path and query, ready to paste."""
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import streamlit as st
+
+from . import nav
+
+# Pages that draw their own controls and read none of the shared settings: a link opens them as they start.
+OWN_CONTROLS = {"11_train.py", "21_alignment.py", "22_grid.py"}
+
+
+def url_path(page_file: str) -> str:
+    """The path Streamlit serves a page file at: '' for the main script, 'training_step' for
+    pages/10_training_step.py (as registered by Streamlit; the file name's rule otherwise)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx()
+    target = (nav.ROOT / page_file).resolve()
+    pages = ctx.pages_manager.get_pages().values() if ctx is not None else []
+    for info in pages:
+        if info.get("script_path") and Path(info["script_path"]).resolve() == target:
+            return info.get("url_pathname", "")
+    if page_file == "app.py":
+        return ""
+    stem = Path(page_file).stem
+    return stem.split("_", 1)[1] if stem.split("_", 1)[0].isdigit() and "_" in stem else stem
+
+
+def app_base(current_page: str) -> tuple[str, bool]:
+    """(the app's root URL as the browser sees it, True) — through any proxy, since the browser sends
+    its own address; or (the server's configured address, False) when the client sent none."""
+    url = st.context.url
+    if url:
+        url = url.split("?")[0].split("#")[0].removesuffix("/")
+        here = url_path(current_page)
+        return (url.removesuffix("/" + here) if here else url), True
+    from streamlit import config
+    host = config.get_option("browser.serverAddress") or "localhost"
+    port = config.get_option("browser.serverPort") or config.get_option("server.port")
+    base = (config.get_option("server.baseUrlPath") or "").strip("/")
+    return f"http://{host}:{port}" + (f"/{base}" if base else ""), False
+
+
+def share_link(base: str, page_file: str, query: dict[str, str]) -> str:
+    """base + page path + the settings, each value percent-encoded (spaces as %20)."""
+    path = url_path(page_file)
+    link = base + (f"/{path}" if path else "/")
+    if query and Path(page_file).name not in OWN_CONTROLS:
+        link += "?" + urlencode(query, quote_via=quote, safe=",")
+    return link
+
+
+def share_box(current_page: str, query: dict[str, str]) -> str:
+    """A page chooser (the page the learner came from first), the link with a copy button, an open button."""
+    pages = [f for _, section in nav.SECTIONS for f, _, _ in nav.existing(section)]
+    came_from = st.session_state.get("s.came_from")
+    start = came_from if came_from in pages else "app.py" if "app.py" in pages else pages[0]
+    page_file = st.selectbox("Page to share", pages, index=pages.index(start), format_func=nav.label_of,
+                             key="export_share_page", help="The page you came from, unless you pick another.")
+    base, from_browser = app_base(current_page)
+    link = share_link(base, page_file, query)
+    st.code(link, language=None, wrap_lines=True)
+    st.link_button("Open this link in a new tab", link, icon=":material/open_in_new:")
+    notes = ["Copy it with the button at the box's right (it shows when you point at the box): whoever opens it sees that page with the **same "
+             "numbers**." if Path(page_file).name not in OWN_CONTROLS else
+             "This page draws its own controls and reads none of the shared settings: the link opens it as it "
+             "starts."]
+    if not query:
+        notes.append("Your settings are the defaults, so the link needs no parameters.")
+    if not from_browser:
+        notes.append(f"Your browser did not say its address, so the link uses this server's configured one "
+                     f"({base}); check it before you share.")
+    st.caption(" ".join(notes))
+    return link
