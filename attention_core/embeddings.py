@@ -189,15 +189,14 @@ def vocabulary_limit(config) -> str:
     unknown = ("dropped" if config.unknown == "drop" else
                "given the <unk> vector (the mean of all vectors)")
     if config.embedding == "glove":
-        return (f"Vocabulary: GloVe 50-d, the {config.glove_vocab:,} most frequent English words "
-                f"(lower-cased, from Wikipedia and news text); rarer words are {unknown}.")
+        return f"GloVe knows the {config.glove_vocab:,} most frequent English words; rarer words are {unknown}."
     if config.embedding == "toy":
-        return (f"Vocabulary: the toy table, {len(TOY_VECTORS)} words with 3-d vectors "
-                f"({', '.join(list(TOY_VECTORS)[:8])}, …); every other word is {unknown}.")
+        return (f"The toy table knows {len(TOY_VECTORS)} words ({', '.join(list(TOY_VECTORS)[:8])}, …); "
+                f"every other word is {unknown}.")
     if config.embedding == "random":
-        return (f"Vocabulary: any word; each gets a seeded random {config.d_model}-d vector, "
+        return (f"Any word works: each gets a seeded random {config.d_model}-d vector, "
                 "so similar words do not get similar vectors.")
-    return f"Vocabulary: the words of your vectors file; other words are {unknown}."
+    return f"Your vectors file's words are known; other words are {unknown}."
 
 
 def embed(words, vocab: Vocabulary | None, dim: int = 8, seed: int = 0) -> np.ndarray:  # (n, dim)

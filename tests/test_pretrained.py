@@ -30,11 +30,10 @@ def test_default_vocabulary_keeps_95_percent_of_a_students_words():
 
 
 def test_vocabulary_limit_says_what_is_kept_before_anything_is_typed():
-    assert vocabulary_limit(Config()) == ("Vocabulary: GloVe 50-d, the 20,000 most frequent English words (lower-cased, "
-                                          "from Wikipedia and news text); rarer words are dropped.")
+    assert vocabulary_limit(Config()) == "GloVe knows the 20,000 most frequent English words; rarer words are dropped."
     assert "<unk>" in vocabulary_limit(Config(unknown="unk"))
-    assert "20 words with 3-d vectors" in vocabulary_limit(Config(embedding="toy"))
-    assert "any word" in vocabulary_limit(Config(embedding="random", d_model=12)) and "12-d" in vocabulary_limit(
+    assert "knows 20 words" in vocabulary_limit(Config(embedding="toy"))
+    assert "Any word" in vocabulary_limit(Config(embedding="random", d_model=12)) and "12-d" in vocabulary_limit(
         Config(embedding="random", d_model=12))
 
 

@@ -73,16 +73,15 @@ def test_presenter_link_on_a_page_without_settings():
 
 
 # (page, widget kind, key, refused value, value in force, message fragment)
-REFUSED = [
-    ("app_pages/7_multi_head.py", "slider", "w.n_heads", 2, 1, "d_model=3 is not divisible by n_heads=2"),
-    ("app_pages/3_qkv.py", "slider", "w.n_heads", 4, 1, "d_model=3 is not divisible by n_heads=4"),
-    ("app_pages/4_scores.py", "selectbox", "w.positional", "index", "sinusoidal", "is not divisible by n_heads=3"),
+REFUSED = [      # heads need not divide d_model any more; toy vectors cannot train the weights
+    ("app_pages/7_multi_head.py", "selectbox", "w.embedding", "toy", "glove", "Trained weights need GloVe or random"),
+    ("app_pages/3_qkv.py", "selectbox", "w.weights", "trained", "random", "Trained weights need GloVe or random"),
 ]
 
 
 @pytest.mark.parametrize("page,kind,key,bad,good,message", REFUSED)
 def test_a_refused_setting_puts_the_control_back_to_the_value_in_force(page, kind, key, bad, good, message):
-    at = open_page(page, query={"n_heads": "3"} if key == "w.positional" else None)
+    at = open_page(page, query={"embedding": "toy", "weights": "random"} if key == "w.weights" else None)
     no_exception(at)
     assert getattr(at, kind)(key=key).value == good
     getattr(at, kind)(key=key).set_value(bad).run()

@@ -100,7 +100,7 @@ def test_training_step_own_sentence_dataset_pick_and_bad_one():
 
 def test_classifier_input_builds_x_as_the_forward_pages_do():
     config = Config(sentence="cats chase dogs", embedding="random", d_model=5, positional="sinusoidal",
-                    combine="concat", pe_base=100.0, seed=3)
+                    combine="concat", pe_base=100.0, seed=3, weights="random")
     inp = classifier_input(config)
     forward = run_forward(config)
     np.testing.assert_array_equal(inp.x, forward["x"].value)          # (3, 10): 5 random + 5 sinusoid columns
@@ -108,6 +108,8 @@ def test_classifier_input_builds_x_as_the_forward_pages_do():
     inp = classifier_input(config.replace(n_heads=2, positional="learned", bias=True, temperature=2.0))
     assert inp.x.shape == (3, 6) and not inp.same_as_forward
     assert [s.split(":")[0] for s in inp.switches] == ["Position", "Heads", "Temperature", "Biases"]
+    inp = classifier_input(config.replace(weights="trained"))        # the classifier starts from the seeded weights
+    assert not inp.same_as_forward and [s.split(":")[0] for s in inp.switches] == ["Weights"]
 
 
 def test_train_page_trains_and_reports():

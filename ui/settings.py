@@ -12,6 +12,7 @@ import streamlit as st
 
 from attention_core import Config, ConfigError
 from attention_core.config import MAX_TOKENS
+from attention_core.embeddings import vocabulary_limit
 from attention_core.export import config_from_query, config_to_query
 from attention_core.text import tokenize
 
@@ -19,8 +20,9 @@ from .cache import get_trace
 
 DEFAULT = Config()
 FIELDS = [f.name for f in fields(Config)]
-EMBEDDING_LABELS = {"toy": "Toy (seed 001, 3-d)", "glove": "GloVe 50-d", "random": "Seeded random",
+EMBEDDING_LABELS = {"glove": "GloVe 50-d (English words)", "random": "Seeded random", "toy": "Toy (3-d, 20 words)",
                     "upload": "Upload your own"}
+WEIGHTS_LABELS = {"trained": "Trained on sentiment data", "random": "Seeded random start"}
 POSITIONAL_LABELS = {"sinusoidal": "Sinusoidal", "learned": "Learned table", "index": "Index feature (seed 000)",
                      "none": "None"}
 SCORE_LABELS = {"scaled_dot": "Scaled dot  QKᵀ/√d_k", "dot": "Dot  QKᵀ", "additive": "Additive (Bahdanau)",
@@ -138,6 +140,10 @@ def sentence_controls() -> None:
     """The "Sentence & embeddings" group: the sentence, then how its words become vectors."""
     s = stored
     _widget(st.text_input, "sentence", "Sentence", help="Words are lower-cased; punctuation is set aside.")
+    try:                                    # what the vocabulary knows, before anything is typed
+        st.caption(vocabulary_limit(Config(**current_settings())))
+    except ConfigError:
+        pass
     _widget(st.selectbox, "embedding", "Embeddings", options=list(EMBEDDING_LABELS),
             format_func=EMBEDDING_LABELS.get)
     if s("embedding") == "upload":
@@ -145,7 +151,10 @@ def sentence_controls() -> None:
     if s("embedding") == "glove":
         _widget(st.select_slider, "glove_vocab", "GloVe words kept (most frequent first)",
                 options=[1_000, 5_000, 20_000, 100_000, 400_000], format_func=lambda v: f"{v:,}")
-    # (one more selectbox of this group goes here)
+    _widget(st.selectbox, "weights", "Weights W_Q, W_K, W_V", options=list(WEIGHTS_LABELS),
+            format_func=WEIGHTS_LABELS.get,
+            help="Trained: learned by the sentiment classifier on the 84 shipped sentences, encoded as this page "
+                 "encodes yours (so the attention means something). Seeded random: where that training started.")
     fixed = {"toy": "the toy vectors have 3 dimensions", "glove": "GloVe vectors have 50 dimensions",
              "upload": "your file sets the dimension"}.get(s("embedding"))
     if fixed:
@@ -162,7 +171,7 @@ def sentence_controls() -> None:
 def shape_controls() -> None:
     """Heads and the per-head widths: the shape of attention."""
     _widget(st.slider, "n_heads", "Heads", min_value=1, max_value=8,
-            help="Heads must divide d_model (as in torch.nn.MultiheadAttention).")
+            help="Each head has its own d_k-wide queries and keys: W_Q is d_model × (heads·d_k).")
     c1, c2 = st.columns(2)
     with c1:
         _widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1,
