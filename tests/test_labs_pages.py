@@ -84,15 +84,15 @@ def _visit(at, page: str, url: str):
 def test_share_link_is_a_full_link_to_the_page_the_learner_came_from():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["sentence"], at.query_params["d_k"] = "we love you", "3"
-    _visit(at, "pages/4_scores.py", "https://school.example/attention/scores")
-    _visit(at, "pages/32_export.py", "https://school.example/attention/export")   # as a proxy serves it
+    _visit(at, "app_pages/4_scores.py", "https://school.example/attention/scores")
+    _visit(at, "app_pages/32_export.py", "https://school.example/attention/export")   # as a proxy serves it
     no_exception(at)
-    assert at.selectbox(key="export_share_page").value == "pages/4_scores.py"
+    assert at.selectbox(key="export_share_page").value == "app_pages/4_scores.py"
     assert at.code[0].value == "https://school.example/attention/scores?sentence=we%20love%20you&d_k=3"
     # another page from the chooser; a page with its own controls gets no settings
-    at.selectbox(key="export_share_page").set_value("pages/10_training_step.py").run()
+    at.selectbox(key="export_share_page").set_value("app_pages/10_training_step.py").run()
     assert at.code[0].value == "https://school.example/attention/training_step?sentence=we%20love%20you&d_k=3"
-    at.selectbox(key="export_share_page").set_value("pages/11_train.py").run()
+    at.selectbox(key="export_share_page").set_value("app_pages/11_train.py").run()
     assert at.code[0].value == "https://school.example/attention/train"
     assert "reads none of the shared settings" in "\n".join(c.value for c in at.caption)
 
@@ -100,9 +100,9 @@ def test_share_link_is_a_full_link_to_the_page_the_learner_came_from():
 def test_share_link_without_a_browser_address_uses_the_server_address():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["seed"] = "5"
-    at.switch_page("pages/6_context.py")
+    at.switch_page("app_pages/6_context.py")
     at.run()
-    at.switch_page("pages/32_export.py")
+    at.switch_page("app_pages/32_export.py")
     at.run()
     no_exception(at)
     link = at.code[0].value

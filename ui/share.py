@@ -13,19 +13,12 @@ OWN_CONTROLS = {"11_train.py", "21_alignment.py", "22_grid.py"}
 
 
 def url_path(page_file: str) -> str:
-    """The path Streamlit serves a page file at: '' for the main script, 'training_step' for
-    pages/10_training_step.py (as registered by Streamlit; the file name's rule otherwise)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-    ctx = get_script_run_ctx()
-    target = (nav.ROOT / page_file).resolve()
-    pages = ctx.pages_manager.get_pages().values() if ctx is not None else []
-    for info in pages:
-        if info.get("script_path") and Path(info["script_path"]).resolve() == target:
-            return info.get("url_pathname", "")
-    if page_file == "app.py":
-        return ""
-    stem = Path(page_file).stem
-    return stem.split("_", 1)[1] if stem.split("_", 1)[0].isdigit() and "_" in stem else stem
+    """The path Streamlit serves a page file at, as app.py's st.navigation registers it ('' for the Overview)."""
+    for _, pages in nav.SECTIONS:
+        for f, _, _, path in pages:
+            if f == page_file:
+                return path
+    raise KeyError(page_file)
 
 
 def app_base(current_page: str) -> tuple[str, bool]:
@@ -54,9 +47,9 @@ def share_link(base: str, page_file: str, query: dict[str, str]) -> str:
 
 def share_box(current_page: str, query: dict[str, str]) -> str:
     """A page chooser (the page the learner came from first), the link with a copy button, an open button."""
-    pages = [f for _, section in nav.SECTIONS for f, _, _ in nav.existing(section)]
+    pages = [entry[0] for _, section in nav.SECTIONS for entry in nav.existing(section)]
     came_from = st.session_state.get("s.came_from")
-    start = came_from if came_from in pages else "app.py" if "app.py" in pages else pages[0]
+    start = came_from if came_from in pages else nav.HOME
     page_file = st.selectbox("Page to share", pages, index=pages.index(start), format_func=nav.label_of,
                              key="export_share_page", help="The page you came from, unless you pick another.")
     base, from_browser = app_base(current_page)
