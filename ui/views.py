@@ -18,12 +18,12 @@ NAMES = {"x_embed": "X_emb", "pe": "PE", "x": "X", "w_q": "W_Q", "w_k": "W_K", "
 # its aspect ratio kept (Vega's SVG carries a viewBox; clicks still hit their cell, as Vega's SVG
 # renderer finds the item from the event's target). Sent with every chart: a style-only st.html
 # goes to Streamlit's event container and takes no room on the page.
+# The explanation beside a chart takes the rest of the row, and wraps under the chart below 360 px.
 FIT_CSS = ("<style>.stElementContainer:has([data-testid='stVegaLiteChart']){max-width:100%}"
            "[data-testid='stVegaLiteChart']{max-width:100%}"
-           "[data-testid='stVegaLiteChart'] svg.marks{max-width:100%;height:auto}</style>")
-# px a heatmap needs besides its cells: row labels and title, colour bar (estimate for the layout)
-CHART_MARGIN = 130
-BOX_PX = 870            # a full-width box's inner width at 1366 px (the layout's reference width)
+           "[data-testid='stVegaLiteChart'] svg.marks{max-width:100%;height:auto}"
+           "[class*='st-key-side-']>*:first-child{max-width:100%}"
+           "[class*='st-key-side-']>*:last-child{flex:1 1 360px !important;width:auto !important;min-width:0}</style>")
 
 
 def fit_css() -> None:
@@ -102,29 +102,12 @@ def chart(spec: dict, target=None):
     return draw(pa.Table.from_pylist(values), spec={k: v for k, v in spec.items() if k != "data"}, width="content")
 
 
-def inside_columns() -> bool:
-    """Whether what is drawn now lands inside st.columns (a half-width card has no room beside)."""
-    try:
-        return "column" in tuple(st._main._active_dg._ancestor_block_types)
-    except Exception:                     # a Streamlit without these internals: assume full width
-        return False
-
-
-def chart_px(step: Step, max_w: float, per_row: int = 1) -> float:
-    """About how wide a step's heatmaps are drawn (cells, labels, colour bar), in px."""
-    rows, cols = (step.shape[-2], step.shape[-1]) if len(step.shape) >= 2 else (1, step.shape[-1])
-    from .charts import cell_size
-    return per_row * (cell_size(rows, cols, max_w / per_row, presenting()) * cols + CHART_MARGIN)
-
-
-def beside(chart_w: float, max_w: float):
-    """(chart area, explanation area): side by side when the card is full width (the explanation
-    appears next to the clicked chart, where the student is looking), else one area under the other."""
-    if max_w < 400 or inside_columns():
-        area = st.container()
-        return area, area
-    chart_w = min(chart_w, 0.62 * BOX_PX)
-    return tuple(st.columns([chart_w, BOX_PX - chart_w], gap="medium"))
+def beside(anchor: str):
+    """(chart area, explanation area) in one wrapping row: the explanation sits to the right of
+    the chart when the card has room for both (it appears where the student is looking), and
+    wraps under the chart when it has not (a half-width card, a narrow window, a wide matrix)."""
+    row = st.container(horizontal=True, gap="medium", key=f"side-{anchor_class(anchor)}")
+    return row.container(width="content"), row.container(key=f"sideinfo-{anchor_class(anchor)}")
 
 
 @st.fragment
@@ -156,9 +139,8 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
             bound = float(np.abs(finite).max()) if finite.size else 1.0
             domain = (-bound, bound) if bound > 0 else None
         per_row = 1 if heads == [None] else min(len(heads), 2 if s.shape[-1] > 8 else 4)
-        side = max_w >= 400 and not inside_columns()
-        chart_w = 0.62 * max_w if side else max_w        # the room the chart area gets in its card
-        charts, info = beside(chart_px(s, chart_w, per_row), max_w)
+        chart_w = max_w
+        charts, info = beside(f"{key_prefix}{key}")
         clicked = None
         with charts:
             for start in range(0, len(heads), per_row):
@@ -180,7 +162,7 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
         with info:
             if clicked is not None:
                 _explain_cell(trace, key, clicked, anchor=f"{key_prefix}{key}")
-            elif charts is not info:
+            else:
                 st.caption(":material/touch_app: Click a cell" + (" or select one in the table" if as_table else "")
                            + " to see here how that number was made.")
 
@@ -188,15 +170,13 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
 @st.fragment
 def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, title: str | None = None) -> None:
     """A heatmap of its own (not a step's box), its clicked cell explained beside it; a fragment."""
-    side = max_w >= 400 and not inside_columns()
-    chart_w = 0.62 * max_w if side else max_w
-    charts, info = beside(chart_px(step, chart_w), max_w)
+    charts, info = beside(key)
     with charts:
-        cell = heatmap(trace, step, title=title, key=key, max_w=chart_w)
+        cell = heatmap(trace, step, title=title, key=key, max_w=max_w)
     with info:
         if cell is not None:
             _explain_cell(trace, step.key, (None, cell), anchor=key)
-        elif charts is not info:
+        else:
             st.caption(":material/touch_app: Click a cell to see its value here.")
 
 
