@@ -39,9 +39,9 @@ with one:
     one_word(trace, config.n_heads)
 with every:
     c1, c2 = st.columns(2)
-    with c1:
-        ui.step(trace, "weights")
+    with c1:                 # half-width cards: charts sized for half the page
+        ui.step(trace, "weights", max_w=300)
     with c2:
-        ui.step(trace, "v_heads" if config.n_heads > 1 else "v")
+        ui.step(trace, "v_heads" if config.n_heads > 1 else "v", max_w=300)
     ui.step(trace, "context")
 ui.step_nav(PAGE, config)
