@@ -72,5 +72,6 @@ for col, score in zip(cols, ("dot", "scaled_dot", "additive", "bilinear")):
         step = other["scaled_scores" if score == "scaled_dot" else "scores"]
         st.markdown(f"**{score.replace('_', ' ')}**")
         st.latex(formulas[score])
-        ui.heatmap(other, step, head=0 if config.n_heads > 1 else None, key=f"hm:cmp:{score}", max_w=220)
+        ui.views.explained_heatmap(other, step, key=f"hm:cmp:{score}", max_w=220,
+                                   head=0 if config.n_heads > 1 else None)
 ui.step_nav(PAGE, config)

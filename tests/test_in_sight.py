@@ -174,3 +174,22 @@ def test_every_step_box_offers_the_click_and_sends_the_fit_style():
     no_exception(at)
     assert "Click a cell to see here how that number was made." in captions(at)
     assert any("svg.marks{max-width:100%" in h.proto.body for h in at.get("html"))
+
+
+def test_context_one_word_table_adds_up_to_the_context_row():
+    at = open_page(page("6_context"))
+    no_exception(at)
+    frame = at.dataframe[0].value
+    trace = run_forward(Config())
+    i = 1                                                   # the picker's default word
+    total = frame.loc["Σ over j"]
+    c = trace["context"].value[i]
+    assert np.allclose([total[f"A·v[j,{m}]"] for m in range(c.size)], c)
+    assert total[f"A[{i}, j]"] == pytest.approx(1.0)
+    assert np.isnan(total["v[j,0]"])                        # a column of values is not summed
+
+
+def test_score_function_panels_explain_their_clicked_cell_in_place():
+    at = open_page(page("4_scores"))
+    no_exception(at)
+    assert sum("Click a cell to see here how that number was made." in c.value for c in at.caption) >= 4

@@ -168,16 +168,19 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
 
 
 @st.fragment
-def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, title: str | None = None) -> None:
-    """A heatmap of its own (not a step's box), its clicked cell explained beside it; a fragment."""
+def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, title: str | None = None,
+                      head: int | None = None) -> None:
+    """A heatmap of its own (not a step's box), its clicked cell explained beside it (or under it
+    where there is no room, scrolled into view); a fragment: a click reruns only this part."""
     charts, info = beside(key)
     with charts:
-        cell = heatmap(trace, step, title=title, key=key, max_w=max_w)
+        cell = heatmap(trace, step, head, title=title, key=key, max_w=max_w)
     with info:
         if cell is not None:
-            _explain_cell(trace, step.key, (None, cell), anchor=key)
+            _explain_cell(trace, step.key, (head, cell), anchor=key)
         else:
-            st.caption(":material/touch_app: Click a cell to see its value here.")
+            st.caption(":material/touch_app: Click a cell to see " + (
+                "here how that number was made." if step.key in trace else "its value here."))
 
 
 def anchor_class(anchor: str) -> str:
