@@ -97,9 +97,10 @@ def chart(spec: dict, target=None):
         fit_css()
     draw = (target or st).vega_lite_chart
     values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
+    width = "stretch" if spec.get("width") == "container" else "content"
     if values is None:
-        return draw(spec=spec, width="content")
-    return draw(pa.Table.from_pylist(values), spec={k: v for k, v in spec.items() if k != "data"}, width="content")
+        return draw(spec=spec, width=width)
+    return draw(pa.Table.from_pylist(values), spec={k: v for k, v in spec.items() if k != "data"}, width=width)
 
 
 def beside(anchor: str):
