@@ -172,7 +172,7 @@ def test_softmax_half_width_heatmaps_fit_in_presenter_mode():
 def test_every_step_box_offers_the_click_and_sends_the_fit_style():
     at = open_page(page("5_softmax"))
     no_exception(at)
-    assert "Click a cell to see here how that number was made." in captions(at)
+    assert "Click a cell to see here the arithmetic behind its number." in captions(at)
     assert any("svg.marks{max-width:100%" in h.proto.body for h in at.get("html"))
 
 
@@ -192,4 +192,4 @@ def test_context_one_word_table_adds_up_to_the_context_row():
 def test_score_function_panels_explain_their_clicked_cell_in_place():
     at = open_page(page("4_scores"))
     no_exception(at)
-    assert sum("Click a cell to see here how that number was made." in c.value for c in at.caption) >= 4
+    assert sum("Click a cell to see here the arithmetic behind its number." in c.value for c in at.caption) >= 4

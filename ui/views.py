@@ -165,7 +165,7 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
                 _explain_cell(trace, key, clicked, anchor=f"{key_prefix}{key}")
             else:
                 st.caption(":material/touch_app: Click a cell" + (" or select one in the table" if as_table else "")
-                           + " to see here how that number was made.")
+                           + " to see here the arithmetic behind its number.")
 
 
 @st.fragment
@@ -181,7 +181,7 @@ def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, ti
             _explain_cell(trace, step.key, (head, cell), anchor=key)
         else:
             st.caption(":material/touch_app: Click a cell to see " + (
-                "here how that number was made." if step.key in trace else "its value here."))
+                "here the arithmetic behind its number." if step.key in trace else "its value here."))
 
 
 def anchor_class(anchor: str) -> str:
