@@ -193,3 +193,23 @@ def test_score_function_panels_explain_their_clicked_cell_in_place():
     at = open_page(page("4_scores"))
     no_exception(at)
     assert sum("Click a cell to see here the arithmetic behind its number." in c.value for c in at.caption) >= 4
+
+
+def test_the_raw_html_door_only_takes_constants_and_sanitized_keys(monkeypatch):
+    """ui.views.trusted_html is the app's only st.html: every call passes the constant CSS, or a
+    scroll script whose variable parts are letters, digits, _ and - only, whatever key it is given."""
+    import re
+
+    from ui import views
+    calls = []
+    monkeypatch.setattr(views.st, "html", lambda body, **kw: calls.append((body, kw)))
+    hostile = "x'</script><img src=x onerror=alert(1)>\\\"; }"
+    views.scroll_into_view(hostile, "1-2</script>")
+    views.fit_css()
+    (script, kw), (css, css_kw) = calls
+    assert kw == {"unsafe_allow_javascript": True} and css_kw == {"unsafe_allow_javascript": False}
+    assert css == views.FIT_CSS
+    assert script.count("<script>") == 1 and script.count("</script>") == 1 and "<img" not in script
+    cls = re.search(r"\.st-key-([^']*)'", script).group(1)
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", cls) and cls.startswith("xp-x--")
+    assert re.search(r"data-cell='([A-Za-z0-9_-]+)'", script).group(1) == "1-2--script-"

@@ -23,11 +23,21 @@ FIT_CSS = ("<style>.stElementContainer:has([data-testid='stVegaLiteChart']){max-
            "[data-testid='stVegaLiteChart']{max-width:100%}"
            "[data-testid='stVegaLiteChart'] svg.marks{max-width:100%;height:auto}"
            "[class*='st-key-side-']>*:first-child{max-width:100%}"
-           "[class*='st-key-side-']>*:last-child{flex:1 1 360px !important;width:auto !important;min-width:0}</style>")
+           "[class*='st-key-side-']>*:last-child{flex:1 1 360px !important;width:auto !important;min-width:0}"
+           # an explanation's long line of terms: a little smaller, and scrolls sideways rather than being cut
+           "[class*='st-key-xp-'] .katex-display{overflow-x:auto;overflow-y:hidden;padding-bottom:4px}"
+           "[class*='st-key-xp-'] .katex{font-size:1.05em}</style>")
+
+
+def trusted_html(body: str, script: bool = False) -> None:
+    """The app's one door to raw HTML (tests/test_bad_input.py allows exactly this call): constant
+    CSS, and a scroll script whose only variable parts went through anchor_class / safe_token
+    (letters, digits, _ and -), never user text as typed."""
+    st.html(body, unsafe_allow_javascript=script)
 
 
 def fit_css() -> None:
-    st.html(FIT_CSS)
+    trusted_html(FIT_CSS)
 
 
 def presenting() -> bool:
@@ -140,7 +150,6 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
             bound = float(np.abs(finite).max()) if finite.size else 1.0
             domain = (-bound, bound) if bound > 0 else None
         per_row = 1 if heads == [None] else min(len(heads), 2 if s.shape[-1] > 8 else 4)
-        chart_w = max_w
         charts, info = beside(f"{key_prefix}{key}")
         clicked = None
         with charts:
@@ -157,7 +166,7 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
                                 clicked = (h, cell)
                         else:
                             cell = heatmap(trace, s, h, title=label, key=f"{key_prefix}hm:{key}:{h}", domain=domain,
-                                           max_w=chart_w / per_row - 60 * (per_row > 1))
+                                           max_w=max_w / per_row - 60 * (per_row > 1))
                             if cell is not None:
                                 clicked = (h, cell)
         with info:
@@ -184,18 +193,23 @@ def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, ti
                 "here the arithmetic behind its number." if step.key in trace else "its value here."))
 
 
+def safe_token(text: str) -> str:
+    """Only letters, digits, _ and - (anything else becomes -): safe in a CSS class and in HTML."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", str(text))
+
+
 def anchor_class(anchor: str) -> str:
-    return "xp-" + re.sub(r"[^A-Za-z0-9_-]", "-", anchor)
+    """The CSS class part of an explanation's container key (Streamlit adds st-key-)."""
+    return "xp-" + safe_token(anchor)
 
 
 def scroll_into_view(anchor: str, nonce: str) -> None:
     """Scroll the explanation into view (the least scroll that shows it: none if it is on screen).
     Run when its element is new, i.e. on each new click (the nonce names the cell)."""
-    cls = anchor_class(anchor)
-    st.html(f"<span hidden data-cell='{nonce}'></span><script>"
-            f"for (const t of [60, 400]) setTimeout(() => {{ const el = document.querySelector('.st-key-{cls}');"
-            f" if (el) el.scrollIntoView({{block: 'nearest', inline: 'nearest'}}); }}, t);</script>",
-            unsafe_allow_javascript=True)
+    cls, nonce = anchor_class(anchor), safe_token(nonce)
+    trusted_html(f"<span hidden data-cell='{nonce}'></span><script>"
+                 f"for (const t of [60, 400]) setTimeout(() => {{ const el = document.querySelector('.st-key-{cls}');"
+                 f" if (el) el.scrollIntoView({{block: 'nearest', inline: 'nearest'}}); }}, t);</script>", script=True)
 
 
 def _explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None) -> None:
