@@ -14,25 +14,10 @@ st.markdown("**Tokens:** " + " ".join(f"`{w}`" for w in trace.tokens) + f"  ·  
 ui.notices(trace)
 st.caption(f"Source: {trace.facts['source']}.")
 
-d_embed = trace["x_embed"].shape[1]
+from ui.page_text import rows_are
+
 vocab = vocabulary_for(config)
-# what the rows are depends on where they come from: only trained vectors put similar words close
-ROWS_ARE = {
-    "glove": f"Each word becomes a row: its {d_embed}-number GloVe vector, trained on word co-occurrences "
-             "in 6 billion tokens of text, so words used in similar contexts get similar rows.",
-    "upload": f"Each word becomes a row: its {d_embed}-number vector from your file. If your vectors were trained "
-              "(GloVe, word2vec, fastText…), words with similar meaning get similar rows; if not, closeness means nothing.",
-    "toy": "Each word becomes a row: its 3 hand-picked numbers from a toy table of {words} words (dimensions read "
-           "loosely as you-ness, presence, warmth). They are not trained, so closeness here is not meaning: "
-           "the nearest neighbour of “the” is “{near}” (cosine {cos:.2f}).",
-    "random": f"Each word becomes a row: {d_embed} numbers drawn from N(0, 1) by a generator seeded with the word "
-              "(the same word always gets the same row). They carry no meaning: any two words are about as "
-              "close as any other two.",
-}
-if config.embedding == "toy":
-    (near, cos_near), = nearest(vocab, "the", 1)
-    ROWS_ARE["toy"] = ROWS_ARE["toy"].format(words=len(vocab.words), near=near, cos=cos_near)
-ui.step(trace, "x_embed", why=ROWS_ARE[config.embedding],
+ui.step(trace, "x_embed", why=rows_are(config, trace["x_embed"].shape[1]),
         formula=r"X_{\text{emb}} = \begin{bmatrix} e(w_0) \\ \vdots \\ e(w_{n-1}) \end{bmatrix}"
                 r"\quad\text{(row } i \text{ is token } i\text{, counted from 0)}")
 

@@ -3,46 +3,11 @@ import streamlit as st
 
 import ui
 from attention_core import sinusoidal_encoding
-from attention_core.embeddings import cosine_similarity, vocabulary_for
+from attention_core.embeddings import cosine_similarity
 from attention_core.positional import learned_encoding
 from ui.demo_charts import pe_curves_chart
 
 PAGE = "pages/2_positional.py"
-# sentence pairs with the same words in another order, the first whose words the vocabulary has is suggested
-SWAPS = (("dog bites man", "man bites dog"), ("the cat sat on a mat", "a mat sat on the cat"),
-         ("i love you", "you love i"))
-
-
-def swap_hint(vocab) -> str:
-    for a, b in SWAPS:
-        if vocab is None or all(w in vocab for w in a.split()):
-            return f"Try “{a}” and “{b}”: the same rows of Q, K and V, only reordered."
-    return "Type the sentence's words in another order: the same rows of Q, K and V, only reordered."
-
-
-def similarity_note(d: int, embedding: str, sim: np.ndarray) -> str:
-    """What the sinusoidal table's similarity map `sim` (positions × positions) shows, true for width d."""
-    if d % 2 == 0:
-        shape = ("The similarity depends only on the distance p − p′ (the same along each diagonal): "
-                 "each pair of columns (sin, cos) of one frequency turns by the same angle per step.")
-    else:
-        shape = (f"With an odd width (d = {d}) the last column is a sine without its cosine partner, so the "
-                 "similarity depends almost, but not exactly, on the distance p − p′ alone (with an even width "
-                 "it would be the same along each diagonal).")
-    wider = ("try a wider d_model in the sidebar" if embedding == "random" else
-             "pick seeded random embeddings in the sidebar to set a wider d_model (these "
-             f"{'toy' if embedding == 'toy' else 'GloVe' if embedding == 'glove' else 'uploaded'} vectors "
-             "fix it)")
-    p = sim.shape[0]
-    near = float(np.diagonal(sim, 1).min()) if p > 1 else 1.0       # the least alike neighbours
-    far = float(max(np.diagonal(sim, k).max() for k in range(9, p))) if p > 9 else None
-    if far is None:
-        return shape
-    if far < near:
-        return shape + (f" With {d} dimensions it falls off with distance: neighbours have cosine ≥ {near:.2f}, "
-                        f"positions 9 or more apart at most {far:.2f}.")
-    return shape + (f" With only {d} dimensions the fast sinusoids repeat, and far positions can look alike: two "
-                    f"positions 9 or more apart reach cosine {far:.2f}, more than neighbours ({near:.2f}): {wider}.")
 config, trace = ui.page(PAGE, "Positional encoding", local=("positional",))
 
 if config.mask == "none":
@@ -63,6 +28,8 @@ with st.container(border=True):
                             key="pe_max_len", help="Only for the pictures below; the sentence uses its n rows.")
 ui.notices(trace)
 st.info(f"X: {trace.facts['position']}.", icon=":material/straighten:")
+
+from ui.page_text import similarity_note, swap_hint
 
 d = trace.facts["d_embed"]
 if config.positional in ("sinusoidal", "learned"):
@@ -93,7 +60,7 @@ elif config.positional == "index":
                "word features.")
 else:
     st.warning("No positional encoding: the same word gets the same Q, K and V wherever it stands. "
-               + swap_hint(vocabulary_for(config)))
+               + swap_hint(config))
 
 st.subheader("This sentence")
 if "pe" in trace:

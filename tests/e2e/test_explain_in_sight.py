@@ -121,3 +121,35 @@ def test_a_click_in_a_half_width_card_scrolls_its_explanation_into_view(app_serv
     where = in_viewport(tab, card.locator("[class*='st-key-xp-']").first)
     assert where["inside"], where
     assert tab.locator(EXCEPTION).count() == 0
+
+
+OVERFLOW_JS = """() => Array.from(document.querySelectorAll("[data-testid='stVegaLiteChart'] svg.marks")).map(svg => {
+  const r = svg.getBoundingClientRect();
+  const box = (svg.closest("[data-testid='stColumn']") || svg.closest("[data-testid='stMainBlockContainer']")
+               || document.body).getBoundingClientRect();
+  return {right: r.right, limit: box.right, width: r.width, visible: r.width > 0};
+}).filter(c => c.visible)"""
+
+
+def presenter_on(tab) -> None:
+    tab.get_by_text("Random seed & display").first.click()
+    toggle = tab.get_by_text("Presenter mode").first
+    toggle.scroll_into_view_if_needed()
+    after_run(tab, lambda: toggle.click())
+
+
+@pytest.mark.parametrize("width", [1024, 1920])
+def test_presenter_charts_fit_their_cards(app_server, laptop, width):
+    """Presenter mode on /softmax with a causal mask (two heatmaps side by side in columns): at
+    1024 px and 1920 px every chart ends inside its column (the mask heatmap used to spill out)."""
+    tab = laptop({"width": width, "height": 900})
+    open_page(tab, app_server, "softmax", {"mask": "causal"})
+    presenter_on(tab)
+    found = wait_for_charts(tab, lambda cs: len([c for c in cs if c["rendered"]]) >= 3)
+    assert len(found) >= 3
+    tab.wait_for_timeout(500)
+    sizes = tab.evaluate(OVERFLOW_JS)
+    assert len(sizes) >= 3, sizes
+    spills = [s for s in sizes if s["right"] > s["limit"] + 1]
+    assert not spills, spills
+    assert tab.locator(EXCEPTION).count() == 0
