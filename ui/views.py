@@ -173,8 +173,10 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
             if clicked is not None:
                 _explain_cell(trace, key, clicked, anchor=f"{key_prefix}{key}")
             else:
+                from attention_core.explain import can_explain
                 st.caption(":material/touch_app: Click a cell" + (" or select one in the table" if as_table else "")
-                           + " to see here the arithmetic behind its number.")
+                           + (" to see here the arithmetic behind its number." if can_explain(trace, key)
+                              else " to see its value here."))
 
 
 @st.fragment
@@ -182,6 +184,7 @@ def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, ti
                       head: int | None = None) -> None:
     """A heatmap of its own (not a step's box), its clicked cell explained beside it (or under it
     where there is no room, scrolled into view); a fragment: a click reruns only this part."""
+    from attention_core.explain import can_explain
     charts, info = beside(key)
     with charts:
         cell = heatmap(trace, step, head, title=title, key=key, max_w=max_w)
@@ -190,7 +193,8 @@ def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, ti
             _explain_cell(trace, step.key, (head, cell), anchor=key)
         else:
             st.caption(":material/touch_app: Click a cell to see " + (
-                "here the arithmetic behind its number." if step.key in trace else "its value here."))
+                "here the arithmetic behind its number." if step.key in trace and can_explain(trace, step.key)
+                else "its value here."))
 
 
 def safe_token(text: str) -> str:
