@@ -14,16 +14,24 @@ st.markdown("**Tokens:** " + " ".join(f"`{w}`" for w in trace.tokens) + f"  ·  
 ui.notices(trace)
 st.caption(f"Source: {trace.facts['source']}.")
 
-ui.step(trace, "x_embed")
+from ui.page_text import rows_are
 
 vocab = vocabulary_for(config)
+ui.step(trace, "x_embed", why=rows_are(config, trace["x_embed"].shape[1]),
+        formula=r"X_{\text{emb}} = \begin{bmatrix} e(w_0) \\ \vdots \\ e(w_{n-1}) \end{bmatrix}"
+                r"\quad\text{(row } i \text{ is token } i\text{, counted from 0)}")
+
 st.subheader("Which words are close?")
 if vocab is None:
     st.caption("Seeded random vectors carry no meaning, so their neighbours are arbitrary: compare the "
                "cosine similarities of this sentence's words below with GloVe's.")
 else:
+    meaning = {"glove": "In trained vectors like these, similar meanings give similar directions.",
+               "upload": "If your vectors were trained, similar meanings give similar directions.",
+               "toy": "The toy vectors are hand-made, not trained: their neighbours show the arithmetic, "
+                      "not meaning."}[config.embedding]
     st.caption(f"Cosine similarity cos(a, b) = a·b / (|a||b|), over the {len(vocab.words):,} words of the "
-               f"{vocab.name} table. Similar meanings give similar directions.")
+               f"{vocab.name} table. {meaning}")
     choices = [w for w in dict.fromkeys(trace.tokens) if w in vocab]
     if choices:
         word = st.selectbox("Nearest neighbours of", choices, key="nn_word")
@@ -36,7 +44,7 @@ st.markdown("**Cosine similarity between the sentence's words**")
 cos = trace.view("cosine_tokens", "Cosine similarity of embeddings",
                  lambda: cosine_similarity(trace["x_embed"].value), ("n", "n"), r"\cos(x_i, x_j)")
 st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j \rVert}")
-ui.heatmap(trace, cos, key="hm:cos")
+ui.views.explained_heatmap(trace, cos, key="hm:cos")
 zero = [w for w, row in zip(trace.token_labels(), trace["x_embed"].value) if not row.any()]
 if zero:
     st.caption(f"{md_escape(', '.join(zero))}: the zero vector here, which has no direction: its cosine with any word "

@@ -10,14 +10,22 @@ from ui.demo_charts import pe_curves_chart
 PAGE = "app_pages/2_positional.py"
 config, trace = ui.page(PAGE, "Positional encoding")
 
-st.markdown("Attention compares every token with every other, but nothing in Q Kᵀ knows **where** a token "
-            "is: shuffle the words and each row of the output just moves with its word. A positional "
-            "encoding writes the position into the numbers.")
+if config.mask == "none":
+    st.markdown("Attention compares every token with every other, but nothing in Q Kᵀ knows **where** a token "
+                "is: without a positional encoding, shuffle the words and each row of the output just moves "
+                "with its word. A positional encoding writes the position into the numbers.")
+else:
+    st.markdown("Attention compares every token with every other, but nothing in Q Kᵀ knows **where** a token "
+                f"is. Only the {config.mask} mask looks at positions, and all it does is hide keys by their "
+                "index; what a token is and where it stands otherwise reach attention only through a "
+                "positional encoding, which writes the position into the numbers.")
 ui.settings_summary(config, "position")
 max_len = st.slider("Positions to draw", min_value=4, max_value=128, value=max(32, trace.n),
                     key="pe_max_len", help="Only for the pictures below; the sentence uses its n rows.")
 ui.notices(trace)
 st.info(f"X: {trace.facts['position']}.", icon=":material/straighten:")
+
+from ui.page_text import similarity_note, swap_hint
 
 d = trace.facts["d_embed"]
 if config.positional in ("sinusoidal", "learned"):
@@ -28,7 +36,7 @@ if config.positional in ("sinusoidal", "learned"):
     st.caption("Left columns change fast with position, right ones slowly: each column pair is a wave of "
                "its own frequency." if config.positional == "sinusoidal" else
                "A learned table has no pattern until it is trained.")
-    ui.heatmap(trace, full, key="hm:pe_full")
+    ui.views.explained_heatmap(trace, full, key="hm:pe_full")
     if config.positional == "sinusoidal":
         dims = st.multiselect("Dimensions as curves", list(range(d)), default=list(range(min(d, 4))), key="pe_dims")
         if dims:
@@ -36,17 +44,19 @@ if config.positional in ("sinusoidal", "learned"):
     st.subheader("How similar are two positions?")
     sim = trace.view(f"pe_sim:{max_len}", "Cosine similarity of position encodings",
                      lambda: cosine_similarity(full.value), ("position", "position"), r"\cos(PE_p, PE_{p'})")
-    st.caption("For the sinusoidal table the similarity depends only on the distance p − p' (the same along "
-               "each diagonal). With many dimensions it falls off with distance; with only a few (a small "
-               "d_model) the fast sinusoids repeat, and far positions can look alike: try a wider d_model.")
-    ui.heatmap(trace, sim, key="hm:pe_sim")
+    if config.positional == "sinusoidal":
+        st.caption(similarity_note(d, config.embedding, sim.value))
+    else:
+        st.caption("An untrained learned table is random: how similar two positions are is chance, and does "
+                   "not depend on their distance.")
+    ui.views.explained_heatmap(trace, sim, key="hm:pe_sim")
 elif config.positional == "index":
     st.caption("Seed 000 appends the position number as one more column. It is simple, but its scale "
-               "grows with n (the 30th word gets a 29 next to GloVe values near ±1), which can swamp the "
+               "grows with n (the 30th word gets a 29 next to word values near ±1), which can swamp the "
                "word features.")
 else:
     st.warning("No positional encoding: the same word gets the same Q, K and V wherever it stands. "
-               "Try “dog bites man” and “man bites dog”: the same rows, only reordered.")
+               + swap_hint(config))
 
 st.subheader("This sentence")
 if "pe" in trace:

@@ -16,7 +16,9 @@ def one_word(trace, n_heads: int) -> None:
     if n_heads > 1:
         st.caption("With several heads each head scores with its own columns; this shows head 0.")
         q, k = trace["q_heads"].value[0], trace["k_heads"].value[0]
-    st.latex(rf"S_{{{i},j}} = q_{{{i}}} \cdot k_j = \sum_{{m=1}}^{{d_k}} q_{{{i},m}}\, k_{{j,m}}")
+    st.latex(rf"S_{{{i},j}} = q_{{{i}}} \cdot k_j = \sum_{{m=0}}^{{d_k-1}} q_{{{i},m}}\, k_{{j,m}}")
+    st.caption(f"Tokens, keys and dimensions are counted from 0, as on the heatmaps: m runs over the "
+               f"d_k = {q.shape[1]} columns 0 … {q.shape[1] - 1}.")
     rows = [{"key word": w, "q·k": float(q[i] @ k[j]), "q·k / √d_k": float(q[i] @ k[j] / np.sqrt(q.shape[1]))}
             for j, w in enumerate(trace.token_labels())]
     st.dataframe(rows, hide_index=True, width="content",
@@ -70,5 +72,6 @@ for col, score in zip(cols, ("dot", "scaled_dot", "additive", "bilinear")):
         step = other["scaled_scores" if score == "scaled_dot" else "scores"]
         st.markdown(f"**{score.replace('_', ' ')}**")
         st.latex(formulas[score])
-        ui.heatmap(other, step, head=0 if config.n_heads > 1 else None, key=f"hm:cmp:{score}", max_w=220)
+        ui.views.explained_heatmap(other, step, key=f"hm:cmp:{score}", max_w=220,
+                                   head=0 if config.n_heads > 1 else None)
 ui.step_nav(PAGE, config)

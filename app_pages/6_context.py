@@ -2,6 +2,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
+from ui.text import md_escape
 
 PAGE = "app_pages/6_context.py"
 
@@ -22,10 +23,13 @@ def one_word(trace, n_heads: int) -> None:
         frame[f"v[j,{m}]"] = v[:, m]
     for m in range(min(d_v, 8)):
         frame[f"A·v[j,{m}]"] = w[i] * v[:, m]
+    total = frame.sum().where([not c.startswith("v[") for c in frame.columns])     # v columns: no sum
+    frame.loc["Σ over j"] = total
     st.dataframe(frame, width="content",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns})
-    st.caption(f"Add up each A·v column over the rows j and you get c_{i}, the context row of "
-               f"**{trace.tokens[i]}**, below (the weights A[{i}, j] sum to {w[i].sum():.3f}).")
+    st.caption(f"Each A·v[j, m] is A[{i}, j] times v[j, m]. The last row adds each column over the keys j: "
+               f"under A·v it is c_{i}, the context row of **{md_escape(trace.tokens[i])}**, repeated below "
+               f"(under A[{i}, j], the weights' sum, {w[i].sum():.3f}).")
     ui.vector_row(c[i][:8], [f"c[{i},{m}]" for m in range(min(d_v, 8))])
 
 
@@ -39,9 +43,9 @@ with one:
     one_word(trace, config.n_heads)
 with every:
     c1, c2 = st.columns(2)
-    with c1:
-        ui.step(trace, "weights")
+    with c1:                 # half-width cards: charts sized for half the page
+        ui.step(trace, "weights", max_w=300)
     with c2:
-        ui.step(trace, "v_heads" if config.n_heads > 1 else "v")
+        ui.step(trace, "v_heads" if config.n_heads > 1 else "v", max_w=300)
     ui.step(trace, "context")
 ui.step_nav(PAGE, config)

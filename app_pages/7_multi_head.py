@@ -10,12 +10,13 @@ h, d_k, d_v, n, d_model = config.n_heads, config.d_k, config.d_v, trace.n, trace
 st.markdown("Several attention **heads** run side by side, each with its own slice of Q, K and V, so one "
             "head can follow syntax while another follows meaning. Their outputs are concatenated and "
             "mixed back to d_model columns by W_O.")
-st.latex(r"\text{head}_h = \mathrm{softmax}\!\left(\frac{Q_h K_h^\top}{\sqrt{d_k}}\right) V_h,\qquad "
-         r"O = \left[\text{head}_1 \mid \cdots \mid \text{head}_H\right] W_O")
+st.latex(r"\text{head}_g = \mathrm{softmax}\!\left(\frac{Q_g K_g^\top}{\sqrt{d_k}}\right) V_g,\quad "
+         r"g = 0, \dots, h-1,\qquad O = \left[\text{head}_0 \mid \cdots \mid \text{head}_{h-1}\right] W_O")
+st.caption("Heads are counted from 0, as on the heatmaps: the h heads are head 0 … head h−1.")
 st.markdown("**Shapes along the way**")
 st.code(f"X                  (n={n}, d_model={d_model})\n"
         f"Q = X W_Q          (n={n}, h·d_k={h * d_k})\n"
-        f"split into heads   (h={h}, n={n}, d_k={d_k})      head h takes columns h·{d_k} … (h+1)·{d_k}−1\n"
+        f"split into heads   (h={h}, n={n}, d_k={d_k})      head g takes columns g·{d_k} … (g+1)·{d_k}−1\n"
         f"scores, weights    (h={h}, n={n}, n={n})\n"
         f"context per head   (h={h}, n={n}, d_v={d_v})\n"
         f"concatenate        (n={n}, h·d_v={h * d_v})\n"
@@ -31,7 +32,7 @@ else:
     ui.step(trace, "q_heads")
     ui.step(trace, "weights")
     ui.step(trace, "context")
-    ui.step(trace, "concat")
+    ui.step(trace, "concat", formula=r"C = \left[\, C_0 \mid C_1 \mid \cdots \mid C_{h-1} \,\right]")
 ui.step(trace, "w_o")
 ui.step(trace, "output")
 ui.step_nav(PAGE, config)

@@ -25,9 +25,10 @@ AXIS_TITLES = {"n": "token", "n_q": "query (token)", "n_k": "key (token)"}
 
 
 def cell_size(rows: int, cols: int, max_w: float = MAX_W, big: bool = False) -> float:
-    """Square cells that fit max_w × MAX_H; presenter mode allows larger cells for a projector."""
+    """Square cells that fit max_w × MAX_H; presenter mode allows larger cells (and a taller chart)
+    for a projector, but never a wider one than max_w: the chart must fit its card."""
     cap, height = (64.0, 1.4 * MAX_H) if big else (44.0, MAX_H)
-    return max(3.0, min(cap, (1.4 * max_w if big else max_w) / cols, height / rows))
+    return max(3.0, min(cap, max_w / cols, height / rows))
 
 
 def fmt(v: float, digits: int = 2) -> str:

@@ -1,6 +1,8 @@
 """The shared views: a Step as formula, shape badge, why, heatmap (or table) and inputs."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import streamlit as st
 
@@ -10,6 +12,32 @@ from .charts import heatmap_spec
 
 NAMES = {"x_embed": "X_emb", "pe": "PE", "x": "X", "w_q": "W_Q", "w_k": "W_K", "w_v": "W_V", "q": "Q", "k": "K",
          "v": "V", "w_o": "W_O", "weights": "A", "context": "C", "scores": "S", "scaled_scores": "S/√d_k"}
+
+
+# Charts never wider than their card: an SVG chart wider than its container is scaled down with
+# its aspect ratio kept (Vega's SVG carries a viewBox; clicks still hit their cell, as Vega's SVG
+# renderer finds the item from the event's target). Sent with every chart: a style-only st.html
+# goes to Streamlit's event container and takes no room on the page.
+# The explanation beside a chart takes the rest of the row, and wraps under the chart below 360 px.
+FIT_CSS = ("<style>.stElementContainer:has([data-testid='stVegaLiteChart']){max-width:100%}"
+           "[data-testid='stVegaLiteChart']{max-width:100%}"
+           "[data-testid='stVegaLiteChart'] svg.marks{max-width:100%;height:auto}"
+           "[class*='st-key-side-']>*:first-child{max-width:100%}"
+           "[class*='st-key-side-']>*:last-child{flex:1 1 360px !important;width:auto !important;min-width:0}"
+           # an explanation's long line of terms: a little smaller, and scrolls sideways rather than being cut
+           "[class*='st-key-xp-'] .katex-display{overflow-x:auto;overflow-y:hidden;padding-bottom:4px}"
+           "[class*='st-key-xp-'] .katex{font-size:1.05em}</style>")
+
+
+def trusted_html(body: str, script: bool = False) -> None:
+    """The app's one door to raw HTML (tests/test_bad_input.py allows exactly this call): constant
+    CSS, and a scroll script whose only variable parts went through anchor_class / safe_token
+    (letters, digits, _ and -), never user text as typed."""
+    st.html(body, unsafe_allow_javascript=script)
+
+
+def fit_css() -> None:
+    trusted_html(FIT_CSS)
 
 
 def presenting() -> bool:
@@ -59,6 +87,7 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
 
     highlight: (row, col) cells to outline."""
     spec, cells = heatmap_spec(trace, step, head, title, domain, max_w, highlight, presenting())
+    fit_css()
     state = st.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                selection_mode="cell", width="content")
     points = (state or {}).get("selection", {}).get("cell") if state else None
@@ -66,7 +95,7 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
         return None
     cell = int(points[0]["i"]), int(points[0]["j"])
     if explain:
-        _explain_cell(trace, step.key, (head, cell))
+        _explain_cell(trace, step.key, (head, cell), anchor=key)
     return cell
 
 
@@ -74,26 +103,40 @@ def chart(spec: dict, target=None):
     """A small Vega-Lite chart whose inline rows travel as a pyarrow Table (Streamlit would
     otherwise build a pandas frame from them on every rerun). target: a placeholder (st.empty)."""
     import pyarrow as pa
+    if target is None:
+        fit_css()
     draw = (target or st).vega_lite_chart
     values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
+    width = "stretch" if spec.get("width") == "container" else "content"
     if values is None:
-        return draw(spec=spec, width="content")
-    return draw(pa.Table.from_pylist(values), spec={k: v for k, v in spec.items() if k != "data"}, width="content")
+        return draw(spec=spec, width=width)
+    return draw(pa.Table.from_pylist(values), spec={k: v for k, v in spec.items() if k != "data"}, width=width)
+
+
+def beside(anchor: str):
+    """(chart area, explanation area) in one wrapping row: the explanation sits to the right of
+    the chart when the card has room for both (it appears where the student is looking), and
+    wraps under the chart when it has not (a half-width card, a narrow window, a wide matrix)."""
+    row = st.container(horizontal=True, gap="medium", key=f"side-{anchor_class(anchor)}")
+    return row.container(width="content"), row.container(key=f"sideinfo-{anchor_class(anchor)}")
 
 
 @st.fragment
-def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, formula: bool = True,
+def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = True, formula: bool | str = True,
          key_prefix: str = "", domain=None, max_w: float = 620) -> None:
-    """Formula, shape, why, heatmap (one per head for a 3-D step) with a table toggle.
+    """Formula, shape, why, heatmap (one per head for a 3-D step) with a table toggle; a clicked
+    cell's arithmetic beside the chart (under it in a half-width card, scrolled into view).
 
+    why / formula: True for the step's own, False for none, or a text to show instead.
     A fragment: the table toggle and a click on a cell rerun this box only, not the page."""
     s = trace[key]
     with st.container(border=True):
         # one message each for the heading line and the notes: a rerun's cost is per element
         st.markdown(f"##### {title or s.title} &nbsp; {badge_text(s)}")
         if formula:
-            st.latex(s.formula)
-        notes = [s.why] if why and s.why else []
+            st.latex(formula if isinstance(formula, str) else s.formula)
+        why_text = why if isinstance(why, str) else s.why if why else ""
+        notes = [why_text] if why_text else []
         if s.inputs and not presenting():
             notes.append("Computed from: " + ", ".join(f"`{trace[i].title}`" for i in s.inputs if i in trace))
         if notes:
@@ -107,28 +150,73 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool = True, 
             bound = float(np.abs(finite).max()) if finite.size else 1.0
             domain = (-bound, bound) if bound > 0 else None
         per_row = 1 if heads == [None] else min(len(heads), 2 if s.shape[-1] > 8 else 4)
+        charts, info = beside(f"{key_prefix}{key}")
         clicked = None
-        for start in range(0, len(heads), per_row):
-            cols = st.columns(per_row)
-            for col, h in zip(cols, heads[start:start + per_row]):
-                with col:
-                    label = None if h is None else f"head {h}"
-                    if as_table:
-                        if label:
-                            st.caption(label)
-                        cell = table(trace, s, h, key=f"{key_prefix}tb:{key}:{h}")
-                        if cell is not None:
-                            clicked = (h, cell)
-                    else:
-                        cell = heatmap(trace, s, h, title=label, key=f"{key_prefix}hm:{key}:{h}", domain=domain,
-                                       max_w=max_w / per_row - 60 * (per_row > 1))
-                        if cell is not None:
-                            clicked = (h, cell)
-        if clicked is not None:
-            _explain_cell(trace, key, clicked)
+        with charts:
+            for start in range(0, len(heads), per_row):
+                cols = st.columns(per_row) if per_row > 1 else [st.container()]
+                for col, h in zip(cols, heads[start:start + per_row]):
+                    with col:
+                        label = None if h is None else f"head {h}"
+                        if as_table:
+                            if label:
+                                st.caption(label)
+                            cell = table(trace, s, h, key=f"{key_prefix}tb:{key}:{h}")
+                            if cell is not None:
+                                clicked = (h, cell)
+                        else:
+                            cell = heatmap(trace, s, h, title=label, key=f"{key_prefix}hm:{key}:{h}", domain=domain,
+                                           max_w=max_w / per_row - 60 * (per_row > 1))
+                            if cell is not None:
+                                clicked = (h, cell)
+        with info:
+            if clicked is not None:
+                _explain_cell(trace, key, clicked, anchor=f"{key_prefix}{key}")
+            else:
+                from attention_core.explain import can_explain
+                st.caption(":material/touch_app: Click a cell" + (" or select one in the table" if as_table else "")
+                           + (" to see here the arithmetic behind its number." if can_explain(trace, key)
+                              else " to see its value here."))
 
 
-def _explain_cell(trace: Trace, key: str, clicked) -> None:
+@st.fragment
+def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, title: str | None = None,
+                      head: int | None = None) -> None:
+    """A heatmap of its own (not a step's box), its clicked cell explained beside it (or under it
+    where there is no room, scrolled into view); a fragment: a click reruns only this part."""
+    from attention_core.explain import can_explain
+    charts, info = beside(key)
+    with charts:
+        cell = heatmap(trace, step, head, title=title, key=key, max_w=max_w)
+    with info:
+        if cell is not None:
+            _explain_cell(trace, step.key, (head, cell), anchor=key)
+        else:
+            st.caption(":material/touch_app: Click a cell to see " + (
+                "here the arithmetic behind its number." if step.key in trace and can_explain(trace, step.key)
+                else "its value here."))
+
+
+def safe_token(text: str) -> str:
+    """Only letters, digits, _ and - (anything else becomes -): safe in a CSS class and in HTML."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", str(text))
+
+
+def anchor_class(anchor: str) -> str:
+    """The CSS class part of an explanation's container key (Streamlit adds st-key-)."""
+    return "xp-" + safe_token(anchor)
+
+
+def scroll_into_view(anchor: str, nonce: str) -> None:
+    """Scroll the explanation into view (the least scroll that shows it: none if it is on screen).
+    Run when its element is new, i.e. on each new click (the nonce names the cell)."""
+    cls, nonce = anchor_class(anchor), safe_token(nonce)
+    trusted_html(f"<span hidden data-cell='{nonce}'></span><script>"
+                 f"for (const t of [60, 400]) setTimeout(() => {{ const el = document.querySelector('.st-key-{cls}');"
+                 f" if (el) el.scrollIntoView({{block: 'nearest', inline: 'nearest'}}); }}, t);</script>", script=True)
+
+
+def _explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None) -> None:
     """The clicked cell's arithmetic, with the live numbers (or its value where no explainer exists)."""
     from attention_core.explain import can_explain, explain
 
@@ -137,10 +225,25 @@ def _explain_cell(trace: Trace, key: str, clicked) -> None:
     s = trace[key] if key in trace else trace.views[key]
     cell = (head, i, j) if head is not None else ((j,) if s.value.ndim == 1 else (i, j))
     stored = float(s.value[cell])
-    if key in trace and can_explain(trace, key):
-        explanation(explain(trace, key, cell, precision=st.session_state.get("s.precision", 3)), stored)
-    else:
-        st.info(f"{s.title} {list(cell)} = {stored:.6g}", icon=":material/info:")
+    with st.container(key=anchor_class(anchor or key)):
+        if key in trace and can_explain(trace, key):
+            explanation(explain(trace, key, cell, precision=st.session_state.get("s.precision", 3)), stored)
+        else:
+            rows, cols = _labels_of(trace, s, head)
+            where = f" (row {i} “{rows[i]}”, column {j} “{cols[j]}”)" if rows and cols else ""
+            st.info(f"{s.title} {list(cell)} = {stored:.6g}{where}", icon=":material/info:")
+    scroll_into_view(anchor or key, "-".join(map(str, cell)))
+
+
+def _labels_of(trace: Trace, s: Step, head: int | None):
+    axes = s.axes[1:] if head is not None else s.axes
+    if len(axes) != 2 or s.value.ndim - (head is not None) != 2:
+        return None, None
+    shape = s.value.shape[-2:]
+    try:
+        return trace.labels(axes[0], shape[0]), trace.labels(axes[1], shape[1])
+    except Exception:
+        return None, None
 
 
 def notices(trace: Trace) -> None:

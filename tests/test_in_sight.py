@@ -1,0 +1,215 @@
+"""Words true under the settings they are shown with, one index convention, charts that fit:
+the forward pages' texts checked against the settings (AppTest) and against the core's numbers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_core import Config, run_forward, sinusoidal_encoding
+from attention_core.embeddings import cosine_similarity
+from tests.apptest_util import charts, no_exception, open_page
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = "app_pages" if (ROOT / "app_pages").is_dir() else "pages"      # the folder is being renamed
+
+
+def page(name: str) -> str:
+    return f"{PAGES}/{name}.py"
+
+
+def captions(at) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+def texts(at) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption]
+                     + [w.value for w in at.warning] + [i.value for i in at.info])
+
+
+# -- the core's facts behind the words ---------------------------------------------------------------
+
+def diagonal_spread(d: int, positions: int = 32) -> float:
+    sim = cosine_similarity(sinusoidal_encoding(positions, d, 10_000.0))
+    return max(float(np.ptp(np.diagonal(sim, k))) for k in range(1, positions - 1))
+
+
+def test_sinusoidal_similarity_depends_on_distance_alone_only_for_even_widths():
+    assert diagonal_spread(4) < 1e-12 and diagonal_spread(8) < 1e-12 and diagonal_spread(50) < 1e-12
+    assert diagonal_spread(3) > 1e-3 and diagonal_spread(5) > 1e-4
+
+
+def shuffled_rows_move_with_their_words(mask: str) -> bool:
+    a = run_forward(Config(sentence="the cat sat on a mat", positional="none", mask=mask))
+    b = run_forward(Config(sentence="a mat sat on the cat", positional="none", mask=mask))
+    order = [a.tokens.index(w) for w in b.tokens]
+    return bool(np.allclose(a["output"].value[order], b["output"].value))
+
+
+def test_without_positions_a_shuffle_only_reorders_rows_unless_a_mask_looks_at_positions():
+    assert shuffled_rows_move_with_their_words("none")
+    assert not shuffled_rows_move_with_their_words("causal")
+
+
+# -- positional page ---------------------------------------------------------------------------------
+
+def test_shuffle_claim_only_without_a_mask():
+    at = open_page(page("2_positional"))
+    no_exception(at)
+    assert "each row of the output just moves" in texts(at)
+    at = open_page(page("2_positional"), {"mask": "causal"})
+    no_exception(at)
+    assert "just moves" not in texts(at)
+    assert "causal mask looks at positions" in texts(at)
+
+
+def test_odd_width_says_so_and_fixed_width_advice_says_what_to_change():
+    at = open_page(page("2_positional"), {"embedding": "toy"})           # 3-d toy vectors: odd, fixed
+    no_exception(at)
+    text = captions(at)
+    assert "odd width (d = 3)" in text
+    assert "depends only on the distance" not in text
+    assert "try a wider d_model" not in text
+    assert "pick seeded random embeddings" in text
+
+
+def test_even_width_shows_the_distance_claim_and_random_can_widen():
+    at = open_page(page("2_positional"), {"embedding": "random", "d_model": "4"})
+    no_exception(at)
+    text = captions(at)
+    assert "depends only on the distance p − p′" in text
+    assert "try a wider d_model in the sidebar" in text          # 4 dims over 32 positions: far ones look alike
+    sim = cosine_similarity(sinusoidal_encoding(32, 4, 10_000.0))
+    far = max(np.diagonal(sim, k).max() for k in range(9, 32))
+    assert far > np.diagonal(sim, 1).min() and f"reach cosine {far:.2f}" in text
+    at = open_page(page("2_positional"), {"embedding": "random", "d_model": "8"})
+    no_exception(at)
+    text = captions(at)
+    assert "falls off with distance" in text and "wider d_model" not in text
+
+
+def test_no_positional_encoding_suggests_a_sentence_the_vocabulary_has():
+    at = open_page(page("2_positional"), {"embedding": "toy", "positional": "none"})
+    no_exception(at)
+    warning = "\n".join(w.value for w in at.warning)
+    assert "dog bites man" not in warning                     # the toy table has no "bites", no "man"
+    assert "“the cat sat on a mat” and “a mat sat on the cat”" in warning
+    from attention_core.embeddings import toy_vocabulary
+    assert all(w in toy_vocabulary() for w in "the cat sat on a mat".split())
+    at = open_page(page("2_positional"), {"embedding": "random", "positional": "none"})
+    assert "“dog bites man”" in "\n".join(w.value for w in at.warning)
+
+
+# -- embeddings page ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("embedding, says, never", [
+    ("toy", "not trained, so closeness here is not meaning", "Words with similar meaning get similar rows"),
+    ("random", "They carry no meaning", "similar meaning"),
+    ("glove", "trained on word co-occurrences", "not trained"),
+])
+def test_the_similar_rows_claim_only_for_trained_vectors(embedding, says, never):
+    at = open_page(page("1_embeddings"), {"embedding": embedding})
+    no_exception(at)
+    text = texts(at)
+    assert says in text, text
+    assert never not in text
+
+
+def test_the_toy_closeness_example_is_the_tables_own():
+    from attention_core import nearest
+    from attention_core.embeddings import toy_vocabulary
+    (near, cos), = nearest(toy_vocabulary(), "the", 1)
+    at = open_page(page("1_embeddings"), {"embedding": "toy"})
+    assert f"the nearest neighbour of “the” is “{near}” (cosine {cos:.2f})" in texts(at)
+
+
+def test_embedding_formula_counts_tokens_from_zero():
+    at = open_page(page("1_embeddings"))
+    latex = "\n".join(e.value for e in at.latex)
+    assert "e(w_0)" in latex and "e(w_{n-1})" in latex and "e(w_1)" not in latex
+
+
+# -- one index convention: from 0, as on the heatmaps ------------------------------------------------
+
+def test_scores_formula_counts_from_zero_like_the_explainer():
+    from attention_core.explain import explain
+    at = open_page(page("4_scores"))
+    no_exception(at)
+    latex = "\n".join(e.value for e in at.latex)
+    assert r"\sum_{m=0}^{d_k-1}" in latex and "m=1" not in latex
+    trace = run_forward(Config())
+    assert "m=0" in explain(trace, "scores", (1, 2)).latex
+
+
+def test_multi_head_counts_heads_from_zero():
+    at = open_page(page("7_multi_head"), {"n_heads": "2", "d_model": "8", "embedding": "random"})
+    no_exception(at)
+    latex = "\n".join(e.value for e in at.latex)
+    assert r"\text{head}_0" in latex and r"\text{head}_{h-1}" in latex and r"\text{head}_1" not in latex
+    assert "C_0" in latex and "C_{h-1}" in latex and r"C_1 \mid C_2" not in latex
+
+
+# -- charts fit their cards --------------------------------------------------------------------------
+
+def test_presenter_cells_never_make_a_chart_wider_than_its_room():
+    from ui.charts import cell_size
+    for rows, cols, max_w in ((4, 4, 280), (6, 6, 220), (4, 50, 620), (32, 8, 300)):
+        for big in (False, True):
+            assert cell_size(rows, cols, max_w, big) * cols <= max(max_w, 3.0 * cols) + 1e-9
+    assert cell_size(4, 4, 620, True) > cell_size(4, 4, 620, False)          # larger cells where there is room
+
+
+def test_softmax_half_width_heatmaps_fit_in_presenter_mode():
+    at = open_page(page("5_softmax"), {"mask": "causal"})
+    at.session_state["s.presenter"] = True
+    at.run()
+    no_exception(at)
+    widths = [c["width"] for c in charts(at) if "layer" in c]
+    assert widths and max(widths[:2]) <= 280 + 1e-9, widths                  # the mask and masked scores
+
+
+def test_every_step_box_offers_the_click_and_sends_the_fit_style():
+    at = open_page(page("5_softmax"))
+    no_exception(at)
+    assert "Click a cell to see here the arithmetic behind its number." in captions(at)
+    assert any("svg.marks{max-width:100%" in h.proto.body for h in at.get("html"))
+
+
+def test_context_one_word_table_adds_up_to_the_context_row():
+    at = open_page(page("6_context"))
+    no_exception(at)
+    frame = at.dataframe[0].value
+    trace = run_forward(Config())
+    i = 1                                                   # the picker's default word
+    total = frame.loc["Σ over j"]
+    c = trace["context"].value[i]
+    assert np.allclose([total[f"A·v[j,{m}]"] for m in range(c.size)], c)
+    assert total[f"A[{i}, j]"] == pytest.approx(1.0)
+    assert np.isnan(total["v[j,0]"])                        # a column of values is not summed
+
+
+def test_score_function_panels_explain_their_clicked_cell_in_place():
+    at = open_page(page("4_scores"))
+    no_exception(at)
+    assert sum("Click a cell to see here the arithmetic behind its number." in c.value for c in at.caption) >= 4
+
+
+def test_the_raw_html_door_only_takes_constants_and_sanitized_keys(monkeypatch):
+    """ui.views.trusted_html is the app's only st.html: every call passes the constant CSS, or a
+    scroll script whose variable parts are letters, digits, _ and - only, whatever key it is given."""
+    import re
+
+    from ui import views
+    calls = []
+    monkeypatch.setattr(views.st, "html", lambda body, **kw: calls.append((body, kw)))
+    hostile = "x'</script><img src=x onerror=alert(1)>\\\"; }"
+    views.scroll_into_view(hostile, "1-2</script>")
+    views.fit_css()
+    (script, kw), (css, css_kw) = calls
+    assert kw == {"unsafe_allow_javascript": True} and css_kw == {"unsafe_allow_javascript": False}
+    assert css == views.FIT_CSS
+    assert script.count("<script>") == 1 and script.count("</script>") == 1 and "<img" not in script
+    cls = re.search(r"\.st-key-([^']*)'", script).group(1)
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", cls) and cls.startswith("xp-x--")
+    assert re.search(r"data-cell='([A-Za-z0-9_-]+)'", script).group(1) == "1-2--script-"

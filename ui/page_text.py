@@ -1,0 +1,64 @@
+"""Sentences of the forward pages that depend on the settings: each is true under the settings it is
+shown with (checked in tests/test_in_sight.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from attention_core.embeddings import nearest, vocabulary_for
+
+# sentence pairs with the same words in another order, the first whose words the vocabulary has is suggested
+SWAPS = (("dog bites man", "man bites dog"), ("the cat sat on a mat", "a mat sat on the cat"),
+         ("i love you", "you love i"))
+
+
+def swap_hint(config) -> str:
+    """A pair of sentences with the same words in another order, whose words the vocabulary has."""
+    vocab = vocabulary_for(config)
+    for a, b in SWAPS:
+        if vocab is None or all(w in vocab for w in a.split()):
+            return f"Try “{a}” and “{b}”: the same rows of Q, K and V, only reordered."
+    return "Type the sentence's words in another order: the same rows of Q, K and V, only reordered."
+
+
+def similarity_note(d: int, embedding: str, sim: np.ndarray) -> str:
+    """What the sinusoidal table's similarity map `sim` (positions × positions) shows, true for width d."""
+    if d % 2 == 0:
+        shape = ("The similarity depends only on the distance p − p′ (the same along each diagonal): "
+                 "each pair of columns (sin, cos) of one frequency turns by the same angle per step.")
+    else:
+        shape = (f"With an odd width (d = {d}) the last column is a sine without its cosine partner, so the "
+                 "similarity depends almost, but not exactly, on the distance p − p′ alone (with an even width "
+                 "it would be the same along each diagonal).")
+    wider = ("try a wider d_model in the sidebar" if embedding == "random" else
+             "pick seeded random embeddings in the sidebar to set a wider d_model (these "
+             f"{'toy' if embedding == 'toy' else 'GloVe' if embedding == 'glove' else 'uploaded'} vectors "
+             "fix it)")
+    p = sim.shape[0]
+    near = float(np.diagonal(sim, 1).min()) if p > 1 else 1.0       # the least alike neighbours
+    far = float(max(np.diagonal(sim, k).max() for k in range(9, p))) if p > 9 else None
+    if far is None:
+        return shape
+    if far < near:
+        return shape + (f" With {d} dimensions it falls off with distance: neighbours have cosine ≥ {near:.2f}, "
+                        f"positions 9 or more apart at most {far:.2f}.")
+    return shape + (f" With only {d} dimensions the fast sinusoids repeat, and far positions can look alike: two "
+                    f"positions 9 or more apart reach cosine {far:.2f}, more than neighbours ({near:.2f}): {wider}.")
+
+
+def rows_are(config, d_embed: int) -> str:
+    """What an embedding row is, for this source: only trained vectors put similar words close."""
+    if config.embedding == "glove":
+        return (f"Each word becomes a row: its {d_embed}-number GloVe vector, trained on word co-occurrences "
+                "in 6 billion tokens of text, so words used in similar contexts get similar rows.")
+    if config.embedding == "upload":
+        return (f"Each word becomes a row: its {d_embed}-number vector from your file. If your vectors were "
+                "trained (GloVe, word2vec, fastText…), words with similar meaning get similar rows; if not, "
+                "closeness means nothing.")
+    if config.embedding == "toy":
+        vocab = vocabulary_for(config)
+        (near, cos), = nearest(vocab, "the", 1)
+        return (f"Each word becomes a row: its {d_embed} hand-picked numbers from a toy table of {len(vocab.words)} "
+                "words (dimensions read loosely as you-ness, presence, warmth). They are not trained, so "
+                f"closeness here is not meaning: the nearest neighbour of “the” is “{near}” (cosine {cos:.2f}).")
+    return (f"Each word becomes a row: {d_embed} numbers drawn from N(0, 1) by a generator seeded with the word "
+            "(the same word always gets the same row). They carry no meaning: how close two words are is chance.")
