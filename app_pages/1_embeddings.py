@@ -14,12 +14,8 @@ st.markdown("**Tokens:** " + " ".join(f"`{w}`" for w in trace.tokens) + f"  ·  
 ui.notices(trace)
 st.caption(f"Source: {trace.facts['source']}.")
 
-from ui.page_text import rows_are
-
 vocab = vocabulary_for(config)
-ui.step(trace, "x_embed", why=rows_are(config, trace["x_embed"].shape[1]),
-        formula=r"X_{\text{emb}} = \begin{bmatrix} e(w_0) \\ \vdots \\ e(w_{n-1}) \end{bmatrix}"
-                r"\quad\text{(row } i \text{ is token } i\text{, counted from 0)}")
+ui.step(trace, "x_embed")
 
 st.subheader("Which words are close?")
 if vocab is None:

@@ -32,7 +32,7 @@ else:
     ui.step(trace, "q_heads")
     ui.step(trace, "weights")
     ui.step(trace, "context")
-    ui.step(trace, "concat", formula=r"C = \left[\, C_0 \mid C_1 \mid \cdots \mid C_{h-1} \,\right]")
+    ui.step(trace, "concat")
 ui.step(trace, "w_o")
 ui.step(trace, "output")
 ui.step_nav(PAGE, config)

@@ -222,3 +222,22 @@ def nearest(vocab: Vocabulary, word: str, k: int = 8) -> list[tuple[str, float]]
     top = np.argpartition(-sims, k)[:k + 1]
     top = top[np.argsort(-sims[top])]
     return [(vocab.words[i], float(sims[i])) for i in top if vocab.words[i] != word][:k]
+
+
+def embedding_why(config, d_embed: int) -> str:
+    """What an embedding row is, for this source: only trained vectors put similar words close."""
+    if config.embedding == "glove":
+        return (f"Each word becomes a row: its {d_embed}-number GloVe vector, trained on word co-occurrences "
+                "in 6 billion tokens of text, so words used in similar contexts get similar rows.")
+    if config.embedding == "upload":
+        return (f"Each word becomes a row: its {d_embed}-number vector from your file. If your vectors were "
+                "trained (GloVe, word2vec, fastText…), words with similar meaning get similar rows; if not, "
+                "closeness means nothing.")
+    if config.embedding == "toy":
+        vocab = vocabulary_for(config)
+        (near, cos), = nearest(vocab, "the", 1)
+        return (f"Each word becomes a row: its {d_embed} hand-picked numbers from a toy table of {len(vocab.words)} "
+                "words (dimensions read loosely as you-ness, presence, warmth). They are not trained, so "
+                f"closeness here is not meaning: the nearest neighbour of “the” is “{near}” (cosine {cos:.2f}).")
+    return (f"Each word becomes a row: {d_embed} numbers drawn from N(0, 1) by a generator seeded with the word "
+            "(the same word always gets the same row). They carry no meaning: how close two words are is chance.")

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import attention as att
 from .config import Config, ConfigError
-from .embeddings import embed, vocabulary_for
+from .embeddings import embedding_why, embed, vocabulary_for
 from .positional import index_feature, learned_encoding, sinusoidal_encoding
 from .text import resolve
 from .trace import Trace
@@ -108,9 +108,8 @@ def run_forward(config: Config) -> Trace:
     x_embed = embed(tokens.words, vocab, config.d_model, config.seed)          # (n, d_embed)
     n, d_embed = x_embed.shape
     trace.add("x_embed", "Embeddings", x_embed, ("n", "d_embed"),
-              r"X_{\text{emb}} = \begin{bmatrix} e(w_1) \\ \vdots \\ e(w_n) \end{bmatrix}",
-              why=f"Each word becomes a row: its {d_embed}-number vector from the {trace.facts['source']} table. "
-                  "Words with similar meaning get similar rows.")
+              r"X_{\text{emb}} = \begin{bmatrix} e(w_0) \\ \vdots \\ e(w_{n-1}) \end{bmatrix}",
+              why=embedding_why(config, d_embed))
 
     # -- positional encoding ---------------------------------------------------------------
     pe = position_encoding(config, n, d_embed)                                   # (n, d_pe) or None
@@ -268,7 +267,7 @@ def run_forward(config: Config) -> Trace:
     if h > 1:
         concat = att.merge_heads(context)
         trace.add("concat", "Heads concatenated", concat, ("n", "h·d_v"),
-                  r"C = \left[\, C_1 \mid C_2 \mid \cdots \mid C_h \,\right]", ("context",),
+                  r"C = \left[\, C_0 \mid C_1 \mid \cdots \mid C_{h-1} \,\right]", ("context",),
                   why=f"The {h} heads' context vectors side by side: {h} × {d_v} = {h * d_v} columns.")
     w_o = init_weight(seed, "w_o", (h * d_v, d_model), h * d_v)
     trace.add("w_o", "W_O", w_o, ("h·d_v" if h > 1 else "d_v", "d_model"),

@@ -12,7 +12,7 @@ from attention_core.embeddings import cosine_similarity
 from tests.apptest_util import charts, no_exception, open_page
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = "app_pages" if (ROOT / "app_pages").is_dir() else "pages"      # the folder is being renamed
+PAGES = "app_pages"
 
 
 def page(name: str) -> str:
@@ -65,7 +65,7 @@ def test_shuffle_claim_only_without_a_mask():
 
 
 def test_odd_width_says_so_and_fixed_width_advice_says_what_to_change():
-    at = open_page(page("2_positional"), {"embedding": "toy"})           # 3-d toy vectors: odd, fixed
+    at = open_page(page("2_positional"), {"embedding": "toy", "weights": "random"})           # 3-d toy vectors: odd, fixed
     no_exception(at)
     text = captions(at)
     assert "odd width (d = 3)" in text
@@ -109,7 +109,7 @@ def test_no_positional_encoding_suggests_a_sentence_the_vocabulary_has():
     ("glove", "trained on word co-occurrences", "not trained"),
 ])
 def test_the_similar_rows_claim_only_for_trained_vectors(embedding, says, never):
-    at = open_page(page("1_embeddings"), {"embedding": embedding})
+    at = open_page(page("1_embeddings"), {"embedding": embedding, "weights": "random"})
     no_exception(at)
     text = texts(at)
     assert says in text, text
@@ -120,7 +120,7 @@ def test_the_toy_closeness_example_is_the_tables_own():
     from attention_core import nearest
     from attention_core.embeddings import toy_vocabulary
     (near, cos), = nearest(toy_vocabulary(), "the", 1)
-    at = open_page(page("1_embeddings"), {"embedding": "toy"})
+    at = open_page(page("1_embeddings"), {"embedding": "toy", "weights": "random"})
     assert f"the nearest neighbour of “the” is “{near}” (cosine {cos:.2f})" in texts(at)
 
 
