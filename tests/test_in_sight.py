@@ -90,7 +90,7 @@ def test_even_width_shows_the_distance_claim_and_random_can_widen():
 
 
 def test_no_positional_encoding_suggests_a_sentence_the_vocabulary_has():
-    at = open_page(page("2_positional"), {"embedding": "toy", "positional": "none"})
+    at = open_page(page("2_positional"), {"embedding": "toy", "weights": "random", "positional": "none"})
     no_exception(at)
     warning = "\n".join(w.value for w in at.warning)
     assert "dog bites man" not in warning                     # the toy table has no "bites", no "man"

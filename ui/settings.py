@@ -125,6 +125,7 @@ def _settings_widgets(page_file: str = "") -> None:
     """One panel, the same on every page: what is changed most comes first (the first screen)."""
     sentence_controls()
     shape_controls()
+    vocabulary_controls()
     with st.expander("Position", expanded=page_file in OPEN_GROUPS["position"]):
         position_controls()
     with st.expander("Score, mask & temperature", expanded=page_file in OPEN_GROUPS["score"]):
@@ -146,15 +147,20 @@ def sentence_controls() -> None:
         pass
     _widget(st.selectbox, "embedding", "Embeddings", options=list(EMBEDDING_LABELS),
             format_func=EMBEDDING_LABELS.get)
-    if s("embedding") == "upload":
-        _upload_vectors()
-    if s("embedding") == "glove":
-        _widget(st.select_slider, "glove_vocab", "GloVe words kept (most frequent first)",
-                options=[1_000, 5_000, 20_000, 100_000, 400_000], format_func=lambda v: f"{v:,}")
     _widget(st.selectbox, "weights", "Weights W_Q, W_K, W_V", options=list(WEIGHTS_LABELS),
             format_func=WEIGHTS_LABELS.get,
             help="Trained: learned by the sentiment classifier on the 84 shipped sentences, encoded as this page "
                  "encodes yours (so the attention means something). Seeded random: where that training started.")
+    if s("embedding") == "upload":
+        _upload_vectors()
+
+
+def vocabulary_controls() -> None:
+    """How many GloVe words, the width of random vectors, what happens to unknown words (below the shapes)."""
+    s = stored
+    if s("embedding") == "glove":
+        _widget(st.select_slider, "glove_vocab", "GloVe words kept (most frequent first)",
+                options=[1_000, 5_000, 20_000, 100_000, 400_000], format_func=lambda v: f"{v:,}")
     fixed = {"toy": "the toy vectors have 3 dimensions", "glove": "GloVe vectors have 50 dimensions",
              "upload": "your file sets the dimension"}.get(s("embedding"))
     if fixed:
