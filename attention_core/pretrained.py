@@ -18,7 +18,7 @@ output layer is not used by the forward pages.
     ((50, 4), 20)
 
 Results are cached per the settings that change them (not the sentence). The default
-settings' weights ship in data/trained_default.npz (`python scripts/make_shipped_data.py`
+settings' weights (with 1, 2 or 4 heads) ship in data/trained_default*.npz (`python scripts/make_shipped_data.py`
 writes it; a test retrains and compares), so the first page load trains nothing.
 """
 from __future__ import annotations
@@ -35,7 +35,15 @@ from .config import Config, ConfigError
 from .embeddings import TOY_VECTORS, vocabulary_for
 from .forward import encode
 
-SHIPPED_PATH = Path(__file__).resolve().parent.parent / "data" / "trained_default.npz"
+SHIPPED_HEADS = (1, 2, 4)      # the defaults with 1, 2 or 4 heads ship trained: moving the heads slider trains nothing
+
+
+def shipped_path(n_heads: int = 1) -> Path:
+    name = "trained_default.npz" if n_heads == 1 else f"trained_default_h{n_heads}.npz"
+    return Path(__file__).resolve().parent.parent / "data" / name
+
+
+SHIPPED_PATH = shipped_path(1)
 LR = 0.05
 EPOCHS = 20                    # at most; fewer for large sizes (see epochs_for), never fewer than MIN_EPOCHS
 MIN_EPOCHS = 1
@@ -80,10 +88,11 @@ def trained_weights(config: Config) -> TrainedWeights:
 
 @functools.lru_cache(maxsize=16)
 def _trained(key: Config) -> TrainedWeights:
-    if key == training_key(Config()) and SHIPPED_PATH.is_file():
-        shipped = load_shipped(SHIPPED_PATH)
-        if shipped is not None:
-            return shipped
+    for h in SHIPPED_HEADS:
+        if key == training_key(Config(n_heads=h)) and shipped_path(h).is_file():
+            shipped = load_shipped(shipped_path(h), h)
+            if shipped is not None:
+                return shipped
     return train_weights(key)
 
 
@@ -151,9 +160,9 @@ def _settings_json(config: Config) -> str:
                       sort_keys=True)
 
 
-def write_shipped(path: Path = SHIPPED_PATH, config: Config | None = None) -> TrainedWeights:
-    """Train the default settings' weights and save them (with what they were trained under) as .npz."""
-    config = Config() if config is None else config
+def write_shipped(n_heads: int = 1) -> TrainedWeights:
+    """Train the default settings' weights (with n_heads) and save them, with what they were trained under, as .npz."""
+    config, path = Config(n_heads=n_heads), shipped_path(n_heads)
     t = train_weights(training_key(config))
     meta = {"settings": _settings_json(config), "epochs": t.epochs, "lr": t.lr, "n_sentences": t.n_sentences,
             "n_dataset": t.n_dataset, "accuracy": t.accuracy, "loss": t.loss}
@@ -162,11 +171,12 @@ def write_shipped(path: Path = SHIPPED_PATH, config: Config | None = None) -> Tr
     return t
 
 
-def load_shipped(path: Path = SHIPPED_PATH) -> TrainedWeights | None:
-    """The shipped weights if they were trained under the default settings and these LR/EPOCHS, else None."""
+def load_shipped(path: Path = SHIPPED_PATH, n_heads: int = 1) -> TrainedWeights | None:
+    """The shipped weights if they were trained under the default settings (with n_heads) and these LR/EPOCHS,
+    else None."""
     with np.load(path, allow_pickle=False) as npz:
         meta = json.loads(str(npz["meta"]))
-        if meta["settings"] != _settings_json(Config()) or meta["lr"] != LR or meta["epochs"] > EPOCHS:
+        if meta["settings"] != _settings_json(Config(n_heads=n_heads)) or meta["lr"] != LR or meta["epochs"] > EPOCHS:
             return None
         params = {name: _frozen(npz[name]) for name in npz.files if name != "meta" and "_" in name
                   and not name.startswith("classifier_")}

@@ -2,7 +2,7 @@
 
 - data/glove_words_20000.txt: GloVe's 20,000 most frequent words (the default vocabulary), so
   the 400,000-word parquet list is not opened;
-- data/trained_default.npz: W_Q, W_K, W_V trained under the default settings (Config()).
+- data/trained_default*.npz: W_Q, W_K, W_V trained under the default settings with 1, 2 and 4 heads.
 
     python scripts/make_shipped_data.py
 
@@ -19,6 +19,7 @@ from attention_core import embeddings, pretrained  # noqa: E402
 if __name__ == "__main__":
     embeddings.write_word_list()
     print(f"{embeddings.WORD_LIST_PATH}: {embeddings.SHIPPED_WORDS:,} words")
-    t = pretrained.write_shipped()
-    print(f"{pretrained.SHIPPED_PATH}: {t.epochs} epochs, train accuracy {t.accuracy:.1%}, "
-          f"{', '.join(f'{k} {v.shape}' for k, v in t.params.items())}")
+    for h in pretrained.SHIPPED_HEADS:
+        t = pretrained.write_shipped(h)
+        print(f"{pretrained.shipped_path(h)}: {t.epochs} epochs, train accuracy {t.accuracy:.1%}, "
+              f"{', '.join(f'{k} {v.shape}' for k, v in t.params.items())}")

@@ -106,10 +106,11 @@ def test_training_starts_from_the_random_weights_and_moves_them():
     assert np.abs(pretrained.trained_weights(config).params["w_q"] - start).max() > 0.1
 
 
-def test_the_shipped_default_weights_are_reproduced_by_retraining():
-    shipped = pretrained.load_shipped()
-    assert shipped is not None, "data/trained_default.npz is stale: run python scripts/make_shipped_data.py"
-    again = pretrained.train_weights(pretrained.training_key(Config()))
+@pytest.mark.parametrize("n_heads", pretrained.SHIPPED_HEADS)
+def test_the_shipped_default_weights_are_reproduced_by_retraining(n_heads):
+    shipped = pretrained.load_shipped(pretrained.shipped_path(n_heads), n_heads)
+    assert shipped is not None, "data/trained_default*.npz is stale: run python scripts/make_shipped_data.py"
+    again = pretrained.train_weights(pretrained.training_key(Config(n_heads=n_heads)))
     assert set(shipped.params) == set(again.params) == {"w_q", "w_k", "w_v"}
     for name, value in again.params.items():
         np.testing.assert_allclose(shipped.params[name], value, rtol=0, atol=1e-12)
@@ -117,7 +118,7 @@ def test_the_shipped_default_weights_are_reproduced_by_retraining():
         np.testing.assert_allclose(shipped.classifier[name], value, rtol=0, atol=1e-12)
     assert (shipped.epochs, shipped.accuracy, shipped.n_sentences) == (again.epochs, again.accuracy, again.n_sentences)
     samples, _ = pretrained.training_samples(Config())
-    assert clf.evaluate(shipped.classifier, samples)["accuracy"] == shipped.accuracy
+    assert clf.evaluate(shipped.classifier, samples, n_heads=n_heads)["accuracy"] == shipped.accuracy
 
 
 def test_the_cache_ignores_the_sentence_and_the_score_settings():
