@@ -12,13 +12,7 @@ from . import nav
 OWN_CONTROLS = {"11_train.py", "21_alignment.py", "22_grid.py"}
 
 
-def url_path(page_file: str) -> str:
-    """The path Streamlit serves a page file at, as app.py's st.navigation registers it ('' for the Overview)."""
-    for _, pages in nav.SECTIONS:
-        for f, _, _, path in pages:
-            if f == page_file:
-                return path
-    raise KeyError(page_file)
+url_path = nav.url_path_of      # the path Streamlit serves a page file at ('' for the Overview)
 
 
 def app_base(current_page: str) -> tuple[str, bool]:
