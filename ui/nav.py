@@ -51,20 +51,21 @@ def existing(section_pages):
     return [entry for entry in section_pages if (ROOT / entry[0]).exists()]
 
 
-def label_of(page_file: str) -> str:
+def entry(page_file: str) -> tuple[str, str, str, str]:
+    """(file, label, icon, url path) of a page file."""
     for _, pages in SECTIONS:
-        for f, label, _, _ in pages:
-            if f == page_file:
-                return label
+        for e in pages:
+            if e[0] == page_file:
+                return e
     raise KeyError(page_file)
+
+
+def label_of(page_file: str) -> str:
+    return entry(page_file)[1]
 
 
 def url_path_of(page_file: str) -> str:
-    for _, pages in SECTIONS:
-        for f, _, _, path in pages:
-            if f == page_file:
-                return path
-    raise KeyError(page_file)
+    return entry(page_file)[3]
 
 
 def navigation():
