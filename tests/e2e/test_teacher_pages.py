@@ -55,6 +55,8 @@ def test_copied_share_link_opens_the_page_with_the_same_numbers(share_server, ch
         code = tab.locator("[data-testid='stCode']").first
         shown = code.locator("code").inner_text().strip()
         assert shown.startswith(f"{share_server.url}/scores?"), shown
+        tab.keyboard.press("Escape")                                # close the top bar's menu
+        tab.mouse.move(5, 700)                                     # and leave it
         code.hover()
         code.locator("button").first.click()                       # st.code's copy button
         copied = tab.evaluate("() => navigator.clipboard.readText()").strip()
