@@ -257,7 +257,10 @@ def run_forward(config: Config) -> Trace:
               rf"A_{{ij}} = \frac{{\exp({arg})_{{ij}}}}{{\sum_{{j'}} \exp({arg})_{{ij'}}}} = \mathrm{{softmax}}({arg})_{{ij}}",
               (logits_key,), scale="sequential",
               why="Each row becomes a probability distribution over the keys: non-negative, summing to 1."
-                  + (f" Temperature {t:g} {'sharpens' if t < 1 else 'flattens'} it." if t != 1 else ""))
+                  + (f" Temperature {t:g} {'sharpens' if t < 1 else 'flattens'} it." if t != 1 else "")
+                  + (" W_Q and W_K were trained for a sentiment classifier that averages every word's row, so "
+                     "the rows tend to agree on the words that decide the class: most rows look at the same key."
+                     if config.weights == "trained" and config.score in ("dot", "scaled_dot") else ""))
 
     # -- context ---------------------------------------------------------------------------
     context = weights @ v                                                     # (h?, n, d_v)

@@ -226,3 +226,20 @@ def test_the_scaling_why_states_the_spread_the_scores_have(weights):
     spread = float(np.mean(np.std(t["scaled_scores"].value, axis=-1)))
     assert f"Their spread here: {spread:.2g}" in t["scaled_scores"].why
     assert ("trained weights learned" in t["scaled_scores"].why) == (weights == "trained")
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4])
+def test_trained_rows_tend_to_agree_as_the_weights_step_says(n_heads):
+    """The weights' why says "most rows look at the same key" under trained weights: on the student
+    sentences, in a head, the key most rows look at draws at least 80% of the rows on average."""
+    sentences = [s for s in SENTENCES if len(s.split()) >= 4]
+    agree = []
+    for sentence in sentences:
+        trace = run_forward(Config(sentence=sentence, n_heads=n_heads))
+        assert "most rows look at the same key" in trace["weights"].why
+        weights = trace["weights"].value.reshape(-1, trace.n, trace.n)         # (h, n_q, n_k)
+        for head in weights:
+            top = head.argmax(axis=-1)
+            agree.append(np.bincount(top).max() / len(top))
+    assert np.mean(agree) >= 0.8, np.mean(agree)
+    assert "most rows" not in run_forward(Config(weights="random"))["weights"].why
