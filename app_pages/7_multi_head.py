@@ -22,7 +22,7 @@ st.code(f"X                  (n={n}, d_model={d_model})\n"
         f"concatenate        (n={n}, h·d_v={h * d_v})\n"
         f"O = concat W_O     (n={n}, d_model={d_model})", language=None)
 if h == 1:
-    st.info(f"One head: nothing to split. Set Heads in the sidebar to a divisor of d_model={d_model} to see several.",
+    st.info("One head: nothing to split. Set Heads in the sidebar to 2 or more to see several (each head gets its own d_k columns).",
             icon=":material/info:")
     ui.step(trace, "q")
     ui.step(trace, "weights")
