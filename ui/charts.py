@@ -124,6 +124,8 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
         frame = frame.set_column(2, "v", pa.array(m.ravel().astype(np.float64)))
         finite, biggest = np.zeros(1), 0.0
     size = cell_size(rows, cols, max_w, big)
+    # a wide matrix (4 × 50 embeddings) keeps its cells' width but its rows get room for their labels
+    row_h = max(size, min(18.0, MAX_H / rows))
     narrow = max_w < 300                      # a small multiple: its colour bar goes underneath
     # cell text with enough digits for the matrix's own magnitude (gradients are often ~1e-3)
     digits = "e" if 0 < biggest < 0.01 else 3 if biggest < 0.1 else 2
@@ -151,7 +153,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                   "labelOverlap": bool(size < 12), "labelFontSize": font, "titleFontSize": font,
                   "titleFontWeight": "normal"}}
     y = {"field": "i", "type": "ordinal", "title": row_title or None,
-         "axis": {"labelExpr": _labels_expr(row_labels), "labelOverlap": bool(size < 14), "labelFontSize": font,
+         "axis": {"labelExpr": _labels_expr(row_labels), "labelOverlap": bool(row_h < 14), "labelFontSize": font,
                   "titleFontSize": font, "titleFontWeight": "normal"}}
     if step.scale == "mask":
         number = "datum.v > 0.5 ? '1' : '0'"
@@ -199,7 +201,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
                                                             "value": "white"}, "value": "#222"}}})
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
-            "title": title or "", "width": size * cols, "height": size * rows, "transform": calc,
+            "title": title or "", "width": size * cols, "height": row_h * rows, "transform": calc,
             "layer": layers, "config": {"view": {"strokeWidth": 0}},
             "autosize": {"type": "pad", "contains": "padding"}}          # cells keep their size
     return spec, frame
