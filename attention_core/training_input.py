@@ -7,7 +7,7 @@ start at 0, and no trainable position table. Each setting that cannot carry over
 with why and what is used instead.
 
     >>> from attention_core import Config
-    >>> inp = classifier_input(Config(sentence="I love you", embedding="toy", positional="index"))
+    >>> inp = classifier_input(Config(sentence="I love you", embedding="toy", weights="random", positional="index"))
     >>> inp.tokens, inp.x.shape, inp.switches
     (('i', 'love', 'you'), (3, 4), ())
 """
