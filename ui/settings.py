@@ -86,7 +86,7 @@ def _fit(name: str, value, kwargs: dict):
     return value
 
 
-def _widget(make, name: str, label: str, **kwargs):
+def widget(make, name: str, label: str, **kwargs):
     """A settings widget whose default is the stored setting.
 
     The stored value is passed as the widget's default (never written into the widget's own
@@ -132,7 +132,7 @@ def _settings_widgets(page_file: str = "") -> None:
         score_controls()
         mask_controls()
     with st.expander("Random seed & display", expanded=False):
-        _widget(st.number_input, "seed", "Seed", min_value=0, max_value=2**32 - 1, step=1,
+        widget(st.number_input, "seed", "Seed", min_value=0, max_value=2**32 - 1, step=1,
                 help="Same seed, same weights, same numbers: on every page, every machine.")
         display_controls()
 
@@ -140,26 +140,26 @@ def _settings_widgets(page_file: str = "") -> None:
 def sentence_controls() -> None:
     """The "Sentence & embeddings" group: the sentence, then how its words become vectors."""
     s = stored
-    _widget(st.text_input, "sentence", "Sentence", help="Words are lower-cased; punctuation is set aside.")
+    widget(st.text_input, "sentence", "Sentence", help="Words are lower-cased; punctuation is set aside.")
     try:                                    # what the vocabulary knows, before anything is typed
         st.caption(vocabulary_limit(Config(**current_settings())))
     except ConfigError:
         pass
-    _widget(st.selectbox, "embedding", "Embeddings", options=list(EMBEDDING_LABELS),
+    widget(st.selectbox, "embedding", "Embeddings", options=list(EMBEDDING_LABELS),
             format_func=EMBEDDING_LABELS.get)
-    _widget(st.selectbox, "weights", "Weights W_Q, W_K, W_V", options=list(WEIGHTS_LABELS),
+    widget(st.selectbox, "weights", "Weights W_Q, W_K, W_V", options=list(WEIGHTS_LABELS),
             format_func=WEIGHTS_LABELS.get,
             help="Trained: learned by the sentiment classifier on the 84 shipped sentences, encoded as this page "
                  "encodes yours (so the attention means something). Seeded random: where that training started.")
     if s("embedding") == "upload":
-        _upload_vectors()
+        upload_vectors()
 
 
 def vocabulary_controls() -> None:
     """How many GloVe words, the width of random vectors, what happens to unknown words (below the shapes)."""
     s = stored
     if s("embedding") == "glove":
-        _widget(st.select_slider, "glove_vocab", "GloVe words kept (most frequent first)",
+        widget(st.select_slider, "glove_vocab", "GloVe words kept (most frequent first)",
                 options=[1_000, 5_000, 20_000, 100_000, 400_000], format_func=lambda v: f"{v:,}")
     fixed = {"toy": "the toy vectors have 3 dimensions", "glove": "GloVe vectors have 50 dimensions",
              "upload": "your file sets the dimension"}.get(s("embedding"))
@@ -167,23 +167,23 @@ def vocabulary_controls() -> None:
         width = {"toy": "3", "glove": "50"}.get(s("embedding"), "set by the file")
         st.caption(f"d_model (embedding width): {width}, fixed: {fixed}.")
     else:
-        _widget(st.slider, "d_model", "d_model (embedding width)", min_value=2, max_value=128,
+        widget(st.slider, "d_model", "d_model (embedding width)", min_value=2, max_value=128,
                 help="Width of the seeded random word vectors.")
     if s("embedding") != "random":          # random vectors exist for every word
-        _widget(st.radio, "unknown", "Unknown words", options=["drop", "unk"], horizontal=True,
+        widget(st.radio, "unknown", "Unknown words", options=["drop", "unk"], horizontal=True,
                 format_func={"drop": "drop them", "unk": "use <unk>"}.get)
 
 
 def shape_controls() -> None:
     """Heads and the per-head widths: the shape of attention."""
-    _widget(st.slider, "n_heads", "Heads", min_value=1, max_value=8,
+    widget(st.slider, "n_heads", "Heads", min_value=1, max_value=8,
             help="Each head has its own d_k-wide queries and keys: W_Q is d_model × (heads·d_k).")
     c1, c2 = st.columns(2)
     with c1:
-        _widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1,
+        widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1,
                 help="Width of each query and key (per head).")
     with c2:
-        _widget(st.number_input, "d_v", "d_v", min_value=1, max_value=64, step=1,
+        widget(st.number_input, "d_v", "d_v", min_value=1, max_value=64, step=1,
                 help="Width of each value and context vector (per head).")
 
 
@@ -200,33 +200,33 @@ def display_controls() -> None:
 
 def position_controls() -> None:
     s = stored
-    _widget(st.selectbox, "positional", "Positional encoding", options=list(POSITIONAL_LABELS),
+    widget(st.selectbox, "positional", "Positional encoding", options=list(POSITIONAL_LABELS),
             format_func=POSITIONAL_LABELS.get)
-    _widget(st.radio, "combine", "Combine with X", options=["add", "concat"], horizontal=True,
+    widget(st.radio, "combine", "Combine with X", options=["add", "concat"], horizontal=True,
             disabled=s("positional") in ("index", "none"),
             help="Adding keeps d_model; concatenating doubles it. The index feature is always appended.")
-    _widget(st.number_input, "pe_base", "Sinusoid base", min_value=2.0, max_value=1e6, step=1000.0,
+    widget(st.number_input, "pe_base", "Sinusoid base", min_value=2.0, max_value=1e6, step=1000.0,
             disabled=s("positional") != "sinusoidal", help="10,000 in the Transformer paper.")
 
 
 def score_controls() -> None:
-    _widget(st.selectbox, "score", "Score function", options=list(SCORE_LABELS), format_func=SCORE_LABELS.get)
-    _widget(st.toggle, "bias", "Biases on Q, K, V and output")
+    widget(st.selectbox, "score", "Score function", options=list(SCORE_LABELS), format_func=SCORE_LABELS.get)
+    widget(st.toggle, "bias", "Biases on Q, K, V and output")
 
 
 def mask_controls() -> None:
     s = stored
-    _widget(st.selectbox, "mask", "Mask", options=list(MASK_LABELS), format_func=MASK_LABELS.get)
+    widget(st.selectbox, "mask", "Mask", options=list(MASK_LABELS), format_func=MASK_LABELS.get)
     if s("mask") == "padding":
         words = tokenize(s("sentence"))[0][:MAX_TOKENS] if isinstance(s("sentence"), str) else []
         options = list(range(max(len(words), 1 + max(s("padding"), default=-1))))
-        _widget(st.multiselect, "padding", "Hidden key positions", options=options,
+        widget(st.multiselect, "padding", "Hidden key positions", options=options,
                 format_func=lambda p: f"{p}: {words[p]}" if p < len(words) else str(p))
-    _widget(st.slider, "temperature", "Softmax temperature", min_value=0.05, max_value=5.0, step=0.05,
+    widget(st.slider, "temperature", "Softmax temperature", min_value=0.05, max_value=5.0, step=0.05,
             help="softmax(S / T): below 1 sharpens, above 1 flattens.")
 
 
-def _upload_vectors() -> None:
+def upload_vectors() -> None:
     up = st.file_uploader("Vectors file (GloVe text: a word, then its numbers)", type=["txt", "vec"],
                           key="w.vectors_file")
     if up is None:

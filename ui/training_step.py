@@ -35,23 +35,23 @@ def step_controls():
 
     A bad setting shows its message and the last settings that worked are used (None: none yet)."""
     from attention_core import Config, ConfigError
-    from .settings import EMBEDDING_LABELS, POSITIONAL_LABELS, _upload_vectors, _widget, current_settings, init_state
+    from .settings import EMBEDDING_LABELS, POSITIONAL_LABELS, upload_vectors, widget, current_settings, init_state
     init_state()
     with st.sidebar:                                   # the shared settings live in the sidebar on every page
         st.markdown("**Settings** · shared with the forward pages")
-        _widget(st.text_input, "sentence", "Sentence", help="Words are lower-cased; punctuation is set aside.")
-        _widget(st.selectbox, "embedding", "Embeddings", options=list(EMBEDDING_LABELS),
+        widget(st.text_input, "sentence", "Sentence", help="Words are lower-cased; punctuation is set aside.")
+        widget(st.selectbox, "embedding", "Embeddings", options=list(EMBEDDING_LABELS),
                 format_func=EMBEDDING_LABELS.get)
         if st.session_state["s.embedding"] == "upload":
-            _upload_vectors()
-        _widget(st.selectbox, "positional", "Position", options=list(POSITIONAL_LABELS),
+            upload_vectors()
+        widget(st.selectbox, "positional", "Position", options=list(POSITIONAL_LABELS),
                 format_func=POSITIONAL_LABELS.get)
         c1, c2 = st.columns(2)
         with c1:
-            _widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1)
+            widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1)
         with c2:
-            _widget(st.number_input, "d_v", "d_v", min_value=1, max_value=64, step=1)
-        _widget(st.number_input, "seed", "Seed", min_value=0, max_value=2**32 - 1, step=1)
+            widget(st.number_input, "d_v", "d_v", min_value=1, max_value=64, step=1)
+        widget(st.number_input, "seed", "Seed", min_value=0, max_value=2**32 - 1, step=1)
     with st.container(border=True):
         st.selectbox("Take a sentence from the dataset (or type yours in the sidebar)",
                      [None] + [e.text for e in shipped_examples()],

@@ -23,6 +23,28 @@ from bench._common import (Page, Server, all_pages, browser_available, launch_ch
 REQUIRE_BROWSER = os.environ.get("ATTENTION_EXPLORER_REQUIRE_BROWSER") == "1"
 
 
+def open_page(tab, server, path: str, query: dict | None = None) -> None:
+    """Go to a page (with settings in its URL) and wait for its run to end."""
+    from urllib.parse import urlencode
+
+    from bench._common import after_run
+    url = f"{server.url}/{path}" + (f"?{urlencode(query)}" if query else "")
+    after_run(tab, lambda: tab.goto(url, wait_until="domcontentloaded"), timeout_ms=60_000)
+
+
+def click_table_cell(tab, scope, toggle, x_fraction: float = 0.5):
+    """Turn a step's "Numbers as a table" on, click a cell of its first data row; the explanation
+    ("… was made") is returned as a locator within `scope`."""
+    from bench._common import after_run
+    toggle.scroll_into_view_if_needed()
+    after_run(tab, lambda: toggle.click())
+    grid = scope.locator("[data-testid='stDataFrame']").first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    after_run(tab, lambda: tab.mouse.click(box["x"] + box["width"] * x_fraction, box["y"] + 60), timeout_ms=20_000)
+    return scope.get_by_text("was made", exact=False).first
+
+
 def require_browser() -> None:
     ok, why = browser_available()
     if ok:

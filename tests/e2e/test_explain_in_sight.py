@@ -11,9 +11,10 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
-from urllib.parse import urlencode
 
 from bench._common import CHART, EXCEPTION, after_run, new_context, wait_for_charts
+from tests.e2e.conftest import click_table_cell
+from tests.e2e.conftest import open_page as go
 
 LAPTOP = {"width": 1366, "height": 768}
 CELLS = "svg.marks g.mark-rect.role-mark path"
@@ -34,8 +35,7 @@ def laptop(chromium):
 
 
 def open_page(tab, server, path: str, query: dict | None = None) -> None:
-    url = f"{server.url}/{path}" + (f"?{urlencode(query)}" if query else "")
-    after_run(tab, lambda: tab.goto(url, wait_until="domcontentloaded"), timeout_ms=60_000)
+    go(tab, server, path, query)
     wait_for_charts(tab)
 
 
@@ -89,14 +89,7 @@ def test_a_table_cell_is_explained_in_the_viewport(app_server, laptop):
     tab = laptop()
     open_page(tab, app_server, "softmax", {"sentence": "they hate me"})
     card = box_of(tab, "Attention weights")
-    toggle = card.get_by_text("Numbers as a table")
-    toggle.scroll_into_view_if_needed()
-    after_run(tab, lambda: toggle.click())
-    grid = card.locator("[data-testid='stDataFrame']").first
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    after_run(tab, lambda: tab.mouse.click(box["x"] + box["width"] * 0.6, box["y"] + 60), timeout_ms=20_000)
-    shown = card.get_by_text("was made", exact=False).first
+    shown = click_table_cell(tab, card, card.get_by_text("Numbers as a table"), 0.6)
     expect(shown).to_be_visible(timeout=15_000)
     tab.wait_for_timeout(600)
     where = in_viewport(tab, card.locator("[class*='st-key-xp-']").first)

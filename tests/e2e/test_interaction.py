@@ -15,6 +15,7 @@ except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPL
     expect = None
 
 from bench._common import CHART, EXCEPTION, after_run, forward_pages, run_marker, wait_for_charts, wait_run_end
+from tests.e2e.conftest import click_table_cell, open_page
 
 # Pages with a heatmap on show (not in a tab) whose rows are the tokens; the first that exists is used.
 PREFERRED = ["softmax", "context", "multi_head", "embeddings"]
@@ -33,9 +34,6 @@ def heatmap_page() -> str:
     pytest.skip("no forward page with heatmaps on show")
 
 
-def open_page(tab, server, path: str, query: dict | None = None) -> None:
-    url = f"{server.url}/{path}" + (f"?{urlencode(query)}" if query else "")
-    after_run(tab, lambda: tab.goto(url, wait_until="domcontentloaded"), timeout_ms=60_000)
 
 
 def token_rows(tab, want: list[str] | None = None) -> list[list[str]]:
@@ -218,13 +216,7 @@ def test_the_table_view_explains_a_cell_from_the_keyboard(app_server, student):
     tab = student()
     open_page(tab, app_server, "softmax")
     token_rows(tab)
-    toggles = tab.get_by_text("Numbers as a table")
-    after_run(tab, lambda: toggles.last.click())                   # the weights box
-    grid = tab.locator("[data-testid='stDataFrame']").first
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    after_run(tab, lambda: tab.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + 60), timeout_ms=20_000)
-    first = tab.get_by_text("was made", exact=False).first
+    first = click_table_cell(tab, tab, tab.get_by_text("Numbers as a table").last)   # the weights box
     expect(first).to_be_visible(timeout=15_000)
     before = first.inner_text()
     after_run(tab, lambda: tab.keyboard.press("ArrowRight"), timeout_ms=20_000)
