@@ -11,14 +11,20 @@ ROOT = Path(__file__).resolve().parents[1]
 HOME = "app_pages/overview.py"
 
 
-def open_page(page: str = HOME, query: dict | None = None, timeout: float = 60) -> AppTest:
+GROUPS = ("position", "score", "display")     # ui/settings.py: the lazy settings groups, key "grp.<name>"
+
+
+def open_page(page: str = HOME, query: dict | None = None, timeout: float = 60, groups: bool = False) -> AppTest:
     """Run app.py (the router: st.navigation) switched to `page`, as a deep link to its URL does.
 
     Before the first run AppTest names a page by its file name without the number prefix,
-    which is each page's url_path (ui/nav.py), so the switch lands on the registered page."""
+    which is each page's url_path (ui/nav.py), so the switch lands on the registered page.
+    groups=True opens every collapsed settings group first (closed, a group draws no widgets)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     for k, v in (query or {}).items():
         at.query_params[k] = v
+    if groups:
+        open_groups(at, run=False)
     if page != HOME:
         at.switch_page(page)
     return at.run()
@@ -48,3 +54,20 @@ def charts(at: AppTest) -> list[dict]:
             spec["data"] = {"values": pa.ipc.open_stream(c.proto.data.data).read_all().to_pylist()}
         out.append(spec)
     return out
+
+
+def formulas(at: AppTest) -> list[str]:
+    """Every display formula on the page: st.latex elements and the $$…$$ blocks of Markdown
+    (a step's heading carries its formula in the same Markdown element, ui/views.heading)."""
+    import re
+    out = [e.value for e in at.latex]
+    for m in at.markdown:
+        out += re.findall(r"\$\$\n?(.*?)\n?\$\$", m.value, flags=re.S)
+    return out
+
+
+def open_groups(at: AppTest, run: bool = True) -> AppTest:
+    """Open the sidebar's collapsed settings groups, as a click on each does (then rerun)."""
+    for name in GROUPS:
+        at.session_state[f"grp.{name}"] = True
+    return at.run() if run else at

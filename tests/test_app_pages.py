@@ -2,7 +2,7 @@ import numpy as np
 """Every forward page through AppTest: renders, follows the settings, keeps them across pages."""
 import pytest
 
-from tests.apptest_util import ROOT, badges, charts, messages, no_exception, open_page
+from tests.apptest_util import ROOT, badges, charts, formulas, messages, no_exception, open_page
 from ui.nav import SECTIONS
 
 FORWARD = [entry[0] for entry in SECTIONS[0][1]]
@@ -76,7 +76,7 @@ def test_scaling_formula_follows_d_k():
     at = open_page("app_pages/4_scores.py")
     at.number_input(key="w.d_k").set_value(9).run()
     no_exception(at)
-    assert any(r"\sqrt{9}" in e.value for e in at.latex)
+    assert any(r"\sqrt{9}" in f for f in formulas(at))
 
 
 def test_position_controls_live_in_the_sidebar_on_the_position_page():

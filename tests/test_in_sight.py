@@ -9,7 +9,7 @@ import pytest
 
 from attention_core import Config, run_forward, sinusoidal_encoding
 from attention_core.embeddings import cosine_similarity
-from tests.apptest_util import charts, no_exception, open_page
+from tests.apptest_util import charts, formulas, no_exception, open_page
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = "app_pages"
@@ -126,7 +126,7 @@ def test_the_toy_closeness_example_is_the_tables_own():
 
 def test_embedding_formula_counts_tokens_from_zero():
     at = open_page(page("1_embeddings"))
-    latex = "\n".join(e.value for e in at.latex)
+    latex = "\n".join(formulas(at))
     assert "e(w_0)" in latex and "e(w_{n-1})" in latex and "e(w_1)" not in latex
 
 
@@ -136,7 +136,7 @@ def test_scores_formula_counts_from_zero_like_the_explainer():
     from attention_core.explain import explain
     at = open_page(page("4_scores"))
     no_exception(at)
-    latex = "\n".join(e.value for e in at.latex)
+    latex = "\n".join(formulas(at))
     assert r"\sum_{m=0}^{d_k-1}" in latex and "m=1" not in latex
     trace = run_forward(Config())
     assert "m=0" in explain(trace, "scores", (1, 2)).latex
@@ -145,7 +145,7 @@ def test_scores_formula_counts_from_zero_like_the_explainer():
 def test_multi_head_counts_heads_from_zero():
     at = open_page(page("7_multi_head"), {"n_heads": "2", "d_model": "8", "embedding": "random"})
     no_exception(at)
-    latex = "\n".join(e.value for e in at.latex)
+    latex = "\n".join(formulas(at))
     assert r"\text{head}_0" in latex and r"\text{head}_{h-1}" in latex and r"\text{head}_1" not in latex
     assert "C_0" in latex and "C_{h-1}" in latex and r"C_1 \mid C_2" not in latex
 

@@ -2,7 +2,7 @@
 and a control that shows the value in force after a setting is refused."""
 import pytest
 
-from tests.apptest_util import messages, no_exception, open_page
+from tests.apptest_util import messages, no_exception, open_groups, open_page
 from ui.nav import SECTIONS
 
 FORWARD = [entry[0] for entry in SECTIONS[0][1]]
@@ -17,7 +17,7 @@ def widget_keys(block) -> list[str]:
 
 @pytest.mark.parametrize("page", FORWARD + ["app_pages/23_pytorch_mha.py", "app_pages/20_score_functions.py"])
 def test_every_shared_setting_is_in_the_sidebar_and_nowhere_else(page):
-    at = open_page(page)
+    at = open_page(page, groups=True)
     no_exception(at)
     side, main = widget_keys(at.sidebar), widget_keys(at.main)
     for key in SHARED:
@@ -26,7 +26,7 @@ def test_every_shared_setting_is_in_the_sidebar_and_nowhere_else(page):
 
 
 def test_sidebar_order_puts_sentence_embeddings_heads_and_d_k_first():
-    at = open_page("app_pages/4_scores.py")
+    at = open_page("app_pages/4_scores.py", groups=True)
     order = widget_keys(at.sidebar)
     # widget_keys groups by kind; the tree order is what the learner sees
     seen = [n.key for n in at.sidebar if getattr(n, "key", None) in SHARED]
@@ -35,7 +35,7 @@ def test_sidebar_order_puts_sentence_embeddings_heads_and_d_k_first():
 
 
 def test_presenter_mode_comes_from_the_link_and_goes_back_into_it():
-    at = open_page("app_pages/4_scores.py", query={"presenter": "1", "d_k": "5"})
+    at = open_page("app_pages/4_scores.py", query={"presenter": "1", "d_k": "5"}, groups=True)
     no_exception(at)
     assert at.session_state["s.presenter"] is True
     assert at.toggle(key="w.presenter").value is True
@@ -48,7 +48,7 @@ def test_presenter_mode_comes_from_the_link_and_goes_back_into_it():
 
 
 def test_presenter_mode_is_kept_across_pages():
-    at = open_page("app_pages/3_qkv.py", query={"presenter": "1"})
+    at = open_page("app_pages/3_qkv.py", query={"presenter": "1"}, groups=True)
     at.switch_page("app_pages/6_context.py").run()
     no_exception(at)
     assert at.session_state["s.presenter"] is True
@@ -109,3 +109,26 @@ def test_a_refused_sentence_stays_in_the_box_with_the_message():
     assert at.session_state["s.last_good"].sentence == "I love you today"
     at.text_input(key="w.sentence").set_value("i love the dog").run()
     assert not at.error and at.session_state["s.last_good"].sentence == "i love the dog"
+
+
+def test_a_closed_group_draws_no_widgets_and_its_settings_stay_in_force():
+    """The collapsed groups are lazy (a rerun costs nothing for them): closed, no widget of theirs
+    runs, and the settings they hold stay in force; opened, each control shows the value in force."""
+    at = open_page("app_pages/3_qkv.py", query={"temperature": "2", "positional": "learned", "seed": "7"})
+    no_exception(at)
+    side = widget_keys(at.sidebar)
+    assert not {"w.temperature", "w.positional", "w.seed", "w.mask", "w.presenter"} & set(side), side
+    assert {"w.sentence", "w.n_heads", "w.d_k"} <= set(side)
+    assert (at.session_state["s.temperature"], at.session_state["s.positional"], at.session_state["s.seed"]) == \
+        (2.0, "learned", 7)
+    assert at.query_params["temperature"] in ("2", ["2"])            # the link keeps them
+    open_groups(at)
+    no_exception(at)
+    assert at.slider(key="w.temperature").value == 2.0
+    assert at.selectbox(key="w.positional").value == "learned"
+    assert at.number_input(key="w.seed").value == 7
+    at.slider(key="w.temperature").set_value(0.5).run()
+    assert at.session_state["s.temperature"] == 0.5
+    at.session_state["grp.score"] = False                          # closed again: the new value stays
+    at.run()
+    assert "w.temperature" not in widget_keys(at.sidebar) and at.session_state["s.temperature"] == 0.5

@@ -5,7 +5,7 @@ import pytest
 from attention_core import Config, run_forward
 from attention_core import bahdanau as b
 from attention_core.torch_mha import score_costs
-from tests.apptest_util import charts, messages, no_exception, open_page
+from tests.apptest_util import charts, formulas, messages, no_exception, open_page
 
 PAGES = ["app_pages/20_score_functions.py", "app_pages/21_alignment.py", "app_pages/22_grid.py", "app_pages/23_pytorch_mha.py"]
 
@@ -31,7 +31,7 @@ def test_score_functions_show_their_costs():
     table = next(df.value for df in at.dataframe if "FLOPs" in df.value.columns)
     assert list(table["FLOPs"]) == [c["flops"] for c in expected]
     assert list(table["parameters"]) == [c["params"] for c in expected]
-    latex = " ".join(e.value for e in at.latex)
+    latex = " ".join(formulas(at))
     for c in expected:
         assert f"&= {c['flops_formula']} \\\\ &= " + f"{c['flops']:,}".replace(",", "{,}") in latex, c["name"]
     assert len([s for s in charts(at) if "layer" in s]) == 8        # scores and weights for each of the four

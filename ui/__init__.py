@@ -7,7 +7,7 @@ from . import nav
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
 from .settings import init_state, query_for, settings_summary, sidebar_settings
-from .views import chart, heatmap, notices, one_word_picker, picture, shape_badge, step, table, vector_row
+from .views import fit_css, chart, heatmap, notices, one_word_picker, picture, shape_badge, step, table, vector_row
 
 __all__ = ["page", "chart", "query", "get_trace", "step", "heatmap", "table", "shape_badge", "notices", "one_word_picker",
            "vector_row", "picture", "line_spec", "neighbours_spec", "grouped_bars_spec", "fmt", "step_nav", "nav",
@@ -24,6 +24,7 @@ def page(page_file: str, title: str, settings: bool = True):
     st.set_page_config(page_title=f"{title} · Attention Explorer")
     st.caption(f":material/location_on: {nav.where(page_file)}")      # where you are (one element)
     st.title(title)
+    fit_css()                                  # the chart CSS, once per run (views.fit_css_in_fragment)
     config = trace = None
     init_state()                               # once per session: settings and presenter from the URL
     if settings:

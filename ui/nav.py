@@ -5,6 +5,8 @@ answers its first deep link by running the page file alone (Streamlit's legacy m
 """
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 
 import streamlit as st
@@ -68,15 +70,25 @@ def url_path_of(page_file: str) -> str:
     return entry(page_file)[3]
 
 
-def navigation():
-    """The one navigation message: every page, in its section; returns the page to run."""
-    sections = {}
+@functools.lru_cache(maxsize=1)
+def _pages() -> tuple[tuple[str, tuple], ...]:
+    """The st.Page objects, built once per process (each resolves its path and hashes it)."""
+    out = []
     for section, pages in SECTIONS:
         found = existing(pages)
         if found:
-            sections[section] = [st.Page(f, title=label, icon=icon, url_path=path or None, default=f == HOME)
-                                 for f, label, icon, path in found]
-    return st.navigation(sections, position=POSITION)
+            out.append((section, tuple(st.Page(f, title=label, icon=icon, url_path=path or None, default=f == HOME)
+                                       for f, label, icon, path in found)))
+    return tuple(out)
+
+
+def navigation():
+    """The one navigation message: every page, in its section; returns the page to run.
+
+    Each run gets its own shallow copies of the cached pages: st.navigation marks the page it
+    returns as callable (a flag on the object), and sessions run in parallel threads."""
+    return st.navigation({section: [copy.copy(p) for p in pages] for section, pages in _pages()},
+                         position=POSITION)
 
 
 def where(page_file: str) -> str:

@@ -37,7 +37,17 @@ def trusted_html(body: str, script: bool = False) -> None:
 
 
 def fit_css() -> None:
+    """Once per page run (ui.page); a fragment that reruns alone sends it again with its charts."""
     trusted_html(FIT_CSS)
+
+
+def fit_css_in_fragment() -> None:
+    """The chart CSS again only when a fragment reruns alone (a full run sent it from ui.page):
+    one element per page instead of one per chart."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx()
+    if ctx is not None and ctx.fragment_ids_this_run:
+        fit_css()
 
 
 def presenting() -> bool:
@@ -48,6 +58,13 @@ def presenting() -> bool:
 def badge_text(step: Step) -> str:
     """The shape with its named axes as a blue badge, in Streamlit's markdown."""
     return f":blue-badge[:material/straighten: {step.shape_text}]"
+
+
+def heading(title: str, step: Step, formula: str | None = None) -> str:
+    """A step's title, shape badge and (display) formula as one Markdown body: Streamlit's
+    Markdown renders $$…$$ with KaTeX exactly as st.latex does, in one element instead of two."""
+    text = f"##### {title} &nbsp; {badge_text(step)}"
+    return text + (f"\n\n$$\n{formula}\n$$" if formula else "")
 
 
 def shape_badge(step: Step) -> None:
@@ -87,7 +104,7 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
 
     highlight: (row, col) cells to outline."""
     spec, cells = heatmap_spec(trace, step, head, title, domain, max_w, highlight, presenting())
-    fit_css()
+    fit_css_in_fragment()
     state = st.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                selection_mode="cell", width="content")
     points = (state or {}).get("selection", {}).get("cell") if state else None
@@ -104,7 +121,7 @@ def chart(spec: dict, target=None):
     otherwise build a pandas frame from them on every rerun). target: a placeholder (st.empty)."""
     import pyarrow as pa
     if target is None:
-        fit_css()
+        fit_css_in_fragment()
     draw = (target or st).vega_lite_chart
     values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
     width = "stretch" if spec.get("width") == "container" else "content"
@@ -131,10 +148,8 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
     A fragment: the table toggle and a click on a cell rerun this box only, not the page."""
     s = trace[key]
     with st.container(border=True):
-        # one message each for the heading line and the notes: a rerun's cost is per element
-        st.markdown(f"##### {title or s.title} &nbsp; {badge_text(s)}")
-        if formula:
-            st.latex(formula if isinstance(formula, str) else s.formula)
+        # the heading line and the formula as one message, the notes as another: a rerun's cost is per element
+        st.markdown(heading(title or s.title, s, formula if isinstance(formula, str) else s.formula if formula else None))
         why_text = why if isinstance(why, str) else s.why if why else ""
         notes = [why_text] if why_text else []
         if s.inputs and not presenting():
@@ -154,7 +169,7 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
         clicked = None
         with charts:
             for start in range(0, len(heads), per_row):
-                cols = st.columns(per_row) if per_row > 1 else [st.container()]
+                cols = st.columns(per_row) if per_row > 1 else [charts]
                 for col, h in zip(cols, heads[start:start + per_row]):
                     with col:
                         label = None if h is None else f"head {h}"
