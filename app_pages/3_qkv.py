@@ -27,16 +27,18 @@ st.markdown(
     "The weights' shapes depend only on d_model, d_k and d_v, never on the sentence length: "
     "that is how one attention layer handles sentences of any length.")
 
-one, every = st.tabs(["One word", "All words"])
-with one:
-    one_word(trace, config.bias)
-with every:
-    st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
-    ui.step(trace, "x")
-    for name in ("q", "k", "v"):
-        c1, c2 = st.columns(2)
-        with c1:
-            ui.step(trace, f"w_{name}")
-        with c2:
-            ui.step(trace, name)
+one, every = st.tabs(["One word", "All words"], key="qkv.tab", on_change="rerun")   # only the open tab runs
+if one.open is not False:            # None on the first run: the first tab is the one shown
+    with one:
+        one_word(trace, config.bias)
+if every.open:
+    with every:
+        st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
+        ui.step(trace, "x")
+        for name in ("q", "k", "v"):
+            c1, c2 = st.columns(2)
+            with c1:
+                ui.step(trace, f"w_{name}")
+            with c2:
+                ui.step(trace, name)
 ui.step_nav(PAGE, config)

@@ -43,13 +43,15 @@ st.markdown("How well does each query match each key? The **score** S[i, j] answ
             "(query i, key j) pair; softmax will turn each row of scores into attention weights.")
 
 if config.score in ("dot", "scaled_dot"):
-    one, every = st.tabs(["One word", "All words"])
-    with one:
-        one_word(trace, config.n_heads)
-    with every:
-        ui.step(trace, "scores")
-        if "scaled_scores" in trace:
-            ui.step(trace, "scaled_scores")
+    one, every = st.tabs(["One word", "All words"], key="scores.tab", on_change="rerun")   # only the open tab runs
+    if one.open is not False:        # None on the first run: the first tab is the one shown
+        with one:
+            one_word(trace, config.n_heads)
+    if every.open:
+        with every:
+            ui.step(trace, "scores")
+            if "scaled_scores" in trace:
+                ui.step(trace, "scaled_scores")
 else:
     ui.step(trace, "scores")
 

@@ -38,14 +38,16 @@ ui.notices(trace)
 st.markdown("Each token's new representation is a **weighted average of the value rows**, mixed by its "
             "row of attention weights: C = A V. A token that attends to “cat” mostly takes on cat's value.")
 
-one, every = st.tabs(["One word", "All words"])
-with one:
-    one_word(trace, config.n_heads)
-with every:
-    c1, c2 = st.columns(2)
-    with c1:                 # half-width cards: charts sized for half the page
-        ui.step(trace, "weights", max_w=300)
-    with c2:
-        ui.step(trace, "v_heads" if config.n_heads > 1 else "v", max_w=300)
-    ui.step(trace, "context")
+one, every = st.tabs(["One word", "All words"], key="context.tab", on_change="rerun")   # only the open tab runs
+if one.open is not False:            # None on the first run: the first tab is the one shown
+    with one:
+        one_word(trace, config.n_heads)
+if every.open:
+    with every:
+        c1, c2 = st.columns(2)
+        with c1:                 # half-width cards: charts sized for half the page
+            ui.step(trace, "weights", max_w=300)
+        with c2:
+            ui.step(trace, "v_heads" if config.n_heads > 1 else "v", max_w=300)
+        ui.step(trace, "context")
 ui.step_nav(PAGE, config)
