@@ -62,9 +62,72 @@ def test_each_control_on_each_page(page, kind, key, value):
     assert at.session_state[f"s.{key[2:]}"] == value
 
 
+# pages whose "One word" / "All words" tabs are lazy: only the open tab runs (its key, st.tabs)
+TABS = {"app_pages/3_qkv.py": "qkv.tab", "app_pages/4_scores.py": "scores.tab", "app_pages/6_context.py": "context.tab"}
+# the steps each page's "All words" tab draws, at the default settings (one head)
+ALL_WORDS = {"app_pages/3_qkv.py": ["x", "w_q", "q", "w_k", "k", "w_v", "v"],
+             "app_pages/4_scores.py": ["scores", "scaled_scores"],
+             "app_pages/6_context.py": ["weights", "v", "context"]}
+
+
+def open_tab(at, key: str, label: str):
+    """Open a lazy tab as a click on it does (st.tabs with on_change="rerun": the page reruns)."""
+    at.session_state[key] = label
+    return at.run()
+
+
+def _heatmap_values(at, key: str):
+    """The cells of the step heatmap `key` (one head) as a matrix, from the chart the page sent."""
+    import json
+
+    import pyarrow as pa
+    for c in at.get("vega_lite_chart"):
+        if c.proto.id and f"hm:{key}:None" in c.proto.id:
+            rows = pa.ipc.open_stream(c.proto.data.data).read_all().to_pylist()
+            m = np.full((max(r["i"] for r in rows) + 1, max(r["j"] for r in rows) + 1), np.nan)
+            for r in rows:
+                m[r["i"], r["j"]] = r["v"]
+            return m
+    return None
+
+
+@pytest.mark.parametrize("page", sorted(TABS))
+def test_a_closed_tab_draws_nothing_and_opening_it_draws_its_numbers(page):
+    """A closed tab costs nothing on a rerun: at first only "One word" runs (its table, no step
+    heatmap); opening "All words" draws every step's heatmap with the trace's own numbers, and
+    the One-word table is gone until that tab is opened again."""
+    from attention_core import Config, run_forward
+    trace = run_forward(Config())
+    at = open_page(page)
+    no_exception(at)
+    assert at.session_state[TABS[page]] == "One word"
+    assert at.dataframe, "the open tab (One word) draws its table"
+    assert not at.get("vega_lite_chart") or all(_heatmap_values(at, k) is None for k in ALL_WORDS[page])
+    assert not any(t.label == "Numbers as a table" for t in at.toggle), "no step box of the closed tab"
+    one_word_tables = len(at.dataframe)
+
+    open_tab(at, TABS[page], "All words")
+    no_exception(at)
+    for key in ALL_WORDS[page]:
+        drawn = _heatmap_values(at, key)
+        assert drawn is not None, f"{key} is drawn once its tab is open"
+        want = trace[key].value
+        want = want[None, :] if want.ndim == 1 else want
+        np.testing.assert_allclose(drawn, want, rtol=0, atol=1e-12)
+    assert sum(t.label == "Numbers as a table" for t in at.toggle) == len(ALL_WORDS[page])
+    assert len(at.dataframe) < one_word_tables, "the closed One-word tab draws nothing"
+
+    open_tab(at, TABS[page], "One word")
+    no_exception(at)
+    assert len(at.dataframe) == one_word_tables
+    assert all(_heatmap_values(at, k) is None for k in ALL_WORDS[page])
+
+
 @pytest.mark.parametrize("page", ["app_pages/3_qkv.py", "app_pages/7_multi_head.py"])
 def test_shape_text_follows_d_k(page):
     at = open_page(page)
+    if page in TABS:                          # the step boxes are on the "All words" tab
+        open_tab(at, TABS[page], "All words")
     assert any("d_k=4" in b for b in badges(at))
     at.number_input(key="w.d_k").set_value(8).run()
     no_exception(at)

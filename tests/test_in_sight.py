@@ -172,7 +172,9 @@ def test_softmax_half_width_heatmaps_fit_in_presenter_mode():
 def test_every_step_box_offers_the_click_and_sends_the_fit_style():
     at = open_page(page("5_softmax"))
     no_exception(at)
-    assert "Click a cell to see here the arithmetic behind its number." in captions(at)
+    # the hint shares the step's notes caption (why, inputs, hint: one element); the explanation
+    # takes its place beside the chart once a cell is clicked
+    assert "Click a cell to see the arithmetic behind its number." in captions(at)
     assert any("svg.marks{max-width:100%" in h.proto.body for h in at.get("html"))
 
 

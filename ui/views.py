@@ -18,12 +18,14 @@ NAMES = {"x_embed": "X_emb", "pe": "PE", "x": "X", "w_q": "W_Q", "w_k": "W_K", "
 # its aspect ratio kept (Vega's SVG carries a viewBox; clicks still hit their cell, as Vega's SVG
 # renderer finds the item from the event's target). Sent with every chart: a style-only st.html
 # goes to Streamlit's event container and takes no room on the page.
-# The explanation beside a chart takes the rest of the row, and wraps under the chart below 360 px.
+# The explanation beside a chart (the row's second child, drawn only once a cell is clicked) takes the
+# rest of the row, and wraps under the chart below 360 px.
 FIT_CSS = ("<style>.stElementContainer:has([data-testid='stVegaLiteChart']){max-width:100%}"
            "[data-testid='stVegaLiteChart']{max-width:100%}"
            "[data-testid='stVegaLiteChart'] svg.marks{max-width:100%;height:auto}"
            "[class*='st-key-side-']>*:first-child{max-width:100%}"
-           "[class*='st-key-side-']>*:last-child{flex:1 1 360px !important;width:auto !important;min-width:0}"
+           "[class*='st-key-side-']>*:last-child:not(:first-child){flex:1 1 360px !important;width:auto !important;"
+           "min-width:0}"
            # an explanation's long line of terms: a little smaller, and scrolls sideways rather than being cut
            "[class*='st-key-xp-'] .katex-display{overflow-x:auto;overflow-y:hidden;padding-bottom:4px}"
            "[class*='st-key-xp-'] .katex{font-size:1.05em}</style>")
@@ -134,8 +136,26 @@ def beside(anchor: str):
     """(chart area, explanation area) in one wrapping row: the explanation sits to the right of
     the chart when the card has room for both (it appears where the student is looking), and
     wraps under the chart when it has not (a half-width card, a narrow window, a wide matrix)."""
-    row = st.container(horizontal=True, gap="medium", key=f"side-{anchor_class(anchor)}")
-    return row.container(width="content"), row.container(key=f"sideinfo-{anchor_class(anchor)}")
+    row = side_row(anchor)
+    return row.container(width="content"), side_info(row, anchor)
+
+
+def side_row(anchor: str):
+    """The wrapping row of a chart and (once a cell is clicked) its explanation: a chart drawn
+    straight into it is its first child, the explanation (side_info) its second."""
+    return st.container(horizontal=True, gap="medium", key=f"side-{anchor_class(anchor)}")
+
+
+def side_info(row, anchor: str):
+    """The explanation's place in a side_row, after the chart: the rest of the row (FIT_CSS)."""
+    return row.container(key=f"sideinfo-{anchor_class(anchor)}")
+
+
+def click_hint(explainable: bool, as_table: bool = False, here: bool = False) -> str:
+    """here: the hint stands where the answer will (beside the chart); else in the card's notes."""
+    return (":material/touch_app: Click a cell" + (" or select one in the table" if as_table else "")
+            + " to see " + ("here " if here else "") + ("the arithmetic behind its number." if explainable
+                                                       else "its value."))
 
 
 @st.fragment
@@ -145,27 +165,40 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
     cell's arithmetic beside the chart (under it in a half-width card, scrolled into view).
 
     why / formula: True for the step's own, False for none, or a text to show instead.
-    A fragment: the table toggle and a click on a cell rerun this box only, not the page."""
+    A fragment: the table toggle and a click on a cell rerun this box only, not the page.
+    A rerun's cost is per element: heading, badge and formula are one Markdown; why, inputs and
+    the click hint one caption; a single heatmap goes straight into its row, and the explanation's
+    place in the row is made only once a cell is clicked."""
+    from attention_core.explain import can_explain
     s = trace[key]
     with st.container(border=True):
-        # the heading line and the formula as one message, the notes as another: a rerun's cost is per element
         st.markdown(heading(title or s.title, s, formula if isinstance(formula, str) else s.formula if formula else None))
         why_text = why if isinstance(why, str) else s.why if why else ""
         notes = [why_text] if why_text else []
-        if s.inputs and not presenting():
+        show = presenting()
+        if s.inputs and not show:
             notes.append("Computed from: " + ", ".join(f"`{trace[i].title}`" for i in s.inputs if i in trace))
-        if notes:
-            (st.markdown if presenting() else st.caption)("  \n".join(notes))
-        as_table = False if presenting() else st.toggle(
-            "Numbers as a table", key=f"{key_prefix}tbl:{key}",
-            help="Select a cell of the table (click, or arrow keys) to see how that number was made.")
+        as_table = False if show else bool(st.session_state.get(f"{key_prefix}tbl:{key}", False))
+        hint = click_hint(can_explain(trace, key), as_table)
+        if show:
+            if notes:
+                st.markdown("  \n".join(notes))
+            st.caption(hint)
+        else:
+            st.caption("  \n".join(notes + [hint]))
+            as_table = st.toggle(
+                "Numbers as a table", key=f"{key_prefix}tbl:{key}",
+                help="Select a cell of the table (click, or arrow keys) to see how that number was made.")
         heads = [None] if s.axes[:1] != ("head",) else list(range(s.shape[0]))
         if heads != [None] and domain is None and s.scale == "diverging":   # one colour scale for all heads
             finite = s.value[np.isfinite(s.value)]
             bound = float(np.abs(finite).max()) if finite.size else 1.0
             domain = (-bound, bound) if bound > 0 else None
         per_row = 1 if heads == [None] else min(len(heads), 2 if s.shape[-1] > 8 else 4)
-        charts, info = beside(f"{key_prefix}{key}")
+        anchor = f"{key_prefix}{key}"
+        row = side_row(anchor)
+        # one heatmap: straight into the row; a table (and its note) or several heads: one area for them
+        charts = row if heads == [None] and not as_table else row.container(width="content")
         clicked = None
         with charts:
             for start in range(0, len(heads), per_row):
@@ -177,21 +210,14 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
                             if label:
                                 st.caption(label)
                             cell = table(trace, s, h, key=f"{key_prefix}tb:{key}:{h}")
-                            if cell is not None:
-                                clicked = (h, cell)
                         else:
                             cell = heatmap(trace, s, h, title=label, key=f"{key_prefix}hm:{key}:{h}", domain=domain,
                                            max_w=max_w / per_row - 60 * (per_row > 1))
-                            if cell is not None:
-                                clicked = (h, cell)
-        with info:
-            if clicked is not None:
-                _explain_cell(trace, key, clicked, anchor=f"{key_prefix}{key}")
-            else:
-                from attention_core.explain import can_explain
-                st.caption(":material/touch_app: Click a cell" + (" or select one in the table" if as_table else "")
-                           + (" to see here the arithmetic behind its number." if can_explain(trace, key)
-                              else " to see its value here."))
+                        if cell is not None:
+                            clicked = (h, cell)
+        if clicked is not None:
+            with side_info(row, anchor):
+                _explain_cell(trace, key, clicked, anchor=anchor)
 
 
 @st.fragment
@@ -200,16 +226,14 @@ def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, ti
     """A heatmap of its own (not a step's box), its clicked cell explained beside it (or under it
     where there is no room, scrolled into view); a fragment: a click reruns only this part."""
     from attention_core.explain import can_explain
-    charts, info = beside(key)
-    with charts:
+    row = side_row(key)
+    with row:
         cell = heatmap(trace, step, head, title=title, key=key, max_w=max_w)
-    with info:
+    with side_info(row, key):
         if cell is not None:
             _explain_cell(trace, step.key, (head, cell), anchor=key)
         else:
-            st.caption(":material/touch_app: Click a cell to see " + (
-                "here the arithmetic behind its number." if step.key in trace and can_explain(trace, step.key)
-                else "its value here."))
+            st.caption(click_hint(step.key in trace and can_explain(trace, step.key), here=True))
 
 
 def safe_token(text: str) -> str:
