@@ -1,6 +1,7 @@
 import streamlit as st
 
 import ui
+from ui.text import md_escape
 
 PAGE = "app_pages/3_qkv.py"
 
@@ -11,12 +12,11 @@ def one_word(trace, bias: bool) -> None:
     i = ui.one_word_picker(trace, "Pick a word")
     x_i = trace["x"].value[i]
     st.latex(r"q_i = x_i W_Q,\quad k_i = x_i W_K,\quad v_i = x_i W_V" + (r"\ (+\,b)" if bias else ""))
-    st.caption(f"x_{i} (the row of **{trace.tokens[i]}**), shape d_model={x_i.size}:")
+    st.caption(f"x_{i} (the row of **{md_escape(trace.tokens[i])}**), shape d_model={x_i.size}:")
     ui.vector_row(x_i)
-    for name in ("q", "k", "v"):
-        row = trace[name].value[i]
-        st.caption(f"{name}_{i} = x_{i} W_{name.upper()}: shape {trace[name].axes[1]}={row.size}")
-        ui.vector_row(row)
+    shapes = ", ".join(f"{name}_{i}: {trace[name].axes[1]}={trace[name].value[i].size}" for name in ("q", "k", "v"))
+    st.caption(f"q_{i} = x_{i} W_Q, k_{i} = x_{i} W_K, v_{i} = x_{i} W_V, one row each ({shapes}):")
+    ui.views.vector_rows({f"{name}_{i}": trace[name].value[i] for name in ("q", "k", "v")})
 
 
 config, trace = ui.page(PAGE, "Queries, keys and values")

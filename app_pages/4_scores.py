@@ -1,4 +1,5 @@
 import numpy as np
+import pyarrow as pa
 import streamlit as st
 
 import ui
@@ -19,8 +20,8 @@ def one_word(trace, n_heads: int) -> None:
     st.latex(rf"S_{{{i},j}} = q_{{{i}}} \cdot k_j = \sum_{{m=0}}^{{d_k-1}} q_{{{i},m}}\, k_{{j,m}}")
     st.caption(f"Tokens, keys and dimensions are counted from 0, as on the heatmaps: m runs over the "
                f"d_k = {q.shape[1]} columns 0 … {q.shape[1] - 1}.")
-    rows = [{"key word": w, "q·k": float(q[i] @ k[j]), "q·k / √d_k": float(q[i] @ k[j] / np.sqrt(q.shape[1]))}
-            for j, w in enumerate(trace.token_labels())]
+    dots = k @ q[i]                                                   # (n_k,): q_i · k_j for every key j
+    rows = pa.table({"key word": trace.token_labels(), "q·k": dots, "q·k / √d_k": dots / np.sqrt(q.shape[1])})
     st.dataframe(rows, hide_index=True, width="content",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("q·k", "q·k / √d_k")})
 
@@ -61,19 +62,23 @@ st.markdown("If the entries of q and k have variance 1, their dot product is a s
             "gradient is almost zero. Dividing by √d_k brings the variance back to 1.")
 saturation_experiment()
 
-st.subheader("Four score functions on the same queries and keys")
-st.caption("Each panel is the same sentence and the same Q and K, scored four ways (head 0 if several heads).")
-cols = [c for _ in range(2) for c in st.columns(2)]
-formulas = {"dot": r"q_i \cdot k_j", "scaled_dot": r"\frac{q_i \cdot k_j}{\sqrt{d_k}}",
-            "additive": r"v^\top \tanh(W_1^\top q_i + W_2^\top k_j)", "bilinear": r"q_i^\top W k_j"}
-for col, score in zip(cols, ("dot", "scaled_dot", "additive", "bilinear")):
-    with col:
-        # scores come before masking and softmax: those settings do not change them, so
-        # every temperature and mask shares these four traces (computed once, cached)
-        other = get_trace(config.replace(score=score, mask="none", padding=(), temperature=1.0))
-        step = other["scaled_scores" if score == "scaled_dot" else "scores"]
-        st.markdown(f"**{score.replace('_', ' ')}**")
-        st.latex(formulas[score])
-        ui.views.explained_heatmap(other, step, key=f"hm:cmp:{score}", max_w=220,
-                                   head=0 if config.n_heads > 1 else None)
+# A side-by-side of the four score functions (the Score functions page goes further): in a lazy
+# expander, its four traces and heatmaps run only while it is open
+box = st.expander("Four score functions on the same queries and keys", icon=":material/compare:",
+                  key="scores.compare", on_change="rerun")
+if box.open:
+    with box:
+        st.caption("Each panel is the same sentence and the same Q and K, scored four ways (head 0 if several heads).")
+        cols = [c for _ in range(2) for c in st.columns(2)]
+        formulas = {"dot": r"q_i \cdot k_j", "scaled_dot": r"\frac{q_i \cdot k_j}{\sqrt{d_k}}",
+                    "additive": r"v^\top \tanh(W_1^\top q_i + W_2^\top k_j)", "bilinear": r"q_i^\top W k_j"}
+        for col, score in zip(cols, ("dot", "scaled_dot", "additive", "bilinear")):
+            with col:
+                # scores come before masking and softmax: those settings do not change them, so
+                # every temperature and mask shares these four traces (computed once, cached)
+                other = get_trace(config.replace(score=score, mask="none", padding=(), temperature=1.0))
+                step = other["scaled_scores" if score == "scaled_dot" else "scores"]
+                st.markdown(f"**{score.replace('_', ' ')}**\n\n$$\n{formulas[score]}\n$$")   # name, formula: one element
+                ui.views.explained_heatmap(other, step, key=f"hm:cmp:{score}", max_w=220,
+                                           head=0 if config.n_heads > 1 else None)
 ui.step_nav(PAGE, config)

@@ -1,4 +1,5 @@
 import numpy as np
+import pyarrow as pa
 import streamlit as st
 
 import ui
@@ -32,9 +33,9 @@ labels = trace.token_labels()
 for h in heads:
     rows = w if h is None else w[h]
     top = rows.argmax(axis=1)
-    table = {"query": labels, "row sum": rows.sum(axis=1).round(12), "entropy (nats)": entropy(rows).round(4),
+    table = pa.table({"query": labels, "row sum": rows.sum(axis=1).round(12), "entropy (nats)": entropy(rows).round(4),
              "looks most at": [labels[j] if rows[i].sum() > 0 else "—" for i, j in enumerate(top)],
-             "its weight": rows.max(axis=1).round(4)}
+             "its weight": rows.max(axis=1).round(4)})
     if h is not None:
         st.caption(f"head {h}")
     st.dataframe(table, hide_index=True, width="content",

@@ -1,4 +1,5 @@
-import pandas as pd
+import numpy as np
+import pyarrow as pa
 import streamlit as st
 
 import ui
@@ -17,16 +18,15 @@ def one_word(trace, n_heads: int) -> None:
         w, v, c = w[0], trace["v_heads"].value[0], c[0]
     st.latex(rf"c_{{{i}}} = \sum_j A_{{{i},j}}\, v_j")
     labels = trace.token_labels()
-    d_v = v.shape[1]
-    frame = pd.DataFrame({f"A[{i}, j]": w[i]}, index=labels)
-    for m in range(d_v):
-        frame[f"v[j,{m}]"] = v[:, m]
-    for m in range(min(d_v, 8)):
-        frame[f"A·v[j,{m}]"] = w[i] * v[:, m]
-    total = frame.sum().where([not c.startswith("v[") for c in frame.columns])     # v columns: no sum
-    frame.loc["Σ over j"] = total
-    st.dataframe(frame, width="content",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns})
+    d_v, shown = v.shape[1], min(v.shape[1], 8)
+    terms = w[i][:, None] * v[:, :shown]                              # (n_k, shown): A[i, j] v[j, m]
+    # one row per key j, then the sums over j (none for the value columns, which are not summed);
+    # a pyarrow table: Streamlit sends it as is (a pandas frame costs a conversion on every rerun)
+    columns = {"key j": labels + ["Σ over j"], f"A[{i}, j]": np.append(w[i], w[i].sum())}
+    columns |= {f"v[j,{m}]": pa.array(np.append(v[:, m], np.nan), from_pandas=True) for m in range(d_v)}  # NaN: empty
+    columns |= {f"A·v[j,{m}]": np.append(terms[:, m], terms[:, m].sum()) for m in range(shown)}
+    st.dataframe(pa.table(columns), hide_index=True, width="content",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in list(columns)[1:]})
     st.caption(f"Each A·v[j, m] is A[{i}, j] times v[j, m]. The last row adds each column over the keys j: "
                f"under A·v it is c_{i}, the context row of **{md_escape(trace.tokens[i])}**, repeated below "
                f"(under A[{i}, j], the weights' sum, {w[i].sum():.3f}).")

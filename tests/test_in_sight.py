@@ -181,7 +181,7 @@ def test_every_step_box_offers_the_click_and_sends_the_fit_style():
 def test_context_one_word_table_adds_up_to_the_context_row():
     at = open_page(page("6_context"))
     no_exception(at)
-    frame = at.dataframe[0].value
+    frame = at.dataframe[0].value.set_index("key j")       # the key words, then the sums over j
     trace = run_forward(Config())
     i = 1                                                   # the picker's default word
     total = frame.loc["Σ over j"]
@@ -194,7 +194,21 @@ def test_context_one_word_table_adds_up_to_the_context_row():
 def test_score_function_panels_explain_their_clicked_cell_in_place():
     at = open_page(page("4_scores"))
     no_exception(at)
+    assert at.session_state["scores.compare"] is False
+    assert not any("Click a cell to see here" in c.value for c in at.caption), "a closed expander draws nothing"
+    at.session_state["scores.compare"] = True                # opened, as a click on it does (on_change="rerun")
+    at.run()
+    no_exception(at)
     assert sum("Click a cell to see here the arithmetic behind its number." in c.value for c in at.caption) >= 4
+    import pyarrow as pa                                     # each panel: its own score function's numbers
+    drawn = {c.proto.id.split("hm:cmp:")[1].split("-")[0]: pa.ipc.open_stream(c.proto.data.data).read_all()
+             for c in at.get("vega_lite_chart") if "hm:cmp:" in c.proto.id}
+    assert sorted(drawn) == ["additive", "bilinear", "dot", "scaled_dot"], sorted(drawn)
+    for score, cells in drawn.items():
+        want = run_forward(Config(score=score))["scaled_scores" if score == "scaled_dot" else "scores"].value
+        got = np.zeros_like(want)
+        got[cells["i"].to_numpy(), cells["j"].to_numpy()] = cells["v"].to_numpy()
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 
 def test_the_raw_html_door_only_takes_constants_and_sanitized_keys(monkeypatch):

@@ -1,6 +1,7 @@
 """The shared views: a Step as formula, shape badge, why, heatmap (or table) and inputs."""
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -298,14 +299,35 @@ def one_word_picker(trace: Trace, label: str = "One word", key: str = "one_word"
     return int(choice)
 
 
+@functools.lru_cache(maxsize=256)
+def number_columns(names: tuple[str, ...], digits: int) -> dict:
+    """A column_config of fixed-decimal number columns, built once per (names, digits): Streamlit
+    copies the mapping it is given (process_config_mapping), so one shared dict is safe."""
+    return {c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in names}
+
+
 def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
     """A short vector as a one-row table."""
     import pyarrow as pa
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
-    names = list(labels or [str(i) for i in range(v.size)])
-    row = pa.table({name: pa.array([x]) for name, x in zip(names, v.tolist())})
-    st.dataframe(row, hide_index=True, width="content",
-                 column_config={c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in names})
+    names = tuple(labels or [str(i) for i in range(v.size)])
+    row = pa.Table.from_arrays([v[k:k + 1] for k in range(v.size)], names=list(names))
+    st.dataframe(row, hide_index=True, width="content", column_config=number_columns(names, digits))
+
+
+def vector_rows(rows: dict[str, np.ndarray], digits: int = 3) -> None:
+    """Several short vectors as one table, one row each, named in its first column; columns are
+    the entries' indices 0, 1, … (a shorter vector's missing entries stay empty). One element
+    instead of one table per vector."""
+    import pyarrow as pa
+    width = max(np.size(v) for v in rows.values())
+    grid = np.full((len(rows), width), np.nan)
+    for r, v in enumerate(rows.values()):
+        grid[r, :np.size(v)] = np.ravel(v)
+    names = tuple(str(k) for k in range(width))
+    table = pa.Table.from_arrays([pa.array(list(rows))] + [pa.array(grid[:, k], from_pandas=True) for k in range(width)],
+                                 names=["vector", *names])
+    st.dataframe(table, hide_index=True, width="content", column_config=number_columns(names, digits))
 
 
 def picture(image: np.ndarray, grid_shape: tuple[int, int] | None = None, width: int = 384,

@@ -68,7 +68,8 @@ def test_a_clicked_score_is_explained_in_the_viewport(app_server, laptop):
     made, inside the 1366 × 768 viewport right after the click, with the cell's own indices."""
     tab = laptop()
     open_page(tab, app_server, "scores", {"sentence": "they hate me"})
-    after_run(tab, lambda: tab.get_by_role("tab", name="All words").click(), expect_run=False)
+    # the tab is lazy: opening it reruns the page, which draws its step boxes only now
+    after_run(tab, lambda: tab.get_by_role("tab", name="All words").click())
     card = box_of(tab, "Scaled scores")
     click_cell(tab, card, 2 * 3 + 1)                     # row 2, column 1 of the 3 × 3 scores
     shown = card.get_by_text("was made", exact=False).first
