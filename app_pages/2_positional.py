@@ -59,7 +59,5 @@ else:
                + swap_hint(config))
 
 st.subheader("This sentence")
-if "pe" in trace:
-    ui.step(trace, "pe")
-ui.step(trace, "x")
+ui.views.step_boxes(trace, ["pe", "x"] if "pe" in trace else ["x"])       # one fragment for both boxes
 ui.step_nav(PAGE, config)

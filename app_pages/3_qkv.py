@@ -19,6 +19,20 @@ def one_word(trace, bias: bool) -> None:
     ui.views.vector_rows({f"{name}_{i}": trace[name].value[i] for name in ("q", "k", "v")})
 
 
+@st.fragment
+def all_words(trace) -> None:
+    """X, then each weight matrix beside its product; one fragment for the seven boxes (a click or
+    a table toggle reruns them, not the page; a page run pays for one fragment, not seven)."""
+    st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
+    ui.views.step_box(trace, "x")
+    for name in ("q", "k", "v"):
+        c1, c2 = st.columns(2)
+        with c1:
+            ui.views.step_box(trace, f"w_{name}")
+        with c2:
+            ui.views.step_box(trace, name)
+
+
 config, trace = ui.page(PAGE, "Queries, keys and values")
 ui.notices(trace)
 st.markdown(
@@ -33,12 +47,5 @@ if one.open is not False:            # None on the first run: the first tab is t
         one_word(trace, config.bias)
 if every.open:
     with every:
-        st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
-        ui.step(trace, "x")
-        for name in ("q", "k", "v"):
-            c1, c2 = st.columns(2)
-            with c1:
-                ui.step(trace, f"w_{name}")
-            with c2:
-                ui.step(trace, name)
+        all_words(trace)
 ui.step_nav(PAGE, config)

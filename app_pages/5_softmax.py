@@ -6,23 +6,33 @@ import ui
 from attention_core import entropy
 
 PAGE = "app_pages/5_softmax.py"
+
+
+@st.fragment
+def boxes(trace) -> None:
+    """The mask and the masked scores side by side (or the scores softmax takes), then the weights;
+    one fragment for the boxes: a click or a table toggle reruns them, not the page."""
+    if "mask" in trace:
+        c1, c2 = st.columns(2)
+        with c1:
+            ui.views.step_box(trace, "mask", max_w=280)
+        with c2:
+            ui.views.step_box(trace, "masked_scores", max_w=280)
+    else:
+        st.caption("No mask: every query may look at every key (as in an encoder). Choose causal or padding in "
+                   "the sidebar.")
+        ui.views.step_box(trace, trace.facts["softmax_input"])
+    ui.views.step_box(trace, "weights")
+
+
 config, trace = ui.page(PAGE, "Masking and softmax")
 ui.settings_summary(config, "mask")
 ui.notices(trace)
 st.markdown("A **mask** hides keys a query must not see by setting their scores to −∞. **Softmax** then "
             "turns each row of scores into weights that are non-negative and sum to 1: "
             "exp(−∞) = 0, so a hidden key gets weight exactly 0.")
-if "mask" in trace:
-    c1, c2 = st.columns(2)
-    with c1:
-        ui.step(trace, "mask", max_w=280)
-    with c2:
-        ui.step(trace, "masked_scores", max_w=280)
-else:
-    st.caption("No mask: every query may look at every key (as in an encoder). Choose causal or padding in the sidebar.")
-    ui.step(trace, trace.facts["softmax_input"])
 
-ui.step(trace, "weights")
+boxes(trace)
 
 w = trace["weights"].value
 heads = [None] if w.ndim == 2 else list(range(w.shape[0]))

@@ -33,6 +33,18 @@ def one_word(trace, n_heads: int) -> None:
     ui.vector_row(c[i][:8], [f"c[{i},{m}]" for m in range(min(d_v, 8))])
 
 
+@st.fragment
+def all_words(trace, n_heads: int) -> None:
+    """A and V side by side, then C = A V; one fragment for the three boxes (a click or a table
+    toggle reruns them, not the page)."""
+    c1, c2 = st.columns(2)
+    with c1:                 # half-width cards: charts sized for half the page
+        ui.views.step_box(trace, "weights", max_w=300)
+    with c2:
+        ui.views.step_box(trace, "v_heads" if n_heads > 1 else "v", max_w=300)
+    ui.views.step_box(trace, "context")
+
+
 config, trace = ui.page(PAGE, "Context vectors")
 ui.notices(trace)
 st.markdown("Each token's new representation is a **weighted average of the value rows**, mixed by its "
@@ -44,10 +56,5 @@ if one.open is not False:            # None on the first run: the first tab is t
         one_word(trace, config.n_heads)
 if every.open:
     with every:
-        c1, c2 = st.columns(2)
-        with c1:                 # half-width cards: charts sized for half the page
-            ui.step(trace, "weights", max_w=300)
-        with c2:
-            ui.step(trace, "v_heads" if config.n_heads > 1 else "v", max_w=300)
-        ui.step(trace, "context")
+        all_words(trace, config.n_heads)
 ui.step_nav(PAGE, config)

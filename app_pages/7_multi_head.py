@@ -24,15 +24,6 @@ st.code(f"X                  (n={n}, d_model={d_model})\n"
 if h == 1:
     st.info("One head: nothing to split. Set Heads in the sidebar to 2 or more to see several (each head gets its own d_k columns).",
             icon=":material/info:")
-    ui.step(trace, "q")
-    ui.step(trace, "weights")
-    ui.step(trace, "context")
-else:
-    ui.step(trace, "q")
-    ui.step(trace, "q_heads")
-    ui.step(trace, "weights")
-    ui.step(trace, "context")
-    ui.step(trace, "concat")
-ui.step(trace, "w_o")
-ui.step(trace, "output")
+steps = ["q", "weights", "context"] if h == 1 else ["q", "q_heads", "weights", "context", "concat"]
+ui.views.step_boxes(trace, steps + ["w_o", "output"])         # one fragment for the boxes (ui.views.step_boxes)
 ui.step_nav(PAGE, config)

@@ -137,6 +137,7 @@ def test_shape_text_follows_d_k(page):
 
 def test_scaling_formula_follows_d_k():
     at = open_page("app_pages/4_scores.py")
+    open_tab(at, TABS["app_pages/4_scores.py"], "All words")     # the scaled scores' box
     at.number_input(key="w.d_k").set_value(9).run()
     no_exception(at)
     assert any(r"\sqrt{9}" in f for f in formulas(at))

@@ -159,9 +159,8 @@ def click_hint(explainable: bool, as_table: bool = False, here: bool = False) ->
                                                        else "its value."))
 
 
-@st.fragment
-def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = True, formula: bool | str = True,
-         key_prefix: str = "", domain=None, max_w: float = 620) -> None:
+def step_box(trace: Trace, key: str, *, title: str | None = None, why: bool | str = True, formula: bool | str = True,
+             key_prefix: str = "", domain=None, max_w: float = 620) -> None:
     """Formula, shape, why, heatmap (one per head for a 3-D step) with a table toggle; a clicked
     cell's arithmetic beside the chart (under it in a half-width card, scrolled into view).
 
@@ -219,6 +218,20 @@ def step(trace: Trace, key: str, *, title: str | None = None, why: bool | str = 
         if clicked is not None:
             with side_info(row, anchor):
                 _explain_cell(trace, key, clicked, anchor=anchor)
+
+
+# ui.step: one box, a fragment (its toggle and clicks rerun this box only). A fragment costs a
+# copy of Streamlit's cursors and container stack on every page run (~0.7 ms here), so a page that
+# draws several boxes one after another can draw them in one fragment with step_boxes.
+step = st.fragment(step_box)
+
+
+@st.fragment
+def step_boxes(trace: Trace, keys, **options) -> None:
+    """Several step boxes, one under the other, in one fragment: a click or a table toggle in any
+    of them reruns these boxes (not the page); the page run pays for one fragment, not one each."""
+    for key in keys:
+        step_box(trace, key, **options)
 
 
 @st.fragment
