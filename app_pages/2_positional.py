@@ -6,8 +6,39 @@ from attention_core import sinusoidal_encoding
 from attention_core.embeddings import cosine_similarity
 from attention_core.positional import learned_encoding
 from ui.demo_charts import pe_curves_chart
+from ui.page_text import swap_hint
 
 PAGE = "app_pages/2_positional.py"
+
+
+@st.fragment
+def whole_table(trace, config, max_len: int) -> None:
+    """The table over max_len positions, a few of its columns as curves, and how similar two
+    positions are: one fragment (a click, or picking other curves, reruns this part, not the page)."""
+    from ui.page_text import similarity_note
+    d = trace.facts["d_embed"]
+    full = trace.view(f"pe_full:{max_len}", f"{config.positional.title()} encoding, {max_len} positions",
+                      lambda: sinusoidal_encoding(max_len, d, config.pe_base) if config.positional == "sinusoidal"
+                      else learned_encoding(max_len, d, config.seed), ("position", "d_pe"))
+    st.subheader("The whole table: positions × dimensions")
+    st.caption("Left columns change fast with position, right ones slowly: each column pair is a wave of "
+               "its own frequency." if config.positional == "sinusoidal" else
+               "A learned table has no pattern until it is trained.")
+    ui.views.explained_heatmap_box(trace, full, key="hm:pe_full")
+    if config.positional == "sinusoidal":
+        dims = st.multiselect("Dimensions as curves", list(range(d)), default=list(range(min(d, 4))), key="pe_dims")
+        if dims:
+            ui.chart(pe_curves_chart(tuple(dims), full.value.tobytes(), full.shape))
+    st.subheader("How similar are two positions?")
+    sim = trace.view(f"pe_sim:{max_len}", "Cosine similarity of position encodings",
+                     lambda: cosine_similarity(full.value), ("position", "position"), r"\cos(PE_p, PE_{p'})")
+    if config.positional == "sinusoidal":
+        st.caption(similarity_note(d, config.embedding, sim.value))
+    else:
+        st.caption("An untrained learned table is random: how similar two positions are is chance, and does "
+                   "not depend on their distance.")
+    ui.views.explained_heatmap_box(trace, sim, key="hm:pe_sim")
+
 config, trace = ui.page(PAGE, "Positional encoding")
 
 if config.mask == "none":
@@ -25,31 +56,8 @@ max_len = st.slider("Positions to draw", min_value=4, max_value=128, value=max(3
 ui.notices(trace)
 st.info(f"X: {trace.facts['position']}.", icon=":material/straighten:")
 
-from ui.page_text import similarity_note, swap_hint
-
-d = trace.facts["d_embed"]
 if config.positional in ("sinusoidal", "learned"):
-    full = trace.view(f"pe_full:{max_len}", f"{config.positional.title()} encoding, {max_len} positions",
-                      lambda: sinusoidal_encoding(max_len, d, config.pe_base) if config.positional == "sinusoidal"
-                      else learned_encoding(max_len, d, config.seed), ("position", "d_pe"))
-    st.subheader("The whole table: positions × dimensions")
-    st.caption("Left columns change fast with position, right ones slowly: each column pair is a wave of "
-               "its own frequency." if config.positional == "sinusoidal" else
-               "A learned table has no pattern until it is trained.")
-    ui.views.explained_heatmap(trace, full, key="hm:pe_full")
-    if config.positional == "sinusoidal":
-        dims = st.multiselect("Dimensions as curves", list(range(d)), default=list(range(min(d, 4))), key="pe_dims")
-        if dims:
-            ui.chart(pe_curves_chart(tuple(dims), full.value.tobytes(), full.shape))
-    st.subheader("How similar are two positions?")
-    sim = trace.view(f"pe_sim:{max_len}", "Cosine similarity of position encodings",
-                     lambda: cosine_similarity(full.value), ("position", "position"), r"\cos(PE_p, PE_{p'})")
-    if config.positional == "sinusoidal":
-        st.caption(similarity_note(d, config.embedding, sim.value))
-    else:
-        st.caption("An untrained learned table is random: how similar two positions are is chance, and does "
-                   "not depend on their distance.")
-    ui.views.explained_heatmap(trace, sim, key="hm:pe_sim")
+    whole_table(trace, config, max_len)
 elif config.positional == "index":
     st.caption("Seed 000 appends the position number as one more column. It is simple, but its scale "
                "grows with n (the 30th word gets a 29 next to word values near ±1), which can swamp the "

@@ -234,11 +234,11 @@ def step_boxes(trace: Trace, keys, **options) -> None:
         step_box(trace, key, **options)
 
 
-@st.fragment
-def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, title: str | None = None,
-                      head: int | None = None) -> None:
+def explained_heatmap_box(trace: Trace, step: Step, key: str, max_w: float = 620, title: str | None = None,
+                          head: int | None = None) -> None:
     """A heatmap of its own (not a step's box), its clicked cell explained beside it (or under it
-    where there is no room, scrolled into view); a fragment: a click reruns only this part."""
+    where there is no room, scrolled into view). explained_heatmap is this as a fragment; call
+    this one inside a fragment of your own that holds several."""
     from attention_core.explain import can_explain
     row = side_row(key)
     with row:
@@ -248,6 +248,10 @@ def explained_heatmap(trace: Trace, step: Step, key: str, max_w: float = 620, ti
             _explain_cell(trace, step.key, (head, cell), anchor=key)
         else:
             st.caption(click_hint(step.key in trace and can_explain(trace, step.key), here=True))
+
+
+# a fragment: a click reruns only this part
+explained_heatmap = st.fragment(explained_heatmap_box)
 
 
 def safe_token(text: str) -> str:
