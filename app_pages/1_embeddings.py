@@ -1,8 +1,8 @@
 import streamlit as st
 
 import ui
+from ui.cache import get_neighbours
 from ui.text import md_escape
-from attention_core import nearest
 from attention_core.embeddings import cosine_similarity, vocabulary_for
 
 PAGE = "app_pages/1_embeddings.py"
@@ -31,7 +31,7 @@ else:
     choices = [w for w in dict.fromkeys(trace.tokens) if w in vocab]
     if choices:
         word = st.selectbox("Nearest neighbours of", choices, key="nn_word")
-        rows = nearest(vocab, word, 8)
+        rows = get_neighbours(config, word, 8)           # once per vocabulary and word (ui.cache)
         ui.chart(ui.neighbours_spec(word, rows))
     else:
         st.caption("None of the sentence's words is in the table (they were mapped to <unk>).")

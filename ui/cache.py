@@ -26,3 +26,19 @@ def chart_image(spec_json: str, fmt: str) -> bytes:
     if fmt == "svg":
         return vlc.vegalite_to_svg(spec_json).encode("utf-8")
     return vlc.vegalite_to_png(spec_json, scale=2)
+
+
+@functools.lru_cache(maxsize=256)
+def _neighbours(embedding: str, glove_vocab: int, vectors, word: str, k: int) -> tuple:
+    from types import SimpleNamespace
+
+    from attention_core import nearest
+    from attention_core.embeddings import vocabulary_for
+    vocab = vocabulary_for(SimpleNamespace(embedding=embedding, glove_vocab=glove_vocab, vectors=vectors))
+    return tuple(nearest(vocab, word, k))
+
+
+def get_neighbours(config: Config, word: str, k: int = 8) -> list[tuple[str, float]]:
+    """attention_core.nearest over the Config's vocabulary, once per (vocabulary, word, k): a matrix-
+    vector product over up to 20,000 rows that no other setting changes."""
+    return list(_neighbours(config.embedding, config.glove_vocab, config.vectors, word, k))
