@@ -7,15 +7,16 @@ from attention_core.explain import Explanation
 
 
 def explanation(e: Explanation, stored: float | None = None) -> None:
+    """Its title and formula as one Markdown, its notes as one caption: it stays on the page
+    while the student moves a setting, and every element costs each rerun."""
     with st.container(border=True):
-        st.markdown(f"**How `{e.key}{list(e.cell)}` was made**")
-        st.latex(e.latex)
-        if e.note:
-            st.caption(e.note)
+        st.markdown(f"**How `{e.key}{list(e.cell)}` was made**\n\n$$\n{e.latex}\n$$")
+        notes = [e.note] if e.note else []
         if e.n_elided:
-            st.caption(f"{e.n_terms} terms in all; the middle {e.n_elided} are left out above (the total uses all).")
+            notes.append(f"{e.n_terms} terms in all; the middle {e.n_elided} are left out above (the total uses all).")
         if stored is not None:
             same = abs(e.value - stored) <= 1e-9 * max(1.0, abs(stored)) or e.value == stored
             source = "recomputed from the terms above" if e.independent else "read back from the trace"
-            st.caption(f"{'✓' if same else '✗'} {source}: {e.value:.10g}; the cell holds {stored:.10g}.")
-        st.caption("Click another cell to explain it; double-click the chart to clear.")
+            notes.append(f"{'✓' if same else '✗'} {source}: {e.value:.10g}; the cell holds {stored:.10g}.")
+        notes.append("Click another cell to explain it; double-click the chart to clear.")
+        st.caption("  \n".join(notes))
