@@ -155,8 +155,8 @@ def side_info(row, anchor: str):
 def click_hint(explainable: bool, as_table: bool = False, here: bool = False) -> str:
     """here: the hint stands where the answer will (beside the chart); else in the card's notes."""
     return (":material/touch_app: Click a cell" + (" or select one in the table" if as_table else "")
-            + " to see " + ("here " if here else "") + ("the arithmetic behind its number." if explainable
-                                                       else "its value."))
+            + (f" to see {'here ' if here else ''}the arithmetic behind its number." if explainable
+               else f" to see its value{' here' if here else ''}."))
 
 
 def step_box(trace: Trace, key: str, *, title: str | None = None, why: bool | str = True, formula: bool | str = True,
