@@ -165,8 +165,8 @@ def step_box(trace: Trace, key: str, *, title: str | None = None, why: bool | st
     cell's arithmetic beside the chart (under it in a half-width card, scrolled into view).
 
     why / formula: True for the step's own, False for none, or a text to show instead.
-    A fragment: the table toggle and a click on a cell rerun this box only, not the page.
-    A rerun's cost is per element: heading, badge and formula are one Markdown; why, inputs and
+    As ui.step (a fragment), the table toggle and a click on a cell rerun this box only, not the
+    page; inside a fragment of the page's own (step_boxes), that fragment. A rerun's cost is per element: heading, badge and formula are one Markdown; why, inputs and
     the click hint one caption; a single heatmap goes straight into its row, and the explanation's
     place in the row is made only once a cell is clicked."""
     from attention_core.explain import can_explain
