@@ -23,15 +23,19 @@ MIN_HEATMAPS = {
     "app_pages/overview.py": 0,
     "app_pages/1_embeddings.py": 2,
     "app_pages/2_positional.py": 3,
-    "app_pages/3_qkv.py": 0,            # its steps are on the lazy "All words" tab (not run until opened;
-    "app_pages/4_scores.py": 4,         # tests/test_app_pages.py pins that, tests/e2e/test_explain_in_sight.py
-    "app_pages/5_softmax.py": 2,        # opens it in the browser): at first /scores draws its four panels,
-    "app_pages/6_context.py": 0,        # /qkv and /context their One-word tables
+    "app_pages/3_qkv.py": 0,            # LAZY below: at first these show their One-word tables
+    "app_pages/4_scores.py": 2,         # the √d_k experiment's two charts
+    "app_pages/5_softmax.py": 2,
+    "app_pages/6_context.py": 0,
     "app_pages/7_multi_head.py": 4,
 }
 # Pages with a heatmap whose rows are the sentence's tokens (checked against DEFAULT_TOKENS).
+# Pages whose token heatmaps are behind a lazy tab or expander, drawn only once opened ("All words";
+# /scores' four score functions): tests/test_app_pages.py and tests/test_in_sight.py pin that they
+# draw nothing closed and the trace's numbers open; tests/e2e/test_explain_in_sight.py opens one here.
+LAZY = {"app_pages/3_qkv.py", "app_pages/4_scores.py", "app_pages/6_context.py"}
 TOKEN_ROWS = {p.file for p in PAGES if p.section == "Forward pass" and p.file != "app_pages/overview.py"
-              and MIN_HEATMAPS.get(p.file) != 0}
+              and p.file not in LAZY}
 
 
 def min_heatmaps(page) -> int | None:
