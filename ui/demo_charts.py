@@ -79,3 +79,14 @@ def cost_table(n: int, d_k: int, d_a: int, heads: int, names: tuple[tuple[str, s
             row.update({f"FLOPs, {heads} heads": heads * c["flops"], f"parameters, {heads} heads": heads * c["params"]})
         rows.append(row)
     return pa.Table.from_pylist(rows)
+
+
+@functools.lru_cache(maxsize=32)
+def loss_chart(losses: tuple[float, ...]) -> tuple[object, dict]:
+    """(rows as a pyarrow Table, Vega-Lite spec) of a training-loss curve, built once per curve per
+    process: Altair's validation of a long curve costs ~0.1 s, which a rerun would pay every time."""
+    import pyarrow as pa
+    spec = line_spec([{"step": k + 1, "loss": v} for k, v in enumerate(losses)], "step", "loss",
+                     title="Training loss (MSE per sequence)", x_title="training sequence", y_title="loss", width=620)
+    rows = pa.Table.from_pylist(spec["data"]["values"])
+    return rows, {k: v for k, v in spec.items() if k != "data"}
