@@ -3,6 +3,7 @@ import streamlit as st
 import ui
 from attention_core.torch_mha import score_costs
 from ui.demo_charts import cost_chart, cost_table
+from ui.score_panels import score_panel
 
 PAGE = "app_pages/20_score_functions.py"
 config, trace = ui.page(PAGE, "Score functions")
@@ -37,7 +38,7 @@ def number(v: int) -> str:
 h, n, d_k = config.n_heads, trace.n, config.d_k
 d_a = d_k      # this app's additive score maps queries and keys to a hidden layer as wide as d_k
 costs = {c["name"]: c for c in score_costs(n, n, d_k, d_a)}
-traces = {s: ui.get_trace(config.replace(score=s)) for s in SCORES}
+panels = {s: score_panel(config, s) for s in SCORES}     # (trace at temperature 1, weights now)
 
 st.markdown(
     "Every attention first scores each (query, key) pair with one number, the **energy** e; softmax turns a "
@@ -51,7 +52,7 @@ if config.mask != "none" or config.temperature != 1:
     st.caption("The weights below include the sidebar's mask and temperature; the scores do not.")
 
 for score in SCORES:
-    t, c = traces[score], costs[score]
+    (t, weights), c = panels[score], costs[score]
     head = 0 if h > 1 else None
     if PARAMS[score]:
         learns = ", ".join(f"{SYMBOL[k]} ({t[k].shape_text})" for k in PARAMS[score])
@@ -69,7 +70,7 @@ for score in SCORES:
             ui.heatmap(t, t["scaled_scores" if score == "scaled_dot" else "scores"], head=head,
                        title="scores e" + (" (head 0)" if h > 1 else ""), key=f"sf.hm.s.{score}", max_w=165)
         with right:
-            ui.heatmap(t, t["weights"], head=head, title="weights softmax(e)" + (" (head 0)" if h > 1 else ""),
+            ui.heatmap(t, weights, head=head, title="weights softmax(e)" + (" (head 0)" if h > 1 else ""),
                        key=f"sf.hm.w.{score}", max_w=165)
 
 st.header("What each one costs")
