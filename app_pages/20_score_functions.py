@@ -2,6 +2,8 @@ import streamlit as st
 
 import ui
 from attention_core.torch_mha import score_costs
+from ui.demo_charts import cost_chart, cost_table
+from ui.score_panels import score_panel
 
 PAGE = "app_pages/20_score_functions.py"
 config, trace = ui.page(PAGE, "Score functions")
@@ -36,7 +38,7 @@ def number(v: int) -> str:
 h, n, d_k = config.n_heads, trace.n, config.d_k
 d_a = d_k      # this app's additive score maps queries and keys to a hidden layer as wide as d_k
 costs = {c["name"]: c for c in score_costs(n, n, d_k, d_a)}
-traces = {s: ui.get_trace(config.replace(score=s)) for s in SCORES}
+panels = {s: score_panel(config, s) for s in SCORES}     # (trace at temperature 1, weights now)
 
 st.markdown(
     "Every attention first scores each (query, key) pair with one number, the **energy** e; softmax turns a "
@@ -50,49 +52,35 @@ if config.mask != "none" or config.temperature != 1:
     st.caption("The weights below include the sidebar's mask and temperature; the scores do not.")
 
 for score in SCORES:
-    t, c = traces[score], costs[score]
+    (t, weights), c = panels[score], costs[score]
     head = 0 if h > 1 else None
+    if PARAMS[score]:
+        learns = ", ".join(f"{SYMBOL[k]} ({t[k].shape_text})" for k in PARAMS[score])
+    else:
+        learns = "nothing" + (f" (√d_k = {d_k ** 0.5:.3g} is a constant)" if score == "scaled_dot" else "")
+    params = "" if c["params_formula"] == "0" else rf"{c['params_formula']} \\ &= "
     with st.container(border=True):
         text, left, right = st.columns([4, 3, 3])
-        with text:
-            st.markdown(f"#### {NAMES[score]}")
-            st.latex(PAIR[score])
-            if PARAMS[score]:
-                st.markdown("**Learns:** " + ", ".join(f"{SYMBOL[k]} ({t[k].shape_text})" for k in PARAMS[score]))
-            else:
-                st.markdown("**Learns:** nothing" + (f" (√d_k = {d_k ** 0.5:.3g} is a constant)"
-                                                      if score == "scaled_dot" else ""))
-            st.caption(USED[score])
-            params = "" if c["params_formula"] == "0" else rf"{c['params_formula']} \\ &= "
-            st.latex(rf"\begin{{aligned}} \text{{FLOPs}} &= {c['flops_formula']} \\ &= {number(c['flops'])} \\[4pt] "
-                     rf"\text{{parameters}} &= {params}{number(c['params'])} \end{{aligned}}")
+        # the name, both formulas, what it learns and where it is used: one Markdown element, not five
+        text.markdown(f"#### {NAMES[score]}\n\n$$\n{PAIR[score]}\n$$\n\n**Learns:** {learns}\n\n"
+                      f":small[:gray[{USED[score]}]]\n\n"
+                      "$$\n" rf"\begin{{aligned}} \text{{FLOPs}} &= {c['flops_formula']} \\ &= {number(c['flops'])} "
+                      rf"\\[4pt] \text{{parameters}} &= {params}{number(c['params'])} \end{{aligned}}" "\n$$")
         with left:
             ui.heatmap(t, t["scaled_scores" if score == "scaled_dot" else "scores"], head=head,
                        title="scores e" + (" (head 0)" if h > 1 else ""), key=f"sf.hm.s.{score}", max_w=165)
         with right:
-            ui.heatmap(t, t["weights"], head=head, title="weights softmax(e)" + (" (head 0)" if h > 1 else ""),
+            ui.heatmap(t, weights, head=head, title="weights softmax(e)" + (" (head 0)" if h > 1 else ""),
                        key=f"sf.hm.w.{score}", max_w=165)
 
 st.header("What each one costs")
 st.markdown("A multiply and an add count one FLOP each (a length-d dot product is about 2d), a division or a "
             "tanh one. The count covers the scores only, per head, for all n_q × n_k pairs; the largest "
             "array is what the score has to hold in memory at once.")
-table = []
-for score in SCORES:
-    c = costs[score]
-    row = {"score function": NAMES[score], "FLOPs": c["flops"], "parameters": c["params"],
-           "largest array (entries)": c["memory"]}
-    if h > 1:
-        row.update({f"FLOPs, {h} heads": h * c["flops"], f"parameters, {h} heads": h * c["params"]})
-    table.append(row)
-st.dataframe(table, hide_index=True, width="content", key="sf.costs")
+st.dataframe(cost_table(n, d_k, d_a, h, tuple(NAMES.items())), hide_index=True, width="content", key="sf.costs")
 cheap = min(SCORES, key=lambda s: costs[s]["flops"])
 dear = max(SCORES, key=lambda s: costs[s]["flops"])
 st.caption(f"At these sizes the {NAMES[dear]} score costs {costs[dear]['flops'] / costs[cheap]['flops']:.1f}× "
            f"the FLOPs of the {NAMES[cheap]} score. Every score is computed for all n² pairs, so all four "
            "grow with the square of the sentence length; the additive one multiplies that by d_a.")
-lengths = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
-data = [{"n": m, "FLOPs": c["flops"], "score": NAMES[c["name"]]}
-        for m in lengths for c in score_costs(m, m, d_k, d_a)]
-ui.chart(ui.line_spec(data, "n", "FLOPs", "score", log=True, width=520, x_title="tokens n (= n_q = n_k)",
-                      y_title="FLOPs per head", title=f"Score FLOPs against sentence length (d_k = d_a = {d_k})"))
+ui.chart(cost_chart(d_k, d_a, tuple(NAMES.items())))

@@ -5,23 +5,34 @@ import streamlit as st
 
 import ui
 from ui.text import md_escape
+from ui.views import heading
+from ui.demo_charts import loss_chart
 from attention_core import ConfigError
 from attention_core import bahdanau as b
 
 PAGE = "app_pages/21_alignment.py"
 ui.page(PAGE, "Bahdanau alignment", settings=False)
 MODEL = "align.model"          # session_state: the trained parameters and what training measured
+WALK_KEY = "align.walk"        # session_state: the open stage of section 1's walk
+WALK = [("1 · s₍ᵢ₋₁₎ and H", [("s_prev", "h")]), ("2 · W s and U h", [("w_s",), ("u_h",)]),
+        ("3 · z and tanh(z)", [("pre_tanh",), ("hidden",)]), ("4 · Scores and weights", [("scores", "weights")]),
+        ("5 · Context", [("context",)])]
 
+
+def next_stage(label: str) -> None:
+    st.session_state[WALK_KEY] = label
+
+
+# the introduction, its formula, the row convention and the task as one Markdown element
 st.markdown(
     "Bahdanau, Cho and Bengio (2014) let a translating decoder look back at **every** encoder state "
     "instead of one squeezed summary. Before writing output *i*, a small network scores how well each "
     "input *h_j* fits the decoder's previous state *s₍ᵢ₋₁₎*; a softmax turns the scores into weights "
-    "(the **alignment**), and the weighted average of the inputs is the context the decoder uses.")
-st.latex(r"e_{ij} = v^\top \tanh\!\left(W s_{i-1} + U h_j\right),\qquad "
-         r"\alpha_{ij} = \frac{\exp e_{ij}}{\sum_k \exp e_{ik}},\qquad c_i = \sum_j \alpha_{ij} h_j")
-st.caption("Rows are vectors here, as everywhere in this app: the code computes s W and h U with W (d_s, d_a) "
-           "and U (d_h, d_a); the paper's W s is the same number with W stored transposed.")
-st.markdown(
+    "(the **alignment**), and the weighted average of the inputs is the context the decoder uses.\n\n$$\n"
+    r"e_{ij} = v^\top \tanh\!\left(W s_{i-1} + U h_j\right),\qquad "
+    r"\alpha_{ij} = \frac{\exp e_{ij}}{\sum_k \exp e_{ik}},\qquad c_i = \sum_j \alpha_{ij} h_j"
+    "\n$$\n\n:small[:gray[Rows are vectors here, as everywhere in this app: the code computes s W and h U with "
+    "W (d_s, d_a) and U (d_h, d_a); the paper's W s is the same number with W stored transposed.]]\n\n"
     "**The toy task** (from the seed tutorial): the inputs are the pairs [0, 1], [1, 2], …, [n, n+1], "
     "with [0, 1] first and the rest shuffled. Given the previous output [k, k+1], attention has to find "
     "[k+1, k+2] among the inputs, so the context *is* the next output. There is no encoder and no "
@@ -45,51 +56,67 @@ def label_kind(trace, kind: str):
 
 # ---- 1. one decoder step ---------------------------------------------------------------------
 st.header("1 · One decoder step, every intermediate")
-trained = st.session_state.get(MODEL)
-if st.session_state.pop("align.just_trained", False) or "align.use_trained" not in st.session_state:
-    st.session_state["align.use_trained"] = trained is not None      # set before the toggle exists in this run
-with st.container(border=True):
-    c1, c2, c3 = st.columns(3)
-    with c1:
-        n_pairs = st.slider("Pairs after [0, 1]", min_value=2, max_value=12, value=6, key="align.step_len")
-    with c2:
-        i = st.slider("Output step i", min_value=1, max_value=n_pairs, value=min(3, n_pairs), key="align.step_i",
-                      help="s_{i-1} is the correct previous output (teacher forcing, as in training).")
-    with c3:
-        use_trained = st.toggle("Use the trained parameters", disabled=trained is None,
-                                key="align.use_trained", help="Train the model in section 2 first."
-                                if trained is None else "Off: the small random start training begins from.")
-inputs, targets = b.toy_sequence(n_pairs, np.random.default_rng([n_pairs, 2014]))
-if use_trained and trained is not None:
-    params, which = trained["params"], "trained"
-else:   # the start the (last) training run began from
-    start = trained["settings"] if trained is not None else b.ToySettings()
-    params, which = b.init_params(2, 2, start.d_a, start.seed, start.init_scale), "untrained (random start)"
-step = label_kind(b.step_trace(targets[i - 1], inputs, params), "bahdanau_step")
-st.markdown(f"Decoder step **i = {i}**: the previous output is **{b.pair_label(targets[i - 1])}**, so the right "
-            f"input to find is **{b.pair_label(targets[i])}**. Parameters: **{which}**.")
-sh = {s.key: s.shape_text for s in step}
-st.code(f"s_(i-1)                 ({sh['s_prev']})\n"
-        f"H, one row per input    ({sh['h']})\n"
-        f"W s_(i-1)               ({sh['w_s']})            W: ({sh['w']})\n"
-        f"U h_j for every j       ({sh['u_h']})      U: ({sh['u']})\n"
-        f"z_j = W s + U h_j       ({sh['pre_tanh']})      the same W s row added to every input\n"
-        f"tanh(z_j)               ({sh['hidden']})\n"
-        f"e_j = v . tanh(z_j)     ({sh['scores']})                 v: ({sh['v']})\n"
-        f"alpha = softmax(e)      ({sh['weights']})\n"
-        f"c_i = sum_j alpha_j h_j ({sh['context']})", language=None)
-with st.expander("The learned parameters W, U and v", expanded=False):
-    for key in ("w", "u", "v"):
-        ui.step(step, key, key_prefix="align.")
-for row in (("s_prev", "h"), ("w_s",), ("u_h",), ("pre_tanh",), ("hidden",), ("scores", "weights"), ("context",)):
-    for col, key in zip(st.columns(len(row)), row):
-        with col:
-            ui.step(step, key, key_prefix="align.")
-best = step.facts["best"]
-weights = step["weights"].value
-st.info(f"The largest weight, {weights[best]:.3f}, is on input {best} = {step.tokens[best]}; "
-        f"the right answer is {b.pair_label(targets[i])}. Context = {b.pair_label(np.round(step['context'].value, 2))}.",
-        icon=":material/my_location:")
+@st.fragment
+def decoder_step() -> None:
+    """Section 1; a fragment: its sliders, toggle, tabs and buttons rerun this section only."""
+    trained = st.session_state.get(MODEL)
+    if st.session_state.pop("align.just_trained", False) or "align.use_trained" not in st.session_state:
+        st.session_state["align.use_trained"] = trained is not None      # set before the toggle exists in this run
+    with st.container(border=True):
+        c1, c2, c3 = st.columns(3)
+        with c1:
+            n_pairs = st.slider("Pairs after [0, 1]", min_value=2, max_value=12, value=6, key="align.step_len")
+        with c2:
+            i = st.slider("Output step i", min_value=1, max_value=n_pairs, value=min(3, n_pairs), key="align.step_i",
+                          help="s_{i-1} is the correct previous output (teacher forcing, as in training).")
+        with c3:
+            use_trained = st.toggle("Use the trained parameters", disabled=trained is None,
+                                    key="align.use_trained", help="Train the model in section 2 first."
+                                    if trained is None else "Off: the small random start training begins from.")
+    inputs, targets = b.toy_sequence(n_pairs, np.random.default_rng([n_pairs, 2014]))
+    if use_trained and trained is not None:
+        params, which = trained["params"], "trained"
+    else:   # the start the (last) training run began from
+        start = trained["settings"] if trained is not None else b.ToySettings()
+        params, which = b.init_params(2, 2, start.d_a, start.seed, start.init_scale), "untrained (random start)"
+    step = label_kind(b.step_trace(targets[i - 1], inputs, params), "bahdanau_step")
+    st.markdown(f"Decoder step **i = {i}**: the previous output is **{b.pair_label(targets[i - 1])}**, so the right "
+                f"input to find is **{b.pair_label(targets[i])}**. Parameters: **{which}**.")
+    sh = {s.key: s.shape_text for s in step}
+    st.code(f"s_(i-1)                 ({sh['s_prev']})\n"
+            f"H, one row per input    ({sh['h']})\n"
+            f"W s_(i-1)               ({sh['w_s']})            W: ({sh['w']})\n"
+            f"U h_j for every j       ({sh['u_h']})      U: ({sh['u']})\n"
+            f"z_j = W s + U h_j       ({sh['pre_tanh']})      the same W s row added to every input\n"
+            f"tanh(z_j)               ({sh['hidden']})\n"
+            f"e_j = v . tanh(z_j)     ({sh['scores']})                 v: ({sh['v']})\n"
+            f"alpha = softmax(e)      ({sh['weights']})\n"
+            f"c_i = sum_j alpha_j h_j ({sh['context']})", language=None)
+    params_box = st.expander("The learned parameters W, U and v", key="align.params", on_change="rerun")
+    if params_box.open:                 # lazy: closed, its three steps do not run
+        with params_box:
+            for key in ("w", "u", "v"):
+                ui.step(step, key, key_prefix="align.")
+    # The walk one stage at a time, in lazy tabs: only the open stage's steps run on a rerun.
+    walk = st.tabs([label for label, _ in WALK], key=WALK_KEY, on_change="rerun")
+    for k, (tab, (label, rows)) in enumerate(zip(walk, WALK)):
+        if not (tab.open if k else tab.open is not False):   # .open is None before the browser reported a tab
+            continue
+        with tab:
+            for row in rows:
+                for col, key in zip(st.columns(len(row)) if len(row) > 1 else [tab], row):
+                    with col:
+                        ui.step(step, key, key_prefix="align.")
+            if k + 1 < len(WALK):
+                st.button(f"Next: {WALK[k + 1][0]} →", key=f"align.next.{k}", on_click=next_stage, args=(WALK[k + 1][0],))
+    best = step.facts["best"]
+    weights = step["weights"].value
+    st.info(f"The largest weight, {weights[best]:.3f}, is on input {best} = {step.tokens[best]}; "
+            f"the right answer is {b.pair_label(targets[i])}. Context = {b.pair_label(np.round(step['context'].value, 2))}.",
+            icon=":material/my_location:")
+
+
+decoder_step()
 
 # ---- 2. train ----------------------------------------------------------------------------------
 st.header("2 · Train the alignment network")
@@ -179,9 +206,8 @@ else:
     c3.metric("Final loss", f"{final:.4f}",
               help="Mean over the last 5% of training sequences.")
     c4.metric("Training time", f"{trained['seconds']:.1f} s", help=f"{s.steps:,} sequences on this server.")
-    data = [{"step": k + 1, "loss": v} for k, v in enumerate(losses)]
-    ui.chart(ui.line_spec(data, "step", "loss", title="Training loss (MSE per sequence)",
-                          x_title="training sequence", y_title="loss", width=620))
+    rows, spec = loss_chart(tuple(losses))              # cached per curve: no Altair work on a rerun
+    st.vega_lite_chart(rows, spec=spec, width="content")
     st.caption(f"Trained with learning rate {s.lr:g} (falling to {s.lr * s.final_lr_fraction:g}), momentum "
                f"{s.momentum:g}, {s.steps:,} sequences of {s.min_len}–{s.max_len} pairs, d_a = {s.d_a}, seed {s.seed}. "
                f"Before training the same 200 sequences were sorted {ev0.n_sorted} times.")
@@ -192,58 +218,63 @@ else:
                    "too high saturates tanh and the updates overshoot).", icon=":material/trending_flat:")
 
 # ---- 3. sort a fresh sequence ---------------------------------------------------------------------
-st.header("3 · Sort a fresh shuffled sequence")
-params, kind = current_params()
-c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-with c1:
-    length = st.slider("Pairs after [0, 1]", min_value=1, max_value=40, value=12, key="align.sort_len",
-                       help="Training used the lengths chosen above; longer sequences hold numbers it never saw.")
-with c2:
-    if st.button("New shuffle", icon=":material/shuffle:", key="align.reshuffle"):
-        st.session_state["align.shuffle"] = st.session_state.get("align.shuffle", 0) + 1
-draw = st.session_state.get("align.shuffle", 0)
-inputs, targets = b.toy_sequence(length, np.random.default_rng([draw, length, 4]))
-result = label_kind(b.alignment_trace(params, inputs), "bahdanau_sort")
-outputs, alignment = result["outputs"].value, result["alignment"].value
-right = np.all(outputs == targets[1:], axis=1)
-picked = alignment.argmax(axis=1)
-
-
 def chips(rows, ok=None) -> str:
     return " ".join(f"`{b.pair_label(r)}`" if ok is None or ok[k] else f":red-background[{md_escape(b.pair_label(r))}]"
                     for k, r in enumerate(rows))
 
 
-st.markdown(f"Model: **{kind}**{' (train it in section 2)' if kind == 'untrained' else ''} · shuffle #{draw}")
-st.markdown(f"**Input** (shuffled): {chips(inputs)}")
-st.markdown(f"**Output** (each step's context, rounded, fed back as the next s₍ᵢ₋₁₎): {chips(outputs, right)}")
-st.markdown(f"**Target**: {chips(targets[1:])}")
-if right.all():
-    st.success(f"All {len(right)} outputs are right: the sequence is sorted.", icon=":material/check_circle:")
-else:
-    first = int(np.flatnonzero(~right)[0])
-    st.warning(f"{int(right.sum())} of {len(right)} outputs are right (wrong ones in red); the first mistake is "
-             f"output {first + 1}, and every later step starts from it.", icon=":material/cancel:")
-rows_ok = float(np.max(np.abs(alignment.sum(axis=1) - 1)))
-# The same matrix with axes named for this task (output step × input position) and labelled with the pairs.
-result.facts["axis_labels"] = {"output i": [f"{k + 1}: {b.pair_label(o)}" for k, o in enumerate(outputs)],
-                               "input position j": [f"{j}: {b.pair_label(h)}" for j, h in enumerate(inputs)]}
-matrix = result.view("alignment", "Alignment matrix", alignment, ("output i", "input position j"),
-                     scale="sequential")
-with st.container(border=True):
-    st.markdown("##### The alignment matrix")
-    ui.shape_badge(matrix)
-    st.latex(r"\alpha_{ij} = \mathrm{softmax}_j\; v^\top \tanh\!\left(W s_{i-1} + U h_j\right)")
-    st.caption("Row i: output i's weights over the input positions j (columns, labelled with the input pair "
-               f"there). Each row sums to 1 (largest deviation {rows_ok:.1e}). The outlined cell in each row is "
-               "the input that output attended to most, i.e. its prediction of the next element. A trained "
-               "model puts nearly all of each row on one input: a permutation, read off as a sorting.")
-    ui.heatmap(result, matrix, key="align.hm.alignment", max_w=900,
-               highlight=[(r, int(c)) for r, c in enumerate(picked)])
-    rows = [{"output i": k + 1, "previous output s_(i-1)": b.pair_label(inputs[0] if k == 0 else outputs[k - 1]),
-             "most attended input": f"position {int(picked[k])}: {b.pair_label(inputs[picked[k]])}",
-             "its weight": float(alignment[k, picked[k]]), "output (rounded context)": b.pair_label(outputs[k]),
-             "right?": "yes" if right[k] else "no"} for k in range(len(outputs))]
-    if st.toggle("Step by step as a table", key="align.sort_table"):
-        st.dataframe(rows, hide_index=True, width="content",
-                     column_config={"its weight": st.column_config.NumberColumn(format="%.3f")})
+@st.fragment
+def sort_section() -> None:
+    """Section 3; a fragment: its slider, shuffle button and table toggle rerun this section only."""
+    params, kind = current_params()
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    with c1:
+        length = st.slider("Pairs after [0, 1]", min_value=1, max_value=40, value=12, key="align.sort_len",
+                           help="Training used the lengths chosen above; longer sequences hold numbers it never saw.")
+    with c2:
+        if st.button("New shuffle", icon=":material/shuffle:", key="align.reshuffle"):
+            st.session_state["align.shuffle"] = st.session_state.get("align.shuffle", 0) + 1
+    draw = st.session_state.get("align.shuffle", 0)
+    inputs, targets = b.toy_sequence(length, np.random.default_rng([draw, length, 4]))
+    result = label_kind(b.alignment_trace(params, inputs), "bahdanau_sort")
+    outputs, alignment = result["outputs"].value, result["alignment"].value
+    right = np.all(outputs == targets[1:], axis=1)
+    picked = alignment.argmax(axis=1)
+
+    st.markdown(f"Model: **{kind}**{' (train it in section 2)' if kind == 'untrained' else ''} · shuffle #{draw}\n\n"
+                f"**Input** (shuffled): {chips(inputs)}\n\n"
+                f"**Output** (each step's context, rounded, fed back as the next s₍ᵢ₋₁₎): {chips(outputs, right)}\n\n"
+                f"**Target**: {chips(targets[1:])}")
+    if right.all():
+        st.success(f"All {len(right)} outputs are right: the sequence is sorted.", icon=":material/check_circle:")
+    else:
+        first = int(np.flatnonzero(~right)[0])
+        st.warning(f"{int(right.sum())} of {len(right)} outputs are right (wrong ones in red); the first mistake is "
+                 f"output {first + 1}, and every later step starts from it.", icon=":material/cancel:")
+    rows_ok = float(np.max(np.abs(alignment.sum(axis=1) - 1)))
+    # The same matrix with axes named for this task (output step × input position) and labelled with the pairs.
+    result.facts["axis_labels"] = {"output i": [f"{k + 1}: {b.pair_label(o)}" for k, o in enumerate(outputs)],
+                                   "input position j": [f"{j}: {b.pair_label(h)}" for j, h in enumerate(inputs)]}
+    matrix = result.view("alignment", "Alignment matrix", alignment, ("output i", "input position j"),
+                         scale="sequential")
+    with st.container(border=True):
+        # title, shape badge, formula and caption as one Markdown element (a rerun's cost is per element)
+        st.markdown(heading("The alignment matrix", matrix,
+                            r"\alpha_{ij} = \mathrm{softmax}_j\; v^\top \tanh\!\left(W s_{i-1} + U h_j\right)")
+                    + "\n\n:small[:gray[Row i: output i's weights over the input positions j (columns, labelled with the "
+                    f"input pair there). Each row sums to 1 (largest deviation {rows_ok:.1e}). The outlined cell in each "
+                    "row is the input that output attended to most, i.e. its prediction of the next element. A trained "
+                    "model puts nearly all of each row on one input: a permutation, read off as a sorting.]]")
+        ui.heatmap(result, matrix, key="align.hm.alignment", max_w=900,
+                   highlight=[(r, int(c)) for r, c in enumerate(picked)])
+        rows = [{"output i": k + 1, "previous output s_(i-1)": b.pair_label(inputs[0] if k == 0 else outputs[k - 1]),
+                 "most attended input": f"position {int(picked[k])}: {b.pair_label(inputs[picked[k]])}",
+                 "its weight": float(alignment[k, picked[k]]), "output (rounded context)": b.pair_label(outputs[k]),
+                 "right?": "yes" if right[k] else "no"} for k in range(len(outputs))]
+        if st.toggle("Step by step as a table", key="align.sort_table"):
+            st.dataframe(rows, hide_index=True, width="content",
+                         column_config={"its weight": st.column_config.NumberColumn(format="%.3f")})
+
+
+st.header("3 · Sort a fresh shuffled sequence")
+sort_section()

@@ -1,55 +1,13 @@
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 import ui
 from attention_core import ConfigError
 from attention_core import grid as g
+from ui.grid_view import channels, features_table, crossed, grid_of, looks, picture, several, single
 
 PAGE = "app_pages/22_grid.py"
 ui.page(PAGE, "Cross-attention on a grid", settings=False)
 GRIDS = [3, 4, 6, 8, 12]            # cells per side; each divides the 48-pixel image
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def grid_of(scene_name: str, cells: int) -> g.Grid:
-    return g.make_grid(scene_name, (cells, cells), 48)
-
-
-def strongest(weights_grid) -> list[tuple[int, int]]:
-    """The cells holding at least half the largest weight: framed on the picture (dark cells dim invisibly)."""
-    return [(int(r), int(c)) for r, c in np.argwhere(weights_grid >= 0.5 * weights_grid.max())]
-
-
-def looks(weights_row, width: int, caption: str) -> None:
-    """One query's weights on the image: dimmed where low, the strongest cells framed."""
-    w = g.overlay(weights_row, grid.shape)
-    ui.picture(g.blend(grid.image, w), grid.shape, width=width, caption=caption, outline=strongest(w))
-
-
-def kind(trace):
-    trace.facts["kind"] = "grid"     # not the forward pass: no forward-pass explainer applies to its cells
-    return trace
-
-
-@st.cache_resource(max_entries=256, show_spinner=False)
-def single(scene_name: str, cells: int, query: str, sharpness: float):
-    return kind(g.one_query(grid_of(scene_name, cells), g.named_queries([query], sharpness)[0], query))
-
-
-@st.cache_resource(max_entries=256, show_spinner=False)
-def several(scene_name: str, cells: int, queries: tuple[str, ...], sharpness: float):
-    return kind(g.many_queries(grid_of(scene_name, cells), g.named_queries(queries, sharpness), queries))
-
-
-@st.cache_resource(max_entries=256, show_spinner=False)
-def crossed(scene_name: str, cells: int, queries: tuple[str, ...], sharpness: float, transforms: str, seed: int):
-    grid = grid_of(scene_name, cells)
-    q = g.named_queries(queries, sharpness)
-    if transforms == "hand":
-        return kind(g.cross_attention(grid, q, queries))
-    w_k, w_v = g.random_transforms(g.D_X, len(g.VALUE_FEATURES), seed)
-    return kind(g.cross_attention(grid, q, queries, w_k, w_v, value_names=[f"v{i}" for i in range(w_v.shape[1])]))
 
 
 st.markdown(
@@ -85,7 +43,7 @@ except ConfigError as err:
 st.header("The image and its features")
 left, right = st.columns([2, 3])
 with left:
-    ui.picture(grid.image, grid.shape, width=384,
+    picture(grid.image, grid.shape, width=384,
                caption=f"“{scene_name}”: 48×48 pixels drawn in numpy, cut into {cells}×{cells} cells of "
                        f"{48 // cells}×{48 // cells} pixels. Cell r0c0 is the top left, r0c1 the one to its right.")
 with right:
@@ -93,19 +51,16 @@ with right:
                "whose features nobody can name. Here each cell's vector comes from a small hand-made filter bank "
                "instead, so every number can be checked by eye. Attention treats it exactly like a CNN feature "
                "map: one vector per region.", icon=":material/construction:")
-    st.table(pd.DataFrame({"what it measures in a cell": list(g.FEATURES.values())}, index=list(g.FEATURES)))
+    st.table(features_table())
 st.subheader("The feature map: one channel per feature")
 st.caption("Each small map is one column of X laid back on the grid, as a CNN's output channels are: "
            "where the image is red, round, bright, …")
-x = one["x"].value
-shared = (float(x.min()), float(x.max()))        # one colour scale: the channels can be compared
-cols = st.columns(5)
-for k, name in enumerate(g.FEATURE_NAMES):
-    channel = one.view(f"channel:{name}", name, lambda k=k: x[:, k].reshape(grid.shape), ("row", "col"))
-    with cols[k % 5]:
-        ui.heatmap(one, channel, title=name, key=f"grid.ch.{name}", max_w=95, domain=shared)
-with st.expander("The same numbers as the matrix X attention works on (one row per cell)"):
-    ui.step(one, "x", key_prefix="grid.")
+channels(scene_name, cells)
+xbox = st.expander("The same numbers as the matrix X attention works on (one row per cell)", key="grid.x",
+                   on_change="rerun")
+if xbox.open:                       # lazy: closed, its step does not run
+    with xbox:
+        ui.step(one, "x", key_prefix="grid.")
 
 tabs = st.tabs(["(a) One query", "(b) Many queries", "(c) Learned K and V: cross-attention"], key="grid.tab",
                on_change="rerun")
@@ -121,7 +76,7 @@ with tabs[0]:
         st.subheader(f"Where “{query}” looks")
         c1, c2 = st.columns([2, 3])
         with c1:
-            looks(one["weights"].value, 384, "The image dimmed where the weight is low; framed: the cells "
+            looks(grid, one["weights"].value, 384, "The image dimmed where the weight is low; framed: the cells "
                                              "with at least half the largest weight.")
         with c2:
             ui.step(one, "weights_grid", key_prefix="grid.a.")
@@ -146,7 +101,7 @@ with tabs[1]:
             cols = st.columns(min(4, len(queries)))
             for k, name in enumerate(queries):
                 with cols[k % len(cols)]:
-                    looks(many["weights"].value[k], 240, f"“{name}”")
+                    looks(grid, many["weights"].value[k], 240, f"“{name}”")
             ui.step(many, "context", key_prefix="grid.b.")
 
 with tabs[2]:
@@ -195,6 +150,6 @@ with tabs[2]:
                 with c0:
                     st.markdown(f"**“{name}”**")
                 with c1:
-                    looks(hand["weights"].value[k], 200, "hand-set W_K")
+                    looks(grid, hand["weights"].value[k], 200, "hand-set W_K")
                 with c2:
-                    looks(rand["weights"].value[k], 200, f"random W_K (seed {int(seed)})")
+                    looks(grid, rand["weights"].value[k], 200, f"random W_K (seed {int(seed)})")

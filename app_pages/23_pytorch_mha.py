@@ -1,12 +1,9 @@
-import inspect
-import textwrap
-
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 import ui
-from attention_core import ConfigError, Config, Trace
+from ui.torch_view import check, code_excerpt, computed, pitfall, shapes_table, walk
+from attention_core import ConfigError
 from attention_core import torch_mha as tm
 from attention_core.config import MAX_HEADS, divisors
 
@@ -18,47 +15,6 @@ ui.notices(trace)
 MODE_LABELS = {"eval": "model.eval()", "train": "model.train()", "pitfall": "seed 002's line, model.eval()"}
 
 
-def code_excerpt() -> str:
-    """The class this page runs, as written in attention_core/torch_mha.py (read, not retyped)."""
-    lines = textwrap.dedent(inspect.getsource(tm._module_class)).splitlines()
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("class "))
-    end = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def forward"))
-    return textwrap.dedent("\n".join(lines[start:end])).rstrip()
-
-
-def squeeze_batch(torch_trace: Trace) -> Trace:
-    """The same steps without the batch axis (batch = 1), for drawing; −10¹⁰ (masked) drawn as empty cells."""
-    shown = Trace(torch_trace.tokens)
-    for s in torch_trace:
-        value = s.value[0]
-        if s.key == "masked_energy":
-            value = np.where(value <= -1e9, -np.inf, value)
-        shown.add(s.key, s.title, value, s.axes[1:], s.formula, s.inputs, s.why, s.scale)
-    shown.facts.update({k: v for k, v in torch_trace.facts.items() if k != "_specs"})
-    shown.facts["kind"] = "pytorch"         # not the forward pass: no forward-pass explainer applies
-    shown.facts["torch_shapes"] = {s.key: (s.shape, s.axes) for s in torch_trace}
-    return shown
-
-
-@st.cache_resource(max_entries=128, show_spinner=False)
-def walk(cfg: Config, heads: int, pad: tuple[int, ...], p: float, mode: str, draw: int) -> Trace:
-    x = ui.get_trace(cfg)["x"].value.copy()   # writable: torch.as_tensor warns on read-only arrays
-    return squeeze_batch(tm.pytorch_trace(x, heads, cfg.seed, pad, p, mode, draw, labels=ui.get_trace(cfg).tokens))
-
-
-@st.cache_resource(max_entries=128, show_spinner=False)
-def check(cfg: Config, heads: int, pad: tuple[int, ...]) -> dict:
-    x = ui.get_trace(cfg)["x"].value.copy()   # writable: torch.as_tensor warns on read-only arrays
-    return tm.compare_with_numpy(x, *tm.seeded_weights(x.shape[1], cfg.seed), heads, pad)
-
-
-@st.cache_resource(max_entries=128, show_spinner=False)
-def pitfall(cfg: Config, heads: int, p: float, draw: int) -> tuple[dict, dict]:
-    x = ui.get_trace(cfg)["x"].value.copy()   # writable: torch.as_tensor warns on read-only arrays
-    return (tm.dropout_at_inference(x, heads, p, cfg.seed, draw),
-            tm.dropout_at_inference(x, heads, p, cfg.seed, draw + 1))
-
-
 n, d_model = trace.n, trace.facts["d_model"]
 options = [h for h in divisors(d_model) if h <= MAX_HEADS]
 st.markdown(
@@ -66,12 +22,12 @@ st.markdown(
     "(`fc_q`, `fc_k`, `fc_v`, `fc_o`, each hid_dim → hid_dim), a `view` + `permute` that cuts the hidden "
     "axis into heads, batched `torch.matmul`s, a padding mask and dropout on the weights. Below, that "
     "module (float64, weights seeded) runs on **your sentence's X** from the sidebar, and its numbers are checked "
-    "against this app's numpy `multi_head_attention`.")
-st.caption(f"This layer splits hid_dim = d_model = {d_model} into heads of head_dim = hid_dim / heads, always "
+    "against this app's numpy `multi_head_attention`.\n\n"
+    f":small[:gray[This layer splits hid_dim = d_model = {d_model} into heads of head_dim = hid_dim / heads, always "
            "scores with the scaled dot product and masks padding only, so the sidebar's d_k, d_v, score "
            "function, mask and temperature settings do not apply here, and its heads only give this layer's "
            "starting value. nn.Linear stores its weight transposed: "
-           "fc_q(x) = x W_Qᵀ + b.")
+    "fc_q(x) = x W_Qᵀ + b.]]")
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([1, 2, 1, 1])
@@ -105,22 +61,25 @@ if len(pad) == n:
     pad = pad[:-1]
 
 try:
-    with st.spinner("Loading PyTorch…"):
+    if computed("check", config, heads, pad):
         diffs = check(config, heads, pad)
+    else:
+        with st.spinner("Loading PyTorch…"):
+            diffs = check(config, heads, pad)
 except ConfigError as err:
     st.error(str(err), icon=":material/error:")
     st.stop()
 
 st.header("torch against numpy")
-c1, c2, c3 = st.columns(3)
-c1.metric("max |torch − numpy|, output", f"{diffs['output']:.1e}")
-c2.metric("max |torch − numpy|, weights", f"{diffs['weights']:.1e}")
 ok = max(diffs.values()) < 1e-10
-c3.metric("Agree to 1e-10?", "yes" if ok else "no")
-st.caption("The module in eval mode against attention_core's numpy multi_head_attention with the same four "
-           f"(hid_dim × hid_dim) matrices{', the same padding' if pad else ''}, both in float64, computed now.")
-if not ok:
-    st.error("torch and numpy disagree by more than 1e-10: this is a bug, please report it.", icon=":material/error:")
+# the check as one message (its numbers, the verdict and what was compared), not three metrics in columns
+(st.success if ok else st.error)(
+    f"**Agree to 1e-10: {'yes' if ok else 'no'}.** max |torch − numpy|: output **{diffs['output']:.1e}**, "
+    f"weights **{diffs['weights']:.1e}**.  \n:small[The module in eval mode against attention_core's numpy "
+    f"multi_head_attention with the same four (hid_dim × hid_dim) matrices{', the same padding' if pad else ''}, "
+    "both in float64, computed now.]" + ("" if ok else "  \ntorch and numpy disagree by more than 1e-10: this is a "
+                                         "bug, please report it."),
+    icon=":material/check_circle:" if ok else ":material/error:")
 
 st.header("The module")
 st.code(code_excerpt(), language="python", wrap_lines=True)
@@ -134,31 +93,35 @@ try:
 except ConfigError as err:
     st.error(str(err), icon=":material/error:")
     st.stop()
-shapes = shown.facts["torch_shapes"]
-st.table(pd.DataFrame({"PyTorch shape": ["[" + ", ".join(map(str, shape)) + "]" for shape, _ in shapes.values()],
-                       "named axes": [" × ".join(f"{a}={s}" for a, s in zip(axes, shape))
-                                      for shape, axes in shapes.values()]},
-                      index=[shown[k].title for k in shapes]))
+st.table(shapes_table(shown))
 st.caption("The batch axis (batch = 1: one sentence) is kept by PyTorch and left out of the pictures below.")
 groups = [("Project", ["x", "q"], ["k", "v"]),
           ("Split into heads", ["q_heads", "k_t"], ["k_heads", "v_heads"]),
           ("Score, mask, softmax, dropout", ["energy", "masked_energy", "alpha", "alpha_dropped"], []),
           ("Back together", ["a_heads", "a", "output"], [])]
-for title, main, more in groups:
-    st.subheader(title)
-    for key in main:
-        if key == "masked_energy" and key in shown:
-            st.caption("The tensor holds −10¹⁰ at the padding keys; the pictures draw those cells as −∞ (grey) so "
-                       "that the colour scale still shows the other scores.")
-        if key in shown:
-            ui.step(shown, key, key_prefix="mha.")
-    if more:
-        with st.expander(f"Also: {', '.join(shown[k].title for k in more)}"):
-            for key in more:
+# Lazy tabs: only the open group's steps run on a rerun (the closed ones cost nothing), as do the
+# "Also" expanders. tab.open is None on a run before the browser reported a tab: the first is open then.
+tabs = st.tabs([f"{k + 1} · {title}" for k, (title, _, _) in enumerate(groups)], key="mha.group", on_change="rerun")
+for k, (tab, (title, main, more)) in enumerate(zip(tabs, groups)):
+    if not (tab.open if k else tab.open is not False):
+        continue
+    with tab:
+        for key in main:
+            if key == "masked_energy" and key in shown:
+                st.caption("The tensor holds −10¹⁰ at the padding keys; the pictures draw those cells as −∞ (grey) "
+                           "so that the colour scale still shows the other scores.")
+            if key in shown:
                 ui.step(shown, key, key_prefix="mha.")
+        if more:
+            also = st.expander(f"Also: {', '.join(shown[k].title for k in more)}", key=f"mha.also.{k}",
+                               on_change="rerun")
+            if also.open:
+                with also:
+                    for key in more:
+                        ui.step(shown, key, key_prefix="mha.")
 
-st.header("The dropout pitfall")
 st.markdown(
+    "## The dropout pitfall\n\n"
     "Dropout on the attention weights zeroes each weight with probability p and scales the rest by "
     "1/(1 − p), **only while training**. Seed 002 writes `F.dropout(alpha, p=0.1)` without "
     "`training=self.training`; `F.dropout`'s `training` argument defaults to `True`, so its module keeps "
@@ -167,27 +130,30 @@ st.markdown(
 if p == 0:
     st.info("With p = 0 dropout does nothing in any mode: raise Dropout p above to see the pitfall.",
             icon=":material/info:")
-with st.spinner("Running the three modules…"):
+if computed("pitfall", config, heads, float(p), int(draw)):
     runs, again = pitfall(config, heads, float(p), int(draw))
+else:
+    with st.spinner("Running the three modules…"):
+        runs, again = pitfall(config, heads, float(p), int(draw))
 head = st.selectbox("Head to draw", list(range(heads)), key="mha.pit_head") if heads > 1 else 0
 top = max(1.0, *(float(runs[f"alpha_{m}"].max()) for m in tm.MODES))      # one colour scale for the three
 off = max(1e-12, *(runs[f"diff_{m}"] for m in tm.MODES))
-cols = st.columns(3)
+cols = st.columns(3, border=True)
 titles = {"eval": "Correct module, model.eval()", "train": "Correct module, model.train()",
           "pitfall": "Seed 002's module, model.eval()"}
 notes = {"eval": "Inference: dropout is off, the output equals numpy's.",
          "train": "Training: weights dropped on purpose (a regulariser).",
          "pitfall": "Inference, yet weights are dropped: the bug."}
 for col, m in zip(cols, tm.MODES):
-    with col, st.container(border=True):
-        st.markdown(f"**{titles[m]}**")
-        st.caption(notes[m])
+    sums = runs[f"alpha_{m}"].sum(axis=-1)
+    with col:
+        # title, note and the row sums of α as one Markdown element (a rerun's cost is per element)
+        st.markdown(f"**{titles[m]}**  \n:small[:gray[{notes[m]} Row sums of α from {sums.min():.3f} to "
+                    f"{sums.max():.3f}.]]")
         alpha = shown.view(f"alpha_{m}:{p}:{draw}", f"α after dropout ({m})", runs[f"alpha_{m}"],
                            ("head", "n_q", "n_k"), scale="sequential")
         ui.heatmap(shown, alpha, head=head, title=f"weights, head {head}", key=f"mha.pit.a.{m}", max_w=130,
                    domain=(0.0, top))
-        sums = runs[f"alpha_{m}"].sum(axis=-1)
-        st.caption(f"Row sums from {sums.min():.3f} to {sums.max():.3f}.")
         diff = shown.view(f"diff_{m}:{p}:{draw}", f"output − numpy ({m})", runs[m] - runs["reference"],
                           ("n", "hid_dim"))
         ui.heatmap(shown, diff, title="output − numpy reference", key=f"mha.pit.d.{m}", max_w=130,

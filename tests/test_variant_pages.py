@@ -14,6 +14,16 @@ def metric(at, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
+def torch_check(at) -> tuple[float, float, bool]:
+    """The PyTorch page's torch-against-numpy box: (output difference, weights difference, agree?)."""
+    import re
+    box = next(m.value for m in list(at.success) + list(at.error) if "max |torch − numpy|" in m.value)
+    found = re.search(r"Agree to 1e-10: (yes|no)\.\*\* max \|torch − numpy\|: output \*\*(\S+)\*\*, "
+                      r"weights \*\*(\S+)\*\*", box)
+    assert found, box
+    return float(found[2]), float(found[3]), found[1] == "yes"
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_renders_at_defaults(page):
     at = open_page(page)
@@ -110,14 +120,14 @@ def test_grid_scene_and_query_switch():
 def test_pytorch_page_matches_numpy_with_and_without_padding():
     at = open_page("app_pages/23_pytorch_mha.py", query={"embedding": "toy", "weights": "random"})   # d_model 3: 3 heads
     no_exception(at)
-    for label in ("max |torch − numpy|, output", "max |torch − numpy|, weights"):
-        assert float(metric(at, label)) < 1e-10
-    assert metric(at, "Agree to 1e-10?") == "yes"
+    output, weights, agree = torch_check(at)
+    assert output < 1e-10 and weights < 1e-10 and agree
+    assert not at.error, messages(at)
     at.selectbox(key="mha.heads").set_value(3)
     at.multiselect(key="mha.pad").set_value([1]).run()
     no_exception(at)
     assert not at.error, messages(at)
-    assert float(metric(at, "max |torch − numpy|, output")) < 1e-10
+    assert torch_check(at)[0] < 1e-10 and torch_check(at)[2]
     shapes = next(t.value for t in at.table if "PyTorch shape" in t.value.columns)
     assert "[1, 3, 4, 1]" in list(shapes["PyTorch shape"])                 # [batch, heads, len, head_dim]
     assert any("masked_fill" in str(i) for i in shapes.index)
@@ -132,4 +142,131 @@ def test_pytorch_page_all_keys_padding_is_explained():
     no_exception(at)
     assert not at.error, messages(at)
     assert any("Every key is padding" in w.value for w in at.warning)
-    assert float(metric(at, "max |torch − numpy|, output")) < 1e-10
+    output, weights, agree = torch_check(at)
+    assert output < 1e-10 and weights < 1e-10 and agree
+
+
+# ---- what runs on a rerun: lazy tabs and expanders draw nothing closed, the right numbers open ----------------
+
+def step_titles(at) -> list[str]:
+    """The titles of the step boxes on the page (ui.views.heading: '##### title &nbsp; badge')."""
+    return [m.value[6:].split(" &nbsp; ")[0] for m in at.markdown if m.value.startswith("##### ")]
+
+
+def drawn(at, matrix) -> bool:
+    """Some heatmap on the page holds exactly these numbers (row by row)."""
+    want = np.asarray(matrix, dtype=float).ravel()
+    for spec in charts(at):
+        rows = spec.get("data", {}).get("values", [])
+        if len(rows) == want.size and rows and {"i", "j", "v"} <= set(rows[0]):
+            got = np.array([r["v"] for r in sorted(rows, key=lambda r: (r["i"], r["j"]))], dtype=float)
+            if np.allclose(np.nan_to_num(got, nan=-1e300), np.nan_to_num(want, nan=-1e300, neginf=-1e300),
+                           rtol=0, atol=1e-12):
+                return True
+    return False
+
+
+def test_pytorch_walk_runs_only_the_open_tab_with_torch_numbers():
+    from attention_core import torch_mha as tm
+    at = open_page("app_pages/23_pytorch_mha.py")
+    no_exception(at)
+    x = run_forward(Config())["x"].value.copy()
+    ref = tm.pytorch_trace(x, 1, Config().seed, (), 0.1, "eval", 0)     # computed here, not by the page's cache
+    titles = step_titles(at)
+    assert ref["q"].title in titles and ref["x"].title in titles
+    for key in ("k", "energy", "alpha", "output"):                      # closed tab or closed expander: not drawn
+        assert ref[key].title not in titles, key
+    assert drawn(at, ref["q"].value[0])
+    at.session_state["mha.group"] = "3 · Score, mask, softmax, dropout"
+    at.run()
+    no_exception(at)
+    titles = step_titles(at)
+    assert ref["alpha"].title in titles and ref["q"].title not in titles
+    assert drawn(at, ref["alpha"].value[0, 0]) and drawn(at, ref["energy"].value[0, 0])
+    at.session_state["mha.group"] = "1 · Project"
+    at.session_state["mha.also.0"] = True                              # open "Also: K, V"
+    at.run()
+    assert ref["k"].title in step_titles(at) and drawn(at, ref["v"].value[0])
+
+
+def test_pytorch_runs_are_cached_per_layer_input_not_per_sidebar_setting():
+    from ui import torch_view as tv
+    config = Config()
+    first = tv.check(config, 1, ())
+    hotter = config.replace(temperature=2.5)                 # the layer ignores temperature: same X, same runs
+    assert tv.computed("check", hotter, 1, ()) and tv.check(hotter, 1, ()) is first
+    runs, again = tv.pitfall(config, 1, 0.1, 0)
+    assert not runs["eval"].flags.writeable and not again["pitfall"].flags.writeable   # shared: read-only
+
+
+def test_alignment_walk_tabs_and_parameters_are_lazy():
+    at = open_page("app_pages/21_alignment.py")
+    no_exception(at)
+    s = b.ToySettings()
+    inputs, targets = b.toy_sequence(6, np.random.default_rng([6, 2014]))
+    step = b.step_trace(targets[2], inputs, b.init_params(2, 2, s.d_a, s.seed, s.init_scale))
+    titles = step_titles(at)
+    assert step["s_prev"].title in titles and step["h"].title in titles
+    for key in ("w", "w_s", "hidden", "weights", "context"):
+        assert step[key].title not in titles, key
+    at.button(key="align.next.0").click().run()             # "Next →" opens stage 2
+    no_exception(at)
+    assert step["w_s"].title in step_titles(at) and step["s_prev"].title not in step_titles(at)
+    at.session_state["align.walk"] = "4 · Scores and weights"
+    at.session_state["align.params"] = True                  # open the W, U, v expander
+    at.run()
+    no_exception(at)
+    titles = step_titles(at)
+    assert {step[k].title for k in ("scores", "weights", "w", "u", "v")} <= set(titles)
+    assert drawn(at, step["weights"].value) and drawn(at, step["w"].value)
+
+
+def test_grid_x_expander_is_lazy_and_the_channels_chart_holds_x():
+    from attention_core import grid as g
+    at = open_page("app_pages/22_grid.py")
+    no_exception(at)
+    grid = g.make_grid("shapes", (6, 6), 48)
+    assert "X" not in step_titles(at) and not drawn(at, grid.x)          # closed: the X step does not run
+    facets = next(sp for sp in charts(at) if "facet" in sp)
+    rows = facets["data"]["values"]
+    for k, name in enumerate(g.FEATURE_NAMES):                            # each channel = one column of X
+        got = sorted((r["row"], r["col"], r["v"]) for r in rows if r["feature"] == name)
+        np.testing.assert_allclose([v for _, _, v in got], grid.x[:, k], rtol=0, atol=0)
+    at.session_state["grid.x"] = True
+    at.run()
+    no_exception(at)
+    assert drawn(at, grid.x)
+
+
+def test_score_function_flops_chart_matches_the_costs():
+    at = open_page("app_pages/20_score_functions.py")
+    no_exception(at)
+    d_k = Config().d_k
+    chart = next(sp for sp in charts(at) if "FLOPs" in json_text(sp) and "layer" not in sp)
+    for row in chart["data"]["values"]:
+        cost = next(c for c in score_costs(row["n"], row["n"], d_k, d_k) if row["score"].lower().startswith(
+            {"dot": "dot", "scaled_dot": "scaled", "additive": "additive", "bilinear": "bilinear"}[c["name"]]))
+        assert row["FLOPs"] == cost["flops"], row
+    assert len(chart["data"]["values"]) == 40
+
+
+def json_text(spec) -> str:
+    import json
+    return json.dumps(spec)
+
+
+@pytest.mark.parametrize("query", [{"temperature": "2.5"}, {"temperature": "0.4", "mask": "causal", "n_heads": "2"}])
+def test_score_function_weights_at_any_temperature_equal_the_forward_pass(query):
+    """The page re-runs only the softmax when the temperature changes (ui/score_panels.py): its
+    weights must be exactly run_forward's under the same settings, for every score function."""
+    at = open_page("app_pages/20_score_functions.py", query=query)
+    no_exception(at)
+    config = Config(**{k: (float(v) if k == "temperature" else int(v) if k == "n_heads" else v)
+                       for k, v in query.items()})
+    assert at.session_state["s.temperature"] == config.temperature
+    for score in ("dot", "scaled_dot", "additive", "bilinear"):
+        trace = run_forward(config.replace(score=score))
+        weights = trace["weights"].value[0] if config.n_heads > 1 else trace["weights"].value
+        scores = trace["scaled_scores" if score == "scaled_dot" else "scores"].value
+        assert drawn(at, weights), score
+        assert drawn(at, scores[0] if config.n_heads > 1 else scores), score
