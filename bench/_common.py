@@ -600,6 +600,15 @@ def after_run(page, action, timeout_ms: float = 30_000, expect_run: bool = True)
         page.wait_for_selector(IDLE, timeout=timeout_ms)
 
 
+def open_group(tab, label: str) -> None:
+    """Open the sidebar's expander `label` with a click on its header, unless it is open (a lazy
+    group: the click reruns the page, which draws the group's widgets)."""
+    group = tab.locator("[data-testid='stSidebar'] [data-testid='stExpander']").filter(has_text=label).first
+    group.wait_for(timeout=30_000)
+    if group.locator("details").first.get_attribute("open") is None:
+        after_run(tab, lambda: group.locator("summary").first.click(), timeout_ms=120_000)
+
+
 # Each heatmap as {visible, rendered, y, x, texts}: with the SVG renderer the axis label <text>s
 # under Vega's aria-labelled axis groups ("Y-axis titled 'token' for a discrete scale ..."); with
 # the canvas renderer every string drawn (axes cannot be told apart there: y = x = texts).

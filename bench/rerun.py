@@ -43,9 +43,10 @@ from urllib.parse import urlencode
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import apptest_rerun  # noqa: E402
-from bench._common import (CHART, REDRAW_HOOK, Server, Session, after_run, all_pages,  # noqa: E402
-                           browser_available, launch_chromium, median, new_context, percentile, run_marker, slider_value,
-                           slider_values, table, wait_for_charts, wait_run_end, write_trivial_app)
+from bench._common import (CHART, REDRAW_HOOK, Server, Session, all_pages, browser_available,  # noqa: E402
+                           launch_chromium, median, new_context, open_group, percentile, run_marker,
+                           slider_value, slider_values, table, wait_for_charts, wait_run_end,
+                           write_trivial_app)
 
 SLIDER = "Softmax temperature"          # the sidebar's settings, in the lazy group below
 GROUP = "grp.score"                     # ui/settings.py: st.expander("Score, mask & temperature", key=...)
@@ -131,14 +132,6 @@ def measure_page(server: Server, page, query: dict, pool: Pool, repeats: int, bu
 # ----------------------------------------------------------------------------------------
 
 QUIET_MS = 150
-
-
-def open_group(tab, label: str) -> None:
-    """Open the sidebar's expander `label` with a click on its header, unless it is open."""
-    group = tab.locator("[data-testid='stSidebar'] [data-testid='stExpander']").filter(has_text=label).first
-    group.wait_for(timeout=30_000)
-    if group.locator("details").first.get_attribute("open") is None:
-        after_run(tab, lambda: group.locator("summary").first.click(), timeout_ms=120_000)
 
 
 def browser_redraw(url: str, slider_label: str, changes: int, browser, group_label: str = "") -> dict:
