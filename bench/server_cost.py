@@ -66,15 +66,16 @@ def measure(server: Server, page: str, label: str, reruns: int, group: str | Non
         cycle = [values[min(len(values) - 1, at + k)] for k in range(1, 7)]
         for v in cycle * 2:                                   # warm: every value computed once
             s.rerun([s.slider_state(slider, v)])
-        times, sizes = [], []
+        times, sizes, msgs = [], [], []
         c0, m0 = server.cpu_seconds(), thread_cpu(server.pid, server.pid)
         for i in range(reruns):
             r = s.rerun([s.slider_state(slider, cycle[i % len(cycle)])])
             times.append(r.seconds)
             sizes.append(r.bytes)
+            msgs.append(r.messages)
         cpu = (server.cpu_seconds() - c0) / reruns
         loop = (thread_cpu(server.pid, server.pid) - m0) / reruns
-    return {"cpu": cpu, "loop": loop, "median": median(times), "kb": median(sizes) / 1e3}
+    return {"cpu": cpu, "loop": loop, "median": median(times), "kb": median(sizes) / 1e3, "msgs": median(msgs)}
 
 
 def profile(page: str, reruns: int, top: int = 25) -> None:
@@ -158,11 +159,11 @@ def main() -> None:
         rows.append([name, " ".join(VARIANTS.get(name, ("(trivial app)",))) or "(config.toml)",
                      f"{cpu * 1e3:.1f}", f"{loop * 1e3:.1f}", f"{(cpu - loop) * 1e3:.1f}",
                      f"{cpu / base:.2f}x", f"{median([r['median'] for r in rs]) * 1e3:.1f}",
-                     f"{median([r['kb'] for r in rs]):.1f}"])
+                     f"{median([r['kb'] for r in rs]):.1f}", f"{median([r['msgs'] for r in rs]):.0f}"])
     print(f"\n/{args.page}, {args.reruns} warm temperature changes per round, median of {args.rounds} rounds "
           "(/proc ticks are 10 ms: per rerun figures are block averages)")
     print(table(rows, ["variant", "options", "CPU ms/rerun", "event loop ms", "script threads ms",
-                       "vs default", "median ms", "kB/rerun"]))
+                       "vs default", "median ms", "kB/rerun", "messages/rerun"]))
     if args.profile:
         profile(args.page, args.reruns)
 
