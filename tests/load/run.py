@@ -11,14 +11,15 @@ Not part of the default pytest run (pytest.ini: --ignore=tests/load). Traffic go
    from where it is (a random walk over its positions) and waits for script_finished.
    For each class size N, on the app's heaviest forward page (--pages auto, the default:
    measured first, the most server CPU per setting change; or the pages named) and on a
-   one-slider page in the same run: p50/p95/max rerun latency (BackMsg sent -> script_finished), reruns/s,
-   server CPU per rerun and utilisation (/proc), exception elements, errors, server RSS
-   before / peak / after, memory per session, time to open the N sessions.
+   one-slider page in the same run: p50/p95/max rerun latency (BackMsg sent ->
+   script_finished), reruns/s, server CPU per rerun and utilisation (/proc), exception
+   elements, errors, server RSS before / peak / after, memory per session, time to open the
+   N sessions.
    Two sliders on the page: a setting in the sidebar ("Softmax temperature": the whole page
-   reruns; it is in the lazy group "Score, mask & temperature", which each student opens first
-   as a browser does, Session.find_slider) and, where the page has one, its own control inside an st.fragment ("d_k for the
-   experiment" on /scores: the client sends the fragment's id as the browser does, and only
-   the fragment reruns).
+   reruns; it is in the lazy group "Score, mask & temperature", which each student opens
+   first as a browser does, Session.find_slider) and, where the page has one, its own
+   control inside an st.fragment ("d_k for the experiment" on /scores: the client sends the
+   fragment's id as the browser does, and only the fragment reruns).
    Targets (docs/DESIGN.md; issue 11): with 30 students, p95 within 2x of one student's, and
    the server's CPU per rerun within 2x of the one-slider page's.
 2. Real headless chromium students (Debian chromium) doing the same, every change checked:
