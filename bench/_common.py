@@ -8,7 +8,11 @@ Everything here talks to 127.0.0.1 only, and every wait is bounded.
         s = Session(server.port, page="scores")
         run = s.rerun()                                  # the first run of the page
         slider = run.slider("Softmax temperature")
-        run = s.rerun(s.slider_state(slider, 2.0))      # move it; run.seconds = send -> script_finished
+        run = s.rerun([s.slider_state(slider, 2.0)])    # move it; run.seconds = send -> script_finished
+
+    A setting drawn inside a lazy expander (the sidebar's "Score, mask & temperature" group, key
+    "grp.score") exists only once the group is open; open it as the browser does:
+        run, slider = s.find_slider(s.rerun(), "Softmax temperature", expander="grp.score")
 """
 from __future__ import annotations
 
@@ -96,7 +100,26 @@ def page_title(page: Page, root: Path = ROOT) -> str | None:
 # the server
 # ----------------------------------------------------------------------------------------
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
+    """A free 127.0.0.1 port: from ATTENTION_EXPLORER_PORTS ("8670-8699", a range this machine
+    reserves for you) if set, else any the OS gives."""
+    span = os.environ.get("ATTENTION_EXPLORER_PORTS", "")
+    if span:
+        lo, hi = (int(x) for x in span.split("-"))
+        for port in range(lo, hi + 1):
+            if port in _handed_out:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
+        raise RuntimeError(f"no free port in ATTENTION_EXPLORER_PORTS={span}")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -234,6 +257,7 @@ class Run:
     page_script_hash: str = ""
     page_not_found: bool = False
     fragment_of: dict = field(default_factory=dict)      # widget id -> the id of the st.fragment it is in
+    blocks: list = field(default_factory=list)           # Block protos of add_block deltas (expanders, ...)
 
     def of_type(self, kind: str) -> list:
         return [e for t, e in self.elements if t == kind]
@@ -247,6 +271,17 @@ class Run:
             if s.label == label:
                 return s
         raise KeyError(f"no slider {label!r} among {[s.label for s in self.of_type('slider')]}")
+
+    def expander(self, key: str):
+        """The Block.Expandable of the expander with this user key (st.expander(..., key=key));
+        its `id` is the widget id a browser sends the open/closed state under. None if absent."""
+        from streamlit.runtime.state.common import user_key_from_element_id
+
+        for block in self.blocks:
+            if block.WhichOneof("type") == "expandable" and block.expandable.id \
+                    and user_key_from_element_id(block.expandable.id) == key:
+                return block.expandable
+        return None
 
     def texts(self) -> list[str]:
         """Headings and markdown bodies, for quick checks."""
@@ -286,6 +321,7 @@ class Session:
         self.browser_cache, self.quickack = browser_cache, quickack
         self.page_script_hash = ""
         self.cached_hashes: set[str] = set()
+        self.widget_states: dict = {}        # widget id -> the last WidgetState sent (a browser sends them all)
         self.ws = None
         if connect:
             self.connect()
@@ -329,9 +365,40 @@ class Session:
             state.double_array_value.data.extend([float(value)])
         return state
 
+    @staticmethod
+    def expander_state(expandable, opened: bool = True):
+        """The WidgetState a browser sends when a stateful expander (st.expander(key=...,
+        on_change="rerun")) is opened or closed: its id, bool_value."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        return WidgetState(id=expandable.id, bool_value=opened)
+
+    def open_expander(self, run: Run, key: str) -> Run:
+        """Open the lazy expander with user key `key` as a click on its header does (a rerun with
+        its state True); return the run that draws its content (or `run` if it is open already).
+        KeyError if `run` drew no such expander."""
+        expandable = run.expander(key)
+        if expandable is None:
+            raise KeyError(f"no expander with key {key!r} on /{self.page}")
+        if expandable.expanded:
+            return run
+        return self.rerun([self.expander_state(expandable, True)])
+
+    def find_slider(self, run: Run, label: str, expander: str | None = None) -> tuple[Run, object]:
+        """(run, slider): the slider labelled `label` in `run`, or, if it is not drawn and the page
+        has the lazy expander `expander`, in the run after opening it. KeyError if neither."""
+        try:
+            return run, run.slider(label)
+        except KeyError:
+            if not expander or run.expander(expander) is None:
+                raise
+        run = self.open_expander(run, expander)
+        return run, run.slider(label)
+
     def send_rerun(self, widget_states=(), fragment_id: str = "") -> float:
         """A rerun request; with `fragment_id` (a widget inside an st.fragment moved) only that
-        fragment reruns, as the browser asks for it."""
+        fragment reruns, as the browser asks for it. Like a browser, it sends the state of every
+        widget it has set so far (a group opened once stays open), the new ones replacing old."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         msg = BackMsg()
@@ -340,7 +407,9 @@ class Session:
         cs.fragment_id = fragment_id
         cs.page_name = self.page
         cs.page_script_hash = self.page_script_hash
-        cs.widget_states.widgets.extend(widget_states)
+        for state in widget_states:
+            self.widget_states[state.id] = state
+        cs.widget_states.widgets.extend(self.widget_states.values())
         if self.browser_cache:
             cs.cached_message_hashes.extend(sorted(self.cached_hashes))
         data = msg.SerializeToString()
@@ -378,6 +447,8 @@ class Session:
                 run.elements.append((kind, inner))
                 if fm.delta.fragment_id and getattr(inner, "id", ""):
                     run.fragment_of[inner.id] = fm.delta.fragment_id
+            elif kind == "delta" and fm.delta.WhichOneof("type") == "add_block":
+                run.blocks.append(fm.delta.add_block)
             elif kind == "new_session":
                 self.page_script_hash = fm.new_session.page_script_hash
                 run.page_script_hash = self.page_script_hash
@@ -527,6 +598,15 @@ def after_run(page, action, timeout_ms: float = 30_000, expect_run: bool = True)
         if expect_run:
             raise
         page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+def open_group(tab, label: str) -> None:
+    """Open the sidebar's expander `label` with a click on its header, unless it is open (a lazy
+    group: the click reruns the page, which draws the group's widgets)."""
+    group = tab.locator("[data-testid='stSidebar'] [data-testid='stExpander']").filter(has_text=label).first
+    group.wait_for(timeout=30_000)
+    if group.locator("details").first.get_attribute("open") is None:
+        after_run(tab, lambda: group.locator("summary").first.click(), timeout_ms=120_000)
 
 
 # Each heatmap as {visible, rendered, y, x, texts}: with the SVG renderer the axis label <text>s

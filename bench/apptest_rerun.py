@@ -13,7 +13,8 @@ process and hands back the element tree. Per page (every page in ui/nav.py's SEC
 
 Each figure is the median of `repeats` reruns after the first, divided by the one-slider page's
 median plain rerun, measured before and after the pages in the same run. Pages without the
-temperature slider (no settings panel) report '-' for change and new.
+settings panel (training_step, train, alignment, grid) report '-' for change and new: their
+plain rerun is their figure.
 
 Targets (docs/DESIGN.md, Performance; issue 11): ≤ 8x at defaults, ≤ 50x at the largest settings.
 bench/rerun.py calls this first, then times the protocol and the browser.
@@ -21,6 +22,7 @@ bench/rerun.py calls this first, then times the protocol and the browser.
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import sys
 import tempfile
@@ -33,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench._common import TRIVIAL_APP, all_pages, table  # noqa: E402
 
 TEMPERATURE = "w.temperature"       # ui/settings.py: widget keys are "w.<Config field>"
+GROUP_LABEL = "Score, mask & temperature"   # ui/settings.py: the lazy group the slider is drawn in
 WORDS = ("the quick brown fox jumps over a lazy dog while students watch attention weights move "
          "across every row").split()
 LEVELS = {
@@ -77,6 +80,13 @@ def _temperature(at):
     return None
 
 
+def has_settings_panel(at) -> bool:
+    """The page draws the sidebar's settings (its "Score, mask & temperature" group, open or
+    closed). The stored settings ("s.*") exist on every page, so they cannot tell."""
+    return "s.temperature" in at.session_state and (
+        _temperature(at) is not None or any(e.label == GROUP_LABEL for e in at.expander))
+
+
 def set_temperature(at, value: float) -> None:
     """The setting changed as a student changes it: with the slider where the page draws it (its
     settings group open), else in the stored settings (the group is closed: the same Config change,
@@ -102,7 +112,7 @@ def measure(page, query: dict, repeats: int, timeout: float = 600) -> dict:
            "elements": count_elements(at._tree)}
     at.run()
     out["plain"] = _median_ms([_timed(at.run) for _ in range(repeats)])
-    if "s.temperature" not in at.session_state:          # a page without the settings panel
+    if not has_settings_panel(at):                        # no settings panel: the temperature changes nothing
         out["change"] = out["new"] = None
         return out
     a = at.session_state["s.temperature"]
@@ -125,6 +135,9 @@ def measure(page, query: dict, repeats: int, timeout: float = 600) -> dict:
 
 
 def run(repeats: int = 5, levels: str = "defaults,largest", pages: str = "") -> list[list]:
+    # AppTest runs cached functions' first calls outside a script run too: one warning each, no news
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(
+        lambda record: "missing ScriptRunContext" not in record.getMessage())
     chosen = all_pages()
     if pages:
         wanted = set(pages.split(","))
@@ -136,8 +149,10 @@ def run(repeats: int = 5, levels: str = "defaults,largest", pages: str = "") -> 
         for page in chosen:
             r = measure(page, LEVELS[level], repeats)
             results.append((level, page, r))
-            print(f"  {level:8s} /{page.path:16s} {r['elements']:4d} elements, plain {r['plain']:.0f} ms, "
-                  f"change {r['change'] or 0:.0f} ms, new {r['new'] or 0:.0f} ms", flush=True)
+            rest = ("no settings panel" if r["change"] is None
+                    else f"change {r['change']:.0f} ms, new {r['new']:.0f} ms")
+            print(f"  {level:8s} /{page.path:16s} {r['elements']:4d} elements, plain {r['plain']:.0f} ms, {rest}",
+                  flush=True)
     after = one_slider(repeats)
     ref = statistics.median([before, after])
     rows = []

@@ -1,26 +1,35 @@
-"""Rerun time of each forward page after a slider change, as a ratio to a one-slider page.
+"""Rerun time of every page after a setting change, as a ratio to a one-slider page: AppTest
+in one process first, then Streamlit's websocket protocol, then a real browser.
 
-    python bench/rerun.py [--repeats 7] [--levels defaults,largest] [--page-budget 90]
-                          [--browser-changes 20] [--no-browser]
+    python bench/rerun.py [--repeats 7] [--levels defaults,largest] [--pages qkv,scores]
+                          [--page-budget 90] [--browser-changes 20] [--no-apptest] [--no-browser]
 
-Both servers run from the repo root (same .streamlit/config.toml). A protocol-level client
-(bench/_common.Session) opens each page, takes the slider's id from its proto, and moves it:
-the time is BackMsg rerun_script sent -> script_finished received (the server's work; the
-client ACKs at once, see Session's `quickack`). Per page and level:
+1. AppTest (bench/apptest_rerun.py, every page in ui/nav.py's SECTIONS, in this process):
+   elements, plain rerun, a setting change to a seen and to a new value; its table is printed.
+
+2. The protocol. Both servers run from the repo root (same .streamlit/config.toml). A
+   protocol-level client (bench/_common.Session) opens each page of ui/nav.py's SECTIONS, takes
+   the "Softmax temperature" slider's id from its proto and moves it. The slider is in the
+   sidebar's "Score, mask & temperature" group, a lazy expander (key "grp.score"): closed (the
+   default on most pages) its widgets are not drawn, so the client opens it first as the browser
+   does (Session.find_slider). The time is BackMsg rerun_script sent -> script_finished received
+   (the server's work; the client ACKs at once, see Session's `quickack`). Per page and level:
 
   new   the slider moved to a value this server has never computed (a student dragging: the
         Trace and the chart specs are cache misses)
   seen  the slider moved back and forth between two computed values (cache hits)
 
-Ratios are medians over the one-slider page's median, measured before and after the pages.
-Levels: defaults; largest = the widget bounds in ui/settings.py (random embeddings,
-d_model=128, d_k=d_v=64, 8 heads) and a 100-token sentence.
+   Pages without the settings panel (no such slider: training_step, train, alignment, grid)
+   are listed as such; AppTest's table gives their plain rerun.
+   Ratios are medians over the one-slider page's median, measured before and after the pages.
+   Levels (bench/apptest_rerun.LEVELS): defaults; largest = the widget bounds in ui/settings.py
+   (random embeddings and weights, d_model=128, d_k=d_v=64, 8 heads) and a 100-token sentence.
 
-Then, in headless chromium: a slider change redrawn, p95 (key press on the slider ->
-the websocket send -> the run ends and the DOM is quiet for 150 ms).
+3. Headless chromium: a slider change redrawn, p95 (key press on the slider -> the websocket
+   send -> the run ends and the DOM is quiet for 150 ms).
 
-Targets (docs/DESIGN.md, Performance): ≤ 8x at defaults, ≤ 50x at the largest settings,
-browser redraw p95 ≤ 250 ms.
+Targets (docs/DESIGN.md, Performance; issue 11): ≤ 8x at defaults, ≤ 50x at the largest
+settings, browser redraw p95 ≤ 250 ms.
 """
 from __future__ import annotations
 
@@ -33,19 +42,18 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import (CHART, REDRAW_HOOK, Server, Session, browser_available, forward_pages,  # noqa: E402
-                           launch_chromium, median, new_context, percentile, run_marker, slider_value,
-                           slider_values, table, wait_for_charts, wait_run_end, write_trivial_app)
+from bench import apptest_rerun  # noqa: E402
+from bench._common import (CHART, REDRAW_HOOK, Server, Session, all_pages, browser_available,  # noqa: E402
+                           launch_chromium, median, new_context, open_group, percentile, run_marker,
+                           slider_value, slider_values, table, wait_for_charts, wait_run_end,
+                           write_trivial_app)
 
-SLIDER = "Softmax temperature"          # on every forward page (sidebar, or the page's own controls)
-WORDS = ("the quick brown fox jumps over a lazy dog while students watch attention weights move "
-         "across every row").split()
-LEVELS = {
-    "defaults": {},
-    "largest": {"sentence": " ".join((WORDS * 10)[:100]), "embedding": "random", "d_model": 128,
-                "d_k": 64, "d_v": 64, "n_heads": 8},
-}
-TARGET = {"defaults": 8, "largest": 50}
+SLIDER = "Softmax temperature"          # the sidebar's settings, in the lazy group below
+GROUP = "grp.score"                     # ui/settings.py: st.expander("Score, mask & temperature", key=...)
+GROUP_LABEL = "Score, mask & temperature"
+LEVELS = apptest_rerun.LEVELS           # the same URL settings as the AppTest part
+TARGET = apptest_rerun.TARGET
+NO_PANEL = "no settings panel"
 
 
 class Pool:
@@ -83,12 +91,16 @@ def measure_page(server: Server, page, query: dict, pool: Pool, repeats: int, bu
     t0 = time.perf_counter()
     first = s.rerun()
     out = {"load": first.seconds, "load_mb": first.bytes / 1e6, "errors": len(first.exceptions),
-           "new": [], "seen": [], "cpu_new": float("nan"), "cpu_seen": float("nan"), "mb_new": []}
+           "new": [], "seen": [], "cpu_new": float("nan"), "cpu_seen": float("nan"), "mb_new": [],
+           "opened": False}
     try:
-        slider = first.slider(SLIDER)
+        run, slider = s.find_slider(first, SLIDER, expander=GROUP)    # opens the lazy group if closed
     except KeyError:
-        out["skipped"] = f"no slider {SLIDER!r}"
+        out["skipped"] = NO_PANEL if first.expander(GROUP) is None else f"no slider {SLIDER!r}"
+        s.close()
         return out
+    out["opened"] = run is not first
+    out["errors"] += len(run.exceptions) if out["opened"] else 0
     deadline = t0 + budget
     used = []
     c0 = server.cpu_seconds()
@@ -122,7 +134,7 @@ def measure_page(server: Server, page, query: dict, pool: Pool, repeats: int, bu
 QUIET_MS = 150
 
 
-def browser_redraw(url: str, slider_label: str, changes: int, browser) -> dict:
+def browser_redraw(url: str, slider_label: str, changes: int, browser, group_label: str = "") -> dict:
     ctx = new_context(browser)
     ctx.add_init_script(REDRAW_HOOK)
     tab = ctx.new_page()
@@ -132,6 +144,9 @@ def browser_redraw(url: str, slider_label: str, changes: int, browser) -> dict:
     if tab.locator(CHART).count():
         wait_for_charts(tab)
     thumb = tab.get_by_role("slider", name=slider_label).first
+    if group_label:                 # the setting is in a lazy group: open it (if closed) as a student does
+        open_group(tab, group_label)
+    thumb.wait_for(timeout=30_000)
     thumb.focus()
     redraw, total, debounce, errors = [], [], [], 0
     for k in range(changes):
@@ -161,17 +176,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=7, help="slider moves per page and kind (default 7)")
     ap.add_argument("--levels", default="defaults,largest")
-    ap.add_argument("--pages", default="", help="comma-separated URL paths (default: every forward page)")
+    ap.add_argument("--pages", default="", help="comma-separated URL paths, 'overview' for / (default: every page)")
     ap.add_argument("--page-budget", type=float, default=90.0, help="seconds per page for 'new' moves (≥ 1 move)")
     ap.add_argument("--browser-changes", type=int, default=20)
     ap.add_argument("--browser-pages", default="scores,multi_head,softmax")
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--no-apptest", action="store_true", help="skip the AppTest part")
     args = ap.parse_args()
 
-    pages = forward_pages()
+    pages = all_pages()
     if args.pages:
-        wanted = args.pages.split(",")
-        pages = [p for p in pages if (p.path or "/") in wanted or p.path in wanted]
+        wanted = set(args.pages.split(","))
+        pages = [p for p in pages if p.path in wanted or (not p.path and wanted & {"overview", "/"})]
+    if not args.no_apptest:
+        print("1. AppTest (bench/apptest_rerun.py): every page in one process", flush=True)
+        apptest_rerun.run(args.repeats, args.levels, ",".join(p.path or "overview" for p in pages))
+        print("\n2. The websocket protocol: one server for the app, one for the one-slider page", flush=True)
     trivial_app = write_trivial_app(tempfile.mkdtemp(prefix="bench_rerun_"))
     with Server(trivial_app) as trivial, Server("app.py") as app:
         base = [measure_trivial(trivial, max(args.repeats, 15))]
@@ -183,13 +203,21 @@ def main() -> None:
             for page in pages:
                 r = measure_page(app, page, LEVELS[level], pool, args.repeats, args.page_budget)
                 results[(level, page.path)] = r
-                print(f"  {level:8s} /{page.path:12s} load {r['load']:.2f} s, new {median(r['new']) * 1e3:.0f} ms "
-                      f"(n={len(r['new'])}), seen {median(r['seen']) * 1e3:.0f} ms", flush=True)
+                if "skipped" in r:
+                    print(f"  {level:8s} /{page.path:16s} load {r['load']:.2f} s, {r['skipped']}", flush=True)
+                    continue
+                print(f"  {level:8s} /{page.path:16s} load {r['load']:.2f} s, new {median(r['new']) * 1e3:.0f} ms "
+                      f"(n={len(r['new'])}), seen {median(r['seen']) * 1e3:.0f} ms"
+                      + (" (group opened first)" if r["opened"] else ""), flush=True)
         base.append(measure_trivial(trivial, max(args.repeats, 15)))
         no_quickack = measure_trivial(trivial, 15, quickack=False)
         ref = median([b["median"] for b in base])
         ref_cpu = median([b["cpu"] for b in base])
         for (level, path), r in results.items():
+            if "skipped" in r:
+                rows.append([f"/{path}", level, f"{r['load']:.2f}", "-", "-", 0, "-", "-", "-", "-", "-", r["errors"],
+                             f"{r['skipped']}: see AppTest's plain rerun"])
+                continue
             new, seen = median(r["new"]), median(r["seen"])
             ok = "ok" if new / ref <= TARGET[level] else "OVER"
             rows.append([f"/{path}", level, f"{r['load']:.2f}", f"{new * 1e3:.0f}", f"{new / ref:.1f}x", len(r["new"]),
@@ -215,10 +243,10 @@ def main() -> None:
         rows = []
         with sync_playwright() as pw:
             browser = launch_chromium(pw)
-            targets = [("one-slider page", trivial.url + "/", "Value")]
-            targets += [(f"/{p}", f"{app.url}/{p}", SLIDER) for p in args.browser_pages.split(",") if p]
-            for name, url, label in targets:
-                r = browser_redraw(url, label, args.browser_changes, browser)
+            targets = [("one-slider page", trivial.url + "/", "Value", "")]
+            targets += [(f"/{p}", f"{app.url}/{p}", SLIDER, GROUP_LABEL) for p in args.browser_pages.split(",") if p]
+            for name, url, label, group in targets:
+                r = browser_redraw(url, label, args.browser_changes, browser, group)
                 rows.append([name, r["n"], f"{r['p50']:.0f}", f"{r['p95']:.0f}", f"{r['key_p95']:.0f}",
                              f"{r['debounce']:.0f}", r["errors"], "ok" if r["p95"] <= 250 else "OVER"])
                 print(f"  browser {name}: redraw p95 {r['p95']:.0f} ms", flush=True)

@@ -1,0 +1,76 @@
+"""bench/_common.Session opens a lazy expander as the browser does (bench/rerun.py and
+tests/load/run.py rely on it to reach the temperature slider), and bench's page list is the
+navigation's."""
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bench._common import ROOT, Server, Session, all_pages, forward_pages
+
+LAZY_APP = textwrap.dedent('''
+    import streamlit as st
+
+    st.markdown("page drawn")
+    with st.expander("Score, mask & temperature", key="grp.score", on_change="rerun") as box:
+        if box.open:
+            t = st.slider("Softmax temperature", min_value=0.05, max_value=5.0, value=1.0, step=0.05)
+            st.markdown(f"T = {t:.2f}")
+''')
+
+
+@pytest.fixture(scope="module")
+def lazy_server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("lazy_app")
+    (directory / "lazy.py").write_text(LAZY_APP)
+    with Server(directory / "lazy.py") as server:
+        yield server
+
+
+def test_find_slider_opens_the_lazy_expander_and_moves_the_slider(lazy_server):
+    with Session(lazy_server.port) as s:
+        first = s.rerun()
+        assert first.of_type("slider") == []                    # closed: its widgets did not run
+        group = first.expander("grp.score")
+        assert group is not None and group.expanded is False and group.id.endswith("grp.score")
+        assert first.expander("grp.other") is None
+        run, slider = s.find_slider(first, "Softmax temperature", expander="grp.score")
+        assert run is not first and run.expander("grp.score").expanded is True
+        assert "T = 1.00" in run.texts()
+        moved = s.rerun([s.slider_state(slider, 2.0)])
+        assert "T = 2.00" in moved.texts()                        # the group stayed open: states are resent
+        assert moved.expander("grp.score").expanded is True
+        again, same = s.find_slider(moved, "Softmax temperature", expander="grp.score")
+        assert again is moved and same.id == slider.id           # open already: no extra rerun
+
+
+def test_find_slider_without_the_expander_raises(lazy_server):
+    with Session(lazy_server.port) as s:
+        first = s.rerun()
+        with pytest.raises(KeyError):
+            s.find_slider(first, "Softmax temperature")          # no expander named: not opened
+        with pytest.raises(KeyError):
+            s.find_slider(first, "Softmax temperature", expander="grp.missing")
+
+
+def test_all_pages_are_the_navigation_sections():
+    tree = ast.parse((ROOT / "ui" / "nav.py").read_text())
+    literal = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id == "SECTIONS" for t in n.targets))
+    files = [f for _, pages in ast.literal_eval(literal) for f, *_ in pages if (ROOT / f).exists()]
+    assert [p.file for p in all_pages()] == files
+    assert len(files) > len(forward_pages()) >= 8
+    assert all(Path(ROOT / p.file).exists() for p in all_pages())
+
+
+def test_the_app_temperature_is_reached_on_a_page_where_its_group_is_closed():
+    with Server("app.py") as server, Session(server.port, page="qkv", timeout=300) as s:
+        first = s.rerun()
+        assert first.expander("grp.score") is not None and not first.expander("grp.score").expanded
+        run, slider = s.find_slider(first, "Softmax temperature", expander="grp.score")
+        moved = s.rerun([s.slider_state(slider, 2.0)])
+        assert moved.status == "FINISHED_SUCCESSFULLY" and moved.exceptions == []
+        assert "temperature=2" in s.query                       # the URL the page wrote holds the new value
