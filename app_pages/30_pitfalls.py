@@ -27,17 +27,21 @@ correct = trace.view(f"pitfall:{key}:correct", f"Correct: {result.what}", result
 wrong = trace.view(f"pitfall:{key}:wrong", f"With the mistake: {result.what}", result.wrong, axes, scale=scale)
 diff = trace.view(f"pitfall:{key}:diff", "Difference (mistake − correct)",
                   lambda: np.subtract(result.wrong, result.correct), axes)
+head = None                                  # with several heads, one head's matrices at a time
+if axes[:1] == ("head",):
+    head = st.radio("Head", range(result.correct.shape[0]), format_func=lambda g: f"head {g}", horizontal=True,
+                    key="pitfall_head", help="The difference and the check below cover every head.")
 c1, c2 = st.columns(2)
 with c1:
     st.markdown(f"**Correct** · {result.what}")
-    ui.heatmap(trace, correct, key="hm:pit:c", max_w=300)
+    ui.heatmap(trace, correct, head, key="hm:pit:c", max_w=300)
 with c2:
     st.markdown(f"**With the mistake** · {result.what}")
-    ui.heatmap(trace, wrong, key="hm:pit:w", max_w=300)
+    ui.heatmap(trace, wrong, head, key="hm:pit:w", max_w=300)
 st.markdown("**The difference**")
-ui.heatmap(trace, diff, key="hm:pit:d", max_w=400)
+ui.heatmap(trace, diff, head, key="hm:pit:d", max_w=400)
 nan_cells = int((~np.isfinite(diff.value)).sum())
-st.caption(f"Largest |difference|: {result.difference:.3g}"
+st.caption(f"Largest |difference|{' over every head' if head is not None else ''}: {result.difference:.3g}"
            + (f" ({nan_cells} cell(s) are NaN or infinite on one side: grey above)" if nan_cells else ""))
 
 st.markdown(f"**The check:** {result.check_name}")

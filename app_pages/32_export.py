@@ -3,8 +3,8 @@ import json
 import streamlit as st
 
 import ui
-from attention_core.export import csv_files, csv_zip, npz_bytes, python_script
-from ui.cache import chart_image
+from attention_core.export import csv_names
+from ui.cache import chart_image, export_csv, export_csv_zip, export_npz, export_script
 from ui.charts import heatmap_spec, standalone
 from ui.share import share_box
 
@@ -19,27 +19,28 @@ if config.embedding == "upload":
     st.warning("Uploaded vectors cannot travel in a link: whoever opens it gets the default embeddings.")
 
 st.subheader("Download the numbers")
+# Every file is built when its button is clicked (data=callable), once per setting, for every session
 c1, c2 = st.columns(2)
 with c1:
-    st.download_button("Every step as .npz", npz_bytes(trace), file_name="attention_trace.npz",
+    st.download_button("Every step as .npz", lambda: export_npz(config), file_name="attention_trace.npz",
                        mime="application/octet-stream", icon=":material/download:",
                        help="numpy.load(...) gives one array per step, named by its key.")
 with c2:
-    st.download_button("Every step as CSV (zip)", csv_zip(trace), file_name="attention_trace_csv.zip",
+    st.download_button("Every step as CSV (zip)", lambda: export_csv_zip(config), file_name="attention_trace_csv.zip",
                        mime="application/zip", icon=":material/download:",
                        help="One CSV per matrix, rows and columns labelled; 3-D steps have a head column.")
-files = csv_files(trace)
+files = csv_names(trace)
 name = st.selectbox("Or one matrix as CSV", list(files), key="export_csv")
-st.download_button(f"Download {name}", files[name], file_name=name, mime="text/csv")
+st.download_button(f"Download {name}", lambda key=files[name]: export_csv(config, key), file_name=name, mime="text/csv")
 
 st.subheader("A script that recomputes it all")
 st.markdown("A plain numpy script (no Streamlit, no torch) that rebuilds this configuration step by step "
             "and prints every matrix: the same numbers as the pages. Run it with `python attention_steps.py`.")
-script = python_script(config)
-st.download_button("Download the script", script, file_name="attention_steps.py", mime="text/x-python",
-                   icon=":material/code:")
-with st.expander("Read the script"):
-    st.code(script, language="python")
+st.download_button("Download the script", lambda: export_script(config), file_name="attention_steps.py",
+                   mime="text/x-python", icon=":material/code:")
+with st.expander("Read the script", key="export_read", on_change="rerun") as reading:
+    if reading.open:                         # written only for a learner who opens it
+        st.code(export_script(config), language="python")
 
 st.subheader("Charts as pictures")
 keys = [s.key for s in trace if s.value.ndim >= 1]

@@ -120,9 +120,14 @@ def array_from_csv(text: str) -> np.ndarray:
     return np.array([float(r[1]) for r in body])
 
 
+def csv_names(trace: Trace) -> dict[str, str]:
+    """{file name: step key} for every step, numbered in trace order: '05_scores.csv' -> 'scores'."""
+    return {f"{i:02d}_{_safe_name(step.key)}.csv": step.key for i, step in enumerate(trace)}
+
+
 def csv_files(trace: Trace) -> dict[str, str]:
-    """{file name: CSV text} for every step, numbered in trace order: '05_scores.csv'."""
-    return {f"{i:02d}_{_safe_name(step.key)}.csv": step_csv(step, trace) for i, step in enumerate(trace)}
+    """{file name: CSV text} for every step, named as csv_names() names them."""
+    return {name: step_csv(trace[key], trace) for name, key in csv_names(trace).items()}
 
 
 def csv_zip(trace: Trace) -> bytes:

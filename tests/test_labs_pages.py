@@ -16,6 +16,18 @@ def test_each_pitfall_shows_both_and_its_check(pitfall):
     assert values == ["passes ✓", "flags it ✓"], values
 
 
+def test_pitfalls_with_several_heads_show_one_head_at_a_time():
+    """With h=2 a pitfall's matrices are (head, n, n): a head picker, every head drawable, the check unchanged."""
+    at = open_page("app_pages/30_pitfalls.py", query={"n_heads": "2"})
+    at.radio(key="pitfall").set_value("softmax_axis").run()
+    no_exception(at)
+    assert at.radio(key="pitfall_head").options == ["head 0", "head 1"]
+    at.radio(key="pitfall_head").set_value(1).run()
+    no_exception(at)
+    assert [m.value for m in at.metric] == ["passes ✓", "flags it ✓"]
+    assert "over every head" in "\n".join(c.value for c in at.caption)
+
+
 def _answer_first(at, kind, right: bool):
     from attention_core.quiz import make_questions
     trace = at.session_state["s.last_good"]
@@ -58,8 +70,31 @@ def test_export_page_offers_downloads_and_the_script():
     assert not at.error, messages(at)
     code = [c.value for c in at.code]
     assert code[0].endswith("/?sentence=we%20love%20you&d_k=3")   # opened directly: the Overview is offered
+    assert not any("import numpy as np" in c for c in code)       # the script is written only when read
+    at.session_state["export_read"] = True                         # "Read the script" opened (on_change="rerun")
+    at.run()
+    code = [c.value for c in at.code]
     assert any("import numpy as np" in c for c in code)
     assert any("we love you" in c for c in code)
+    labels = [b.label for b in at.get("download_button")]
+    assert labels[:3] == ["Every step as .npz", "Every step as CSV (zip)", "Download 00_x_embed.csv"], labels
+
+
+def test_downloads_built_on_click_hold_the_pages_numbers():
+    """The page hands st.download_button callables (built on click); they give the trace's own arrays."""
+    import numpy as np
+
+    from attention_core import Config, run_forward
+    from attention_core.export import array_from_csv, csv_names, load_npz, python_script
+    from ui.cache import export_csv, export_npz, export_script
+    config = Config(sentence="we love you", d_k=3)
+    trace = run_forward(config)
+    arrays = load_npz(export_npz(config))
+    assert list(arrays) == [s.key for s in trace]
+    for name, key in csv_names(trace).items():
+        np.testing.assert_array_equal(arrays[key], trace[key].value)
+        np.testing.assert_allclose(array_from_csv(export_csv(config, key)), trace[key].value, rtol=0, atol=0)
+    assert export_script(config) == python_script(config)
 
 
 def test_chart_pictures_render_on_the_server():

@@ -112,10 +112,12 @@ def test_the_shipped_default_weights_are_reproduced_by_retraining(n_heads):
     assert shipped is not None, "data/trained_default*.npz is stale: run python scripts/make_shipped_data.py"
     again = pretrained.train_weights(pretrained.training_key(Config(n_heads=n_heads)))
     assert set(shipped.params) == set(again.params) == {"w_q", "w_k", "w_v"}
+    # Same data, same seed, same steps; only BLAS's summation order differs between CPUs (vector width),
+    # which over the whole run moves weights by up to ~1e-11 (seen: 2.4e-12). Stale data differs by far more.
     for name, value in again.params.items():
-        np.testing.assert_allclose(shipped.params[name], value, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(shipped.params[name], value, rtol=0, atol=1e-9)
     for name, value in again.classifier.items():
-        np.testing.assert_allclose(shipped.classifier[name], value, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(shipped.classifier[name], value, rtol=0, atol=1e-9)
     assert (shipped.epochs, shipped.accuracy, shipped.n_sentences) == (again.epochs, again.accuracy, again.n_sentences)
     samples, _ = pretrained.training_samples(Config())
     assert clf.evaluate(shipped.classifier, samples, n_heads=n_heads)["accuracy"] == shipped.accuracy

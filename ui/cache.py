@@ -42,3 +42,30 @@ def get_neighbours(config: Config, word: str, k: int = 8) -> list[tuple[str, flo
     """attention_core.nearest over the Config's vocabulary, once per (vocabulary, word, k): a matrix-
     vector product over up to 20,000 rows that no other setting changes."""
     return list(_neighbours(config.embedding, config.glove_vocab, config.vectors, word, k))
+
+
+# ---- downloads: built when a learner clicks (st.download_button(data=callable)), once per Config ----
+
+@functools.lru_cache(maxsize=16)
+def export_npz(config: Config) -> bytes:
+    from attention_core.export import npz_bytes
+    return npz_bytes(get_trace(config))
+
+
+@functools.lru_cache(maxsize=16)
+def export_csv_zip(config: Config) -> bytes:
+    from attention_core.export import csv_zip
+    return csv_zip(get_trace(config))
+
+
+@functools.lru_cache(maxsize=64)
+def export_csv(config: Config, key: str) -> str:
+    from attention_core.export import step_csv
+    trace = get_trace(config)
+    return step_csv(trace[key], trace)
+
+
+@functools.lru_cache(maxsize=16)
+def export_script(config: Config) -> str:
+    from attention_core.export import python_script
+    return python_script(config)

@@ -106,12 +106,12 @@ def step_nav(current: str, query: dict[str, str] | None = None) -> None:
     pages = [entry[0] for entry in existing(SECTIONS[0][1])]
     i = pages.index(current)
     st.divider()
-    left, _, right = st.columns([2, 1, 2])
-    if i > 0:
-        with left:
-            st.page_link(pages[i - 1], label=f"← {label_of(pages[i - 1])}", query_params=query or None)
+    # one row, the links at its two ends: 3 elements (the columns it replaced made 6)
     nxt = pages[i + 1] if i + 1 < len(pages) else next(
         (entry[0] for entry in existing(SECTIONS[1][1])), None)
+    row = st.container(horizontal=True, horizontal_alignment="distribute" if i > 0 and nxt else
+                       "left" if i > 0 else "right")
+    if i > 0:
+        row.page_link(pages[i - 1], label=f"← {label_of(pages[i - 1])}", query_params=query or None)
     if nxt:
-        with right:
-            st.page_link(nxt, label=f"{label_of(nxt)} →", query_params=query or None)
+        row.page_link(nxt, label=f"{label_of(nxt)} →", query_params=query or None)

@@ -87,15 +87,23 @@ def step_controls():
 
 
 @functools.lru_cache(maxsize=16)
-def step_for(config, label: str, lr: float, frozen: tuple):
-    """classifier_input, then forward, hand backward (as Steps), the checks against autograd and finite
-    differences, one SGD step; the weights are seeded as on the forward pages (same seed, same W_Q)."""
+def _gradients(config, label: str):
+    """classifier_input, forward, hand backward (as Steps) and the checks against autograd and finite
+    differences: what the sentence, its settings and the label decide (not η, not what is frozen)."""
     from attention_core.training_input import classifier_input
     inp = classifier_input(config)
     params = clf.init_params(inp.x.shape[1], config.d_k, config.d_v, config.seed)
     loss, trace = clf.forward(params, inp.x, label, inp.tokens)
     grads = clf.backward(params, inp.x, label, trace)
     checks = clf.check_gradients(params, inp.x, label)
+    return inp, params, loss, trace, grads, checks
+
+
+@functools.lru_cache(maxsize=32)
+def step_for(config, label: str, lr: float, frozen: tuple):
+    """_gradients, then one SGD step with η = lr and the frozen parameters held; the weights are seeded as
+    on the forward pages (same seed, same W_Q)."""
+    inp, params, loss, trace, grads, checks = _gradients(config, label)
     new_params = clf.sgd_step(params, grads, lr, frozen)
     loss_after, trace_after = clf.forward(new_params, inp.x, label, inp.tokens)
     return inp, params, loss, trace, checks, new_params, loss_after, trace_after
