@@ -145,8 +145,10 @@ def warm(session: Session, local_slider: str | None) -> None:
 def run_class(server: Server, page: str, label: str, n: int, duration: float, interval: float,
               seed: int) -> dict:
     out = Result()
-    ready = threading.Barrier(n + 1, timeout=600)
     start = [0.0]
+    # the clock starts when the last student has opened the page (the barrier's action), so each
+    # student's first move falls at a random phase of the first second, not all at once on release
+    ready = threading.Barrier(n + 1, action=lambda: start.__setitem__(0, time.perf_counter() + 0.05), timeout=600)
     rss_before = server.rss_bytes()
     sampler = Sampler(server)
     sampler.start()
@@ -156,7 +158,6 @@ def run_class(server: Server, page: str, label: str, n: int, duration: float, in
     for t in threads:
         t.start()
     try:
-        start[0] = time.perf_counter() + 0.05
         ready.wait()
     except threading.BrokenBarrierError:
         out.errors.append("not every student could open the page within 600 s")
