@@ -20,7 +20,7 @@ Not part of the default pytest run (pytest.ini: --ignore=tests/load). Traffic go
    first as a browser does, Session.find_slider) and, where the page has one, its own
    control inside an st.fragment ("d_k for the experiment" on /scores: the client sends the
    fragment's id as the browser does, and only the fragment reruns).
-   Targets (docs/DESIGN.md; issue 11): with 30 students, p95 within 2x of one student's, and
+   Targets (../shared/DESIGN.md; issue 11): with 30 students, p95 within 2x of one student's, and
    the server's CPU per rerun within 2x of the one-slider page's.
 2. Real headless chromium students (Debian chromium) doing the same, every change checked:
    the run ended, the slider and the URL show the new value, the heatmaps are drawn, no
