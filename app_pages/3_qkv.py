@@ -41,11 +41,5 @@ st.markdown(
     "The weights' shapes depend only on d_model, d_k and d_v, never on the sentence length: "
     "that is how one attention layer handles sentences of any length.")
 
-one, every = st.tabs(["One word", "All words"], key="qkv.tab", on_change="rerun")   # only the open tab runs
-if one.open is not False:            # None on the first run: the first tab is the one shown
-    with one:
-        one_word(trace, config.bias)
-if every.open:
-    with every:
-        all_words(trace)
+ui.views.word_tabs("qkv.tab", lambda: one_word(trace, config.bias), lambda: all_words(trace))   # only the open tab runs
 ui.step_nav(PAGE, config)

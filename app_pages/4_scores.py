@@ -44,15 +44,11 @@ st.markdown("How well does each query match each key? The **score** S[i, j] answ
             "(query i, key j) pair; softmax will turn each row of scores into attention weights.")
 
 if config.score in ("dot", "scaled_dot"):
-    one, every = st.tabs(["One word", "All words"], key="scores.tab", on_change="rerun")   # only the open tab runs
-    if one.open is not False:        # None on the first run: the first tab is the one shown
-        with one:
-            one_word(trace, config.n_heads)
-    if every.open:
-        with every:
-            ui.step(trace, "scores")
-            if "scaled_scores" in trace:
-                ui.step(trace, "scaled_scores")
+    def all_words() -> None:
+        for key in ("scores", "scaled_scores"):
+            if key in trace:
+                ui.step(trace, key)
+    ui.views.word_tabs("scores.tab", lambda: one_word(trace, config.n_heads), all_words)   # only the open tab runs
 else:
     ui.step(trace, "scores")
 

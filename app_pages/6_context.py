@@ -50,11 +50,6 @@ ui.notices(trace)
 st.markdown("Each token's new representation is a **weighted average of the value rows**, mixed by its "
             "row of attention weights: C = A V. A token that attends to “cat” mostly takes on cat's value.")
 
-one, every = st.tabs(["One word", "All words"], key="context.tab", on_change="rerun")   # only the open tab runs
-if one.open is not False:            # None on the first run: the first tab is the one shown
-    with one:
-        one_word(trace, config.n_heads)
-if every.open:
-    with every:
-        all_words(trace, config.n_heads)
+ui.views.word_tabs("context.tab", lambda: one_word(trace, config.n_heads),      # only the open tab runs
+                   lambda: all_words(trace, config.n_heads))
 ui.step_nav(PAGE, config)

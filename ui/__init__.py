@@ -7,10 +7,10 @@ from . import nav
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
 from .settings import init_state, query_for, settings_summary, sidebar_settings
-from .views import fit_css, chart, heatmap, notices, one_word_picker, picture, shape_badge, step, table, vector_row
+from .views import fit_css, chart, heatmap, notices, one_word_picker, shape_badge, step, table, vector_row
 
 __all__ = ["page", "chart", "query", "get_trace", "step", "heatmap", "table", "shape_badge", "notices", "one_word_picker",
-           "vector_row", "picture", "line_spec", "neighbours_spec", "grouped_bars_spec", "fmt", "step_nav", "nav",
+           "vector_row", "line_spec", "neighbours_spec", "grouped_bars_spec", "fmt", "step_nav", "nav",
            "settings_summary"]
 
 

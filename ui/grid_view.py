@@ -64,8 +64,10 @@ def strongest(weights_grid) -> tuple[tuple[int, int], ...]:
 
 @functools.lru_cache(maxsize=512)
 def _png(image_bytes: bytes, shape: tuple[int, ...], grid_shape, width: int, outline) -> bytes:
-    """ui.views.picture's drawing (whole-pixel upscaling, grid lines, orange frames) as PNG bytes,
-    encoded once per content: st.image would encode an array again on every rerun."""
+    """A small RGB image (H, W, 3) in [0, 1] scaled up by whole pixels (nearest neighbour: a pixel stays
+    a crisp square) to about `width` px, the rows × cols grid lines drawn on and the cells (row, col)
+    in `outline` framed in orange, as PNG bytes: encoded once per content (st.image would encode an
+    array again on every rerun)."""
     from PIL import Image
     image = np.clip(np.frombuffer(image_bytes, dtype=np.float64).reshape(shape), 0.0, 1.0)
     factor = max(1, int(width // max(image.shape[:2])))
@@ -89,8 +91,7 @@ def _png(image_bytes: bytes, shape: tuple[int, ...], grid_shape, width: int, out
 
 def picture(image: np.ndarray, grid_shape: tuple[int, int], width: int = 384, caption: str | None = None,
             outline=()) -> None:
-    """The same picture as ui.views.picture, its PNG cached per content (a local helper: ui/views.py
-    is shared, and its picture encodes the array on every rerun)."""
+    """The image as _png draws it, its PNG cached per content and sent as it is."""
     image = np.ascontiguousarray(image, dtype=np.float64)
     png = _png(image.tobytes(), image.shape, tuple(grid_shape), int(width), tuple(map(tuple, outline)))
     st.image(png, caption=caption, width="content", output_format="PNG")     # sent as is, not re-encoded

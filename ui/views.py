@@ -308,6 +308,18 @@ def notices(trace: Trace) -> None:
         st.info(n, icon=":material/info:")
 
 
+def word_tabs(key: str, one_word, all_words) -> None:
+    """"One word" and "All words" as lazy tabs (st.tabs with on_change="rerun"): only the open tab's
+    function runs; on a first run .open is None and the first tab is the one shown."""
+    one, every = st.tabs(["One word", "All words"], key=key, on_change="rerun")
+    if one.open is not False:
+        with one:
+            one_word()
+    if every.open:
+        with every:
+            all_words()
+
+
 def one_word_picker(trace: Trace, label: str = "One word", key: str = "one_word", default: int = 1) -> int:
     labels = trace.token_labels()
     idx = min(default, len(labels) - 1)
@@ -345,27 +357,3 @@ def vector_rows(rows: dict[str, np.ndarray], digits: int = 3) -> None:
     table = pa.Table.from_arrays([pa.array(list(rows))] + [pa.array(grid[:, k], from_pandas=True) for k in range(width)],
                                  names=["vector", *names])
     st.dataframe(table, hide_index=True, width="content", column_config=number_columns(names, digits))
-
-
-def picture(image: np.ndarray, grid_shape: tuple[int, int] | None = None, width: int = 384,
-            caption: str | None = None, outline=()) -> None:
-    """A small RGB array (H, W, 3) in [0, 1], scaled up by whole pixels (nearest neighbour, so a
-    pixel stays a crisp square) to about `width` px, with the lines of a rows × cols grid drawn on
-    and the grid cells (row, col) in `outline` framed in orange."""
-    image = np.clip(np.asarray(image, dtype=np.float64), 0.0, 1.0)
-    factor = max(1, int(width // max(image.shape[:2])))
-    big = np.repeat(np.repeat(image, factor, axis=0), factor, axis=1)       # (H·f, W·f, 3)
-    if grid_shape is not None:
-        rows, cols = grid_shape
-        height, wide = big.shape[:2]
-        for r in range(1, rows):
-            big[r * height // rows, :] = 1.0
-        for c in range(1, cols):
-            big[:, c * wide // cols] = 1.0
-        t = max(2, factor // 2)                                              # frame thickness, px
-        for r, c in outline:
-            y0, y1, x0, x1 = r * height // rows, (r + 1) * height // rows, c * wide // cols, (c + 1) * wide // cols
-            for ys, xs in ((slice(y0, y0 + t), slice(x0, x1)), (slice(y1 - t, y1), slice(x0, x1)),
-                           (slice(y0, y1), slice(x0, x0 + t)), (slice(y0, y1), slice(x1 - t, x1))):
-                big[ys, xs] = (0.91, 0.35, 0.05)
-    st.image((big * 255).round().astype(np.uint8), caption=caption, width="content")
