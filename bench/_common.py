@@ -543,10 +543,16 @@ PAGE_HOOKS = """
 """
 
 # For redraw timing (bench), after PAGE_HOOKS: when the DOM last changed.
+# The time of the last DOM change a student can see. Changes inside an element's hover toolbar
+# (stElementToolbar: fullscreen, and for a chart with on_select its selection buttons) are left
+# out: the toolbar is drawn at opacity 0 until pointed at, and Streamlit rebuilds its buttons
+# 50-100 ms after every run, after everything visible has settled.
 REDRAW_HOOK = """
 (() => {
   window.__lastMutation = 0;
-  new MutationObserver(() => { window.__lastMutation = performance.now(); })
+  const hidden = (m) => { const e = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+                          return e && e.closest && e.closest("[data-testid='stElementToolbar']"); };
+  new MutationObserver((list) => { if (list.some(m => !hidden(m))) window.__lastMutation = performance.now(); })
     .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 })();
 """
