@@ -23,10 +23,11 @@ def one_word(trace, n_heads: int) -> None:
     # one row per key j, then the sums over j (none for the value columns, which are not summed);
     # a pyarrow table: Streamlit sends it as is (a pandas frame costs a conversion on every rerun)
     columns = {"key j": labels + ["Σ over j"], f"A[{i}, j]": np.append(w[i], w[i].sum())}
-    columns |= {f"v[j,{m}]": pa.array(np.append(v[:, m], np.nan), from_pandas=True) for m in range(d_v)}  # NaN: empty
+    gaps = tuple(f"v[j,{m}]" for m in range(d_v))                         # their Σ cell stays empty
+    columns |= {g: ui.views.gapped_column(np.append(v[:, m], np.nan), 3) for m, g in enumerate(gaps)}
     columns |= {f"A·v[j,{m}]": np.append(terms[:, m], terms[:, m].sum()) for m in range(shown)}
     st.dataframe(pa.table(columns), hide_index=True, width="content",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in list(columns)[1:]})
+                 column_config=ui.views.number_columns(tuple(columns)[1:], 3, gaps))
     st.caption(f"Each A·v[j, m] is A[{i}, j] times v[j, m]. The last row adds each column over the keys j: "
                f"under A·v it is c_{i}, the context row of **{md_escape(trace.tokens[i])}**, repeated below "
                f"(under A[{i}, j], the weights' sum, {w[i].sum():.3f}).")

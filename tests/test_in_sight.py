@@ -188,7 +188,22 @@ def test_context_one_word_table_adds_up_to_the_context_row():
     c = trace["context"].value[i]
     assert np.allclose([total[f"A·v[j,{m}]"] for m in range(c.size)], c)
     assert total[f"A[{i}, j]"] == pytest.approx(1.0)
-    assert np.isnan(total["v[j,0]"])                        # a column of values is not summed
+    assert total["v[j,0]"] == ""                            # a column of values is not summed: empty, not "None"
+    assert frame.loc["love", "v[j,0]"] == f"{trace['v'].value[1, 0]:.3f}"
+
+
+def test_qkv_one_word_rows_of_different_widths_leave_the_gaps_empty():
+    """q and k have d_k entries, v has d_v: with d_k < d_v the q and k rows end in empty cells, not 'None'."""
+    at = open_page(page("3_qkv"), query={"d_k": "3", "d_v": "5"})
+    no_exception(at)
+    frame = next(d.value for d in at.dataframe if "vector" in d.value.columns).set_index("vector")
+    trace = run_forward(Config(d_k=3, d_v=5))
+    assert list(frame.columns) == ["0", "1", "2", "3", "4"]
+    assert list(frame.loc["q_1", ["3", "4"]]) == ["", ""] and list(frame.loc["k_1", ["3", "4"]]) == ["", ""]
+    v = trace["v"].value[1]
+    assert list(frame.loc["v_1", ["3", "4"]]) == [f"{x:.3f}" for x in v[3:]]   # gapped columns: text, 3 decimals
+    assert np.allclose(frame.loc["v_1", ["0", "1", "2"]].astype(float), v[:3])  # full columns: the numbers
+    assert np.allclose(frame.loc["q_1", ["0", "1", "2"]].astype(float), trace["q"].value[1])
 
 
 def test_score_function_panels_explain_their_clicked_cell_in_place():

@@ -329,10 +329,19 @@ def one_word_picker(trace: Trace, label: str = "One word", key: str = "one_word"
 
 
 @functools.lru_cache(maxsize=256)
-def number_columns(names: tuple[str, ...], digits: int) -> dict:
+def number_columns(names: tuple[str, ...], digits: int, gaps: tuple[str, ...] = ()) -> dict:
     """A column_config of fixed-decimal number columns, built once per (names, digits): Streamlit
-    copies the mapping it is given (process_config_mapping), so one shared dict is safe."""
-    return {c: st.column_config.NumberColumn(format=f"%.{digits}f") for c in names}
+    copies the mapping it is given (process_config_mapping), so one shared dict is safe. The
+    columns in `gaps` hold gapped_column()'s text, right-aligned like the numbers."""
+    return {c: st.column_config.TextColumn(alignment="right") if c in gaps else
+            st.column_config.NumberColumn(format=f"%.{digits}f") for c in names}
+
+
+def gapped_column(values: np.ndarray, digits: int):
+    """A number column with gaps (NaN) as text, the gaps empty: Streamlit's grid writes a null as
+    'None'. Pair it with number_columns(..., gaps=...)."""
+    import pyarrow as pa
+    return pa.array(["" if np.isnan(x) else f"{x:.{digits}f}" for x in np.asarray(values, dtype=np.float64)])
 
 
 def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
@@ -354,6 +363,8 @@ def vector_rows(rows: dict[str, np.ndarray], digits: int = 3) -> None:
     for r, v in enumerate(rows.values()):
         grid[r, :np.size(v)] = np.ravel(v)
     names = tuple(str(k) for k in range(width))
-    table = pa.Table.from_arrays([pa.array(list(rows))] + [pa.array(grid[:, k], from_pandas=True) for k in range(width)],
+    gaps = tuple(n for k, n in enumerate(names) if np.isnan(grid[:, k]).any())
+    table = pa.Table.from_arrays([pa.array(list(rows))] + [gapped_column(grid[:, k], digits) if names[k] in gaps
+                                                           else grid[:, k] for k in range(width)],
                                  names=["vector", *names])
-    st.dataframe(table, hide_index=True, width="content", column_config=number_columns(names, digits))
+    st.dataframe(table, hide_index=True, width="content", column_config=number_columns(names, digits, gaps))
