@@ -15,11 +15,11 @@ st.latex(r"\text{head}_g = \mathrm{softmax}\!\left(\frac{Q_g K_g^\top}{\sqrt{d_k
 st.caption("Heads are counted from 0, as on the heatmaps: the h heads are head 0 … head h−1.")
 st.markdown("**Shapes along the way**")
 st.code(f"X                  (n={n}, d_model={d_model})\n"
-        f"Q = X W_Q          (n={n}, h·d_k={h * d_k})\n"
+        f"Q = X W_Q          (n={n}, H·d_k={h * d_k})\n"
         f"split into heads   (h={h}, n={n}, d_k={d_k})      head g takes columns g·{d_k} … (g+1)·{d_k}−1\n"
         f"scores, weights    (h={h}, n={n}, n={n})\n"
         f"context per head   (h={h}, n={n}, d_v={d_v})\n"
-        f"concatenate        (n={n}, h·d_v={h * d_v})\n"
+        f"concatenate        (n={n}, H·d_v={h * d_v})\n"
         f"O = concat W_O     (n={n}, d_model={d_model})", language=None)
 if h == 1:
     st.info("One head: nothing to split. Set Heads in the sidebar to 2 or more to see several (each head gets its own d_k columns).",

@@ -11,8 +11,8 @@ st.markdown(
     "matrix is computed live from your settings, drawn as a heatmap you can hover and click, with its "
     "formula and its shape. The same settings give the same numbers on every page.")
 
-hk = f"h·d_k={h * config.d_k}" if h > 1 else f"d_k={config.d_k}"
-hv = f"h·d_v={h * config.d_v}" if h > 1 else f"d_v={config.d_v}"
+hk = f"H·d_k={h * config.d_k}" if h > 1 else f"d_k={config.d_k}"
+hv = f"H·d_v={h * config.d_v}" if h > 1 else f"d_v={config.d_v}"
 boxes = [
     ("sentence", "Sentence", f"“{' '.join(trace.tokens[:6])}{' …' if n > 6 else ''}”", None),
     ("tokens", "Tokens", f"n={n}", "app_pages/1_embeddings.py"),

@@ -108,13 +108,13 @@ def scaled_dot_product_attention(q, k, v, mask=None) -> tuple[np.ndarray, np.nda
 
 
 def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
-    """(n, h·d) -> (h, n, d): head h takes columns h·d … (h+1)·d − 1, as PyTorch splits them."""
+    """(n, H·d) -> (h, n, d): head h takes columns H·d … (h+1)·d − 1, as PyTorch splits them."""
     n, width = x.shape
     return x.reshape(n, n_heads, width // n_heads).transpose(1, 0, 2)
 
 
 def merge_heads(x: np.ndarray) -> np.ndarray:
-    """(h, n, d) -> (n, h·d): the heads' outputs side by side (concatenation)."""
+    """(h, n, d) -> (n, H·d): the heads' outputs side by side (concatenation)."""
     h, n, d = x.shape
     return x.transpose(1, 0, 2).reshape(n, h * d)
 

@@ -65,7 +65,7 @@ def init_params(d_in: int, d_k: int, d_v: int, seed: int = 0, n_heads: int = 1) 
     """Weights N(0, 1/fan_in), one seeded generator per name (as on the forward pages, so W_q, W_k,
     W_v start where the forward pass's seeded random ones are); biases 0. With h = n_heads:
 
-    w_q, w_k (d_in, h·d_k), w_v (d_in, h·d_v), w_o (h·d_v, 3); b_q, b_k (h·d_k,), b_v (h·d_v,), b_o (3,).
+    w_q, w_k (d_in, H·d_k), w_v (d_in, H·d_v), w_o (H·d_v, 3); b_q, b_k (H·d_k,), b_v (H·d_v,), b_o (3,).
     Head j owns the column block j·d_k : (j+1)·d_k of w_q and w_k (j·d_v : (j+1)·d_v of w_v).
     """
     for name, size, high in (("d_in", d_in, 2 * MAX_DIM), ("d_k", d_k, MAX_DIM), ("d_v", d_v, MAX_DIM),
@@ -125,13 +125,13 @@ def _forward(params: dict, x: np.ndarray, y: int | None, n_heads: int = 1) -> di
 def _forward_heads(params: dict, x: np.ndarray, y: int | None, h: int) -> dict[str, np.ndarray]:
     """_forward for h > 1 heads: the same math once per column block."""
     _check_split(params, h)
-    q = x @ params["w_q"] + params["b_q"]                  # (n, h·d_k)
-    k = x @ params["w_k"] + params["b_k"]                  # (n, h·d_k)
-    v = x @ params["w_v"] + params["b_v"]                  # (n, h·d_v)
+    q = x @ params["w_q"] + params["b_q"]                  # (n, H·d_k)
+    k = x @ params["w_k"] + params["b_k"]                  # (n, H·d_k)
+    v = x @ params["w_v"] + params["b_v"]                  # (n, H·d_v)
     q_h, k_h, v_h = (split_heads(a, h) for a in (q, k, v)) # (h, n, d_k), (h, n, d_k), (h, n, d_v)
     scores = q_h @ k_h.transpose(0, 2, 1) / math.sqrt(q_h.shape[2])   # (h, n, n)  per head, 1/√d_k
     weights = softmax(scores, axis=2)                      # (h, n, n)  each row of each head sums to 1
-    context = merge_heads(weights @ v_h)                   # (n, h·d_v) [C_1 | C_2 | … | C_h]
+    context = merge_heads(weights @ v_h)                   # (n, H·d_v) [C_1 | C_2 | … | C_h]
     return _head_of_classifier(params, x, y, q, k, v, scores, weights, context)
 
 
@@ -143,7 +143,7 @@ def _check_split(params: dict, h: int) -> None:
 
 
 def _head_of_classifier(params, x, y, q, k, v, scores, weights, context) -> dict[str, np.ndarray]:
-    """From the context vectors (n, h·d_v) to the class probabilities (and the loss when y is given)."""
+    """From the context vectors (n, H·d_v) to the class probabilities (and the loss when y is given)."""
     f = context @ params["w_o"] + params["b_o"]            # (n, 3)
     pooled = f.mean(axis=0)                                # (3,)      the logits f̄
     p = softmax(pooled)                                    # (3,)
@@ -261,25 +261,25 @@ def _backward(params: dict, c: dict, y: int, n_heads: int = 1) -> dict[str, np.n
 
 def _backward_heads(params: dict, c: dict, y: int, h: int) -> dict[str, np.ndarray]:
     """_backward for h > 1 heads: every line of the one-head pass, on each head's column block.
-    scores, weights and their gradients are (h, n, n); q, k, v and theirs (n, h·d)."""
+    scores, weights and their gradients are (h, n, n); q, k, v and theirs (n, H·d)."""
     x, weights, context, p = (c[name] for name in ("x", "weights", "context", "p"))
     q_h, k_h, v_h = (split_heads(c[name], h) for name in ("q", "k", "v"))   # (h, n, d_k), (h, n, d_k), (h, n, d_v)
     n, d_k = x.shape[0], q_h.shape[2]
     dL_dpooled = p.copy()                                       # (3,)      p − onehot(y)
     dL_dpooled[y] -= 1.0
     dL_df = np.broadcast_to(dL_dpooled / n, (n, len(p)))        # (n, 3)
-    dL_dw_o = context.T @ dL_df                                 # (h·d_v, 3)
+    dL_dw_o = context.T @ dL_df                                 # (H·d_v, 3)
     dL_db_o = dL_df.sum(axis=0)                                 # (3,)
-    dL_dcontext = dL_df @ params["w_o"].T                       # (n, h·d_v)   the heads' blocks side by side
+    dL_dcontext = dL_df @ params["w_o"].T                       # (n, H·d_v)   the heads' blocks side by side
     dL_dcontext_h = split_heads(dL_dcontext, h)                 # (h, n, d_v)  C_j = A_j V_j, per head
     dL_dweights = dL_dcontext_h @ v_h.transpose(0, 2, 1)        # (h, n, n)
-    dL_dv = merge_heads(weights.transpose(0, 2, 1) @ dL_dcontext_h)   # (n, h·d_v)
+    dL_dv = merge_heads(weights.transpose(0, 2, 1) @ dL_dcontext_h)   # (n, H·d_v)
     dL_dscores = weights * (dL_dweights - (weights * dL_dweights).sum(axis=2, keepdims=True))   # (h, n, n)
-    dL_dq = merge_heads(dL_dscores @ k_h) / math.sqrt(d_k)     # (n, h·d_k)   per head ∂L/∂S_j K_j / √d_k
-    dL_dk = merge_heads(dL_dscores.transpose(0, 2, 1) @ q_h) / math.sqrt(d_k)   # (n, h·d_k)
-    dL_dw_q, dL_db_q = x.T @ dL_dq, dL_dq.sum(axis=0)           # (d_in, h·d_k), (h·d_k,)
-    dL_dw_k, dL_db_k = x.T @ dL_dk, dL_dk.sum(axis=0)           # (d_in, h·d_k), (h·d_k,)
-    dL_dw_v, dL_db_v = x.T @ dL_dv, dL_dv.sum(axis=0)           # (d_in, h·d_v), (h·d_v,)
+    dL_dq = merge_heads(dL_dscores @ k_h) / math.sqrt(d_k)     # (n, H·d_k)   per head ∂L/∂S_j K_j / √d_k
+    dL_dk = merge_heads(dL_dscores.transpose(0, 2, 1) @ q_h) / math.sqrt(d_k)   # (n, H·d_k)
+    dL_dw_q, dL_db_q = x.T @ dL_dq, dL_dq.sum(axis=0)           # (d_in, H·d_k), (H·d_k,)
+    dL_dw_k, dL_db_k = x.T @ dL_dk, dL_dk.sum(axis=0)           # (d_in, H·d_k), (H·d_k,)
+    dL_dw_v, dL_db_v = x.T @ dL_dv, dL_dv.sum(axis=0)           # (d_in, H·d_v), (H·d_v,)
     dL_dx = dL_dq @ params["w_q"].T + dL_dk @ params["w_k"].T + dL_dv @ params["w_v"].T   # (n, d_in)
     return {"dL/dpooled": dL_dpooled, "dL/df": dL_df, "dL/dw_o": dL_dw_o, "dL/db_o": dL_db_o,
             "dL/dcontext": dL_dcontext, "dL/dweights": dL_dweights, "dL/dv": dL_dv, "dL/dscores": dL_dscores,
@@ -380,7 +380,7 @@ def torch_forward(params: dict, x, y: int, n_heads: int = 1):
     k = (x @ params["w_k"] + params["b_k"]).view(n, h, -1).permute(1, 0, 2)    # (h, n, d_k)
     v = (x @ params["w_v"] + params["b_v"]).view(n, h, -1).permute(1, 0, 2)    # (h, n, d_v)
     weights = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[2]), dim=2)   # (h, n, n)
-    context = (weights @ v).permute(1, 0, 2).reshape(n, -1)                    # (n, h·d_v)
+    context = (weights @ v).permute(1, 0, 2).reshape(n, -1)                    # (n, H·d_v)
     f = context @ params["w_o"] + params["b_o"]
     return -torch.log_softmax(f.mean(dim=0), dim=0)[y]
 

@@ -130,7 +130,7 @@ def _check_int(name: str, value, low: int, high: int) -> None:
 def check_heads(d_model: int, n_heads: int, why: str = "") -> None:
     """Heads split d_model evenly: torch.nn.MultiheadAttention (and seed 002's layer) require it, as
     their W_q is (d_model, d_model). The explorer's own forward pass does not: its W_q is
-    (d_model, h·d_k) with d_k a setting of its own."""
+    (d_model, H·d_k) with d_k a setting of its own."""
     if d_model % n_heads:
         raise ConfigError(f"d_model={d_model}{why} is not divisible by n_heads={n_heads}, and PyTorch's "
                           f"multi-head layer splits d_model into equal heads: set the number of heads to "

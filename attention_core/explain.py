@@ -482,7 +482,7 @@ def _pe(ctx: Context, cell):
 
 
 PARAMETER_FAN_IN = {"w_q": "d_model", "w_k": "d_model", "w_v": "d_model", "w_a_q": "d_k", "w_a_k": "d_k",
-                    "v_a": "d_k", "w_b": "d_k", "w_o": "h·d_v"}
+                    "v_a": "d_k", "w_b": "d_k", "w_o": "H·d_v"}
 BIASES = ("b_q", "b_k", "b_v", "b_o")
 
 
@@ -497,7 +497,7 @@ def _parameter_explainer(key: str) -> Explainer:
             scale, scale_tex, scale_text = 0.1, "0.1", "0.1"
             law, law_text = r"\mathcal{N}(0,\ 0.1^2)", "N(0, 0.1²)"
         else:
-            fan_in = {"d_model": f["d_model"], "d_k": f["d_k"], "h·d_v": f["n_heads"] * f["d_v"]}[PARAMETER_FAN_IN[key]]
+            fan_in = {"d_model": f["d_model"], "d_k": f["d_k"], "H·d_v": f["n_heads"] * f["d_v"]}[PARAMETER_FAN_IN[key]]
             scale, scale_tex, scale_text = 1 / math.sqrt(fan_in), rf"\frac{{1}}{{\sqrt{{{fan_in}}}}}", f"1/√{fan_in}"
             law, law_text = rf"\mathcal{{N}}(0,\ 1/{fan_in})", f"N(0, 1/{fan_in})"
         note = (f"Learned parameter, seeded init {law_text}: no formula makes it (training would change it); "
@@ -605,7 +605,7 @@ def _head_split_explainer(key: str) -> Explainer:
 
 
 def _head_split(ctx: Context, key: str, cell):
-    """Q^(h)[i, j] = Q[i, h·d_k + j]: head h takes its own block of columns."""
+    """Q^(h)[i, j] = Q[i, H·d_k + j]: head h takes its own block of columns."""
     h, i, j = cell
     src = key.split("_")[0]
     width = ctx.trace[key].shape[2]

@@ -28,7 +28,7 @@ def init_bias(seed: int, name: str, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def projection_weights(config: Config, d_model: int) -> dict:
-    """{"w_q", "w_k", "w_v" (d_model, h·d_k / h·d_v), "b_q", "b_k", "b_v" when config.bias, "why"}:
+    """{"w_q", "w_k", "w_v" (d_model, H·d_k / H·d_v), "b_q", "b_k", "b_v" when config.bias, "why"}:
     trained on the sentiment sentences (pretrained.py), or at their seeded random start."""
     if config.weights == "trained":
         from .pretrained import trained_weights
@@ -142,7 +142,7 @@ def run_forward(config: Config) -> Trace:
     trace.facts.update(n=n, d_embed=d_embed, d_model=d_model, position=how)
 
     h, d_k, d_v, seed = config.n_heads, config.d_k, config.d_v, config.seed
-    # No d_model % h check: W_q is (d_model, h·d_k) with d_k its own setting, so h·d_k need not be d_model.
+    # No d_model % h check: W_q is (d_model, H·d_k) with d_k its own setting, so H·d_k need not be d_model.
     if config.mask == "padding":
         bad = [p for p in config.padding if p >= n]
         if bad:
@@ -157,7 +157,7 @@ def run_forward(config: Config) -> Trace:
     for name, width in (("q", h * d_k), ("k", h * d_k), ("v", h * d_v)):
         w = learned[f"w_{name}"]                                                # (d_model, width)
         d_name = "d_v" if name == "v" else "d_k"
-        cols = f"h·{d_name}" if h > 1 else d_name
+        cols = f"H·{d_name}" if h > 1 else d_name
         trace.add(f"w_{name}", f"W_{name.upper()}", w, ("d_model", cols),
                   rf"W_{name.upper()} \in \mathbb{{R}}^{{{d_model} \times {width}}}",
                   why=f"{learned['why']} Their shape does not depend on the sentence length.")
@@ -269,14 +269,14 @@ def run_forward(config: Config) -> Trace:
               why="Row i is the weighted average of the value rows, with row i of the weights as the mix.")
     if h > 1:
         concat = att.merge_heads(context)
-        trace.add("concat", "Heads concatenated", concat, ("n", "h·d_v"),
+        trace.add("concat", "Heads concatenated", concat, ("n", "H·d_v"),
                   r"C = \left[\, C_0 \mid C_1 \mid \cdots \mid C_{h-1} \,\right]", ("context",),
                   why=f"The {h} heads' context vectors side by side: {h} × {d_v} = {h * d_v} columns.")
     w_o = init_weight(seed, "w_o", (h * d_v, d_model), h * d_v)
-    trace.add("w_o", "W_O", w_o, ("h·d_v" if h > 1 else "d_v", "d_model"),
+    trace.add("w_o", "W_O", w_o, ("H·d_v" if h > 1 else "d_v", "d_model"),
               rf"W_O \in \mathbb{{R}}^{{{h * d_v} \times {d_model}}}",
               why="The output projection mixes the heads back into d_model columns (shown at its seeded random "
-                  "start, N(0, 1/(h·d_v))" + (": only W_Q, W_K, W_V are trained)." if config.weights == "trained" else ")."))
+                  "start, N(0, 1/(H·d_v))" + (": only W_Q, W_K, W_V are trained)." if config.weights == "trained" else ")."))
     output = (att.merge_heads(context) if h > 1 else context) @ w_o
     formula, inputs = r"O = C\, W_O", ("concat" if h > 1 else "context", "w_o")
     if config.bias:

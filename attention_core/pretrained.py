@@ -8,7 +8,7 @@ size, unknown-word policy, positional encoding, combine, pe_base), with the same
 number of heads. Training starts from the forward pass's seeded random W_Q, W_K, W_V (same
 generator names, shapes and N(0, 1/d_model) scale), so "random" is where "trained" began.
 
-Kept from training: w_q, w_k (d_model, h·d_k), w_v (d_model, h·d_v), and b_q, b_k, b_v when
+Kept from training: w_q, w_k (d_model, H·d_k), w_v (d_model, H·d_v), and b_q, b_k, b_v when
 the settings have biases (without, they are held at 0 while training). The classifier's own
 output layer is not used by the forward pages.
 
@@ -49,7 +49,7 @@ EPOCHS = 20                    # at most; fewer for large sizes (see epochs_for)
 MIN_EPOCHS = 1
 WORK_BUDGET = 1.5e9            # multiply-adds per training run; bounds the epochs at large sizes (down to 1)
 # Measured on the 2-core machine while shared (load 8-10): the defaults' 20 epochs 3.6 s (0.6-0.9 s when
-# quieter; they ship, so no page load waits for them); d_model = h·d_k = h·d_v = 512, 1 epoch: 26 s there.
+# quieter; they ship, so no page load waits for them); d_model = H·d_k = H·d_v = 512, 1 epoch: 26 s there.
 MIN_SENTENCES = 20             # fewer usable training sentences than this: nothing worth learning
 # The settings that change the trained weights; the sentence, score, mask, temperature do not.
 TRAINING_FIELDS = ("embedding", "d_model", "glove_vocab", "unknown", "positional", "combine", "pe_base",

@@ -232,7 +232,7 @@ def gradient_sign_question(trace: Trace, rng: np.random.Generator) -> Question |
 def output_sign_question(trace: Trace, rng) -> Question:
     """O = C W_O (+ b_O), so ∂O_ij/∂(W_O)_cj = C_ic."""
     c_key = "concat" if "concat" in trace else "context"
-    c = trace[c_key].value                                                # (n, h·d_v)
+    c = trace[c_key].value                                                # (n, H·d_v)
     i, col, j = (int(rng.integers(s)) for s in (c.shape[0], c.shape[1], trace["output"].shape[1]))
     return _sign_question(f"sign:dO/dW_O:{i},{j},{col}",
                           f"If W_O[{col},{j}] grows a little, does output[{i},{j}] (word “{trace.token_labels()[i]}”) "

@@ -63,7 +63,7 @@ def test_run_errors(kwargs, message):
                                     dict(embedding="toy", weights="random", positional="index", n_heads=3),
                                     dict(n_heads=3)])
 def test_heads_need_not_divide_d_model_in_the_forward_pass(kwargs):
-    """W_q is (d_model, h·d_k) with d_k its own setting: only torch's layer needs d_model % h == 0."""
+    """W_q is (d_model, H·d_k) with d_k its own setting: only torch's layer needs d_model % h == 0."""
     config = Config(**kwargs)
     t = run_forward(config)
     assert t["w_q"].shape[1] == config.n_heads * config.d_k

@@ -72,7 +72,7 @@ def test_csv_layout_labels_and_heads():
     assert [r[0] for r in rows[1:]] == ["0"] * 6 + ["1"] * 6 and rows[1][1] == "the (0)"
     assert rows[1][3] == "0.0"                                           # the causal mask's exact zero
     rows = list(csv.reader(io.StringIO(step_csv(trace["b_q"], trace))))
-    assert rows[0] == ["h·d_k", "value"] and len(rows) == 1 + 6
+    assert rows[0] == ["H·d_k", "value"] and len(rows) == 1 + 6
     masked = list(csv.reader(io.StringIO(step_csv(trace["masked_scores"], trace))))
     assert masked[1][3] == "-inf"
     with zipfile.ZipFile(io.BytesIO(csv_zip(trace))) as z:

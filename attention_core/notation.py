@@ -1,0 +1,95 @@
+"""The app's one notation, in code: the symbols, and the formulas built from the settings that computed them.
+
+docs/notation.md is the same table in words (tests/test_notation.py checks they agree). Every formula a
+page shows for the attention step comes from here, so that the formula on screen is the computation the
+Config asked for: its score function, scale, mask, temperature and heads.
+
+    >>> from attention_core import Config
+    >>> print(attention_formula(Config()))
+    A = \\mathrm{softmax}\\!\\left(\\hat S\\right),\\quad \\hat S = \\frac{Q K^\\top}{\\sqrt{d_k}}
+    >>> print(attention_formula(Config(score="dot", mask="causal", temperature=0.5)))
+    A = \\mathrm{softmax}\\!\\left(\\tilde S / 0.5\\right),\\quad S = Q K^\\top,\\quad \\tilde S = S \\text{ with } -\\infty \\text{ where } M_{ij} = 0
+"""
+from __future__ import annotations
+
+# ---- symbols (LaTeX) -------------------------------------------------------------------------------
+# Counts: n tokens, d_model, d_k, d_v, H heads (the paper's h; we keep h for one head's index).
+# Indices, every one counted from 0: query i, key j, dimension m, head h, position p.
+S = "S"                    # raw scores: what the score function gives (Q Kᵀ, additive, bilinear)
+S_SCALED = r"\hat S"       # scaled scores S / √d_k (scaled dot-product only)
+S_MASKED = r"\tilde S"     # masked scores: −∞ where the mask hides a key
+A = "A"                    # attention weights, softmax over the keys (rows)
+C = "C"                    # context vectors C = A V
+O = "O"                    # output O = C W_O (heads concatenated first)
+M = "M"                    # the mask, 1 = may attend
+T = "T"                    # temperature
+H = "H"                    # number of heads; one head's index is h = 0 … H−1
+HEAD = "h"
+
+SYMBOLS = {                # symbol -> what it names: the table docs/notation.md writes out
+    "X": "input rows, one per token (n, d_model)",
+    "Q, K, V": "queries, keys, values: X W_Q, X W_K, X W_V",
+    "W_Q, W_K, W_V, W_O": "projection weights, (d_model, H·d_k), (d_model, H·d_k), (d_model, H·d_v), (H·d_v, d_model)",
+    "b_Q, b_K, b_V, b_O": "their biases, when the settings have biases",
+    S: "raw scores, the score function's output",
+    S_SCALED: "scaled scores S/√d_k",
+    S_MASKED: "masked scores: hidden entries −∞",
+    M: "mask, 1 = query i may see key j",
+    T: "temperature",
+    A: "attention weights",
+    C: "context vectors A V",
+    O: "output C W_O",
+    H: "number of heads",
+    HEAD: "a head's index, 0 … H−1",
+}
+
+
+def _per_head(sym: str, heads: bool) -> str:
+    return f"{sym}_h" if heads else sym
+
+
+def score_formula(score: str, heads: bool = False) -> str:
+    """The raw scores S of a score function, as a matrix formula (per head with heads=True)."""
+    q, k = _per_head("Q", heads), _per_head("K", heads)
+    return {"dot": rf"{q} {k}^\top", "scaled_dot": rf"{q} {k}^\top",
+            "additive": r"\left[v^\top \tanh(W_1^\top q_i + W_2^\top k_j)\right]_{ij}",
+            "bilinear": rf"{q}\, W\, {k}^\top"}[score]
+
+
+def softmax_input(config) -> str:
+    """The symbol softmax is applied to under these settings: S, Ŝ or S̃."""
+    if config.mask != "none":
+        return S_MASKED
+    return S_SCALED if config.score == "scaled_dot" else S
+
+
+def softmax_argument(config, heads: bool = False) -> str:
+    """What is inside softmax( … ): the scores softmax reads, divided by T when T ≠ 1."""
+    sym = _per_head(softmax_input(config), heads)
+    return sym if config.temperature == 1 else rf"{sym} / {config.temperature:g}"
+
+
+def attention_formula(config, heads: bool = False) -> str:
+    """A = softmax(…) with its scores spelled out, built from the settings: score function, √d_k, mask, T.
+
+    heads=True writes it for one head h (its Q_h, K_h, and the same mask for every head)."""
+    a, sq = _per_head(A, heads), _per_head(S, heads)
+    parts = [rf"{a} = \mathrm{{softmax}}\!\left({softmax_argument(config, heads)}\right)"]
+    raw = score_formula(config.score, heads)
+    if config.score == "scaled_dot":
+        parts.append(rf"{_per_head(S_SCALED, heads)} = \frac{{{raw}}}{{\sqrt{{d_k}}}}")
+    else:
+        parts.append(rf"{sq} = {raw}")
+    if config.mask != "none":
+        before = _per_head(S_SCALED if config.score == "scaled_dot" else S, heads)
+        parts.append(rf"{_per_head(S_MASKED, heads)} = {before} \text{{ with }} -\infty \text{{ where }} M_{{ij}} = 0")
+    return r",\quad ".join(parts)
+
+
+def multi_head_formula(config) -> str:
+    """head_h = A_h V_h for h = 0 … H−1, then O = [head_0 | … | head_{H−1}] W_O (+ b_O), from the settings."""
+    out = r"O = \left[\,C_0 \mid \cdots \mid C_{H-1}\,\right] W_O" if config.n_heads > 1 else r"O = C\, W_O"
+    if config.bias:
+        out += r" + b_O"
+    return (rf"C_h = A_h V_h,\quad h = 0, \dots, H-1 = {config.n_heads - 1},\qquad {out}" if config.n_heads > 1
+            else rf"C = A V,\qquad {out}")
