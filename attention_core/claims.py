@@ -88,7 +88,17 @@ claim("rows_sum_to_one",
       "every query sees at least one key (a padding mask can hide them all)",
       "tests/test_claims.py::test_weight_rows_sum_to_one_unless_every_key_is_hidden")
 
-# ---- (other areas add their claims below, each in its own section) ----------------------------------
+# ---- explanations of a clicked cell, and the export (explain.py, explain_gradients.py' forward part, export.py) ----
+
+
+# ---- the quiz (quiz.py) ------------------------------------------------------------------------------
+
+
+# ---- the training pages (classifier.py, explain_gradients.py, training_input.py; about="training") ---
+
+
+# ---- variants and labs (score functions, alignment, grid, PyTorch, pitfalls) ------------------------
+
 
 
 def _pe_width(config) -> int:
