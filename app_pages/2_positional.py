@@ -54,12 +54,12 @@ ui.settings_summary(config, "position")
 max_len = st.slider("Positions to draw", min_value=4, max_value=128, value=max(32, trace.n),
                     key="pe_max_len", help="Only for the pictures below; the sentence uses its n rows.")
 ui.notices(trace)
-st.info(f"X: {trace.facts['position']}.", icon=":material/straighten:")
+st.info(f"Position in X: {trace.facts['position']}.", icon=":material/straighten:")
 
 if config.positional in ("sinusoidal", "learned"):
     whole_table(trace, config, max_len)
 elif config.positional == "index":
-    st.caption("Seed 000 appends the position number as one more column. It is simple, but its scale "
+    st.caption("Tutorial 1 appends the position number as one more column. It is simple, but its scale "
                "grows with n (the 30th word gets a 29 next to word values near ±1), which can swamp the "
                "word features.")
 else:

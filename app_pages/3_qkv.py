@@ -11,19 +11,21 @@ def one_word(trace, bias: bool) -> None:
     """One token's three projections; picking another word reruns only this part."""
     i = ui.one_word_picker(trace, "Pick a word")
     x_i = trace["x"].value[i]
-    st.latex(r"q_i = x_i W_Q,\quad k_i = x_i W_K,\quad v_i = x_i W_V" + (r"\ (+\,b)" if bias else ""))
+    b = (r" + b_Q", r" + b_K", r" + b_V") if bias else ("", "", "")
+    st.latex(rf"q_i = x_i W_Q{b[0]},\quad k_i = x_i W_K{b[1]},\quad v_i = x_i W_V{b[2]}")
     st.caption(f"x_{i} (the row of **{md_escape(trace.tokens[i])}**), shape d_model={x_i.size}:")
     ui.vector_row(x_i)
     shapes = ", ".join(f"{name}_{i}: {trace[name].axes[1]}={trace[name].value[i].size}" for name in ("q", "k", "v"))
-    st.caption(f"q_{i} = x_{i} W_Q, k_{i} = x_{i} W_K, v_{i} = x_{i} W_V, one row each ({shapes}):")
+    st.caption(f"q_{i}, k_{i} and v_{i}, one row each ({shapes}):")
     ui.views.vector_rows({f"{name}_{i}": trace[name].value[i] for name in ("q", "k", "v")})
 
 
 @st.fragment
-def all_words(trace) -> None:
+def all_words(trace, bias: bool) -> None:
     """X, then each weight matrix beside its product; one fragment for the seven boxes (a click or
     a table toggle reruns them, not the page; a page run pays for one fragment, not seven)."""
-    st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
+    b = (r" + b_Q", r" + b_K", r" + b_V") if bias else ("", "", "")
+    st.latex(rf"Q = X W_Q{b[0]},\quad K = X W_K{b[1]},\quad V = X W_V{b[2]}")
     ui.views.step_box(trace, "x")
     for name in ("q", "k", "v"):
         c1, c2 = st.columns(2)
@@ -41,5 +43,5 @@ st.markdown(
     "The weights' shapes depend only on d_model, d_k and d_v, never on the sentence length: "
     "that is how one attention layer handles sentences of any length.")
 
-ui.views.word_tabs("qkv.tab", lambda: one_word(trace, config.bias), lambda: all_words(trace))   # only the open tab runs
+ui.views.word_tabs("qkv.tab", lambda: one_word(trace, config.bias), lambda: all_words(trace, config.bias))   # only the open tab runs
 ui.step_nav(PAGE, config)

@@ -4,6 +4,7 @@ import streamlit as st
 
 import ui
 from attention_core import entropy
+from attention_core.claims import say
 
 PAGE = "app_pages/5_softmax.py"
 
@@ -29,7 +30,7 @@ config, trace = ui.page(PAGE, "Masking and softmax")
 ui.settings_summary(config, "mask")
 ui.notices(trace)
 st.markdown("A **mask** hides keys a query must not see by setting their scores to −∞. **Softmax** then "
-            "turns each row of scores into weights that are non-negative and sum to 1: "
+            f"turns each row of scores into weights, {say('rows_sum_to_one', config)}: "
             "exp(−∞) = 0, so a hidden key gets weight exactly 0.")
 
 boxes(trace)

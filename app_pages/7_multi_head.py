@@ -1,24 +1,26 @@
 import streamlit as st
 
 import ui
+from attention_core.notation import attention_formula, multi_head_formula
 
 PAGE = "app_pages/7_multi_head.py"
 config, trace = ui.page(PAGE, "Multi-head attention")
 ui.settings_summary(config, "shape")
 ui.notices(trace)
 h, d_k, d_v, n, d_model = config.n_heads, config.d_k, config.d_v, trace.n, trace.facts["d_model"]
-st.markdown("Several attention **heads** run side by side, each with its own slice of Q, K and V, so one "
-            "head can follow syntax while another follows meaning. Their outputs are concatenated and "
+st.markdown("Several attention **heads** run side by side, each with its own slice of Q, K and V, so that, "
+            "once trained, one head can follow one relation between words and another head another. Their outputs are concatenated and "
             "mixed back to d_model columns by W_O.")
-st.latex(r"\text{head}_g = \mathrm{softmax}\!\left(\frac{Q_g K_g^\top}{\sqrt{d_k}}\right) V_g,\quad "
-         r"g = 0, \dots, h-1,\qquad O = \left[\text{head}_0 \mid \cdots \mid \text{head}_{h-1}\right] W_O")
-st.caption("Heads are counted from 0, as on the heatmaps: the h heads are head 0 … head h−1.")
+st.latex(attention_formula(config, heads=h > 1))          # built from the settings: score, scale, mask, T
+st.latex(multi_head_formula(config))
+st.caption(f"H = {h} head{'s' if h > 1 else ''}, counted from 0 as on the heatmaps: head h is one of "
+           f"head 0 … head {h - 1}. Every head uses the same mask and temperature.")
 st.markdown("**Shapes along the way**")
 st.code(f"X                  (n={n}, d_model={d_model})\n"
         f"Q = X W_Q          (n={n}, H·d_k={h * d_k})\n"
-        f"split into heads   (h={h}, n={n}, d_k={d_k})      head g takes columns g·{d_k} … (g+1)·{d_k}−1\n"
-        f"scores, weights    (h={h}, n={n}, n={n})\n"
-        f"context per head   (h={h}, n={n}, d_v={d_v})\n"
+        f"split into heads   (H={h}, n={n}, d_k={d_k})      head h takes columns h·{d_k} … (h+1)·{d_k}−1\n"
+        f"scores, weights    (H={h}, n={n}, n={n})\n"
+        f"context per head   (H={h}, n={n}, d_v={d_v})\n"
         f"concatenate        (n={n}, H·d_v={h * d_v})\n"
         f"O = concat W_O     (n={n}, d_model={d_model})", language=None)
 if h == 1:

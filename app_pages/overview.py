@@ -19,8 +19,8 @@ boxes = [
     ("x", "Embeddings X", f"n={n} × d={f['d_embed']}", "app_pages/1_embeddings.py"),
     ("pe", "+ Position", f"n={n} × d_model={f['d_model']}", "app_pages/2_positional.py"),
     ("qkv", "Q, K, V", f"n={n} × {hk}", "app_pages/3_qkv.py"),
-    ("scores", "Scores", (f"h={h} × " if h > 1 else "") + f"n={n} × n={n}", "app_pages/4_scores.py"),
-    ("weights", "Weights", "softmax rows, " + (f"h={h} × " if h > 1 else "") + f"n×n", "app_pages/5_softmax.py"),
+    ("scores", "Scores", (f"H={h} × " if h > 1 else "") + f"n={n} × n={n}", "app_pages/4_scores.py"),
+    ("weights", "Weights", "softmax rows, " + (f"H={h} × " if h > 1 else "") + f"n×n", "app_pages/5_softmax.py"),
     ("context", "Context", f"n={n} × {hv}", "app_pages/6_context.py"),
     ("output", "Output", f"n={n} × d_model={f['d_model']}", "app_pages/7_multi_head.py"),
 ]
@@ -68,6 +68,8 @@ for col, (section, text) in zip(st.columns(3), then):
         st.markdown(f"**{section}** — {text}")
         for f, label, icon, _ in ui.nav.existing(dict(ui.nav.SECTIONS)[section]):
             st.page_link(f, label=label, icon=icon)
-st.caption("Conventions: rows are tokens, Q = X W_Q with W_Q of shape (d_model, d_k), as in numpy and "
-           "PyTorch. Papers often write the transpose.")
+st.caption("Conventions: rows are tokens, and Q = X W_Q with W_Q of shape (d_model, H·d_k), as the Transformer "
+           "paper writes it (Q = XW^Q) and numpy code computes it; PyTorch's nn.Linear stores the transpose. "
+           "Everything is counted from 0.")
+ui.views.notation_box()                 # docs/notation.md, in a lazy expander
 ui.step_nav(PAGE, config)

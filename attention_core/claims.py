@@ -86,7 +86,8 @@ claim("rows_sum_to_one",
       "non-negative, summing to 1",
       lambda c: c.mask != "padding" or len(set(c.padding)) < _n_tokens(c),
       "every query sees at least one key (a padding mask can hide them all)",
-      "tests/test_claims.py::test_weight_rows_sum_to_one_unless_every_key_is_hidden")
+      "tests/test_claims.py::test_weight_rows_sum_to_one_unless_every_key_is_hidden",
+      otherwise="non-negative; a row that sees at least one key sums to 1, a row whose keys are all hidden is all 0")
 
 # ---- explanations of a clicked cell, and the export (explain.py, explain_gradients.py' forward part, export.py) ----
 

@@ -227,8 +227,9 @@ def nearest(vocab: Vocabulary, word: str, k: int = 8) -> list[tuple[str, float]]
 def embedding_why(config, d_embed: int) -> str:
     """What an embedding row is, for this source: only trained vectors put similar words close."""
     if config.embedding == "glove":
+        from .claims import say
         return (f"Each word becomes a row: its {d_embed}-number GloVe vector, trained on word co-occurrences "
-                "in 6 billion tokens of text, so words used in similar contexts get similar rows.")
+                f"in 6 billion tokens of text, so {say('similar_meaning', config)}.")
     if config.embedding == "upload":
         return (f"Each word becomes a row: its {d_embed}-number vector from your file. If your vectors were "
                 "trained (GloVe, word2vec, fastText…), words with similar meaning get similar rows; if not, "

@@ -6,10 +6,12 @@ import zlib
 import numpy as np
 
 from . import attention as att
+from .claims import say
 from .config import Config, ConfigError
 from .embeddings import embedding_why, embed, vocabulary_for
 from .positional import index_feature, learned_encoding, sinusoidal_encoding
 from .text import resolve
+from .notation import softmax_argument
 from .trace import Trace
 
 
@@ -52,6 +54,26 @@ def _scaling_why(d_k: int, scaled: np.ndarray, weights: str) -> str:
     if weights == "random":
         return why + ", from the seeded random weights."
     return why + ": what the trained weights learned, and what makes softmax peaked or flat."
+
+
+def _order_note(config: Config) -> str:
+    """Whether attention can tell word order here: only said where it holds (claims.py: order_blind)."""
+    blind = say("order_blind", config)
+    return f" So {blind}." if blind else ""
+
+
+def _agreement_note(config: Config, labels: list[str], weights: np.ndarray) -> str:
+    """With trained W_Q, W_K: how many rows put their largest weight on the same key, counted here."""
+    if config.weights != "trained" or config.score not in ("dot", "scaled_dot"):
+        return ""
+    rows = weights.reshape(-1, weights.shape[-1])                        # (H·n_q, n_k)
+    rows = rows[rows.sum(axis=1) > 0]                                    # rows whose keys are all hidden say nothing
+    if not len(rows):
+        return ""
+    top = np.bincount(rows.argmax(axis=1), minlength=weights.shape[-1])  # (n_k,): rows whose largest weight is key j
+    j = int(top.argmax())
+    return (f" W_Q and W_K were trained for a sentiment classifier that averages every word's row: here "
+            f"{int(top[j])} of {len(rows)} rows put their largest weight on “{labels[j]}”.")
 
 
 def _heads(h: int, *axes: str) -> tuple[str, ...]:
@@ -123,12 +145,14 @@ def run_forward(config: Config) -> Trace:
         why = "A table with one trainable vector per position, shown at its seeded random start."
     elif config.positional == "index":
         formula = r"PE_p = p"
-        why = "Seed 000's choice: the position number itself, appended to each row as one more feature."
+        why = "Tutorial 1's choice: the position number itself, appended to each row as one more feature."
     if pe is not None:
         trace.add("pe", "Positional encoding", pe, ("n", "d_pe"), formula, why=why)
     x = with_position(config, x_embed, pe)                                       # (n, d_model)
     if pe is None:
-        how = "no positional information: attention cannot tell word order"
+        how = "none (no positional encoding): a word's row is the same wherever it stands"
+        if config.mask != "none":
+            how += f"; only the {config.mask} mask looks at positions, by hiding keys by their index"
         formula = r"X = X_{\text{emb}}"
     elif config.positional == "index" or config.combine == "concat":
         how = f"concatenated: d_model = {d_embed} + {pe.shape[1]} = {x.shape[1]}"
@@ -138,7 +162,7 @@ def run_forward(config: Config) -> Trace:
         formula = r"X = X_{\text{emb}} + PE"
     d_model = x.shape[1]
     trace.add("x", "Input X", x, ("n", "d_model"), formula, ("x_embed", "pe") if pe is not None else ("x_embed",),
-              why=f"The matrix attention works on. Position {how}.")
+              why=f"The matrix attention works on. Position in X: {how}." + _order_note(config))
     trace.facts.update(n=n, d_embed=d_embed, d_model=d_model, position=how)
 
     h, d_k, d_v, seed = config.n_heads, config.d_k, config.d_v, config.seed
@@ -166,12 +190,12 @@ def run_forward(config: Config) -> Trace:
         formula = rf"{name.upper()} = X W_{name.upper()}"
         if config.bias:
             b = learned[f"b_{name}"]                                            # (width,)
-            trace.add(f"b_{name}", f"b_{name}", b, (cols,), rf"b_{name} \in \mathbb{{R}}^{{{width}}}",
+            trace.add(f"b_{name}", f"b_{name.upper()}", b, (cols,), rf"b_{name.upper()} \in \mathbb{{R}}^{{{width}}}",
                       why="A bias added to every row" + (", trained with the weights." if config.weights == "trained"
                                                           else ", at its seeded random start."))
             value = value + b
             inputs += (f"b_{name}",)
-            formula += rf" + b_{name}"
+            formula += rf" + b_{name.upper()}"
         role = {"q": "what each word is looking for", "k": "what each word offers to be found by",
                 "v": "what each word passes on when it is attended to"}[name]
         trace.add(name, {"q": "Queries Q", "k": "Keys K", "v": "Values V"}[name], value, ("n", cols),
@@ -194,7 +218,7 @@ def run_forward(config: Config) -> Trace:
         if config.score == "scaled_dot":
             scaled = scores / np.sqrt(d_k)
             trace.add("scaled_scores", "Scaled scores", scaled, _heads(h, "n_q", "n_k"),
-                      rf"S{sq} = \frac{{Q{sq} K{sq}^\top}}{{\sqrt{{d_k}}}} = \frac{{Q{sq} K{sq}^\top}}{{\sqrt{{{d_k}}}}}",
+                      rf"\hat S{sq} = \frac{{S{sq}}}{{\sqrt{{d_k}}}} = \frac{{Q{sq} K{sq}^\top}}{{\sqrt{{{d_k}}}}}",
                       ("scores",), why=_scaling_why(d_k, scaled, config.weights))
             logits_key = "scaled_scores"
     elif config.score == "additive":
@@ -239,8 +263,9 @@ def run_forward(config: Config) -> Trace:
                   r"M_{ij} = \begin{cases} 1 & \text{query } i \text{ may see key } j \\ 0 & \text{hidden} \end{cases}",
                   why=why, scale="mask")
         masked = att.apply_mask(trace[logits_key].value, mask)
+        before = r"\hat S" if logits_key == "scaled_scores" else "S"
         trace.add("masked_scores", "Masked scores", masked, _heads(h, "n_q", "n_k"),
-                  r"\tilde S_{ij} = \begin{cases} S_{ij} & M_{ij} = 1 \\ -\infty & M_{ij} = 0 \end{cases}",
+                  rf"\tilde S_{{ij}} = \begin{{cases}} {before}_{{ij}} & M_{{ij}} = 1 \\ -\infty & M_{{ij}} = 0 \end{{cases}}",
                   (logits_key, "mask"), why="A hidden position's score becomes −∞, so its weight will be exactly 0.")
         logits_key = "masked_scores"
         empty = np.flatnonzero(~mask.any(axis=1))
@@ -251,16 +276,13 @@ def run_forward(config: Config) -> Trace:
     # -- softmax ---------------------------------------------------------------------------
     t = config.temperature
     weights = att.softmax(trace[logits_key].value, temperature=t)
-    s_in = r"\tilde S" if mask is not None else "S"
-    arg = s_in if t == 1 else rf"{s_in} / {t:g}"
+    arg = softmax_argument(config)
     trace.add("weights", "Attention weights", weights, _heads(h, "n_q", "n_k"),
               rf"A_{{ij}} = \frac{{\exp({arg})_{{ij}}}}{{\sum_{{j'}} \exp({arg})_{{ij'}}}} = \mathrm{{softmax}}({arg})_{{ij}}",
               (logits_key,), scale="sequential",
-              why="Each row becomes a probability distribution over the keys: non-negative, summing to 1."
+              why=f"Each row becomes weights over the keys: {say('rows_sum_to_one', config)}."
                   + (f" Temperature {t:g} {'sharpens' if t < 1 else 'flattens'} it." if t != 1 else "")
-                  + (" W_Q and W_K were trained for a sentiment classifier that averages every word's row, so "
-                     "the rows tend to agree on the words that decide the class: most rows look at the same key."
-                     if config.weights == "trained" and config.score in ("dot", "scaled_dot") else ""))
+                  + _agreement_note(config, trace.token_labels(), weights))
 
     # -- context ---------------------------------------------------------------------------
     context = weights @ v                                                     # (h?, n, d_v)
@@ -270,7 +292,7 @@ def run_forward(config: Config) -> Trace:
     if h > 1:
         concat = att.merge_heads(context)
         trace.add("concat", "Heads concatenated", concat, ("n", "H·d_v"),
-                  r"C = \left[\, C_0 \mid C_1 \mid \cdots \mid C_{h-1} \,\right]", ("context",),
+                  r"C = \left[\, C_0 \mid C_1 \mid \cdots \mid C_{H-1} \,\right]", ("context",),
                   why=f"The {h} heads' context vectors side by side: {h} × {d_v} = {h * d_v} columns.")
     w_o = init_weight(seed, "w_o", (h * d_v, d_model), h * d_v)
     trace.add("w_o", "W_O", w_o, ("H·d_v" if h > 1 else "d_v", "d_model"),
@@ -281,9 +303,9 @@ def run_forward(config: Config) -> Trace:
     formula, inputs = r"O = C\, W_O", ("concat" if h > 1 else "context", "w_o")
     if config.bias:
         b_o = init_bias(seed, "b_o", (d_model,))
-        trace.add("b_o", "b_o", b_o, ("d_model",), rf"b_o \in \mathbb{{R}}^{{{d_model}}}", why="Output bias.")
+        trace.add("b_o", "b_O", b_o, ("d_model",), rf"b_O \in \mathbb{{R}}^{{{d_model}}}", why="Output bias.")
         output = output + b_o
-        formula, inputs = formula + " + b_o", inputs + ("b_o",)
+        formula, inputs = formula + " + b_O", inputs + ("b_o",)
     trace.add("output", "Output", output, ("n", "d_model"), formula, inputs,
               why="One new d_model-wide row per token, ready for the next layer; same shape as X.")
     trace.facts["softmax_input"] = logits_key

@@ -149,7 +149,7 @@ def test_position_controls_live_in_the_sidebar_on_the_position_page():
     at.selectbox(key="w.positional").set_value("index").run()
     no_exception(at)
     assert any("d_model=4" in b for b in badges(at))
-    assert any("In force: **Index feature (seed 000)**" in c.value for c in at.caption)
+    assert any("In force: **Index feature (tutorial 1)**" in c.value for c in at.caption)
 
 
 def test_settings_survive_switching_pages():

@@ -142,12 +142,13 @@ def test_scores_formula_counts_from_zero_like_the_explainer():
     assert "m=0" in explain(trace, "scores", (1, 2)).latex
 
 
-def test_multi_head_counts_heads_from_zero():
-    at = open_page(page("7_multi_head"), {"n_heads": "2", "d_model": "8", "embedding": "random"})
+def test_multi_head_counts_heads_from_zero_with_H_the_count():
+    at = open_page(page("7_multi_head"), {"n_heads": "3", "d_model": "8", "embedding": "random"})
     no_exception(at)
     latex = "\n".join(formulas(at))
-    assert r"\text{head}_0" in latex and r"\text{head}_{h-1}" in latex and r"\text{head}_1" not in latex
-    assert "C_0" in latex and "C_{h-1}" in latex and r"C_1 \mid C_2" not in latex
+    assert r"h = 0, \dots, H-1 = 2" in latex and r"C_0 \mid \cdots \mid C_{H-1}" in latex
+    assert "C_{h-1}" not in latex and "C_h}" not in latex and r"C_1 \mid C_2" not in latex
+    assert "head 0 … head 2" in "\n".join(c.value for c in at.caption)
 
 
 # -- charts fit their cards --------------------------------------------------------------------------

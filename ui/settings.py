@@ -24,7 +24,7 @@ FIELDS = [f.name for f in fields(Config)]
 EMBEDDING_LABELS = {"glove": "GloVe 50-d (English words)", "random": "Seeded random", "toy": "Toy (3-d, 20 words)",
                     "upload": "Upload your own"}
 WEIGHTS_LABELS = {"trained": "Trained on sentiment data", "random": "Seeded random start"}
-POSITIONAL_LABELS = {"sinusoidal": "Sinusoidal", "learned": "Learned table", "index": "Index feature (seed 000)",
+POSITIONAL_LABELS = {"sinusoidal": "Sinusoidal", "learned": "Learned table", "index": "Index feature (tutorial 1)",
                      "none": "None"}
 SCORE_LABELS = {"scaled_dot": "Scaled dot  QKᵀ/√d_k", "dot": "Dot  QKᵀ", "additive": "Additive (Bahdanau)",
                 "bilinear": "Bilinear  QWKᵀ"}

@@ -368,3 +368,19 @@ def vector_rows(rows: dict[str, np.ndarray], digits: int = 3) -> None:
                                                            else grid[:, k] for k in range(width)],
                                  names=["vector", *names])
     st.dataframe(table, hide_index=True, width="content", column_config=number_columns(names, digits, gaps))
+
+
+@functools.cache
+def notation_text() -> str:
+    """docs/notation.md, the app's one notation, read once per process."""
+    from pathlib import Path
+    return (Path(__file__).resolve().parents[1] / "docs" / "notation.md").read_text(encoding="utf-8")
+
+
+def notation_box() -> None:
+    """The notation page in a lazy expander: closed, it draws nothing."""
+    box = st.expander("Notation: the symbols, how things are counted, the five tutorials",
+                      icon=":material/menu_book:", key="notation.open", on_change="rerun")
+    if box.open:
+        with box:
+            st.markdown(notation_text().split("\n", 1)[1])       # without its "# Notation" title
