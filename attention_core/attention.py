@@ -42,7 +42,8 @@ def dot_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 
 def scaled_dot_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """S = Q Kᵀ / √d_k: keeps the scores' variance near 1 whatever d_k is."""
+    """Ŝ = Q Kᵀ / √d_k: stops the scores' spread growing with d_k (for q and k with unit-variance
+    entries, Q Kᵀ has variance d_k and Ŝ variance 1: tests/test_claims.py::test_scaling_keeps_unit_variance_scores_at_1)."""
     return dot_scores(q, k) / np.sqrt(q.shape[-1])
 
 

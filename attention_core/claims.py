@@ -59,7 +59,7 @@ def say(key: str, settings, **fields) -> str:
 def shown_outside(text: str, settings, about: str = "forward") -> list[str]:
     """Keys of the claims whose words appear in `text` although they do not hold under `settings`."""
     return [c.key for c in CLAIMS.values()
-            if c.about == about and c.marker and c.marker in text and not c.holds(settings)]
+            if c.about == about and c.marker and c.marker.lower() in text.lower() and not c.holds(settings)]
 
 
 # ---- the forward pass (settings: Config) ------------------------------------------------------------

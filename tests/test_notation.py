@@ -1,0 +1,46 @@
+"""docs/notation.md and attention_core/notation.py say the same, and the forward pass writes its formulas in it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from attention_core import Config, run_forward
+from attention_core.notation import SYMBOLS, attention_formula, softmax_argument, softmax_input
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = (ROOT / "docs" / "notation.md").read_text(encoding="utf-8")
+UNICODE = {r"\hat S": "Ŝ", r"\tilde S": "S̃"}
+
+
+def test_every_symbol_of_the_module_is_in_the_document():
+    for symbol in SYMBOLS:
+        for part in symbol.split(", "):
+            assert re.search(rf"^\|[^\n]*\b{re.escape(UNICODE.get(part, part))}\b[^\n]*\|", DOC, flags=re.M), part
+
+
+def test_the_document_counts_from_0_and_keeps_H_for_the_count():
+    assert "counted **from 0**" in DOC and "| a head | h | 0 … H−1 |" in DOC
+    assert "**H** the number of heads" in DOC
+
+
+SETTINGS = [Config(), Config(score="dot"), Config(score="additive", mask="causal"), Config(score="bilinear", temperature=2.0),
+            Config(n_heads=2, mask="padding", padding=(1,), temperature=0.5), Config(n_heads=4, score="dot", mask="causal")]
+
+
+@pytest.mark.parametrize("config", SETTINGS)
+def test_the_forward_formulas_use_the_notation(config):
+    trace = run_forward(config)
+    assert trace["scores"].formula.startswith("S")                         # raw scores: S (S_h with heads)
+    if "scaled_scores" in trace:
+        assert trace["scaled_scores"].formula.startswith(r"\hat S")
+    if "masked_scores" in trace:
+        assert trace["masked_scores"].formula.startswith(r"\tilde S")
+    assert softmax_input(config) == {"scores": "S", "scaled_scores": r"\hat S",
+                                     "masked_scores": r"\tilde S"}[trace.facts["softmax_input"]]
+    assert rf"\mathrm{{softmax}}({softmax_argument(config)})" in trace["weights"].formula
+    assert attention_formula(config).startswith(rf"A = \mathrm{{softmax}}\!\left({softmax_argument(config)}\right)")
+    if config.n_heads > 1:
+        assert "C_{H-1}" in trace["concat"].formula and trace["q_heads"].axes == ("head", "n", "d_k")
+        assert trace["q"].axes == ("n", "H·d_k")
