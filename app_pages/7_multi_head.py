@@ -13,8 +13,9 @@ st.markdown("Several attention **heads** run side by side, each with its own sli
             "mixed back to d_model columns by W_O.")
 st.latex(attention_formula(config, heads=h > 1))          # built from the settings: score, scale, mask, T
 st.latex(multi_head_formula(config))
-st.caption(f"H = {h} head{'s' if h > 1 else ''}, counted from 0 as on the heatmaps: head h is one of "
-           f"head 0 … head {h - 1}. Every head uses the same mask and temperature.")
+if h > 1:
+    st.caption(f"H = {h} heads, counted from 0 as on the heatmaps: head h is one of head 0 … head {h - 1}. "
+               "Every head uses the same mask and temperature.")
 st.markdown("**Shapes along the way**")
 st.code(f"X                  (n={n}, d_model={d_model})\n"
         f"Q = X W_Q          (n={n}, H·d_k={h * d_k})\n"

@@ -196,8 +196,8 @@ def run_forward(config: Config) -> Trace:
             value = value + b
             inputs += (f"b_{name}",)
             formula += rf" + b_{name.upper()}"
-        role = {"q": "what each word is looking for", "k": "what each word offers to be found by",
-                "v": "what each word passes on when it is attended to"}[name]
+        role = {"q": "what token i is looking for", "k": "what token i offers to be found by",
+                "v": "what token i passes on when it is attended to"}[name]
         trace.add(name, {"q": "Queries Q", "k": "Keys K", "v": "Values V"}[name], value, ("n", cols),
                   formula, inputs, why=f"Row i is {role}.")
         proj[name] = value if h == 1 else att.split_heads(value, h)            # (h?, n, d)

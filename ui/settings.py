@@ -197,7 +197,7 @@ def vocabulary_controls() -> None:
 def shape_controls() -> None:
     """Heads and the per-head widths: the shape of attention."""
     widget(st.slider, "n_heads", "Heads", min_value=1, max_value=8,
-            help="Each head has its own d_k-wide queries and keys: W_Q is d_model × (heads·d_k).")
+            help="H, the number of heads. Each head has its own d_k-wide queries and keys: W_Q is d_model × H·d_k.")
     c1, c2 = st.columns(2)
     with c1:
         widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1,
@@ -243,7 +243,7 @@ def mask_controls() -> None:
         widget(st.multiselect, "padding", "Hidden key positions", options=options,
                 format_func=lambda p: f"{p}: {words[p]}" if p < len(words) else str(p))
     widget(st.slider, "temperature", "Softmax temperature", min_value=0.05, max_value=5.0, step=0.05,
-            help="softmax(S / T): below 1 sharpens, above 1 flattens.")
+            help="T in A = softmax(scores / T), the scores being S, Ŝ or S̃ as the settings make them: below 1 sharpens, above 1 flattens.")
 
 
 def upload_vectors() -> None:
