@@ -248,6 +248,17 @@ def test_a_row_with_one_visible_key_stays_and_says_why():
     assert zeros and all("hidden" in q.explanation or "one visible key" in q.explanation for q in zeros)
 
 
+def test_every_key_hidden_leaves_only_the_output_question_and_it_stays():
+    """A padding mask hiding every key: no score softmax could raise, C = 0, so ∂O[i,j]/∂W_O[r,j] = 0."""
+    trace = run_forward(Config(mask="padding", padding=(0, 1, 2, 3)))
+    rng = np.random.default_rng(0)
+    assert context_sign_question(trace, rng) is None and softmax_sign_question(trace, rng) is None
+    q = next(q for q in make_questions(trace, 0) if q.kind == "sign")
+    i, r, j = q.cell
+    assert q.id.startswith("sign:dO/dW_O") and (q.expected, q.answer) == ("zero", "stay (zero)")
+    assert trace["context"].value[i, r] == 0 and "Every key is hidden" in q.explanation
+
+
 def test_scores_are_named_as_softmax_reads_them():
     """S (dot, additive, bilinear), Ŝ (scaled dot), S̃ (with a mask): notation.softmax_input decides, and
     it is the step the forward pass hands to softmax; the questions differentiate by that one."""
