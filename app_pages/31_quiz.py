@@ -1,7 +1,7 @@
 import streamlit as st
 
 import ui
-from attention_core.quiz import grade, make_questions
+from attention_core.quiz import grade, make_questions, readable
 from ui.text import md_escape
 
 PAGE = "app_pages/31_quiz.py"
@@ -9,6 +9,9 @@ config, trace = ui.page(PAGE, "Predict, then reveal")
 st.markdown("Before you look at a step, **predict it**: its shape, which word a row attends to, the sign "
             "of a change. The questions come from your current settings, so a new sentence or new sizes "
             "give new ones. Each answer reveals the step it was about.")
+st.caption("Symbols as everywhere in the app: S raw scores, Ŝ = S/√d_k scaled, S̃ masked (softmax reads the last "
+           "of these your settings make), A = softmax(…) the weights, C = A V the context, O the output; with "
+           "H heads, head h = 0 … H−1 has its own A_h and C_h. Tokens, keys and dimensions are counted from 0.")
 
 state = st.session_state.setdefault("quiz", {"round": 0, "graded": {}})
 top = st.columns([3, 1])
@@ -38,15 +41,18 @@ for n, q in enumerate(questions, start=1):
                 if st.form_submit_button("Check"):
                     if answer is None or not str(answer).strip():
                         st.warning("Type or pick an answer first.")
+                    elif not readable(q, answer):                     # ask again: the question is not used up
+                        st.warning(grade(q, answer)[1])
                     else:
                         ok, feedback = grade(q, answer)
                         graded[(state["round"], config, q.id)] = (ok, feedback, str(answer))
                         st.rerun()
         else:
             ok, feedback, given = result
-            (st.success if ok else st.error)(f"{'Right' if ok else 'Not quite'}: you said {given!r}. {feedback}",
+            verdict = f"Right: you said “{given}”, and" if ok else f"Not quite: you said “{given}”, but"
+            (st.success if ok else st.error)(md_escape(f"{verdict} the answer is {q.answer}."),
                                              icon=":material/check:" if ok else ":material/close:")
             if q.explanation:
-                st.caption(q.explanation)
+                st.caption(md_escape(q.explanation))
             if q.step_key and q.step_key in trace:
                 ui.step(trace, q.step_key, key_prefix=f"quiz{n}:")

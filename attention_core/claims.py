@@ -94,6 +94,14 @@ claim("rows_sum_to_one",
 
 # ---- the quiz (quiz.py) ------------------------------------------------------------------------------
 
+claim("quiz_rows_not_columns",
+      "Each row of A sums to 1 (one query's distribution over the keys); a column need not: a popular key "
+      "collects more than 1, an ignored one less",
+      lambda c: holds("rows_sum_to_one", c),
+      "every query sees at least one key (a padding mask can hide them all)",
+      "tests/test_quiz.py::test_column_sum_explanation_says_rows_sum_to_one_only_where_they_do",
+      otherwise="The mask hides every key here, so every weight is 0: each row and each column of A sums to 0")
+
 
 # ---- the training pages (classifier.py, explain_gradients.py, training_input.py; about="training") ---
 

@@ -9,7 +9,13 @@
 make_questions(trace, seed) -> [Question]; grade(question, answer) -> (correct, feedback).
 A Question carries its own expected answer, so grading needs no trace. Answers are typed
 strings (or one of `choices`), normalised before comparing: a shape as "4x6", "(4, 6)" or
-"4 × 6"; a sign as "positive", "+", "> 0"; a number as "0.5", ".5", "1/2"; a word in any case.
+"4 × 6"; a sign as "positive", "+", "> 0", or for a change "up", "down", "stay"; a number as "0.5",
+".5", "1/2"; a word in any case.
+
+The text follows docs/notation.md: everything counted from 0, head h of H, the scores softmax reads
+named as the settings make them (S, Ŝ or S̃), A the weights, C the context, O the output. A sign
+question asks about one derivative, names it, and is graded by that derivative, computed in closed
+form from the trace; tests/test_quiz.py checks each against finite differences through softmax.
 
 Kinds: shape, choice (a word or a head), sign, number, yesno. The generators work on
 run_forward traces and, where the steps they need are present, on others (a classifier trace
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import notation
 from .trace import Trace
 
 ZERO = 1e-12                     # |value| at or below this counts as zero for a sign question
@@ -43,6 +50,7 @@ class Question:
     step_key: str = ""                 # the step to show alongside
     cell: tuple[int, ...] = ()
     hint: str = ""                     # how to type the answer
+    value: float | None = None         # a sign question's number: the derivative whose sign is graded
 
 
 # ---- normalising answers -------------------------------------------------------------------------------
@@ -57,9 +65,12 @@ def parse_shape(answer) -> tuple[int, ...] | None:
     return tuple(int(x) for x in numbers) if numbers else None
 
 
-_SIGNS = {"positive": ("positive", "pos", "+", ">0", "> 0", "plus", "greater than zero", "above zero"),
-          "negative": ("negative", "neg", "-", "<0", "< 0", "minus", "less than zero", "below zero"),
-          "zero": ("zero", "0", "=0", "= 0", "0.0", "none", "neither")}
+_SIGNS = {"positive": ("positive", "pos", "+", ">0", "> 0", "plus", "greater than zero", "above zero",
+                       "up", "goes up", "up (positive)", "increase", "increases", "rises", "grows"),
+          "negative": ("negative", "neg", "-", "<0", "< 0", "minus", "less than zero", "below zero",
+                       "down", "goes down", "down (negative)", "decrease", "decreases", "falls", "shrinks"),
+          "zero": ("zero", "0", "=0", "= 0", "0.0", "none", "neither",
+                   "stay", "stays", "stay (zero)", "unchanged", "no change", "stays the same")}
 
 
 def parse_sign(answer) -> str | None:
@@ -95,32 +106,89 @@ def _norm_choice(answer) -> str:
 
 # ---- grading -------------------------------------------------------------------------------------------
 
+_READERS = {"shape": (parse_shape, "a shape"), "sign": (parse_sign, "a sign"), "number": (parse_number, "a number"),
+            "yesno": (parse_yesno, "yes or no"), "choice": (lambda a: _norm_choice(a) or None, "one of the choices")}
+
+
+def readable(question: Question, answer) -> bool:
+    """Whether the answer can be read as the question's kind of answer (a page asks again if not)."""
+    if question.kind not in _READERS:
+        raise ValueError(f"unknown question kind {question.kind!r}")
+    return _READERS[question.kind][0](answer) is not None
+
+
 def grade(question: Question, answer) -> tuple[bool, str]:
     """(correct, feedback). An answer that cannot be read is wrong, and the feedback says how to type it."""
     q = question
-    if q.kind == "shape":
-        got, what = parse_shape(answer), "a shape"
-        ok = got is not None and got == tuple(q.expected)
-    elif q.kind == "sign":
-        got, what = parse_sign(answer), "a sign"
-        ok = got == q.expected
-    elif q.kind == "number":
-        got, what = parse_number(answer), "a number"
-        ok = got is not None and abs(got - float(q.expected)) <= q.tolerance
-    elif q.kind == "yesno":
-        got, what = parse_yesno(answer), "yes or no"
-        ok = got is not None and got == q.expected
-    elif q.kind == "choice":
-        got, what = _norm_choice(answer), "one of the choices"
-        ok = got in q.expected
-        got = got or None
-    else:
-        raise ValueError(f"unknown question kind {q.kind!r}")
-    if got is None:
-        return False, f"That could not be read as {what}. {q.hint}".strip()
+    if not readable(q, answer):
+        return False, f"That could not be read as {_READERS[q.kind][1]}. {q.hint}".strip()
+    got = _READERS[q.kind][0](answer)
+    ok = (got == tuple(q.expected) if q.kind == "shape" else
+          abs(got - float(q.expected)) <= q.tolerance if q.kind == "number" else
+          got in q.expected if q.kind == "choice" else got == q.expected)
     if ok:
         return True, f"Correct: {q.answer}. {q.explanation}".strip()
     return False, f"Not quite: the answer is {q.answer}. {q.explanation}".strip()
+
+
+# ---- the notation, in plain text (docs/notation.md: the quiz writes text, not LaTeX) -------------------
+
+PLAIN_SCORES = {notation.S: "S", notation.S_SCALED: "Ŝ", notation.S_MASKED: "S̃"}
+SCORE_STEPS = {"scores": "S", "scaled_scores": "Ŝ", "masked_scores": "S̃"}    # step key -> its symbol
+SYMBOLS = {"x_embed": "X_emb", "pe": "PE", "x": "X", "w_q": "W_Q", "w_k": "W_K", "w_v": "W_V", "w_o": "W_O",
+           "q": "Q", "k": "K", "v": "V", "q_heads": "Q", "k_heads": "K", "v_heads": "V", **SCORE_STEPS,
+           "weights": "A", "context": "C", "concat": "[C_0 | … | C_{H−1}]", "output": "O", "mask": "M",
+           "w_b": "W", "w_a_q": "W_1", "w_a_k": "W_2"}
+UP_DOWN = ("up (positive)", "down (negative)", "stay (zero)")     # how a sign question about a change is answered
+
+
+def _at(symbol: str, h: int | None, *index: int) -> str:
+    """'A[3,0]', or head h's 'A_1[3,0]' (A_h, C_h, S_h are head h's, as docs/notation.md writes them)."""
+    return f"{symbol}{'' if h is None else f'_{h}'}[{','.join(map(str, index))}]"
+
+
+def _name(step) -> str:
+    """A step as the quiz names it: its symbol ('C'; 'A_h of all H = 2 heads, stacked'), else its title."""
+    symbol = SYMBOLS.get(step.key)
+    if symbol is None:
+        return step.title
+    return f"{symbol}_h of all H = {step.shape[0]} heads, stacked" if step.axes[:1] == ("head",) else symbol
+
+
+def _shape_text(step) -> str:
+    """'n=4 × d_v=4'; a head axis is counted by H: 'H=2 × n=4 × n=4'."""
+    return " × ".join(f"{'H' if a == 'head' else a}={s}" for a, s in zip(step.axes, step.shape)) or "scalar"
+
+
+def softmax_scores(trace: Trace) -> tuple[str, np.ndarray]:
+    """(symbol, values (H?, n, n)): the scores softmax reads under the trace's settings: S, Ŝ or S̃
+    (notation.softmax_input), before the division by T."""
+    key = trace.facts.get("softmax_input") or next(k for k in ("masked_scores", "scaled_scores", "scores") if k in trace)
+    config = trace.facts.get("config")
+    return (PLAIN_SCORES[notation.softmax_input(config)] if config is not None else SCORE_STEPS[key]), trace[key].value
+
+
+def _temperature(trace: Trace) -> float:
+    config = trace.facts.get("config")
+    if config is not None:
+        return float(config.temperature)
+    from .explain import settings_of
+    return settings_of(trace).temperature
+
+
+def _by_head(values: np.ndarray) -> np.ndarray:
+    """(n, ·) -> (1, n, ·); (H, n, ·) stays: every head's block, one indexing for both."""
+    return values if values.ndim == 3 else values[None]
+
+
+def _num(x: float) -> str:
+    """A number as the explanations write it: 4 significant digits, a true minus sign."""
+    return f"{float(x):.4g}".replace("-", "−")
+
+
+def _over_t(t: float) -> tuple[str, str]:
+    """(' / T', ' / 0.5') when T ≠ 1, else ('', ''): formulas divide by T only when it is not 1."""
+    return (" / T", f" / {t:g}") if t != 1 else ("", "")
 
 
 # ---- questions ---------------------------------------------------------------------------------------
@@ -136,7 +204,7 @@ def _facts_line(trace: Trace) -> str:
         if name in f:
             parts.append(f"{name} = {f[name]}")
     if "n_heads" in f:
-        parts.append(f"{f['n_heads']} head{'s' if f['n_heads'] != 1 else ''}")
+        parts.append(f"H = {f['n_heads']} head{'s' if f['n_heads'] != 1 else ''}")
     return "Here " + ", ".join(parts) + "."
 
 
@@ -145,12 +213,12 @@ def shape_question(trace: Trace, rng: np.random.Generator) -> Question | None:
     if not keys:
         return None
     step = trace[keys[int(rng.integers(len(keys)))]]
-    shape = step.shape
+    shape, name = step.shape, _name(step)
     return Question(
         f"shape:{step.key}", "shape",
-        f"{_facts_line(trace)} What is the shape of {step.title} ({step.key})?",
+        f"{_facts_line(trace)} What is the shape of {name}" + (f" ({step.title})?" if name != step.title else "?"),
         " × ".join(map(str, shape)), tuple(shape),
-        explanation=f"{step.key} is {step.shape_text}" + (f": {step.why}" if step.why else "."),
+        explanation=f"{name} is {_shape_text(step)}" + (f": {step.why}" if step.why else "."),
         step_key=step.key, hint="Type the sizes, e.g. 4x6 or (4, 6).")
 
 
@@ -181,13 +249,14 @@ def attends_question(trace: Trace, rng: np.random.Generator) -> Question | None:
         positions = [p for p, t in enumerate(trace.tokens) if t == trace.tokens[j]]
         if all(p in best for p in positions):
             accepted.add(trace.tokens[j].casefold())
+    a = "A" if h is None else f"A_{h}"
     where = f"In head {h}, which" if h is not None else "Which"
     ranked = sorted(range(len(row)), key=lambda j: -row[j])[:4]
     return Question(
         f"attends:{h}:{i}", "choice",
-        f"{where} word does “{labels[i]}” (row {i} of the attention weights) attend to most?",
+        f"{where} word does “{labels[i]}” attend to most (the largest weight in row {i} of {a})?",
         f"“{labels[best[0]]}”", frozenset(accepted), choices=tuple(labels),
-        explanation="Row " + str(i) + " of the weights: " + ", ".join(f"{labels[j]} {row[j]:.3f}" for j in ranked)
+        explanation=f"Row {i} of {a}: " + ", ".join(f"{labels[j]} {row[j]:.3f}" for j in ranked)
                     + (" …" if len(row) > 4 else "") + ". The largest weight is the word it attends to most"
                     + (f" (a tie: {', '.join(labels[j] for j in best)} all count)." if len(best) > 1 else "."),
         step_key="weights", cell=(i,) if h is None else (h, i), hint="Pick one of the words.")
@@ -203,83 +272,205 @@ def _sign(v: float) -> str:
     return "zero" if abs(v) <= ZERO else "positive" if v > 0 else "negative"
 
 
-def _sign_question(qid, prompt, value, explanation, step_key, cell) -> Question:
-    return Question(qid, "sign", prompt, _sign(value), _sign(value), choices=("positive", "negative", "zero"),
-                    explanation=f"{explanation} (= {value:.4g})", step_key=step_key, cell=tuple(cell),
-                    hint="Answer positive, negative or zero.")
+def _sign_question(qid, prompt, value, explanation, step_key, cell, up_down: bool = True) -> Question:
+    """A sign question. up_down: it asks whether something goes up, down or stays, and is answered so."""
+    sign = _sign(value)
+    choices = UP_DOWN if up_down else ("positive", "negative", "zero")
+    answer = choices[("positive", "negative", "zero").index(sign)]
+    return Question(qid, "sign", prompt, answer, sign, choices=choices, explanation=explanation,
+                    step_key=step_key, cell=tuple(cell), value=float(value),
+                    hint="Answer up, down or stay." if up_down else "Answer positive, negative or zero.")
+
+
+TRIES = 48          # cells a sign question draws before it settles for the clearest one
+CLEAR = 1e-4        # |answer| at or above this is a clear sign; far below it the sign is the rounding's
+
+
+def _pick(rng, draw, value_of, exactly_zero):
+    """(cell, value): the first drawn cell whose value is clear, |value| ≥ CLEAR, or exactly 0 for a
+    reason the question states (exactly_zero(cell)); else the drawn cell of largest |value|. None when
+    even that one is within ZERO of 0 for no stated reason (its sign would be rounding noise)."""
+    drawn = []
+    for _ in range(TRIES):
+        cell = draw()
+        value = float(value_of(cell))
+        if abs(value) >= CLEAR or (value == 0 and exactly_zero(cell)):
+            return cell, value
+        drawn.append((abs(value), cell, value))
+    _, cell, value = max(drawn, key=lambda c: c[0])
+    return (cell, value) if abs(value) > ZERO else None
 
 
 def gradient_sign_question(trace: Trace, rng: np.random.Generator) -> Question | None:
     """The sign of an entry of a "dL/d…" gradient Step when the trace has one, else of a derivative
-    of the forward pass with a closed form (∂O/∂W_O, ∂C/∂A, ∂A/∂S)."""
+    of the forward pass with a closed form (∂O/∂W_O, ∂C/∂S̃ through the softmax, ∂A/∂S̃)."""
     grads = [s for s in trace if s.key.startswith("dL/d") and s.value.size]
     if grads:
         step = grads[int(rng.integers(len(grads)))]
         flat = np.flatnonzero(np.abs(step.value) > 1e-9)
         pick = int(flat[rng.integers(flat.size)]) if flat.size else int(rng.integers(step.value.size))
         cell = np.unravel_index(pick, step.shape)
-        index = ", ".join(map(str, cell))
+        index = ",".join(map(str, cell))
+        of = step.title.removeprefix("∂L/∂") if step.title.startswith("∂L/∂") else step.key.removeprefix("dL/d")
+        value = float(step.value[cell])
         return _sign_question(f"sign:{step.key}:{index}",
-                              f"Is {step.key}[{index}] (how the loss changes when that entry grows) positive, "
-                              f"negative or zero?", float(step.value[cell]),
-                              f"{step.title}: {step.why}".strip(), step.key, cell)
-    closed_forms = ((output_sign_question, ("output", "w_o")), (context_sign_question, ("context", "weights")),
-                    (softmax_sign_question, ("weights",)))
+                              f"Is {step.title}[{index}] (how the loss L changes when {of}[{index}] grows a "
+                              f"little) positive, negative or zero?", value,
+                              f"{step.title}[{index}] = {_num(value)}. {step.why}".strip(), step.key, cell,
+                              up_down=False)
+    closed_forms = ((output_sign_question, ("output", "w_o", "weights")),
+                    (context_sign_question, ("context", "weights")), (softmax_sign_question, ("weights",)))
     options = [f for f, need in closed_forms if all(k in trace for k in need) and "n_heads" in trace.facts]
-    return options[int(rng.integers(len(options)))](trace, rng) if options else None
+    for k in rng.permutation(len(options)):                  # one at random; the next if it has no clear cell
+        if (q := options[k](trace, rng)) is not None:
+            return q
+    return None
 
 
-def output_sign_question(trace: Trace, rng) -> Question:
-    """O = C W_O (+ b_O), so ∂O_ij/∂(W_O)_cj = C_ic."""
+def output_sign_question(trace: Trace, rng) -> Question | None:
+    """O = [C_0 | … | C_{H−1}] W_O (+ b_O) is linear in W_O: ∂O[i,j]/∂W_O[r,j] = the concatenation's
+    entry [i, r], which is C_h[i, r − h·d_v] with h = r // d_v (C[i, r] with one head)."""
     c_key = "concat" if "concat" in trace else "context"
-    c = trace[c_key].value                                                # (n, H·d_v)
-    i, col, j = (int(rng.integers(s)) for s in (c.shape[0], c.shape[1], trace["output"].shape[1]))
-    return _sign_question(f"sign:dO/dW_O:{i},{j},{col}",
-                          f"If W_O[{col},{j}] grows a little, does output[{i},{j}] (word “{trace.token_labels()[i]}”) "
-                          f"go up (positive), down (negative), or stay (zero)? That is the sign of "
-                          f"∂O[{i},{j}]/∂W_O[{col},{j}].", float(c[i, col]),
-                          f"O = C W_O, so ∂O[{i},{j}]/∂W_O[{col},{j}] = C[{i},{col}], the context entry it multiplies",
-                          c_key, (i, col))
+    cat = trace[c_key].value                                              # (n, H·d_v)
+    a = _by_head(trace["weights"].value)                                  # (H, n, n)
+    n_out = trace["output"].shape[1]
+    picked = _pick(rng, lambda: tuple(int(rng.integers(s)) for s in (cat.shape[0], cat.shape[1], n_out)),
+                   lambda cell: cat[cell[0], cell[1]], lambda cell: not a[:, cell[0]].any())
+    if picked is None:
+        return None
+    (i, r, j), value = picked
+    heads = c_key == "concat"
+    d_v = trace.facts.get("d_v", cat.shape[1])
+    h = r // d_v if heads else None
+    entry = _at("C", h, i, r - h * d_v) if heads else _at("C", None, i, r)
+    bias = " + b_O" if "b_o" in trace else ""
+    out, w = _at("O", None, i, j), _at("W_O", None, r, j)
+    why = (f"O = [C_0 | … | C_{{H−1}}] W_O{bias}: column {r} of the concatenation is column {r - h * d_v} of "
+           f"head {h}'s context, so ∂{out}/∂{w} = {entry} = {_num(value)}" if heads else
+           f"O = C W_O{bias}, so ∂{out}/∂{w} = {entry}, the context entry that {w} multiplies: {_num(value)}")
+    if value == 0:
+        why += f". Every key is hidden from query {i}, so its context row is all zeros and {out} stays"
+    return _sign_question(f"sign:dO/dW_O:{i},{j},{r}",
+                          f"If {w} grows a little, does {out} (the output row of “{trace.token_labels()[i]}”) go up, "
+                          f"down or stay (the sign of ∂{out}/∂{w})?", value, why + ".", c_key, (i, r, j))
 
 
-def context_sign_question(trace: Trace, rng) -> Question:
-    """C = A V, so ∂C_id/∂A_im = V_md."""
-    v = trace["v_heads" if "v_heads" in trace else "v"].value            # (h?, n, d_v)
-    h = int(rng.integers(v.shape[0])) if v.ndim == 3 else None
-    vv = v[h] if h is not None else v
-    i, m, d = int(rng.integers(trace.n)), int(rng.integers(vv.shape[0])), int(rng.integers(vv.shape[1]))
+def _softmax_blocks(trace: Trace):
+    """(symbol, S̃ (H, n, n), A (H, n, n), V (H, n, d_v), C (H, n, d_v), T): what a softmax question needs,
+    one block per head (one block with one head); S̃ is whichever scores softmax reads (S, Ŝ or S̃)."""
+    symbol, s = softmax_scores(trace)
+    v = trace["v_heads" if "v_heads" in trace else "v"].value if "context" in trace else None
+    return (symbol, _by_head(s), _by_head(trace["weights"].value), None if v is None else _by_head(v),
+            _by_head(trace["context"].value) if "context" in trace else None, _temperature(trace))
+
+
+def context_change(trace: Trace, h: int, i: int, m: int, d: int) -> float:
+    """∂C[i,d]/∂S̃[i,m] in head block h (0 with one head): A[i,m] · (V[m,d] − C[i,d]) / T."""
+    _, _, a, v, c, t = _softmax_blocks(trace)
+    return float(a[h, i, m] * (v[h, m, d] - c[h, i, d]) / t)
+
+
+def context_sign_question(trace: Trace, rng) -> Question | None:
+    """Attend a little more to key m: raise the score softmax reads, S̃[i,m] (Ŝ or S without a mask), a
+    little. Row i of A = softmax(S̃[i,:] / T) still sums to 1: key m gains weight that the other keys
+    lose, so C[i,:] = Σ_j A[i,j] V[j,:] moves toward V[m,:]:
+
+        ∂C[i,d]/∂S̃[i,m] = A[i,m] · (V[m,d] − C[i,d]) / T
+
+    Not V[m,d] alone: that is ∂C[i,d]/∂A[i,m] with the row's other weights held still, which softmax never does."""
+    _, s, a, v, c, t = _softmax_blocks(trace)
+    rows = [(h, i) for h in range(s.shape[0]) for i in range(s.shape[1]) if np.isfinite(s[h, i]).any()]
+    if not rows:
+        return None
+
+    def draw():
+        h, i = rows[int(rng.integers(len(rows)))]
+        keys = np.flatnonzero(np.isfinite(s[h, i]))                       # the keys query i may see
+        return h, i, int(keys[rng.integers(keys.size)]), int(rng.integers(v.shape[2]))
+
+    picked = _pick(rng, draw, lambda cell: a[cell[0], cell[1], cell[2]] * (v[cell[0], cell[2], cell[3]]
+                                                                          - c[cell[0], cell[1], cell[3]]) / t,
+                   lambda cell: np.isfinite(s[cell[0], cell[1]]).sum() == 1)
+    return None if picked is None else context_question_at(trace, *picked[0])
+
+
+def context_question_at(trace: Trace, h: int, i: int, m: int, d: int) -> Question:
+    """The context question about query i, key m (visible to i), dimension d, in head block h (0 with one head)."""
+    symbol, s, a, v, c, t = _softmax_blocks(trace)
+    value = context_change(trace, h, i, m, d)
+    head = h if trace["weights"].value.ndim == 3 else None
     labels = trace.token_labels()
-    head = f" in head {h}" if h is not None else ""
-    return _sign_question(f"sign:dC/dA:{h},{i},{m},{d}",
-                          f"If “{labels[i]}” attended a little more to “{labels[m]}”{head} (A[{i},{m}] grows), would "
-                          f"context[{i},{d}] go up, down or stay? Give the sign of ∂C[{i},{d}]/∂A[{i},{m}].",
-                          float(vv[m, d]),
-                          f"C = A V, so ∂C[{i},{d}]/∂A[{i},{m}] = V[{m},{d}], the value it mixes in",
-                          "v_heads" if h is not None else "v", ((h,) if h is not None else ()) + (m, d))
+    score, a_im, v_md, c_id = _at(symbol, head, i, m), _at("A", head, i, m), _at("V", head, m, d), _at("C", head, i, d)
+    big_a, big_c, big_v = (x if head is None else f"{x}_{head}" for x in ("A", "C", "V"))
+    where = f"In head {head}: " if head is not None else ""
+    over_t, over_number = _over_t(t)
+    if np.isfinite(s[h, i]).sum() == 1:                                   # the row's only visible key
+        prompt = (f"{where}query “{labels[i]}” may see key “{labels[m]}” only (the mask hides the others). "
+                  f"Raise its score {score} a little and re-run softmax: does {c_id}, dimension {d} of the context "
+                  f"of “{labels[i]}”, go up, down or stay (the sign of ∂{c_id}/∂{score})?")
+        why = (f"Row {i} has one visible key, so {a_im} = 1 whatever its score, {big_c}[{i},:] = {big_v}[{m},:], "
+               f"and {c_id} stays at {_num(c[h, i, d])}: ∂{c_id}/∂{score} = {a_im} · ({v_md} − {c_id}){over_t} = 0.")
+    else:
+        prompt = (f"{where}if “{labels[i]}” attended a little more to “{labels[m]}” (raise the score {score} a "
+                  f"little, and softmax gives key {m} more of row {i}'s weight), would {c_id}, dimension {d} of the "
+                  f"context of “{labels[i]}”, go up, down or stay (the sign of ∂{c_id}/∂{score})?")
+        why = (f"Softmax keeps row {i} of {big_a} summing to 1: the weight key {m} gains, the other keys lose, so "
+               f"{big_c}[{i},:] = Σ_j {big_a}[{i},j] {big_v}[j,:] moves toward {big_v}[{m},:]. "
+               f"∂{c_id}/∂{score} = {a_im} · ({v_md} − {c_id}){over_t} = {_num(a[h, i, m])} × ({_num(v[h, m, d])} − "
+               f"{_num(c[h, i, d])}){over_number} = {_num(value)}. What decides is whether {v_md} is above or below "
+               f"{c_id}, not the sign of {v_md} alone (that would hold the row's other weights still, and "
+               f"softmax never does).")
+    prompt = prompt[0].upper() + prompt[1:]
+    return _sign_question(f"sign:dC/dS:{head},{i},{m},{d}", prompt, value, why, "context",
+                          ((head,) if head is not None else ()) + (i, m, d))
 
 
-def softmax_sign_question(trace: Trace, rng) -> Question:
-    """A = softmax(S/T) per row: ∂A_ij/∂S_ij' = A_ij (δ_jj' − A_ij') / T."""
-    from .explain import settings_of
-    t = settings_of(trace, trace.facts.get("config")).temperature
-    rows = _weights_rows(trace)
-    w = trace["weights"].value
-    h, i = rows[int(rng.integers(len(rows)))]
-    row = w[h, i] if h is not None else w[i]
-    j, j2 = int(rng.integers(len(row))), int(rng.integers(len(row)))
-    if rng.random() < 0.4:
-        j2 = j
-    value = row[j] * ((j == j2) - row[j2]) / t
+def softmax_sign_question(trace: Trace, rng) -> Question | None:
+    """Raise one score of row i, S̃[i,k] (the scores softmax reads), a little: how does the weight A[i,j]
+    move? A[i,:] = softmax(S̃[i,:] / T), so ∂A[i,j]/∂S̃[i,k] = A[i,j] (δ_jk − A[i,k]) / T."""
+    symbol, s, a, _, _, t = _softmax_blocks(trace)                        # S̃, A: (H, n, n)
+    rows = [(h, i) for h in range(s.shape[0]) for i in range(s.shape[1]) if np.isfinite(s[h, i]).any()]
+    if not rows:
+        return None
+
+    def draw():
+        h, i = rows[int(rng.integers(len(rows)))]
+        keys = np.flatnonzero(np.isfinite(s[h, i]))                       # a visible key's score is raised
+        k = int(keys[rng.integers(keys.size)])
+        return h, i, k if rng.random() < 0.4 else int(rng.integers(s.shape[2])), k
+
+    def exactly_zero(x):
+        h, i, j, k = x
+        return not np.isfinite(s[h, i, j]) or np.isfinite(s[h, i]).sum() == 1    # a hidden j, or a lone key
+
+    picked = _pick(rng, draw, lambda x: a[x[0], x[1], x[2]] * ((x[2] == x[3]) - a[x[0], x[1], x[3]]) / t,
+                   exactly_zero)
+    if picked is None:
+        return None
+    (h, i, j, k), value = picked
+    head = h if trace["weights"].value.ndim == 3 else None
     labels = trace.token_labels()
-    head = f" in head {h}" if h is not None else ""
-    src = trace.facts.get("softmax_input", "scores")
-    return _sign_question(f"sign:dA/dS:{h},{i},{j},{j2}",
-                          f"Row {i} (“{labels[i]}”){head}: if the score for key “{labels[j2]}” grows a little, does "
-                          f"the weight on “{labels[j]}” go up, down or stay? Give the sign of "
-                          f"∂A[{i},{j}]/∂S[{i},{j2}].", float(value),
-                          "Softmax: ∂A_ij/∂S_ij' = A_ij(δ_jj' − A_ij')/T: raising a score takes weight from every "
-                          "other key of the row and gives it to its own (a hidden key has weight 0 and stays 0)",
-                          src, ((h,) if h is not None else ()) + (i, j2))
+    a_ij, a_ik, s_ik = _at("A", head, i, j), _at("A", head, i, k), _at(symbol, head, i, k)
+    over_t, over_number = _over_t(t)
+    where = f"In head {head}, row" if head is not None else "Row"
+    whose = "its own weight" if j == k else f"the weight on “{labels[j]}”"
+    prompt = (f"{where} {i} of {'A' if head is None else f'A_{head}'} (query “{labels[i]}”): raise the score {s_ik} (key “{labels[k]}”) a little and "
+              f"re-run softmax. Does {a_ij}, {whose}, go up, down or stay (the sign of ∂{a_ij}/∂{s_ik})?")
+    if not np.isfinite(s[h, i, j]):
+        why = (f"Key “{labels[j]}” is hidden from query {i} ({_at(symbol, head, i, j)} = −∞): {a_ij} = 0 whatever "
+               f"the visible scores do, so it stays 0.")
+    elif np.isfinite(s[h, i]).sum() == 1:                               # the lone key: j == k
+        why = f"Row {i} has one visible key: {a_ij} = 1 whatever its score, so it stays 1."
+    elif j == k:
+        why = (f"Softmax: ∂{a_ij}/∂{s_ik} = {a_ij} · (1 − {a_ij}){over_t} = {_num(a[h, i, j])} × "
+               f"{_num(1 - a[h, i, j])}{over_number} = {_num(value)}: raising a key's score gives it weight "
+               f"taken from the row's other keys.")
+    else:
+        why = (f"Softmax: ∂{a_ij}/∂{s_ik} = −{a_ij} · {a_ik}{over_t} = −{_num(a[h, i, j])} × {_num(a[h, i, k])}"
+               f"{over_number} = {_num(value)}: raising the score of key {k} gives it weight taken from every other "
+               f"key of row {i}, “{labels[j]}” included.")
+    return _sign_question(f"sign:dA/dS:{head},{i},{j},{k}", prompt, value, why, "weights",
+                          ((head,) if head is not None else ()) + (i, j, k))
 
 
 def row_sum_question(trace: Trace, rng: np.random.Generator) -> Question | None:
@@ -292,53 +483,61 @@ def row_sum_question(trace: Trace, rng: np.random.Generator) -> Question | None:
                                                         for i in range(blocks.shape[1])]
     h, i = cells[int(rng.integers(len(cells)))]
     total = float(blocks[h, i].sum())
-    head = f" in head {h}" if w.ndim == 3 else ""
+    a = f"A_{h}" if w.ndim == 3 else "A"
+    where = f" in head {h}" if w.ndim == 3 else ""
     why = ("Every key is hidden from this query, so the safe softmax leaves the row at zeros." if total == 0 else
-           "Softmax makes each row a probability distribution over the keys, whatever the scores.")
+           "Softmax makes this row a probability distribution over the keys it may see, whatever the scores.")
     return Question(f"rowsum:{h}:{i}", "number",
-                    f"What do the attention weights of row {i} (“{trace.token_labels()[i]}”){head} add up to?",
+                    f"What do the attention weights of row {i} of {a} (query “{trace.token_labels()[i]}”){where} "
+                    f"add up to?",
                     f"{total:.4g}", total, tolerance=1e-3, explanation=why, step_key="weights",
                     cell=(h, i) if w.ndim == 3 else (i,), hint="Type a number, e.g. 0.5.")
+
+
+ROWS_NOT_COLUMNS = "quiz_rows_not_columns"      # its words: claims.py, the quiz's section
 
 
 def column_sum_question(trace: Trace, rng: np.random.Generator) -> Question | None:
     if "weights" not in trace or trace["weights"].value.ndim not in (2, 3) or trace.n < 2:
         return None
+    from .claims import CLAIMS, say
     w = trace["weights"].value
     h = int(rng.integers(w.shape[0])) if w.ndim == 3 else None
     block = w[h] if h is not None else w                                  # (n_q, n_k)
     j = int(rng.integers(block.shape[1]))
     total = float(block[:, j].sum())
     yes = abs(total - 1) < 1e-9
-    head = f" in head {h}" if h is not None else ""
+    a = f"A_{h}" if h is not None else "A"
+    config = trace.facts.get("config")
+    rows = (say(ROWS_NOT_COLUMNS, config) if config is not None else
+            CLAIMS[ROWS_NOT_COLUMNS].text if w.any() else CLAIMS[ROWS_NOT_COLUMNS].otherwise)
     return Question(f"colsum:{h}:{j}", "yesno",
-                    f"Does column {j} of the attention weights{head} (how much every word attends to "
-                    f"“{trace.token_labels()[j]}”) sum to 1?",
+                    f"Does column {j} of {a} (how much every query attends to key “{trace.token_labels()[j]}”) "
+                    f"sum to 1?",
                     "yes" if yes else "no", yes, choices=("yes", "no"),
-                    explanation=f"It sums to {total:.4g}. Rows sum to 1 (each query's distribution); columns "
-                                f"need not: a popular key collects more than 1, an ignored one less.",
+                    explanation=f"It sums to {total:.4g}. {rows}.",
                     step_key="weights", cell=(j,) if h is None else (h, j), hint="Answer yes or no.")
 
 
 def which_head_question(trace: Trace, rng: np.random.Generator) -> Question | None:
     if "weights" not in trace or trace["weights"].value.ndim != 3 or trace.n < 2:
         return None
-    w = trace["weights"].value                                           # (h, n, n)
+    w = trace["weights"].value                                           # (H, n, n)
     pairs = [(i, j) for i in range(trace.n) for j in range(trace.n) if _gap(w[:, i, j]) > 1e-3]
     if not pairs:
         return None
     i, j = pairs[int(rng.integers(len(pairs)))]
-    col = w[:, i, j]
+    col = w[:, i, j]                                                     # (H,)
     best = [h for h in range(len(col)) if col[h] >= col.max() - 1e-12]
     accepted = frozenset(a for h in best for a in (f"head {h}", str(h), f"h{h}", f"head{h}"))
     labels = trace.token_labels()
     return Question(f"head:{i},{j}", "choice",
-                    f"Which head puts the most weight from “{labels[i]}” onto “{labels[j]}”?",
+                    f"Which head puts the most weight from “{labels[i]}” onto “{labels[j]}”: for which h "
+                    f"(0 … {len(col) - 1}) is A_h[{i},{j}] largest?",
                     f"head {best[0]}", accepted,
                     choices=tuple(f"head {h}" for h in range(len(col))),
-                    explanation="Weight from row " + str(i) + " to key " + str(j) + " by head: "
-                                + ", ".join(f"head {h} {col[h]:.3f}" for h in range(len(col)))
-                                + ". Each head has its own W_Q, W_K, W_V, so each attends in its own way.",
+                    explanation=f"A_h[{i},{j}] by head: " + ", ".join(f"head {h} {col[h]:.3f}" for h in range(len(col)))
+                                + ". Each head has its own columns of W_Q, W_K, W_V, so each attends in its own way.",
                     step_key="weights", cell=(best[0], i, j), hint="Pick a head, e.g. head 0.")
 
 
@@ -350,25 +549,30 @@ def masked_weight_question(trace: Trace, rng: np.random.Generator) -> Question |
         return None
     i, j = (int(v) for v in hidden[int(rng.integers(len(hidden)))])
     labels = trace.token_labels()
+    heads = trace["weights"].value.ndim == 3
+    a = "A_h" if heads else "A"
     return Question(f"masked:{i},{j}", "number",
-                    f"The mask hides key “{labels[j]}” from query “{labels[i]}”. What attention weight does "
-                    f"row {i} give to key {j}?", "0", 0.0, tolerance=1e-9,
-                    explanation="The hidden score becomes −∞, and exp(−∞) = 0: exactly zero weight.",
+                    f"The mask hides key “{labels[j]}” from query “{labels[i]}” (M[{i},{j}] = 0). What weight "
+                    f"{a}[{i},{j}] does row {i} give to key {j}" + (" in each head h?" if heads else "?"),
+                    "0", 0.0, tolerance=1e-9,
+                    explanation=f"The masked score S̃{'_h' if heads else ''}[{i},{j}] is −∞, and exp(−∞) = 0: exactly zero weight"
+                                + (", in every head (they share the mask)." if heads else "."),
                     step_key="weights", cell=(i, j), hint="Type a number.")
 
 
 def scaled_score_question(trace: Trace, rng: np.random.Generator) -> Question | None:
     if "scaled_scores" not in trace or "scores" not in trace:
         return None
-    s = trace["scores"].value
+    s = trace["scores"].value                                            # (H?, n, n)
     cell = tuple(int(rng.integers(n)) for n in s.shape)
     d_k = trace.facts.get("d_k", trace["q_heads" if "q_heads" in trace else "q"].shape[-1])
     value = float(trace["scaled_scores"].value[cell])
-    index = ",".join(map(str, cell))
-    return Question(f"scaled:{index}", "number",
-                    f"The raw score S[{index}] = {s[cell]:.3f} and d_k = {d_k}. What is the scaled score?",
+    head, index = (cell[0], cell[1:]) if s.ndim == 3 else (None, cell)
+    raw, scaled = _at("S", head, *index), _at("Ŝ", head, *index)
+    return Question(f"scaled:{','.join(map(str, cell))}", "number",
+                    f"The raw score {raw} = {s[cell]:.3f} and d_k = {d_k}. What is the scaled score {scaled}?",
                     f"{value:.3f}", value, tolerance=max(5e-3, 1e-2 * abs(value)),
-                    explanation=f"Scaled dot product: S / √d_k = {s[cell]:.3f} / {math.sqrt(d_k):.3f}.",
+                    explanation=f"Scaled dot product: {scaled} = {raw} / √d_k = {s[cell]:.3f} / {math.sqrt(d_k):.3f}.",
                     step_key="scaled_scores", cell=cell, hint="Type a number, e.g. 0.25.")
 
 
@@ -379,9 +583,9 @@ def parameter_count_question(trace: Trace, rng: np.random.Generator) -> Question
     step = trace[keys[int(rng.integers(len(keys)))]]
     count = int(step.value.size)
     return Question(f"params:{step.key}", "number",
-                    f"{_facts_line(trace)} How many numbers does {step.title} hold?",
+                    f"{_facts_line(trace)} How many numbers does {_name(step)} hold?",
                     str(count), float(count), tolerance=0.5,
-                    explanation=f"{step.key} is {step.shape_text} = {count} numbers, whatever the sentence length.",
+                    explanation=f"{_name(step)} is {_shape_text(step)} = {count} numbers, whatever the sentence length.",
                     step_key=step.key, hint="Type a whole number.")
 
 

@@ -4,9 +4,12 @@ import math
 import numpy as np
 import pytest
 
-from attention_core import Config, run_forward, softmax
-from attention_core.quiz import (Question, grade, make_questions, parse_number, parse_shape, parse_sign,
-                                 context_sign_question, output_sign_question, softmax_sign_question)
+from attention_core import Config, notation, run_forward
+from attention_core.claims import CLAIMS, shown_outside
+from attention_core.quiz import (PLAIN_SCORES, SCORE_STEPS, Question, context_question_at, context_sign_question,
+                                 grade, make_questions, output_sign_question, parse_number, parse_shape, parse_sign,
+                                 softmax_scores, softmax_sign_question)
+from tests.old_defaults import toy_config
 
 CONFIGS = [
     Config(),
@@ -78,6 +81,9 @@ def test_sign_and_number_spellings():
     assert parse_sign("+") == parse_sign("Positive ") == parse_sign("> 0") == "positive"
     assert parse_sign("−") == parse_sign("neg") == "negative" and parse_sign("0") == "zero"
     assert parse_sign("maybe") is None
+    assert parse_sign("up") == parse_sign("up (positive)") == "positive"
+    assert parse_sign("Down") == parse_sign("down (negative)") == "negative"
+    assert parse_sign("stay") == parse_sign("stay (zero)") == "zero"
     assert parse_number("1/2") == parse_number(".5") == parse_number("0,5") == parse_number("50%") == 0.5
     assert parse_number("-1e-3") == -0.001 and parse_number("2**8") is None and parse_number("1/0") is None
     assert parse_number("__import__('os')") is None
@@ -124,28 +130,224 @@ def test_a_gradient_step_drives_the_sign_question():
         assert grade(q, "+" if value > 0 else "-")[0] and not grade(q, "zero")[0]
 
 
-def test_closed_form_derivatives_match_finite_differences():
-    config = Config(sentence="the cat sat on the mat", embedding="random", d_model=8, n_heads=2, temperature=0.7,
-                    mask="causal")
+# ---- sign questions: the derivative asked is the one graded, checked by finite differences -----------
+
+SETTINGS = [Config(sentence=sentence, n_heads=heads, score=score, mask=mask, padding=padding, temperature=t,
+                   embedding=embedding, weights=weights, d_model=8)
+            for heads in (1, 2, 4) for score in ("dot", "scaled_dot", "additive", "bilinear")
+            for mask, padding in (("none", ()), ("causal", ()), ("padding", (1, 3)))
+            for t, sentence, embedding, weights in ((0.5, "the cat sat on the mat", "random", "random"),
+                                                     (2.0, "I love you today", "glove", "trained"),
+                                                     (1.0, "we like the dog today", "glove", "random"))]
+EPS = 1e-6
+
+
+def plain_softmax(z):
+    """exp(z) / Σ exp(z) over the last axis, −∞ entries giving 0: written again here, not imported."""
+    e = np.exp(z - z[np.isfinite(z)].max())
+    return e / e.sum()
+
+
+def blocks(trace):
+    """(S̃ softmax reads, A, V, C), each (H, n, ·), and T: from the trace's own steps."""
+    config = trace.facts["config"]
+    s = trace[trace.facts["softmax_input"]].value
+    v = trace["v_heads" if config.n_heads > 1 else "v"].value
+    a, c = trace["weights"].value, trace["context"].value
+    return [x if x.ndim == 3 else x[None] for x in (s, a, v, c)], config.temperature
+
+
+def nudged(s_row, k, eps, t):
+    """Row of weights after raising score k by eps: softmax(S̃[i,:] / T) re-run."""
+    up = s_row.copy()
+    up[k] += eps
+    return plain_softmax(up / t)
+
+
+def check_sign(q, fd, value):
+    """The graded sign is the sign of the finite difference, 'zero' only where nothing moves at all; the
+    question's number is the finite difference and the closed form `value` the test computes, and its
+    explanation shows it."""
+    assert q.value == pytest.approx(value, rel=1e-12, abs=1e-300), (q.id, q.value, value)
+    if q.expected == "zero":
+        assert value == 0 and abs(fd) <= 1e-12, (q.id, fd, value)
+        return True
+    assert q.expected == ("positive" if fd > 0 else "negative"), (q.id, q.prompt, fd, value)
+    assert fd == pytest.approx(q.value, rel=1e-4, abs=1e-8), (q.id, fd, q.value)
+    assert f"{q.value:.4g}".replace("-", "−") in q.explanation, (q.id, q.explanation)
+    return True
+
+
+def test_context_question_is_graded_by_the_change_through_softmax_on_the_issues_numbers():
+    """Issue 12: 'today' attending more to 'i' (toy settings, the defaults then) was graded 'up' by
+    V[0,0] = 0.0585, while C[3,0] = 0.888 goes down. Now the score Ŝ[3,0] is raised and softmax re-run."""
+    trace = run_forward(toy_config())
+    (s, a, v, c), t = blocks(trace)
+    assert v[0, 0, 0] == pytest.approx(0.0585, abs=1e-4) and c[0, 3, 0] == pytest.approx(0.8876, abs=1e-4)
+    q = context_question_at(trace, 0, 3, 0, 0)
+    value = a[0, 3, 0] * (v[0, 0, 0] - c[0, 3, 0])                      # T = 1: 0.2618 × (0.0585 − 0.8876)
+    assert value == pytest.approx(-0.2170, abs=1e-4)
+    assert (q.expected, q.answer) == ("negative", "down (negative)")
+    assert grade(q, "down")[0] and not grade(q, "up")[0] and not grade(q, "positive")[0]
+    assert "attended a little more to “i”" in q.prompt and "Ŝ[3,0]" in q.prompt and "∂C[3,0]/∂Ŝ[3,0]" in q.prompt
+    assert "0.2618 × (0.0585 − 0.8876) = −0.217." in q.explanation
+    fd = (plain_softmax(s[0, 3] / t) @ v[0, :, 0], nudged(s[0, 3], 0, EPS, t) @ v[0, :, 0])
+    assert fd[1] < fd[0]                                                 # the context does go down
+    check_sign(q, (fd[1] - fd[0]) / EPS, value)
+
+
+def test_context_question_on_the_defaults_is_not_graded_by_the_sign_of_v():
+    trace = run_forward(Config())
+    (s, a, v, c), t = blocks(trace)
+    q = context_question_at(trace, 0, 3, 0, 3)                           # V[0,3] = 5.33 > 0, C[3,3] = 6.09
+    assert v[0, 0, 3] > 0 and c[0, 3, 3] > v[0, 0, 3]
+    assert q.expected == "negative"
+    fd = (nudged(s[0, 3], 0, 1e-3, t) - nudged(s[0, 3], 0, -1e-3, t)) @ v[0, :, 3] / 2e-3
+    assert check_sign(q, fd, a[0, 3, 0] * (v[0, 0, 3] - c[0, 3, 3]))
+
+
+@pytest.mark.parametrize("config", SETTINGS, ids=lambda c: f"H{c.n_heads}-{c.score}-{c.mask}-T{c.temperature:g}")
+def test_sign_answers_match_finite_differences_through_softmax(config):
+    """Over random questions: raise the score softmax reads by ε, re-run softmax and A V (or O = C W_O);
+    the change has the graded sign and the explanation's value."""
     trace = run_forward(config)
-    eps = 1e-6
-    for seed in range(10):
-        rng = np.random.default_rng(seed)
-        q = softmax_sign_question(trace, rng)
-        *hp, i, j2 = q.cell
-        s = trace["masked_scores"].value[(*hp, i)].copy()
-        j = int(q.id.split(",")[2])
-        up, down = s.copy(), s.copy()
-        up[j2] += eps
-        down[j2] -= eps
-        fd = (softmax(up, temperature=0.7)[j] - softmax(down, temperature=0.7)[j]) / (2 * eps)
-        expected = "zero" if abs(fd) <= 1e-9 else "positive" if fd > 0 else "negative"
-        assert q.expected == expected, (q.id, fd)
-        q = output_sign_question(trace, np.random.default_rng(seed))
-        i, col = q.cell
-        assert q.expected == ("positive" if trace["concat"].value[i, col] > 0 else "negative")
+    (s, a, v, c), t = blocks(trace)
+    assert np.allclose(np.nan_to_num(a), [[plain_softmax(r / t) if np.isfinite(r).any() else 0 * r for r in b]
+                                          for b in s])                   # the softmax the test re-runs is the pass's
+    heads = config.n_heads > 1
+    for seed in range(12):
         q = context_sign_question(trace, np.random.default_rng(seed))
-        assert q.expected == ("positive" if trace["v_heads"].value[q.cell] > 0 else "negative")
+        h, i, m, d = q.cell if heads else (0, *q.cell)
+        fd = (nudged(s[h, i], m, EPS, t) - nudged(s[h, i], m, -EPS, t)) @ v[h, :, d] / (2 * EPS)
+        check_sign(q, fd, a[h, i, m] * (v[h, m, d] - c[h, i, d]) / t)
+
+        q = softmax_sign_question(trace, np.random.default_rng(seed))
+        h, i, j, k = q.cell if heads else (0, *q.cell)
+        fd = (nudged(s[h, i], k, EPS, t) - nudged(s[h, i], k, -EPS, t))[j] / (2 * EPS)
+        check_sign(q, fd, a[h, i, j] * ((j == k) - a[h, i, k]) / t)
+
+        q = output_sign_question(trace, np.random.default_rng(seed))
+        i, r, j = q.cell
+        cat = trace["concat" if heads else "context"].value              # (n, H·d_v)
+        w_o, b_o = trace["w_o"].value, trace["b_o"].value if config.bias else 0.0
+        assert np.allclose(cat @ w_o + b_o, trace["output"].value)
+        nudge = np.zeros_like(w_o)
+        nudge[r, j] = EPS
+        check_sign(q, ((cat @ (w_o + nudge) + b_o) - (cat @ (w_o - nudge) + b_o))[i, j] / (2 * EPS), cat[i, r])
+
+
+def test_a_row_with_one_visible_key_stays_and_says_why():
+    """Causal row 0 sees key 0 only: A[0,0] = 1 whatever its score, so C[0] and A[0,0] stay."""
+    trace = run_forward(Config(mask="causal", temperature=0.5))
+    q = context_question_at(trace, 0, 0, 0, 2)
+    assert (q.expected, q.answer) == ("zero", "stay (zero)") and "only" in q.prompt and "S̃[0,0]" in q.prompt
+    (s, a, v, c), t = blocks(trace)
+    assert np.array_equal(nudged(s[0, 0], 0, 0.5, t), a[0, 0])          # even a large nudge moves nothing
+    zeros = [q for seed in range(40) for q in [softmax_sign_question(trace, np.random.default_rng(seed))]
+             if q.expected == "zero"]
+    assert zeros and all("hidden" in q.explanation or "one visible key" in q.explanation for q in zeros)
+
+
+def test_every_key_hidden_leaves_only_the_output_question_and_it_stays():
+    """A padding mask hiding every key: no score softmax could raise, C = 0, so ∂O[i,j]/∂W_O[r,j] = 0."""
+    trace = run_forward(Config(mask="padding", padding=(0, 1, 2, 3)))
+    rng = np.random.default_rng(0)
+    assert context_sign_question(trace, rng) is None and softmax_sign_question(trace, rng) is None
+    q = next(q for q in make_questions(trace, 0) if q.kind == "sign")
+    i, r, j = q.cell
+    assert q.id.startswith("sign:dO/dW_O") and (q.expected, q.answer) == ("zero", "stay (zero)")
+    assert trace["context"].value[i, r] == 0 and "Every key is hidden" in q.explanation
+
+
+def test_scores_are_named_as_softmax_reads_them():
+    """S (dot, additive, bilinear), Ŝ (scaled dot), S̃ (with a mask): notation.softmax_input decides, and
+    it is the step the forward pass hands to softmax; the questions differentiate by that one."""
+    for config in SETTINGS[::5]:
+        trace = run_forward(config)
+        symbol, values = softmax_scores(trace)
+        assert symbol == PLAIN_SCORES[notation.softmax_input(config)] == SCORE_STEPS[trace.facts["softmax_input"]]
+        assert values is trace[trace.facts["softmax_input"]].value
+        for seed in range(3):
+            for make in (context_sign_question, softmax_sign_question):
+                q = make(trace, np.random.default_rng(seed))
+                head = f"_{q.cell[0]}" if config.n_heads > 1 else ""
+                assert f"/∂{symbol}{head}[" in q.prompt, q.prompt
+                assert f"{symbol}{head}[" in q.explanation or q.expected == "zero", q.explanation
+                assert "/∂A" not in q.prompt                               # the held-still ∂C/∂A is not asked
+
+
+def test_gradient_sign_question_is_the_sign_torch_autograd_gives():
+    """A classifier trace's ∂L/∂(parameter) entries: the graded sign is torch autograd's."""
+    torch = pytest.importorskip("torch")   # noqa: F841
+    from attention_core import classifier as clf
+    params = clf.init_params(d_in=5, d_k=3, d_v=4, seed=2)
+    x = np.random.default_rng(0).standard_normal((4, 5))
+    _, trace = clf.forward(params, x, "positive")
+    clf.backward(params, x, "positive", trace)
+    _, auto = clf.torch_loss_and_gradients(params, x, "positive")
+    checked = zeros = 0
+    for seed in range(40):
+        q = next(q for q in make_questions(trace, seed) if q.kind == "sign")
+        name = q.step_key.removeprefix("dL/d")
+        assert q.prompt.startswith(f"Is {trace[q.step_key].title}[")
+        if name in auto:
+            g = auto[name][q.cell]
+            assert q.expected == ("zero" if abs(g) <= 1e-12 else "positive" if g > 0 else "negative"), (q.id, g)
+            checked += 1
+            zeros += q.expected == "zero"
+    assert checked >= 10 and zeros                    # ∂L/∂b_K is 0: softmax ignores a shift of a whole row
+
+
+def test_which_head_is_the_argmax_of_each_heads_softmax_in_torch():
+    """The head question's answer against every head's weights recomputed by torch from Q_h, K_h."""
+    torch = pytest.importorskip("torch")
+    for config in (Config(n_heads=4, mask="causal", temperature=0.5), Config(n_heads=2, score="dot"),
+                   Config(n_heads=4, embedding="random", weights="random", sentence="the cat sat on the mat")):
+        trace = run_forward(config)
+        q_h, k_h = (torch.tensor(trace[key].value) for key in ("q_heads", "k_heads"))    # (H, n, d_k)
+        s = q_h @ k_h.transpose(-1, -2) / (math.sqrt(config.d_k) if config.score == "scaled_dot" else 1)
+        if config.mask == "causal":
+            s = s.masked_fill(~torch.ones(trace.n, trace.n, dtype=torch.bool).tril(), float("-inf"))
+        a = torch.softmax(s / config.temperature, dim=-1).numpy()          # (H, n, n)
+        for seed in range(6):
+            q = next(q for q in make_questions(trace, seed) if q.id.startswith("head:"))
+            _, i, j = q.cell
+            assert q.expected == {f"head {int(np.argmax(a[:, i, j]))}", str(int(np.argmax(a[:, i, j]))),
+                                  f"h{int(np.argmax(a[:, i, j]))}", f"head{int(np.argmax(a[:, i, j]))}"}
+            assert f"A_h[{i},{j}]" in q.prompt and f"0 … {config.n_heads - 1}" in q.prompt
+
+
+def test_column_sum_explanation_says_rows_sum_to_one_only_where_they_do():
+    """The claim quiz_rows_not_columns: where it holds every row of A sums to 1; elsewhere (a padding mask
+    hiding every key) every weight is 0, as its `otherwise` says; the question shows the one that is true."""
+    claim = CLAIMS["quiz_rows_not_columns"]
+    everything_hidden = Config(mask="padding", padding=(0, 1, 2, 3))
+    for config in [everything_hidden, Config(mask="padding", padding=(0, 2)), *SETTINGS[::7]]:
+        trace = run_forward(config)
+        a = trace["weights"].value
+        if claim.holds(config):
+            assert np.allclose(a.sum(axis=-1), 1)
+        else:
+            assert not a.any()
+        shown = claim.text if claim.holds(config) else claim.otherwise
+        for seed in range(3):
+            q = next(q for q in make_questions(trace, seed) if q.id.startswith("colsum"))
+            assert shown in q.explanation and shown_outside(q.prompt + q.explanation, config) == []
+    assert not claim.holds(everything_hidden)
+
+
+def test_question_text_follows_the_notation():
+    """Heads counted from 0 (never head H), symbols C/O/A rather than 'context['/'output[', tutorials not seeds."""
+    for config in SETTINGS[::3]:
+        trace = run_forward(config)
+        for seed in range(4):
+            for q in make_questions(trace, seed):
+                text = q.prompt + " " + q.explanation + " " + q.answer
+                assert f"head {config.n_heads}" not in text and f"A_{config.n_heads}[" not in text, text
+                assert "context[" not in text and "output[" not in text and "seed 00" not in text.lower(), text
+                assert "n_heads" not in text
+                if q.kind == "sign":
+                    assert q.answer in q.choices and grade(q, q.answer)[0]
 
 
 def test_unreadable_answers_say_how_to_type_them():
