@@ -97,7 +97,8 @@ def test_scaled_score_matches_the_brief_example():
     config = toy_config(sentence="i love you today", embedding="random", d_model=8, d_k=8)
     trace = run_forward(config)
     e = explain(trace, "scaled_scores", (2, 3), config=config)
-    assert e.symbolic == r"\hat{S}_{2,3} = \frac{\sum_{m=0}^{7} Q_{2,m}\, K_{3,m}}{\sqrt{d_k}}"
+    assert e.symbolic == (r"\hat S_{2,3} = \frac{S_{2,3}}{\sqrt{d_k}} = "
+                          r"\frac{\sum_{m=0}^{7} Q_{2,m}\, K_{3,m}}{\sqrt{d_k}}")
     assert e.substituted.endswith(r"}{\sqrt{8}}")
     q, k = trace["q"].value, trace["k"].value
     assert e.n_terms == 8 and e.n_elided == 3
@@ -177,7 +178,7 @@ def test_head_split_names_the_column_of_q():
     trace = run_forward(config)
     e = explain(trace, "q_heads", (1, 2, 0), config=config)
     assert e.value == trace["q"].value[2, 3] and e.reads == (("q", (2, 3)),)
-    assert "Q_{2,3}" in e.substituted and "Q^{(1)}_{2,0}" in e.result
+    assert "Q_{2,3}" in e.substituted and "(Q_{1})_{2,0}" in e.result and e.text.startswith("Q_1[2,0] = ")
     c = explain(trace, "concat", (0, 5), config=config)
     assert c.value == trace["context"].value[1, 0, 1]
 
