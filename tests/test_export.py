@@ -68,7 +68,7 @@ def test_csv_round_trip_every_step(config):
 def test_csv_layout_labels_and_heads():
     trace = run_forward(MULTI)
     rows = list(csv.reader(io.StringIO(step_csv(trace["weights"], trace))))
-    assert rows[0] == ["head", "n_q\\n_k", "the (0)", "cat", "sat", "on", "the (4)", "mat"]
+    assert rows[0] == ["h", "n_q\\n_k", "the (0)", "cat", "sat", "on", "the (4)", "mat"]      # h: a head's index
     assert [r[0] for r in rows[1:]] == ["0"] * 6 + ["1"] * 6 and rows[1][1] == "the (0)"
     assert rows[1][3] == "0.0"                                           # the causal mask's exact zero
     rows = list(csv.reader(io.StringIO(step_csv(trace["b_q"], trace))))
@@ -76,7 +76,7 @@ def test_csv_layout_labels_and_heads():
     masked = list(csv.reader(io.StringIO(step_csv(trace["masked_scores"], trace))))
     assert masked[1][3] == "-inf"
     with zipfile.ZipFile(io.BytesIO(csv_zip(trace))) as z:
-        assert sorted(z.namelist()) == sorted(csv_files(trace))
+        assert sorted(z.namelist()) == sorted([*csv_files(trace), "README.txt"])
 
 
 def run_script(source: str, tmp_path, name: str) -> dict:
