@@ -217,7 +217,9 @@ class Settings:
     positional: str                  # sinusoidal | learned | index | none
     pe_base: float
     temperature: float
-    exact: bool                      # False when pe_base / temperature had to be read from rounded text
+    exact: bool                      # False when pe_base or temperature had to be read from rounded text
+    pe_exact: bool = True            # pe_base exact (from the config, the facts, or the standard 10,000)
+    t_exact: bool = True             # temperature exact (from the config or the facts)
 
 
 def settings_of(trace: Trace, config: Config | None = None) -> Settings:
@@ -229,18 +231,18 @@ def settings_of(trace: Trace, config: Config | None = None) -> Settings:
                         float(config.pe_base), float(config.temperature), True)
     score = ("additive" if "w_a_q" in trace else "bilinear" if "w_b" in trace
              else "scaled_dot" if "scaled_scores" in trace else "dot")
-    exact, pe_base, positional = True, 10_000.0, "none"
+    pe_exact, t_exact, pe_base, positional = True, True, 10_000.0, "none"
     if "pe" in trace:
         formula = trace["pe"].formula
         positional = "sinusoidal" if r"\sin" in formula else "index" if "PE_p = p" in formula else "learned"
         if positional == "sinusoidal":
             pe_base = float(f.get("pe_base") or re.search(r"\\frac\{p\}\{([0-9.e+]+)\^", formula).group(1))
-            exact = "pe_base" in f or pe_base == 10_000.0
+            pe_exact = "pe_base" in f or pe_base == 10_000.0
     temperature = f.get("temperature")
     if temperature is None:
         temperature, t_exact = temperature_from_weights(trace)
-        exact = exact and t_exact
-    return Settings(f["n_heads"], f["d_k"], f["d_v"], score, positional, pe_base, float(temperature), exact)
+    return Settings(f["n_heads"], f["d_k"], f["d_v"], score, positional, pe_base, float(temperature),
+                    pe_exact and t_exact, pe_exact, t_exact)
 
 
 def temperature_from_weights(trace: Trace) -> tuple[float, bool]:
@@ -454,13 +456,13 @@ def _x_embed(ctx: Context, cell):
     shown, hidden = row_excerpt([ctx.num(x) for x in row], m, latex=True)
     shown_text, _ = row_excerpt([ctx.num_text(x) for x in row], m, latex=False)
     how = rf"\left[{shown}\right]_{{{m}}}"
+    table = source if source.startswith("your vectors") else f"the {source} table"
     if word in ctx.trace.facts.get("unknown", ()):
-        whose = (f"“<unk>”: “{word}” is not in the vocabulary, so it gets the mean of every row of the "
-                 f"{source} table")
+        whose = f"“<unk>”: “{word}” is not in the vocabulary, so it gets the mean of every row of {table}"
     elif source.startswith("seeded random"):
         whose = f"“{word}”: drawn from N(0, 1), seeded by the word and the sidebar's seed"
     else:
-        whose = f"“{word}”: its row in the {source} table"
+        whose = f"“{word}”: its row in {table}"
     note = f"Row {i} of X_emb is the vector of {whose}; column {m} of {d} (boxed)."
     e = ctx.leaf("x_embed", cell, rf"e\left({latex_text(word)}\right)_{{{m}}}", f"e('{word}')[{m}]",
                  regenerated, how, f"[{shown_text}][{m}]", note)
@@ -495,10 +497,10 @@ def _pe(ctx: Context, cell):
             f"  = {ctx.num_text(value)}")
     note = (f"Column {j} is the {'sine' if trig == 'sin' else 'cosine'} of pair {pair}; the angle "
             f"{fmt(angle, ctx.precision, False)} rad is position {p} over the pair's wavelength scale.")
-    if not s.exact:
+    if not s.pe_exact:
         note += " (No config given: the base b was read from the formula, where it is rounded.)"
     return Explanation("pe", cell, symbolic, substituted, f"PE_{{{p},{j}}} = {ctx.num(value)}", value, text,
-                       note=note, independent=s.exact)
+                       note=note, independent=s.pe_exact)
 
 
 PARAMETER_FAN_IN = {"w_q": "d_model", "w_k": "d_model", "w_v": "d_model", "w_a_q": "d_k", "w_a_k": "d_k",
@@ -868,11 +870,11 @@ def _weights(ctx: Context, cell):
                 + f"; subtracting the row maximum μ = {fmt(top, ctx.precision, False)} keeps exp from overflowing "
                   "and changes nothing."
                 + (f" Temperature T = {exact(t)} divides every score first." if t != 1 else ""))
-    if not ctx.settings.exact:
-        note += " (No config given: T was read from the weights' formula or the weights themselves.)"
+    if not ctx.settings.t_exact:
+        note += " (No config given: T was estimated from the scores and the weights themselves.)"
     return Explanation("weights", cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value, text, note=note,
                        n_terms=n_k, n_elided=hidden, reads=tuple((src, (*row_index, jj)) for jj in range(n_k)),
-                       independent=ctx.settings.exact)
+                       independent=ctx.settings.t_exact)
 
 
 # ---- context, heads merged, output ---------------------------------------------------------------------
