@@ -574,3 +574,29 @@ def test_pe_note_blames_the_rounded_base_only_when_the_base_was_read_from_the_fo
     assert p.independent and "rounded" not in p.note
     w = explain(trace, "weights", (1, 2))
     assert not w.independent and "estimated" in w.note
+
+
+def _render_explanation(key: str, cell: tuple) -> list[str]:
+    """ui.explain_view.explanation drawn by AppTest for a cell of the defaults' trace: its captions."""
+    from streamlit.testing.v1 import AppTest
+
+    def app(key, cell):
+        from attention_core import Config, run_forward
+        from attention_core.explain import explain
+        from ui.explain_view import explanation
+        trace = run_forward(Config())
+        explanation(explain(trace, key, tuple(cell)), float(trace[key].value[tuple(cell)]))
+
+    at = AppTest.from_function(app, default_timeout=60, kwargs={"key": key, "cell": list(cell)}).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return [c.value for c in at.caption]
+
+
+def test_the_view_says_a_row_is_listed_and_a_sum_is_summed():
+    """An embedding row (50 GloVe entries, one looked up) is not called a total; a 50-term sum is."""
+    row = "\n".join(_render_explanation("x_embed", (1, 1)))
+    assert "The row has 50 entries; 45 of them are left out above." in row
+    assert "the total uses all" not in row and "✓ made again from its formula or source" in row
+    total = "\n".join(_render_explanation("q", (1, 2)))
+    assert "50 terms in all; the middle 45 are left out above (the total uses all)." in total
+    assert "✓ recomputed from the terms above" in total
