@@ -460,7 +460,7 @@ def _x_embed(ctx: Context, cell):
     if word in ctx.trace.facts.get("unknown", ()):
         whose = f"“<unk>”: “{word}” is not in the vocabulary, so it gets the mean of every row of {table}"
     elif source.startswith("seeded random"):
-        whose = f"“{word}”: drawn from N(0, 1), seeded by the word and the sidebar's seed"
+        whose = f"“{word}”: drawn from N(0, 1), seeded by the word, the width and the sidebar's seed"
     else:
         whose = f"“{word}”: its row in {table}"
     note = f"Row {i} of X_emb is the vector of {whose}; column {m} of {d} (boxed)."
@@ -496,7 +496,8 @@ def _pe(ctx: Context, cell):
             f"  = {trig}({p} / {fmt(s.pe_base, 6, False)}^({2 * pair}/{d})) = {trig}({ctx.num_text(angle)})\n"
             f"  = {ctx.num_text(value)}")
     note = (f"Column {j} is the {'sine' if trig == 'sin' else 'cosine'} of pair {pair}; the angle "
-            f"{fmt(angle, ctx.precision, False)} rad is position {p} over the pair's wavelength scale.")
+            f"{fmt(angle, ctx.precision, False)} rad is position {p} over the pair's wavelength scale."
+            + (f" The width d = {d} is odd: this last sine has no cosine beside it." if d % 2 and j == d - 1 else ""))
     if not s.pe_exact:
         note += " (No config given: the base b was read from the formula, where it is rounded.)"
     return Explanation("pe", cell, symbolic, substituted, f"PE_{{{p},{j}}} = {ctx.num(value)}", value, text,
@@ -530,7 +531,9 @@ def _parameter_explainer(key: str) -> Explainer:
             if f.get("weights") == "trained" and key in TRAINED:
                 return ctx.leaf(key, cell, r"\text{trained}", "trained", None, ctx.num(ctx.value(key)[cell]),
                                 ctx.num_text(ctx.value(key)[cell]),
-                                f"Learned parameter, trained from its seeded init {law_text}: no formula makes it.")
+                                "Learned parameter, trained (from "
+                                + ("0" if key in BIASES else f"its seeded init {law_text}")
+                                + "): no formula makes it.")
             return ctx.leaf(key, cell, rf"\text{{learned; init }} {law}", f"learned; init {law_text}", None,
                             ctx.num(ctx.value(key)[cell]), ctx.num_text(ctx.value(key)[cell]), note)
         z = float(param_rng(ctx.config.seed, key).standard_normal(shape)[cell])
@@ -589,7 +592,8 @@ def _x(ctx: Context, cell):
                            reads=(("x_embed", cell), ("pe", cell)))
     src, c = ("x_embed", j) if j < d_embed else ("pe", j - d_embed)           # concatenated
     value = float(ctx.value(src)[i, c])
-    part = "the word's embedding" if src == "x_embed" else "the position encoding"
+    part = ("the word's embedding" if src == "x_embed" else
+            "the position feature (the index p itself)" if ctx.settings.positional == "index" else "the position encoding")
     return Explanation("x", cell, f"{lhs} = {ctx.ref(src, (i, c))}", ctx.num(value), f"{lhs} = {ctx.num(value)}",
                        value, f"{lhs_text} = {ctx.ref_text(src, (i, c))}\n  = column {c} of {SYMBOLS[src][1]}, "
                               f"row {i}\n  = {ctx.num_text(value)}",

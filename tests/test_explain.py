@@ -600,3 +600,21 @@ def test_the_view_says_a_row_is_listed_and_a_sum_is_summed():
     total = "\n".join(_render_explanation("q", (1, 2)))
     assert "50 terms in all; the middle 45 are left out above (the total uses all)." in total
     assert "✓ recomputed from the terms above" in total
+
+
+def test_leaf_notes_say_where_a_number_comes_from():
+    """A trained bias started at 0 (not at a seeded draw); an odd width's last sine has no cosine; the index
+    feature is the position itself."""
+    config = Config(sentence="i love you", bias=True)
+    trace = run_forward(config)
+    trace.facts.pop("config")
+    assert "trained (from 0)" in explain(trace, "b_q", (1,)).note
+    assert "trained (from its seeded init N(0, 1/50))" in explain(trace, "w_q", (1, 1)).note
+    config = toy_config(sentence="i love you", embedding="random", d_model=5)
+    trace = run_forward(config)
+    assert "odd" in explain(trace, "pe", (1, 4), config=config).note
+    assert "odd" not in explain(trace, "pe", (1, 3), config=config).note
+    config = toy_config(sentence="i love you", positional="index")
+    trace = run_forward(config)
+    e = explain(trace, "x", (2, 3), config=config)
+    assert e.value == 2.0 and "the index p itself" in e.note
