@@ -320,7 +320,8 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     add('steps["x"] = x')
     add("")
     if trained:
-        add("# W_Q, W_K, W_V below were trained (on the explorer's data/sentiment.csv), so they are written in;")
+        add(f"# W_Q, W_K, W_V{' and b_Q, b_K, b_V' if config.bias else ''} below were trained (on the explorer's "
+            "data/sentiment.csv), so they are written in;")
         add("# W_O and any score parameters are at their seeded random start.")
     for name, width in (("q", h * d_k), ("k", h * d_k), ("v", h * d_v)):
         big, d_name = name.upper(), ("d_v" if name == "v" else "d_k")
