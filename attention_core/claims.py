@@ -101,9 +101,9 @@ claim("scaling_unit_spread",
       "if the entries of q_i and k_j were independent, with mean 0 and variance 1, q_i · k_j would have "
       "variance d_k and q_i · k_j / √d_k variance 1",
       lambda c: c.score == "scaled_dot",
-      "the scaled dot-product score; the sentence carries its own condition (unit-variance entries), which "
-      "the explorer's Q and K need not meet (index positions, 12 tokens: a row of Ŝ spreads with standard "
-      "deviation 9.5), so the explainer also prints the spread it measured",
+      "the scaled dot-product score; the sentence carries its own condition (independent unit-variance "
+      "entries), which the explorer's Q and K need not meet (index positions, 13 tokens, trained weights: "
+      "rows of Ŝ spread with a standard deviation above 3), so the explainer also prints the spread it measured",
       "tests/test_explain.py::test_unit_variance_entries_give_scaled_scores_of_variance_one")
 
 
