@@ -24,11 +24,13 @@ c1, c2 = st.columns(2)
 with c1:
     st.download_button("Every step as .npz", lambda: export_npz(config), file_name="attention_trace.npz",
                        mime="application/octet-stream", icon=":material/download:",
-                       help="numpy.load(...) gives one array per step, named by its key.")
+                       help="numpy.load(...) gives one array per step, named by its key; the member "
+                            "__manifest__ (JSON) gives each one's axes and symbol (S, Ŝ, S̃, A, C, O …).")
 with c2:
     st.download_button("Every step as CSV (zip)", lambda: export_csv_zip(config), file_name="attention_trace_csv.zip",
                        mime="application/zip", icon=":material/download:",
-                       help="One CSV per matrix, rows and columns labelled; 3-D steps have a head column.")
+                       help="One CSV per matrix, rows and columns labelled, counted from 0; a step with heads has a "
+                            "first column h (a head's index, 0 … H−1). README.txt names each file's symbol.")
 files = csv_names(trace)
 name = st.selectbox("Or one matrix as CSV", list(files), key="export_csv")
 st.download_button(f"Download {name}", lambda key=files[name]: export_csv(config, key), file_name=name, mime="text/csv")

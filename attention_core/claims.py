@@ -91,6 +91,22 @@ claim("rows_sum_to_one",
 
 # ---- explanations of a clicked cell, and the export (explain.py, explain_gradients.py' forward part, export.py) ----
 
+claim("scaling_stops_growth",
+      "dividing by √d_k keeps the spread from growing with d_k",
+      lambda c: c.score == "scaled_dot",
+      "the scaled dot-product score, the one score divided by √d_k (a raw dot product's spread does grow "
+      "with d_k: a sum of d_k products)",
+      "tests/test_explain.py::test_dividing_by_sqrt_dk_keeps_the_spread_from_growing_with_dk")
+
+claim("scaling_unit_spread",
+      "if the entries of q_i and k_j were independent, with mean 0 and variance 1, q_i · k_j would have "
+      "variance d_k and q_i · k_j / √d_k variance 1",
+      lambda c: c.score == "scaled_dot",
+      "the scaled dot-product score; the sentence carries its own condition (independent unit-variance "
+      "entries), which the explorer's Q and K need not meet (index positions, 13 tokens, trained weights: "
+      "rows of Ŝ spread with a standard deviation above 3), so the explainer also prints the spread it measured",
+      "tests/test_explain.py::test_unit_variance_entries_give_scaled_scores_of_variance_one")
+
 
 # ---- the quiz (quiz.py) ------------------------------------------------------------------------------
 

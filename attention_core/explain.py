@@ -4,8 +4,8 @@
     >>> config = Config(sentence="I love you today")
     >>> trace = run_forward(config)
     >>> e = explain(trace, "scaled_scores", (1, 2), config=config)
-    >>> e.symbolic
-    '\\\\hat{S}_{1,2} = \\\\frac{\\\\sum_{m=0}^{3} Q_{1,m}\\\\, K_{2,m}}{\\\\sqrt{d_k}}'
+    >>> print(e.symbolic)
+    \\hat S_{1,2} = \\frac{S_{1,2}}{\\sqrt{d_k}} = \\frac{\\sum_{m=0}^{3} Q_{1,m}\\, K_{2,m}}{\\sqrt{d_k}}
     >>> bool(abs(e.value - trace["scaled_scores"].value[1, 2]) < 1e-12)
     True
 
@@ -57,23 +57,30 @@ from typing import Callable
 
 import numpy as np
 
+from . import notation
 from .config import Config
 from .trace import Trace
 
 HEAD_TERMS, TAIL_TERMS = 3, 2        # a long sum shows its first 3 and last 2 terms
 
-# step key -> (LaTeX symbol, plain-text symbol); a symbol with a subscript is parenthesised before indexing
+# step key -> (LaTeX symbol, plain-text symbol), in the app's one notation (docs/notation.md, notation.py):
+# S raw scores, Ŝ scaled, S̃ masked, A weights, C context (one head's, or the heads concatenated), O output.
+# A symbol with a subscript is parenthesised before indexing: (W_Q)_{m,j}.
 SYMBOLS: dict[str, tuple[str, str]] = {
-    "x_embed": (r"X^{\mathrm{emb}}", "X_emb"), "pe": ("PE", "PE"), "x": ("X", "X"),
+    "x_embed": (r"X_{\text{emb}}", "X_emb"), "pe": ("PE", "PE"), "x": ("X", "X"),
     "w_q": ("W_Q", "W_Q"), "w_k": ("W_K", "W_K"), "w_v": ("W_V", "W_V"),
     "b_q": ("b_Q", "b_Q"), "b_k": ("b_K", "b_K"), "b_v": ("b_V", "b_V"),
     "q": ("Q", "Q"), "k": ("K", "K"), "v": ("V", "V"),
     "q_heads": ("Q", "Q"), "k_heads": ("K", "K"), "v_heads": ("V", "V"),
-    "scores": ("S", "S"), "scaled_scores": (r"\hat{S}", "S^"), "masked_scores": (r"\tilde{S}", "S~"),
-    "w_a_q": ("W_1", "W_1"), "w_a_k": ("W_2", "W_2"), "v_a": ("v", "v_a"), "w_b": ("W_B", "W_B"),
-    "mask": ("M", "M"), "weights": ("A", "A"), "context": ("C", "C"), "concat": (r"C^{\mathrm{cat}}", "C_cat"),
-    "w_o": ("W_O", "W_O"), "b_o": ("b_O", "b_O"), "output": ("O", "O"),
+    "scores": (notation.S, "S"), "scaled_scores": (notation.S_SCALED, "Ŝ"),
+    "masked_scores": (notation.S_MASKED, "S̃"),
+    "w_a_q": ("W_1", "W_1"), "w_a_k": ("W_2", "W_2"), "v_a": ("v", "v"), "w_b": ("W", "W"),
+    "mask": (notation.M, "M"), "weights": (notation.A, "A"), "context": (notation.C, "C"),
+    "concat": (notation.C, "C"), "w_o": ("W_O", "W_O"), "b_o": ("b_O", "b_O"), "output": (notation.O, "O"),
 }
+# Steps with a head axis whose head is written as the notation's subscript h (Q_h, S_h, Ŝ_h, A_h, C_h);
+# the score functions' own parameters per head (W_1, W_2, v, W) carry it as a superscript (h) instead.
+HEAD_SUBSCRIPT = ("q_heads", "k_heads", "v_heads", "scores", "scaled_scores", "masked_scores", "weights", "context")
 
 _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
                   "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}",
@@ -111,6 +118,15 @@ def fmt(v: float, precision: int = 3, latex: bool = True) -> str:
         return f"{v:.{precision}f}"
     mantissa, exponent = f"{v:.{max(precision - 1, 0)}e}".split("e")
     return rf"{mantissa} \times 10^{{{int(exponent)}}}" if latex else f"{mantissa}e{exponent}"
+
+
+def exact(v: float) -> str:
+    """A setting (the temperature) as typed: up to 10 significant digits, no trailing zeros.
+
+    >>> exact(0.5), exact(2.0), exact(0.123456789)
+    ('0.5', '2', '0.123456789')
+    """
+    return f"{float(v):.10g}"
 
 
 def elide(items: list, head: int = HEAD_TERMS, tail: int = TAIL_TERMS) -> tuple[list, int]:
@@ -201,7 +217,9 @@ class Settings:
     positional: str                  # sinusoidal | learned | index | none
     pe_base: float
     temperature: float
-    exact: bool                      # False when pe_base / temperature had to be read from rounded text
+    exact: bool                      # False when pe_base or temperature had to be read from rounded text
+    pe_exact: bool = True            # pe_base exact (from the config, the facts, or the standard 10,000)
+    t_exact: bool = True             # temperature exact (from the config or the facts)
 
 
 def settings_of(trace: Trace, config: Config | None = None) -> Settings:
@@ -213,18 +231,18 @@ def settings_of(trace: Trace, config: Config | None = None) -> Settings:
                         float(config.pe_base), float(config.temperature), True)
     score = ("additive" if "w_a_q" in trace else "bilinear" if "w_b" in trace
              else "scaled_dot" if "scaled_scores" in trace else "dot")
-    exact, pe_base, positional = True, 10_000.0, "none"
+    pe_exact, t_exact, pe_base, positional = True, True, 10_000.0, "none"
     if "pe" in trace:
         formula = trace["pe"].formula
         positional = "sinusoidal" if r"\sin" in formula else "index" if "PE_p = p" in formula else "learned"
         if positional == "sinusoidal":
             pe_base = float(f.get("pe_base") or re.search(r"\\frac\{p\}\{([0-9.e+]+)\^", formula).group(1))
-            exact = "pe_base" in f or pe_base == 10_000.0
+            pe_exact = "pe_base" in f or pe_base == 10_000.0
     temperature = f.get("temperature")
     if temperature is None:
         temperature, t_exact = temperature_from_weights(trace)
-        exact = exact and t_exact
-    return Settings(f["n_heads"], f["d_k"], f["d_v"], score, positional, pe_base, float(temperature), exact)
+    return Settings(f["n_heads"], f["d_k"], f["d_v"], score, positional, pe_base, float(temperature),
+                    pe_exact and t_exact, pe_exact, t_exact)
 
 
 def temperature_from_weights(trace: Trace) -> tuple[float, bool]:
@@ -284,25 +302,28 @@ class Context:
         return key in self.trace and self.trace[key].axes[:1] == ("head",)
 
     def ref(self, key: str, index: tuple) -> str:
-        """LaTeX for one cell: ref('scores', (1, 2, 'j')) -> 'S^{(1)}_{2,j}' when scores has a head axis."""
+        """LaTeX for one cell: ref('scores', (1, 2, 'j')) -> '(S_{1})_{2,j}' when scores has a head axis
+        (head 1, counted from 0, as the notation's S_h); a score parameter per head: '(W_1^{(1)})_{:,a}'."""
         symbol = SYMBOLS.get(key, (latex_text(key), key))[0]
         index = tuple(index)
-        sup = ""
         if self.has_heads(key) and len(index) == self.trace[key].value.ndim:
-            sup, index = f"^{{({index[0]})}}", index[1:]
+            head, index = index[0], index[1:]
+            symbol = f"{symbol}_{{{head}}}" if key in HEAD_SUBSCRIPT else f"{symbol}^{{({head})}}"
+            sub = ",".join(str(i) for i in index)
+            return rf"({symbol})_{{{sub}}}"
         sub = ",".join(str(i) for i in index)
-        if "_" in symbol.split("^")[0] and not symbol.startswith("\\"):
-            return rf"({symbol}{sup})_{{{sub}}}"
-        return rf"{symbol}{sup}_{{{sub}}}"
+        if "_" in symbol and not symbol.startswith("\\"):
+            return rf"({symbol})_{{{sub}}}"
+        return rf"{symbol}_{{{sub}}}"
 
     def ref_text(self, key: str, index: tuple) -> str:
-        """Plain text for one cell: 'S(head 1)[2,3]'."""
+        """Plain text for one cell: 'S_1[2,3]' (head 1's S_h), 'W_1^(1)[:,a]' (head 1's W_1)."""
         symbol = SYMBOLS.get(key, (key, key))[1]
         index = tuple(index)
-        head = ""
         if self.has_heads(key) and len(index) == self.trace[key].value.ndim:
-            head, index = f"(head {index[0]})", index[1:]
-        return f"{symbol}{head}[{','.join(str(i) for i in index)}]"
+            head, index = index[0], index[1:]
+            symbol = f"{symbol}_{head}" if key in HEAD_SUBSCRIPT else f"{symbol}^({head})"
+        return f"{symbol}[{','.join(str(i) for i in index)}]"
 
     def word(self, i: int) -> str:
         return self.trace.tokens[i]
@@ -435,12 +456,13 @@ def _x_embed(ctx: Context, cell):
     shown, hidden = row_excerpt([ctx.num(x) for x in row], m, latex=True)
     shown_text, _ = row_excerpt([ctx.num_text(x) for x in row], m, latex=False)
     how = rf"\left[{shown}\right]_{{{m}}}"
+    table = source if source.startswith("your vectors") else f"the {source} table"
     if word in ctx.trace.facts.get("unknown", ()):
-        whose = "“<unk>” (the word is not in the vocabulary): the mean of all its rows"
+        whose = f"“<unk>”: “{word}” is not in the vocabulary, so it gets the mean of every row of {table}"
     elif source.startswith("seeded random"):
-        whose = f"“{word}”: drawn from N(0, 1), seeded by the word"
+        whose = f"“{word}”: drawn from N(0, 1), seeded by the word, the width and the sidebar's seed"
     else:
-        whose = f"“{word}”: its row in the {source} table"
+        whose = f"“{word}”: its row in {table}"
     note = f"Row {i} of X_emb is the vector of {whose}; column {m} of {d} (boxed)."
     e = ctx.leaf("x_embed", cell, rf"e\left({latex_text(word)}\right)_{{{m}}}", f"e('{word}')[{m}]",
                  regenerated, how, f"[{shown_text}][{m}]", note)
@@ -474,11 +496,12 @@ def _pe(ctx: Context, cell):
             f"  = {trig}({p} / {fmt(s.pe_base, 6, False)}^({2 * pair}/{d})) = {trig}({ctx.num_text(angle)})\n"
             f"  = {ctx.num_text(value)}")
     note = (f"Column {j} is the {'sine' if trig == 'sin' else 'cosine'} of pair {pair}; the angle "
-            f"{fmt(angle, ctx.precision, False)} rad is position {p} over the pair's wavelength scale.")
-    if not s.exact:
+            f"{fmt(angle, ctx.precision, False)} rad is position {p} over the pair's wavelength scale."
+            + (f" The width d = {d} is odd: this last sine has no cosine beside it." if d % 2 and j == d - 1 else ""))
+    if not s.pe_exact:
         note += " (No config given: the base b was read from the formula, where it is rounded.)"
     return Explanation("pe", cell, symbolic, substituted, f"PE_{{{p},{j}}} = {ctx.num(value)}", value, text,
-                       note=note, independent=s.exact)
+                       note=note, independent=s.pe_exact)
 
 
 PARAMETER_FAN_IN = {"w_q": "d_model", "w_k": "d_model", "w_v": "d_model", "w_a_q": "d_k", "w_a_k": "d_k",
@@ -505,6 +528,12 @@ def _parameter_explainer(key: str) -> Explainer:
         lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
         symbolic = rf"{lhs} = z \cdot {scale_tex},\ z \sim \mathcal{{N}}(0, 1)"
         if ctx.config is None:
+            if f.get("weights") == "trained" and key in TRAINED:
+                return ctx.leaf(key, cell, r"\text{trained}", "trained", None, ctx.num(ctx.value(key)[cell]),
+                                ctx.num_text(ctx.value(key)[cell]),
+                                "Learned parameter, trained (from "
+                                + ("0" if key in BIASES else f"its seeded init {law_text}")
+                                + "): no formula makes it.")
             return ctx.leaf(key, cell, rf"\text{{learned; init }} {law}", f"learned; init {law_text}", None,
                             ctx.num(ctx.value(key)[cell]), ctx.num_text(ctx.value(key)[cell]), note)
         z = float(param_rng(ctx.config.seed, key).standard_normal(shape)[cell])
@@ -563,7 +592,8 @@ def _x(ctx: Context, cell):
                            reads=(("x_embed", cell), ("pe", cell)))
     src, c = ("x_embed", j) if j < d_embed else ("pe", j - d_embed)           # concatenated
     value = float(ctx.value(src)[i, c])
-    part = "the word's embedding" if src == "x_embed" else "the position encoding"
+    part = ("the word's embedding" if src == "x_embed" else
+            "the position feature (the index p itself)" if ctx.settings.positional == "index" else "the position encoding")
     return Explanation("x", cell, f"{lhs} = {ctx.ref(src, (i, c))}", ctx.num(value), f"{lhs} = {ctx.num(value)}",
                        value, f"{lhs_text} = {ctx.ref_text(src, (i, c))}\n  = column {c} of {SYMBOLS[src][1]}, "
                               f"row {i}\n  = {ctx.num_text(value)}",
@@ -605,23 +635,22 @@ def _head_split_explainer(key: str) -> Explainer:
 
 
 def _head_split(ctx: Context, key: str, cell):
-    """Q^(h)[i, j] = Q[i, H·d_k + j]: head h takes its own block of columns."""
-    h, i, j = cell
+    """Q_h[i, m] = Q[i, h·d_k + m]: head h (counted from 0) takes its own block of d_k columns of Q."""
+    h, i, m = cell
     src = key.split("_")[0]
     width = ctx.trace[key].shape[2]
-    col = h * width + j
+    col = h * width + m
     value = float(ctx.value(src)[i, col])
     lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
     d_name = "d_v" if src == "v" else "d_k"
-    general = ctx.ref(src, (i, rf"h \cdot {d_name} + j"))
-    here = ctx.ref(src, (i, rf"{h} \cdot {width} + {j}"))
-    return Explanation(key, cell, f"{lhs} = {general}",
-                       f"{here} = {ctx.ref(src, (i, col))} = {ctx.num(value)}",
+    big = src.upper()
+    return Explanation(key, cell, rf"{lhs} = {big}_{{{i},\, {h} \cdot {d_name} + {m}}}",
+                       rf"{big}_{{{i},\, {h} \cdot {width} + {m}}} = {ctx.ref(src, (i, col))}",
                        f"{lhs} = {ctx.num(value)}", value,
-                       f"{lhs_text} = {SYMBOLS[src][1]}[i, h·{d_name} + j]\n  = {ctx.ref_text(src, (i, col))}\n"
-                       f"  = {ctx.num_text(value)}",
-                       note=f"Head {h} owns columns {h * width}…{(h + 1) * width - 1} of {src.upper()}; "
-                            f"its column {j} is column {col} of {src.upper()}.", reads=((src, (i, col)),))
+                       f"{lhs_text} = {big}[{i}, {h}·{d_name} + {m}]\n  = {big}[{i}, {h}·{width} + {m}] = "
+                       f"{ctx.ref_text(src, (i, col))}\n  = {ctx.num_text(value)}",
+                       note=f"Head {h} (heads counted from 0) owns columns {h * width}…{(h + 1) * width - 1} of "
+                            f"{big}; its column {m} is column {col} of {big}.", reads=((src, (i, col)),))
 
 
 # ---- scores --------------------------------------------------------------------------------------------
@@ -655,30 +684,55 @@ def _pair_note(ctx: Context, i: int, j: int) -> str:
     return f"Query {i} (“{ctx.word(i)}”) against key {j} (“{ctx.word(j)}”)."
 
 
+DOT_NOTE = (" A dot product: positive when the two point less than 90° apart, negative when more, and the "
+            "further from 0 the longer they are.")
+
+
 @register("scores")
 def _scores(ctx: Context, cell):
     score = ctx.settings.score
     if score in ("dot", "scaled_dot"):
         terms, rhs, rhs_text, i, j = _dot_terms(ctx, cell)
-        return ctx.sum_of_products("scores", cell, rhs, rhs_text, terms,
-                                   note=_pair_note(ctx, i, j) + " A dot product: large when they point the same way.")
+        raw = (f" These are the raw scores S; the next step divides them by √d_k (Ŝ)." if score == "scaled_dot"
+               else "")
+        return ctx.sum_of_products("scores", cell, rhs, rhs_text, terms, note=_pair_note(ctx, i, j) + DOT_NOTE + raw)
     return (_additive if score == "additive" else _bilinear)(ctx, cell)
+
+
+def spread(values) -> float:
+    """Standard deviation of the finite entries (0 for fewer than two)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    return float(np.std(v)) if v.size > 1 else 0.0
 
 
 @register("scaled_scores")
 def _scaled_scores(ctx: Context, cell):
+    """Ŝ_ij = S_ij / √d_k = (Σ_m q_{i,m} k_{j,m}) / √d_k."""
+    from .claims import say
     terms, rhs, rhs_text, i, j = _dot_terms(ctx, cell)
     d_k = ctx.settings.d_k
+    q_key, k_key = _qk(ctx)
+    hp = cell[:-2]
+    raw, raw_text = ctx.ref("scores", cell), ctx.ref_text("scores", cell)
+    sym = SYMBOLS["scaled_scores"][1]
+    settings = ctx.config if ctx.config is not None else Config(score="scaled_dot")   # a scaled_scores step: scaled dot
+    why = [say("scaling_stops_growth", settings), say("scaling_unit_spread", settings)]
+    measured = (f"Here the entries of {SYMBOLS[q_key][1]}{'_' + str(hp[0]) if hp else ''} and "
+                f"{SYMBOLS[k_key][1]}{'_' + str(hp[0]) if hp else ''} have standard deviations "
+                f"{fmt(spread(ctx.value(q_key)[hp]), 2, False)} and {fmt(spread(ctx.value(k_key)[hp]), 2, False)}, "
+                f"and row {i} of {sym}{'_' + str(hp[0]) if hp else ''} has standard deviation "
+                f"{fmt(spread(ctx.value('scaled_scores')[(*hp, i)]), 2, False)}.")
+    note = (_pair_note(ctx, i, j) + f" The raw score {raw_text} divided by √d_k = √{d_k} = "
+            f"{fmt(math.sqrt(d_k), ctx.precision, False)}: {why[0]}. For scale: {why[1]}. {measured}")
     return ctx.sum_of_products(
-        "scaled_scores", cell, rf"\frac{{{rhs}}}{{\sqrt{{d_k}}}}", f"({rhs_text}) / √d_k", terms,
-        divisor=(rf"\sqrt{{{d_k}}}", f"√{d_k}", math.sqrt(d_k)),
-        note=_pair_note(ctx, i, j) + f" The dot product {ctx.ref_text('scores', cell)} divided by √{d_k} = "
-             f"{fmt(math.sqrt(d_k), ctx.precision, False)}, so the spread stays near 1 whatever d_k is.",
-        extra_reads=())
+        "scaled_scores", cell, rf"\frac{{{raw}}}{{\sqrt{{d_k}}}} = \frac{{{rhs}}}{{\sqrt{{d_k}}}}",
+        f"{raw_text} / √d_k = ({rhs_text}) / √d_k", terms,
+        divisor=(rf"\sqrt{{{d_k}}}", f"√{d_k}", math.sqrt(d_k)), note=note, extra_reads=())
 
 
 def _additive(ctx: Context, cell):
-    """S_ij = Σ_a v_a tanh((q_i W_1)_a + (k_j W_2)_a)."""
+    """S_ij = vᵀ tanh(W_1ᵀ q_i + W_2ᵀ k_j) = Σ_a v_a tanh((q_i W_1)_a + (k_j W_2)_a), q_i, k_j rows of Q_h, K_h."""
     q_key, k_key = _qk(ctx)
     qi, kj, i, j = _rows(ctx, "scores", cell)
     hp = qi[:-1]                                                           # (h,) or ()
@@ -699,22 +753,25 @@ def _additive(ctx: Context, cell):
                                 for a in range(d_a)], latex=False)
     reads = [("v_a", (*hp, a)) for a in range(d_a)] + [(q_key, (*qi, m)) for m in range(d_k)] + \
             [(k_key, (*kj, m)) for m in range(d_k)]
-    text = (f"{lhs_text} = Σ_a v_a[a]·tanh(q_i·W_1[:,a] + k_j·W_2[:,a])\n  = {shown_text}\n"
+    text = (f"{lhs_text} = Σ_a {ctx.ref_text('v_a', (*hp, 'a'))}·tanh({ctx.ref_text(q_key, (*qi, ':'))}·"
+            f"{ctx.ref_text('w_a_q', (*hp, ':', 'a'))} + {ctx.ref_text(k_key, (*kj, ':'))}·"
+            f"{ctx.ref_text('w_a_k', (*hp, ':', 'a'))})\n  = {shown_text}\n"
             f"  = {ctx.num_text(value)}")
     return Explanation("scores", cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value, text,
                        note=_pair_note(ctx, i, j) + " Additive (Bahdanau): a small network scores the pair; "
-                            "inside each tanh, query part + key part.",
+                            "inside each tanh, the query's part plus the key's part"
+                            + (f" (head {hp[0]}'s own W_1, W_2 and v)." if hp else "."),
                        n_terms=d_a, n_elided=hidden_n, reads=tuple(reads))
 
 
 def _bilinear(ctx: Context, cell):
-    """S_ij = q_i W_B k_jᵀ = Σ_m q_{i,m} (W_B k_jᵀ)_m."""
+    """S_ij = q_i W k_jᵀ = Σ_m q_{i,m} (W k_jᵀ)_m, q_i, k_j rows of Q_h, K_h."""
     q_key, k_key = _qk(ctx)
     qi, kj, i, j = _rows(ctx, "scores", cell)
     hp = qi[:-1]
     q, k, w = ctx.value(q_key)[qi], ctx.value(k_key)[kj], ctx.value("w_b")[hp]    # (d_k,), (d_k,), (d_k, d_k)
     d_k = q.shape[0]
-    u = [math.fsum(w[m, l] * k[l] for l in range(d_k)) for m in range(d_k)]       # (W_B k_jᵀ)_m
+    u = [math.fsum(w[m, l] * k[l] for l in range(d_k)) for m in range(d_k)]       # (W k_jᵀ)_m
     value = math.fsum(q[m] * w[m, l] * k[l] for m in range(d_k) for l in range(d_k))
     lhs, lhs_text = ctx.ref("scores", cell), ctx.ref_text("scores", cell)
     symbolic = (rf"{lhs} = \sum_{{m=0}}^{{{d_k - 1}}} {ctx.ref(q_key, (*qi, 'm'))} \sum_{{l=0}}^{{{d_k - 1}}} "
@@ -723,11 +780,13 @@ def _bilinear(ctx: Context, cell):
     shown_text, _ = join_terms([f"{ctx.factor_text(q[m])}·{ctx.factor_text(u[m])}" for m in range(d_k)],
                                latex=False)
     reads = [(q_key, (*qi, m)) for m in range(d_k)] + [(k_key, (*kj, m)) for m in range(d_k)]
-    text = (f"{lhs_text} = Σ_m Q[i,m]·(W_B k_jᵀ)_m, (W_B k_jᵀ)_m = Σ_l W_B[m,l]·K[j,l]\n  = {shown_text}\n"
+    text = (f"{lhs_text} = Σ_m {ctx.ref_text(q_key, (*qi, 'm'))}·u_m, u_m = Σ_l "
+            f"{ctx.ref_text('w_b', (*hp, 'm', 'l'))}·{ctx.ref_text(k_key, (*kj, 'l'))}\n  = {shown_text}\n"
             f"  = {ctx.num_text(value)}")
     return Explanation("scores", cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value, text,
-                       note=_pair_note(ctx, i, j) + " Bilinear (Luong's general): each term is q_{i,m} times "
-                            "(W_B k_jᵀ)_m, the key first mixed by the learned matrix.",
+                       note=_pair_note(ctx, i, j) + f" Bilinear (Luong's general): term m is {ctx.ref_text(q_key, (*qi, 'm'))} "
+                            f"times u_m = (W k_{j}ᵀ)_m, the key first mixed by the learned matrix W"
+                            + (f" (head {hp[0]}'s own)." if hp else "."),
                        n_terms=d_k, n_elided=hidden_n, reads=tuple(reads))
 
 
@@ -748,10 +807,11 @@ def _mask(ctx: Context, cell):
     i, j = cell
     regenerated, rule = _mask_rule(ctx, i, j)
     stored = ctx.value("mask")[cell]
-    return ctx.leaf("mask", cell, r"[\text{query } i \text{ may see key } j]", "1 if query i may see key j else 0",
+    return ctx.leaf("mask", cell, rf"[\text{{query }} {i} \text{{ may see key }} {j}]",
+                    f"1 if query {i} may see key {j} else 0",
                     regenerated, latex_text(rule), rule,
-                    f"1 = query {i} (“{ctx.word(i)}”) may attend to key {j} (“{ctx.word(j)}”), 0 = hidden"
-                    f" ({'visible' if stored else 'hidden'}).")
+                    f"M = 1: query {i} (“{ctx.word(i)}”) may attend to key {j} (“{ctx.word(j)}”); M = 0: "
+                    f"hidden. Here {'visible' if stored else 'hidden'}.")
 
 
 @register("masked_scores")
@@ -769,13 +829,15 @@ def _masked_scores(ctx: Context, cell):
             f"  = M[{i},{j}] = {int(m)} → {ctx.num_text(value)}\n  = {ctx.num_text(value)}")
     note = ("Visible: the score passes through." if m == 1 else
             "Hidden: −∞, so exp(−∞) = 0 and the softmax gives this key weight exactly 0.")
+    if len(cell) == 3:
+        note += f" Every head uses the same mask M; this is head {cell[0]}."
     return Explanation("masked_scores", cell, sym, shown, f"{lhs} = {ctx.num(value)}", value, text, note=note,
                        reads=(("mask", (i, j)), (src, cell)))
 
 
 @register("weights")
 def _weights(ctx: Context, cell):
-    """A_ij = exp(z_j − max z) / Σ_j' exp(z_j' − max z), z = s_i / T."""
+    """A_ij = exp(z_j − μ) / Σ_j' exp(z_j' − μ), z = (row i of the scores softmax reads) / T, μ = max_j' z_j'."""
     src = ctx.trace.facts.get("softmax_input") or ctx.trace["weights"].inputs[0]
     row_index, j = cell[:-1], cell[-1]
     s = [float(v) for v in ctx.value(src)[row_index]]                     # (n_k,)
@@ -790,75 +852,118 @@ def _weights(ctx: Context, cell):
     srow = ctx.ref(src, (*row_index, "j'"))
     z_sym = srow if t == 1 else f"{srow}/T"
     n_k = len(s)
-    symbolic = (rf"{lhs} = \frac{{\exp({ctx.ref(src, cell)}{'' if t == 1 else '/T'} - m)}}"
-                rf"{{\sum_{{j'=0}}^{{{n_k - 1}}} \exp({z_sym} - m)}},\quad m = \max_{{j'}} {z_sym}"
-                + ("" if t == 1 else rf",\ T = {fmt(t, 6)}"))
-    tt = "" if t == 1 else f"/{fmt(t, 6)}"
+    symbolic = (rf"{lhs} = \frac{{\exp({ctx.ref(src, cell)}{'' if t == 1 else '/T'} - \mu)}}"
+                rf"{{\sum_{{j'=0}}^{{{n_k - 1}}} \exp({z_sym} - \mu)}},\quad \mu = \max_{{j'}} {z_sym}"
+                + ("" if t == 1 else rf",\ T = {exact(t)}"))
+    tt = "" if t == 1 else f"/{exact(t)}"
     exps = [(r"e^{-\infty}" if math.isinf(v) else rf"e^{{{ctx.num(v)}{tt} - {ctx.factor(top)}}}") for v in s]
     exps_text = [("exp(-inf)" if math.isinf(v) else f"exp({ctx.num_text(v)}{tt} - {ctx.factor_text(top)})") for v in s]
     shown, shown_text, hidden = softmax_fraction(ctx, exps, exps_text, e, j, total)
     row_text = ctx.ref_text(src, (*row_index, "j'"))
-    text = (f"{lhs_text} = exp({ctx.ref_text(src, cell)}{'' if t == 1 else '/T'} - m) / Σ_j' exp({row_text}"
-            f"{'' if t == 1 else '/T'} - m), m = max{'' if t == 1 else f', T = {fmt(t, 6, False)}'}\n"
+    text = (f"{lhs_text} = exp({ctx.ref_text(src, cell)}{'' if t == 1 else '/T'} - μ) / Σ_j' exp({row_text}"
+            f"{'' if t == 1 else '/T'} - μ), μ = max_j' {row_text}{'' if t == 1 else '/T'}"
+            f"{'' if t == 1 else f', T = {exact(t)}'}\n"
             f"  = {shown_text}\n  = {ctx.num_text(value)}")
     if total == 0:
         note = "Every key is hidden for this query: the core defines the row as all zeros (no NaN)."
     else:
-        note = (f"Row {cell[-2]} of the weights is a softmax over the {n_k} keys; subtracting the row maximum "
-                f"m = {fmt(top, ctx.precision, False)} keeps exp from overflowing and changes nothing."
-                + (f" Temperature T = {fmt(t, 6, False)} divides every score first." if t != 1 else ""))
-    if not ctx.settings.exact:
-        note += " (No config given: T was read from the weights' formula or the weights themselves.)"
+        hidden_keys = sum(math.isinf(v) for v in s)
+        whose = f"head {cell[0]}'s weights" if len(cell) == 3 else "the weights"
+        note = (f"Row {cell[-2]} of {whose} is a softmax over the {n_k} keys"
+                + (f" ({hidden_keys} of them hidden: weight 0)" if hidden_keys else "")
+                + f"; subtracting the row maximum μ = {fmt(top, ctx.precision, False)} keeps exp from overflowing "
+                  "and changes nothing."
+                + (f" Temperature T = {exact(t)} divides every score first." if t != 1 else ""))
+    if not ctx.settings.t_exact:
+        note += " (No config given: T was estimated from the scores and the weights themselves.)"
     return Explanation("weights", cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value, text, note=note,
                        n_terms=n_k, n_elided=hidden, reads=tuple((src, (*row_index, jj)) for jj in range(n_k)),
-                       independent=ctx.settings.exact)
+                       independent=ctx.settings.t_exact)
 
 
 # ---- context, heads merged, output ---------------------------------------------------------------------
 
+def _ties(values, top: int) -> list[int]:
+    """The indices whose value equals values[top] (to 1e-12, relative)."""
+    return [j for j, v in enumerate(values) if abs(v - values[top]) <= 1e-12 * max(1.0, abs(values[top]))]
+
+
 @register("context")
 def _context(ctx: Context, cell):
+    """C_{i,m} = Σ_j A_{i,j} V_{j,m}: key j, dimension m (per head h: C_h = A_h V_h)."""
     v_key = "v_heads" if ctx.settings.n_heads > 1 else "v"
-    *hp, i, j = cell
+    *hp, i, m = cell
     hp = tuple(hp)
     a, v = ctx.value("weights")[(*hp, i)], ctx.value(v_key)[hp]             # (n_k,), (n_k, d_v)
-    terms = [(ctx.ref("weights", (*hp, i, m)), ctx.ref_text("weights", (*hp, i, m)), a[m],
-              ctx.ref(v_key, (*hp, m, j)), ctx.ref_text(v_key, (*hp, m, j)), v[m, j],
-              ("weights", (*hp, i, m)), (v_key, (*hp, m, j))) for m in range(a.shape[0])]
-    rhs = (rf"\sum_{{m=0}}^{{{a.shape[0] - 1}}} {ctx.ref('weights', (*hp, i, 'm'))}\, "
-           rf"{ctx.ref(v_key, (*hp, 'm', j))}")
-    rhs_text = f"Σ_m {ctx.ref_text('weights', (*hp, i, 'm'))}·{ctx.ref_text(v_key, (*hp, 'm', j))}"
-    top = int(np.argmax(a))
-    return ctx.sum_of_products("context", cell, rhs, rhs_text, terms,
-                               note=f"A weighted average of column {j} of V over the keys, mixed by row {i} of the "
-                                    f"weights; “{ctx.word(top)}” (key {top}) counts most, with "
-                                    f"{fmt(a[top], ctx.precision, False)}.")
+    terms = [(ctx.ref("weights", (*hp, i, j)), ctx.ref_text("weights", (*hp, i, j)), a[j],
+              ctx.ref(v_key, (*hp, j, m)), ctx.ref_text(v_key, (*hp, j, m)), v[j, m],
+              ("weights", (*hp, i, j)), (v_key, (*hp, j, m))) for j in range(a.shape[0])]
+    rhs = (rf"\sum_{{j=0}}^{{{a.shape[0] - 1}}} {ctx.ref('weights', (*hp, i, 'j'))}\, "
+           rf"{ctx.ref(v_key, (*hp, 'j', m))}")
+    rhs_text = f"Σ_j {ctx.ref_text('weights', (*hp, i, 'j'))}·{ctx.ref_text(v_key, (*hp, 'j', m))}"
+    v_name = f"V_{hp[0]}" if hp else "V"
+    total = math.fsum(float(x) for x in a)
+    if total == 0:
+        note = (f"Every key is hidden for query {i}: row {i} of the weights is all 0, so this context entry is 0 "
+                f"(no average is taken).")
+    else:
+        top = int(np.argmax(a))
+        tied = _ties([float(x) for x in a], top)
+        if len(tied) == len(a):
+            most = f"every key weighs the same, {fmt(a[top], ctx.precision, False)}"
+        elif len(tied) > 1:
+            most = (f"keys {say_keys(ctx, tied)} count most, with {fmt(a[top], ctx.precision, False)} each")
+        else:
+            most = f"“{ctx.word(top)}” (key {top}) counts most, with {fmt(a[top], ctx.precision, False)}"
+        note = (f"A weighted average of column {m} of {v_name} over the keys, mixed by row {i} of the weights "
+                f"(they sum to 1): {most}.")
+    return ctx.sum_of_products("context", cell, rhs, rhs_text, terms, note=note)
+
+
+def heads_side_by_side(n_heads: int) -> str:
+    """'[C_0 | C_1]' for H = 2, '[C_0 | C_1 | C_2]' for 3, '[C_0 | … | C_7]' for 8: heads counted from 0, the last H − 1."""
+    if n_heads <= 3:
+        return "[" + " | ".join(f"C_{h}" for h in range(n_heads)) + "]"
+    return f"[C_0 | … | C_{n_heads - 1}]"
+
+
+def say_keys(ctx: Context, keys: list[int]) -> str:
+    """'0 (“i”), 2 (“you”) and 3 (“today”)'."""
+    named = [f"{j} (“{ctx.word(j)}”)" for j in keys]
+    return named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
 
 
 @register("concat")
 def _concat(ctx: Context, cell):
+    """C = [C_0 | … | C_{H−1}]: column c of C is column c mod d_v of head ⌊c / d_v⌋'s context."""
     i, c = cell
     d_v = ctx.settings.d_v
-    h, j = divmod(c, d_v)
-    value = float(ctx.value("context")[h, i, j])
+    h, m = divmod(c, d_v)
+    value = float(ctx.value("context")[h, i, m])
     lhs, lhs_text = ctx.ref("concat", cell), ctx.ref_text("concat", cell)
-    return Explanation("concat", cell, rf"{lhs} = {ctx.ref('context', ('h', i, 'j'))},\ h = \lfloor c / d_v \rfloor,"
-                                       rf"\ j = c \bmod d_v",
-                       rf"h = \lfloor {c}/{d_v} \rfloor = {h},\ j = {c} \bmod {d_v} = {j}: "
-                       rf"{ctx.ref('context', (h, i, j))} = {ctx.num(value)}",
+    return Explanation("concat", cell,
+                       rf"{lhs} = (C_h)_{{{i},m}},\ h = \lfloor {c} / d_v \rfloor,\ m = {c} \bmod d_v",
+                       rf"h = \lfloor {c}/{d_v} \rfloor = {h},\ m = {c} \bmod {d_v} = {m}:\ "
+                       rf"{ctx.ref('context', (h, i, m))} = {ctx.num(value)}",
                        f"{lhs} = {ctx.num(value)}", value,
-                       f"{lhs_text} = C(head h)[{i},j], h = c // d_v, j = c % d_v\n"
-                       f"  = {ctx.ref_text('context', (h, i, j))}\n  = {ctx.num_text(value)}",
-                       note=f"The heads sit side by side: columns {h * d_v}…{(h + 1) * d_v - 1} are head {h}'s "
-                            f"context.", reads=(("context", (h, i, j)),))
+                       f"{lhs_text} = C_h[{i},m], h = {c} // d_v, m = {c} % d_v\n"
+                       f"  = h = {h}, m = {m}: {ctx.ref_text('context', (h, i, m))}\n  = {ctx.num_text(value)}",
+                       note=f"C = {heads_side_by_side(ctx.settings.n_heads)}: the {ctx.settings.n_heads} heads' "
+                            f"contexts side by side, heads counted from 0. Columns {h * d_v}…{(h + 1) * d_v - 1} are "
+                            f"head {h}'s C_{h}.", reads=(("context", (h, i, m)),))
 
 
 @register("output")
 def _output(ctx: Context, cell):
+    """O_{i,j} = Σ_m C_{i,m} (W_O)_{m,j} (+ (b_O)_j), C the heads concatenated when H > 1."""
     i, j = cell
     c_key = "concat" if ctx.settings.n_heads > 1 else "context"
-    return _project(ctx, "output", cell, c_key, "w_o", "b_o" if "b_o" in ctx.trace else None,
-                    f"Row {i} (“{ctx.word(i)}”) of the context, mixed back to d_model by column {j} of W_O.")
+    b_key = "b_o" if "b_o" in ctx.trace else None
+    whose = (f"the {ctx.settings.n_heads} heads' contexts side by side (C = "
+             f"{heads_side_by_side(ctx.settings.n_heads)})" if c_key == "concat" else "the context C")
+    return _project(ctx, "output", cell, c_key, "w_o", b_key,
+                    f"Row {i} (“{ctx.word(i)}”) of {whose}, mixed back to d_model columns by column {j} of W_O"
+                    + (f", plus the bias b_O[{j}]." if b_key else "."))
 
 
 for _key in ("q", "k", "v"):

@@ -8,15 +8,19 @@
     >>> config_from_query(config_to_query(Config(d_k=6)))[0] == Config(d_k=6)
     True
 
-CSV layout (one file per step; a 3-d step is flattened with a leading head column):
+CSV layout (one file per step; a 3-d step, one block per head, is flattened with a leading column h):
 
-    0-d   value                 1-d   d_v,value            2-d   n_q\\n_k,i,love,you     3-d  head,n_q\\n_k,i,love
+    0-d   value                 1-d   d_v,value            2-d   n_q\\n_k,i,love,you     3-d  h,n_q\\n_k,i,love
           0.25                        0,0.1                      i,0.25,0.5,0.25            0,i,0.25,0.5
                                       1,-0.3                     love,...                   ...
 
 The corner cell names the row and column axes ("n_q\\n_k"), rows and columns of a token axis
 are labelled with the words (a repeated word gets its position: "the (4)"), others with
-indices. Numbers are written with repr(), so they read back exactly (−inf as "-inf").
+indices, every index counted from 0 as in the app's notation (docs/notation.md): h = 0 … H−1 is
+a head's index, H the number of heads. Numbers are written with repr(), so they read back exactly
+(−inf as "-inf"). The zip of all the CSV files carries a README.txt naming each file's symbol
+(S raw scores, Ŝ scaled, S̃ masked, A weights, C context, O output, Q_h one head's queries …);
+the .npz manifest carries the same symbols.
 """
 from __future__ import annotations
 
@@ -33,6 +37,30 @@ import numpy as np
 from .config import COMBINES, EMBEDDINGS, MASKS, POSITIONALS, SCORES, UNKNOWN_POLICIES, WEIGHTS, Config, ConfigError
 from .trace import Step, Trace
 
+# ---- the notation's symbol for each step (docs/notation.md), as plain text ------------------------------
+
+STEP_SYMBOLS = {
+    "x_embed": "X_emb", "pe": "PE", "x": "X", "w_q": "W_Q", "w_k": "W_K", "w_v": "W_V",
+    "b_q": "b_Q", "b_k": "b_K", "b_v": "b_V", "q": "Q", "k": "K", "v": "V",
+    "q_heads": "Q_h", "k_heads": "K_h", "v_heads": "V_h",
+    "w_a_q": "W_1", "w_a_k": "W_2", "v_a": "v", "w_b": "W",
+    "scores": "S", "scaled_scores": "Ŝ", "mask": "M", "masked_scores": "S̃", "weights": "A", "context": "C",
+    "concat": "C", "w_o": "W_O", "b_o": "b_O", "output": "O",
+}
+PER_HEAD = ("scores", "scaled_scores", "masked_scores", "weights", "context")     # S_h, Ŝ_h, S̃_h, A_h, C_h
+HEAD_COLUMN = "h"               # a head's index, 0 … H−1, in the CSV files' first column
+
+
+def step_symbol(step: Step) -> str:
+    """The notation's symbol for a step: 'Ŝ', or 'Ŝ_h' when it has a head axis; '' for a step it does not name."""
+    symbol = STEP_SYMBOLS.get(step.key, "")
+    if symbol and step.key in PER_HEAD and step.axes[:1] == ("head",):
+        return f"{symbol}_h"
+    if symbol and step.key in ("w_a_q", "w_a_k", "v_a", "w_b") and step.axes[:1] == ("head",):
+        return f"{symbol}^(h)"
+    return symbol
+
+
 # ---- .npz ----------------------------------------------------------------------------------------------
 
 MANIFEST = "__manifest__"
@@ -46,7 +74,8 @@ def npz_bytes(trace: Trace) -> bytes:
     """Every step as an array in one compressed .npz (np.load(..., allow_pickle=False) opens it).
 
     An array is stored under its step key (a key like "dL/dw_q" becomes "dL_dw_q"); the member
-    "__manifest__" is JSON: the tokens and, per step, its key, array name, axes and title.
+    "__manifest__" is JSON: the tokens and, per step, its key, array name, axes, title and symbol in
+    the app's notation ("Ŝ_h" for the scaled scores of every head, axis "head" holding h = 0 … H−1).
     """
     arrays, manifest = {}, {"tokens": list(trace.tokens), "steps": []}
     for step in trace:
@@ -54,7 +83,8 @@ def npz_bytes(trace: Trace) -> bytes:
         while name in arrays or name == MANIFEST:
             name += "_"
         arrays[name] = step.value
-        manifest["steps"].append({"key": step.key, "array": name, "axes": list(step.axes), "title": step.title})
+        manifest["steps"].append({"key": step.key, "array": name, "axes": list(step.axes), "title": step.title,
+                                  "symbol": step_symbol(step)})
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays, **{MANIFEST: np.array(json.dumps(manifest))})
     return buffer.getvalue()
@@ -92,7 +122,7 @@ def step_csv(step: Step, trace: Trace | None = None) -> str:
         w.writerow([axes[0], "value"])
         w.writerows([lab, repr(float(x))] for lab, x in zip(_labels(trace, axes[0], v.shape[0]), v))
     elif v.ndim in (2, 3):
-        head = ["head"] if v.ndim == 3 else []
+        head = [HEAD_COLUMN] if v.ndim == 3 else []
         rows, cols = v.shape[-2:]
         w.writerow(head + [f"{axes[-2]}\\{axes[-1]}"] + _labels(trace, axes[-1], cols))
         row_labels = _labels(trace, axes[-2], rows)
@@ -110,7 +140,7 @@ def array_from_csv(text: str) -> np.ndarray:
     header, body = rows[0], rows[1:]
     if header == ["value"]:
         return np.array(float(body[0][0]))
-    if header[0] == "head":
+    if header[0] in (HEAD_COLUMN, "head"):                     # "head": files written before the notation
         heads = [int(r[0]) for r in body]
         n_heads = max(heads) + 1
         values = np.array([[float(x) for x in r[2:]] for r in body])
@@ -130,12 +160,31 @@ def csv_files(trace: Trace) -> dict[str, str]:
     return {name: step_csv(trace[key], trace) for name, key in csv_names(trace).items()}
 
 
+def csv_readme(trace: Trace) -> str:
+    """README.txt for the zip: the notation, then each file with its step's symbol, title and shape."""
+    lines = ["One CSV file per step of the forward pass, in order. The app's notation (docs/notation.md):",
+             "everything is counted from 0; n tokens (rows), H heads and h = 0 … H−1 a head's index;",
+             "S raw scores, Ŝ = S / √d_k scaled (scaled dot-product only), S̃ masked (−inf where the mask M",
+             "hides a key), A = softmax(…) the weights, C = A V the context, O = C W_O the output.",
+             "Weights multiply from the right, as the Transformer paper writes it (Q = X W^Q) and as numpy",
+             "code does: W_Q is (d_model, H·d_k). PyTorch's nn.Linear stores the transpose (its weight is",
+             "(out, in) and it computes x Wᵀ).",
+             "A file with a first column h holds one block of rows per head.",
+             ""]
+    for name, key in csv_names(trace).items():
+        step = trace[key]
+        symbol = step_symbol(step)
+        lines.append(f"{name}  {symbol + '  ' if symbol else ''}{step.title}  ({step.shape_text})")
+    return "\n".join(lines) + "\n"
+
+
 def csv_zip(trace: Trace) -> bytes:
-    """All the CSV files of a trace in one .zip."""
+    """All the CSV files of a trace in one .zip, with README.txt naming each file's symbol."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
         for name, text in csv_files(trace).items():
             z.writestr(name, text)
+        z.writestr("README.txt", csv_readme(trace))
     return buffer.getvalue()
 
 
@@ -194,7 +243,15 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     add("")
     add("Run:  python this_file.py            prints every step")
     add("      python this_file.py steps.npz  also saves every step (np.load(...)[key])")
-    add("Rows are tokens: X is (n, d_model) and Q = X W_Q, as in numpy and PyTorch.")
+    add("")
+    add("Notation (the app's): everything is counted from 0. n tokens are the rows; H heads, h = 0 … H−1 a")
+    add("head's index; S raw scores, Ŝ = S / √d_k scaled (scaled dot-product only), S̃ masked, A the weights,")
+    add("C = A V the context, O the output. Each variable is named by its step key (the .npz and CSV names);")
+    add("its symbol is in the comment beside it.")
+    add("")
+    add("Rows are tokens: X is (n, d_model). Weights multiply from the right, as the Transformer paper writes")
+    add("it (Q = X W^Q) and as numpy code does: Q = X @ W_Q with W_Q of shape (d_model, H·d_k).")
+    add("PyTorch's nn.Linear stores the transpose: its weight is (out, in) = W_Q^T and it computes x W^T.")
     add('"""')
     add("import sys")
     add("import zlib")
@@ -204,7 +261,8 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     add(f"SENTENCE = {config.sentence!r}")
     add(f"TOKENS = {list(trace.tokens)!r}  # the rows of X")
     add(f"SEED = {seed!r}")
-    add(f"N, D_MODEL, N_HEADS, D_K, D_V = {n}, {d_model}, {h}, {d_k}, {d_v}")
+    add(f"N, D_MODEL, H, D_K, D_V = {n}, {d_model}, {h}, {d_k}, {d_v}  # n tokens, width of X, H heads, "
+        f"a head's d_k and d_v")
     add("steps = {}  # step name -> array, in order")
     add("")
     if not literal:
@@ -230,45 +288,49 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     add("    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)")
     add("")
     add("")
-    add(f"# -- embeddings: one row per token, from {f['source']!r}  (n={n}, d_embed={d_embed})")
+    add(f"# -- embeddings X_emb: one row per token, from {f['source']!r}  (n={n}, d_embed={d_embed})")
     add(f"x_embed = {_literal(trace['x_embed'].value)}")
     add('steps["x_embed"] = x_embed')
     add("")
     d_pe = trace["pe"].shape[1] if "pe" in trace else 0
     if config.positional == "sinusoidal":
-        add(f"# -- positional encoding: sin / cos pairs  (n={n}, d={d_pe})")
-        add("positions = np.arange(N, dtype=np.float64)[:, None]  # (n, 1)")
-        add(f"pair = np.arange({d_pe}) // 2  # column j uses pair j // 2")
+        add(f"# -- positional encoding PE: PE[p, 2i] = sin(p / base^(2i/d)), PE[p, 2i+1] = cos(p / base^(2i/d)),")
+        add(f"#    p the position, i the pair  (n={n}, d={d_pe})")
+        add("positions = np.arange(N, dtype=np.float64)[:, None]  # p = 0 … n−1, (n, 1)")
+        add(f"pair = np.arange({d_pe}) // 2  # columns 2i and 2i+1 use pair i")
         add(f"angles = positions / np.power({float(config.pe_base)!r}, 2.0 * pair / {d_pe})  # (n, d)")
         add(f"pe = np.where(np.arange({d_pe}) % 2 == 0, np.sin(angles), np.cos(angles))")
     elif config.positional == "learned":
-        add(f"# -- positional encoding: a learned table at its seeded start  (n={n}, d={d_pe})")
+        add(f"# -- positional encoding PE: a learned table at its seeded start  (n={n}, d={d_pe})")
         pe_code = (_literal(trace["pe"].value) if literal else
                    f"0.1 * np.random.default_rng([SEED, 7919, {d_pe}]).standard_normal((N, {d_pe}))")
         add(f"pe = {pe_code}")
     elif config.positional == "index":
-        add("# -- positional feature: the index itself, one extra column  (n, 1)")
+        add("# -- positional feature: PE_p = p, the index itself, one extra column  (n, 1)")
         add("pe = np.arange(N, dtype=np.float64)[:, None]")
     if d_pe:
         add('steps["pe"] = pe')
         add("")
     if not d_pe:
-        add("x = x_embed  # no positional information")
+        add("x = x_embed  # X = X_emb: no positional information")
     elif d_model != d_embed:
-        add(f"x = np.concatenate([x_embed, pe], axis=1)  # (n, {d_embed} + {d_pe} = {d_model})")
+        add(f"x = np.concatenate([x_embed, pe], axis=1)  # X = [X_emb | PE]: (n, {d_embed} + {d_pe} = {d_model})")
     else:
-        add("x = x_embed + pe  # added element-wise")
+        add("x = x_embed + pe  # X = X_emb + PE, element-wise")
     add('steps["x"] = x')
     add("")
     if trained:
-        add("# W_Q, W_K, W_V below were trained (on the explorer's data/sentiment.csv), so they are written in;")
+        add(f"# W_Q, W_K, W_V{' and b_Q, b_K, b_V' if config.bias else ''} below were trained (on the explorer's "
+            "data/sentiment.csv), so they are written in;")
         add("# W_O and any score parameters are at their seeded random start.")
     for name, width in (("q", h * d_k), ("k", h * d_k), ("v", h * d_v)):
-        add(f"# -- {name.upper()} = X W_{name.upper()}{' + b_' + name if config.bias else ''}  (n={n}, {width})")
-        add(f"w_{name} = {param(f'w_{name}', (d_model, width), d_model)}  # (d_model, {width})")
+        big, d_name = name.upper(), ("d_v" if name == "v" else "d_k")
+        cols = f"H·{d_name}={width}" if h > 1 else f"{d_name}={width}"
+        add(f"# -- {big} = X W_{big}{' + b_' + big if config.bias else ''}  (n={n}, {cols})")
+        add(f"w_{name} = {param(f'w_{name}', (d_model, width), d_model)}  # W_{big}: (d_model={d_model}, {cols})")
         add(f'steps["w_{name}"] = w_{name}')
         if config.bias:
-            add(f"b_{name} = {bias(f'b_{name}', (width,))}")
+            add(f"b_{name} = {bias(f'b_{name}', (width,))}  # b_{big}: ({cols})")
             add(f'steps["b_{name}"] = b_{name}')
             add(f"{name} = x @ w_{name} + b_{name}")
         else:
@@ -276,32 +338,38 @@ def python_script(config: Config, weights: str = "seeded") -> str:
         add(f'steps["{name}"] = {name}')
         if h > 1:
             width_h = d_v if name == "v" else d_k
-            add(f"{name}_heads = {name}.reshape(N, N_HEADS, {width_h}).transpose(1, 0, 2)  # (heads, n, {width_h})")
+            add(f"{name}_heads = {name}.reshape(N, H, {width_h}).transpose(1, 0, 2)  "
+                f"# {big}_h = {big}[:, h·{d_name} : (h+1)·{d_name}], h = 0 … H−1: (H, n, {d_name}={width_h})")
             add(f'steps["{name}_heads"] = {name}_heads')
         add("")
     sq, sk, sv = ("q_heads", "k_heads", "v_heads") if h > 1 else ("q", "k", "v")
+    hs = "_h" if h > 1 else ""                                    # per head: S_h = Q_h K_h^T, …
+    shape = "(H, n_q, n_k)" if h > 1 else "(n_q, n_k)"
     if config.score in ("dot", "scaled_dot"):
-        add(f"# -- scores: S = Q K^T")
-        add(f"scores = {sq} @ np.swapaxes({sk}, -1, -2)  # (heads?, n_q, n_k)")
+        add(f"# -- raw scores: S{hs} = Q{hs} K{hs}^T  {shape}")
+        add(f"scores = {sq} @ np.swapaxes({sk}, -1, -2)")
         add('steps["scores"] = scores')
         logits = "scores"
         if config.score == "scaled_dot":
-            add("scaled_scores = scores / np.sqrt(D_K)")
+            add(f"scaled_scores = scores / np.sqrt(D_K)  # Ŝ{hs} = S{hs} / √d_k")
             add('steps["scaled_scores"] = scaled_scores')
             logits = "scaled_scores"
     elif config.score == "additive":
         shape_w, shape_v = (h, d_k, d_k)[h == 1:], (h, d_k)[h == 1:]
-        add("# -- additive scores: S_ij = v . tanh(q_i W_1 + k_j W_2)")
-        for name, shape in (("w_a_q", shape_w), ("w_a_k", shape_w), ("v_a", shape_v)):
-            add(f"{name} = {param(name, shape, d_k)}")
+        add(f"# -- raw scores, additive: S{hs}[i, j] = v^T tanh(W_1^T q_i + W_2^T k_j) = v · tanh(q_i W_1 + k_j W_2), "
+            f"q_i, k_j rows of Q{hs}, K{hs}  {shape}")
+        per = "one per head, " if h > 1 else ""
+        for name, sym, shp in (("w_a_q", "W_1", shape_w), ("w_a_k", "W_2", shape_w), ("v_a", "v", shape_v)):
+            add(f"{name} = {param(name, shp, d_k)}  # {sym}: {per}{shp}")
             add(f'steps["{name}"] = {name}')
         add(f"hidden = np.tanh(({sq} @ w_a_q)[..., :, None, :] + ({sk} @ w_a_k)[..., None, :, :])  # (.., n_q, n_k, d_a)")
         add('scores = np.einsum("...ija,...a->...ij", hidden, v_a)')
         add('steps["scores"] = scores')
         logits = "scores"
     else:
-        add("# -- bilinear scores: S = Q W_B K^T")
-        add(f"w_b = {param('w_b', (h, d_k, d_k)[h == 1:], d_k)}")
+        add(f"# -- raw scores, bilinear: S{hs} = Q{hs} W K{hs}^T  {shape}")
+        add(f"w_b = {param('w_b', (h, d_k, d_k)[h == 1:], d_k)}  # W: {'one per head, ' if h > 1 else ''}"
+            f"{(h, d_k, d_k)[h == 1:]}")
         add('steps["w_b"] = w_b')
         add(f"scores = {sq} @ w_b @ np.swapaxes({sk}, -1, -2)")
         add('steps["scores"] = scores')
@@ -309,37 +377,44 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     add("")
     if config.mask != "none":
         if config.mask == "causal":
-            add("# -- causal mask: query i sees keys 0..i")
+            add("# -- causal mask M: query i sees keys j = 0 … i")
             add("mask = np.tril(np.ones((N, N), dtype=bool))")
         else:
-            add("# -- padding mask: the listed key positions are hidden from every query")
+            add("# -- padding mask M: the listed key positions are hidden from every query")
             add("mask = np.ones((N, N), dtype=bool)")
             add(f"mask[:, {list(config.padding)!r}] = False")
         add('steps["mask"] = mask.astype(float)')
-        add(f"masked_scores = np.where(mask, {logits}, -np.inf)")
+        before = "Ŝ" if logits == "scaled_scores" else "S"
+        add(f"masked_scores = np.where(mask, {logits}, -np.inf)  # S̃{hs} = {before}{hs} with -inf where M[i, j] = 0"
+            + (" (the same M for every head)" if h > 1 else ""))
         add('steps["masked_scores"] = masked_scores')
         logits = "masked_scores"
         add("")
-    add(f"# -- softmax over each row (the keys), temperature {config.temperature!r}")
-    add(f"weights = softmax({logits}, {float(config.temperature)!r})")
+    s_in = {"scores": "S", "scaled_scores": "Ŝ", "masked_scores": "S̃"}[logits] + hs
+    t = float(config.temperature)
+    add(f"# -- attention weights: A{hs} = softmax({s_in}{'' if t == 1 else ' / T'}), over each row (the keys j)"
+        + ("" if t == 1 else f", temperature T = {t!r}"))
+    add(f"weights = softmax({logits}, {t!r})")
     add('steps["weights"] = weights')
     add("")
-    add(f"context = weights @ {sv}  # (heads?, n, d_v)")
+    add(f"context = weights @ {sv}  # C{hs} = A{hs} V{hs}: {'(H, n, d_v)' if h > 1 else '(n, d_v)'}")
     add('steps["context"] = context')
     c_name = "context"
     if h > 1:
-        add("concat = context.transpose(1, 0, 2).reshape(N, N_HEADS * D_V)  # heads side by side")
+        add("concat = context.transpose(1, 0, 2).reshape(N, H * D_V)  # C = [C_0 | … | C_{H−1}], "
+            "the heads side by side: (n, H·d_v)")
         add('steps["concat"] = concat')
         c_name = "concat"
     add("")
-    add(f"w_o = {param('w_o', (h * d_v, d_model), h * d_v)}")
+    add(f"w_o = {param('w_o', (h * d_v, d_model), h * d_v)}  # W_O: ({'H·d_v' if h > 1 else 'd_v'}={h * d_v}, "
+        f"d_model={d_model})")
     add('steps["w_o"] = w_o')
     if config.bias:
-        add(f"b_o = {bias('b_o', (d_model,))}")
+        add(f"b_o = {bias('b_o', (d_model,))}  # b_O: (d_model={d_model})")
         add('steps["b_o"] = b_o')
-        add(f"output = {c_name} @ w_o + b_o")
+        add(f"output = {c_name} @ w_o + b_o  # O = C W_O + b_O: (n, d_model)")
     else:
-        add(f"output = {c_name} @ w_o")
+        add(f"output = {c_name} @ w_o  # O = C W_O: (n, d_model)")
     add('steps["output"] = output')
     add("")
     add("")

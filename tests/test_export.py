@@ -68,7 +68,7 @@ def test_csv_round_trip_every_step(config):
 def test_csv_layout_labels_and_heads():
     trace = run_forward(MULTI)
     rows = list(csv.reader(io.StringIO(step_csv(trace["weights"], trace))))
-    assert rows[0] == ["head", "n_q\\n_k", "the (0)", "cat", "sat", "on", "the (4)", "mat"]
+    assert rows[0] == ["h", "n_q\\n_k", "the (0)", "cat", "sat", "on", "the (4)", "mat"]      # h: a head's index
     assert [r[0] for r in rows[1:]] == ["0"] * 6 + ["1"] * 6 and rows[1][1] == "the (0)"
     assert rows[1][3] == "0.0"                                           # the causal mask's exact zero
     rows = list(csv.reader(io.StringIO(step_csv(trace["b_q"], trace))))
@@ -76,7 +76,7 @@ def test_csv_layout_labels_and_heads():
     masked = list(csv.reader(io.StringIO(step_csv(trace["masked_scores"], trace))))
     assert masked[1][3] == "-inf"
     with zipfile.ZipFile(io.BytesIO(csv_zip(trace))) as z:
-        assert sorted(z.namelist()) == sorted(csv_files(trace))
+        assert sorted(z.namelist()) == sorted([*csv_files(trace), "README.txt"])
 
 
 def run_script(source: str, tmp_path, name: str) -> dict:
@@ -192,3 +192,114 @@ def test_any_query_gives_a_config_and_never_raises(params):
             assert config_to_query(config)[name].strip().lower() == str(raw).strip().lower() or name in (
                 "d_model", "glove_vocab", "d_k", "d_v", "n_heads", "seed", "pe_base", "temperature", "bias",
                 "padding", "sentence")                                       # number spellings vary ("08")
+
+
+# ---- issue 12: the notation in the script, the CSV headers and the symbols ---------------------------
+
+import json
+import re
+
+from attention_core import notation
+from attention_core.export import STEP_SYMBOLS, csv_names, csv_readme, step_symbol
+
+SCRIPT_SYMBOL = {"scores": "S", "scaled_scores": "Ŝ", "masked_scores": "S̃"}
+
+
+def test_script_states_the_weight_orientation_rightly():
+    """Q = X W^Q with W_Q (d_model, H·d_k), as the Transformer paper and numpy write it; PyTorch's nn.Linear
+    stores the transpose: checked with torch itself, and by the script's own arrays."""
+    import torch
+    source = python_script(MULTI)
+    for words in ("as the Transformer paper writes", "(Q = X W^Q)", "as numpy code does",
+                  "Q = X @ W_Q with W_Q of shape (d_model, H·d_k)", "PyTorch's nn.Linear stores the transpose",
+                  "its weight is (out, in) = W_Q^T and it computes x W^T"):
+        assert words in source, words
+    for wrong in ("as in numpy and PyTorch", "Papers often", "papers write the transpose"):
+        assert wrong not in source
+    assert "q = x @ w_q + b_q" in source
+    trace = run_forward(MULTI)
+    x, w_q = trace["x"].value, trace["w_q"].value
+    d_model, width = w_q.shape
+    assert (d_model, width) == (trace.facts["d_model"], MULTI.n_heads * MULTI.d_k)     # (d_model, H·d_k)
+    linear = torch.nn.Linear(d_model, width, bias=False, dtype=torch.float64)
+    assert tuple(linear.weight.shape) == w_q.T.shape != w_q.shape                     # (out, in): the transpose
+    with torch.no_grad():
+        linear.weight.copy_(torch.from_numpy(np.array(w_q.T)))
+        out = linear(torch.from_numpy(np.array(x))).numpy()
+    np.testing.assert_allclose(out, x @ w_q, rtol=0, atol=1e-12)                        # x Wᵀ = X W_Q
+    np.testing.assert_allclose(out + trace["b_q"].value, trace["q"].value, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", SCRIPT_CONFIGS)
+def test_script_comments_in_the_notation(name):
+    """Every step's comment names its symbol as the notation does (S raw, Ŝ scaled, S̃ masked, A, C, O;
+    per head S_h … with h = 0 … H−1 and H the count), and what softmax reads is what the settings feed it."""
+    config = SCRIPT_CONFIGS[name]
+    source = python_script(config)
+    h = config.n_heads
+    hs = "_h" if h > 1 else ""
+    for old in ("N_HEADS", "heads?", "(heads,", "seed 00", "Seed 00", "W_B", "h-1", "h−1}"):
+        assert old not in source, old
+    assert re.search(rf"^N, D_MODEL, H, D_K, D_V = \d+, \d+, {h}, {config.d_k}, {config.d_v}  #", source, re.M)
+    assert "H heads, h = 0 … H−1 a\nhead's index" in source
+    raw = {"dot": f"S{hs} = Q{hs} K{hs}^T", "scaled_dot": f"S{hs} = Q{hs} K{hs}^T",
+           "additive": f"S{hs}[i, j] = v^T tanh(W_1^T q_i + W_2^T k_j)", "bilinear": f"S{hs} = Q{hs} W K{hs}^T"}
+    assert f"# -- raw scores" in source and raw[config.score] in source
+    assert (f"# Ŝ{hs} = S{hs} / √d_k" in source) == (config.score == "scaled_dot")
+    if config.mask != "none":
+        before = "Ŝ" if config.score == "scaled_dot" else "S"
+        assert f"# S̃{hs} = {before}{hs} with -inf where M[i, j] = 0" in source
+    else:
+        assert "S̃" not in source.split('"""', 2)[2]
+    reads = {notation.S: "S", notation.S_SCALED: "Ŝ", notation.S_MASKED: "S̃"}[notation.softmax_input(config)]
+    t = "" if config.temperature == 1 else " / T"
+    assert f"# -- attention weights: A{hs} = softmax({reads}{hs}{t}), over each row (the keys j)" in source
+    assert f"# C{hs} = A{hs} V{hs}:" in source
+    assert ("# C = [C_0 | … | C_{H−1}], the heads side by side: (n, H·d_v)" in source) == (h > 1)
+    assert "# O = C W_O" in source
+    if h > 1:
+        assert "# Q_h = Q[:, h·d_k : (h+1)·d_k], h = 0 … H−1" in source
+        trace = run_forward(config)                                # … and that is what the split does
+        for head in range(h):
+            np.testing.assert_array_equal(trace["q_heads"].value[head],
+                                          trace["q"].value[:, head * config.d_k:(head + 1) * config.d_k])
+
+
+def test_csv_headers_and_symbols_in_the_notation():
+    """3-d files start with a column h (a head's index, 0 … H−1); the zip's README and the .npz manifest give
+    each step the notation's symbol (Ŝ_h scaled, S̃_h masked, A_h, C_h per head, C concatenated, O)."""
+    trace = run_forward(MULTI)
+    files = csv_files(trace)
+    for name, key in csv_names(trace).items():
+        rows = list(csv.reader(io.StringIO(files[name])))
+        assert "head" not in rows[0]
+        if trace[key].value.ndim == 3:
+            assert rows[0][0] == "h"
+            assert sorted({int(r[0]) for r in rows[1:]}) == list(range(MULTI.n_heads))
+    want = {"scores": "S_h", "scaled_scores": "Ŝ_h", "mask": "M", "masked_scores": "S̃_h", "weights": "A_h",
+            "context": "C_h", "concat": "C", "output": "O", "q_heads": "Q_h", "w_q": "W_Q", "b_q": "b_Q",
+            "w_o": "W_O", "b_o": "b_O", "x_embed": "X_emb", "pe": "PE"}
+    readme = csv_readme(trace)
+    names = csv_names(trace)
+    listed = [line.split()[:2] for line in readme.splitlines() if re.match(r"\d\d_\w+\.csv  ", line)]
+    assert [name for name, _ in listed] == list(names)
+    for name, symbol in listed:
+        if names[name] in want:
+            assert symbol == want[names[name]], (name, symbol)
+    assert "PyTorch's nn.Linear stores the transpose" in readme and "counted from 0" in readme
+    with np.load(io.BytesIO(npz_bytes(trace)), allow_pickle=False) as npz:
+        manifest = json.loads(str(npz["__manifest__"]))
+    symbols = {s["key"]: s["symbol"] for s in manifest["steps"]}
+    assert all(symbols[k] == v for k, v in want.items()), symbols
+    one = run_forward(Config(mask="causal"))
+    assert {k: step_symbol(one[k]) for k in ("scaled_scores", "masked_scores", "weights", "context")} == {
+        "scaled_scores": "Ŝ", "masked_scores": "S̃", "weights": "A", "context": "C"}
+    assert set(STEP_SYMBOLS) >= set(trace.keys()) | set(run_forward(SCRIPT_CONFIGS["additive-heads-padding"]).keys())
+
+
+def test_csv_written_before_the_notation_still_reads_back():
+    """A file whose head column is still called 'head' (written before issue 12) reads back the same."""
+    trace = run_forward(MULTI)
+    text = step_csv(trace["weights"], trace)
+    old = "head" + text[1:]
+    assert text.startswith("h,") and np.array_equal(array_from_csv(old), trace["weights"].value)

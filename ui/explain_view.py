@@ -12,11 +12,15 @@ def explanation(e: Explanation, stored: float | None = None) -> None:
     with st.container(border=True):
         st.markdown(f"**How `{e.key}{list(e.cell)}` was made**\n\n$$\n{e.latex}\n$$")
         notes = [e.note] if e.note else []
-        if e.n_elided:
+        listed = r"\boxed{" in e.substituted            # a row looked up (one entry boxed), not a sum
+        if e.n_elided and listed:
+            notes.append(f"The row has {e.n_terms} entries; {e.n_elided} of them are left out above.")
+        elif e.n_elided:
             notes.append(f"{e.n_terms} terms in all; the middle {e.n_elided} are left out above (the total uses all).")
         if stored is not None:
             same = abs(e.value - stored) <= 1e-9 * max(1.0, abs(stored)) or e.value == stored
-            source = "recomputed from the terms above" if e.independent else "read back from the trace"
+            source = ("read back from the trace" if not e.independent else
+                      "recomputed from the terms above" if e.reads else "made again from its formula or source")
             notes.append(f"{'✓' if same else '✗'} {source}: {e.value:.10g}; the cell holds {stored:.10g}.")
         notes.append("Click another cell to explain it; double-click the chart to clear.")
         st.caption("  \n".join(notes))
