@@ -234,7 +234,8 @@ def run_forward(config: Config) -> Trace:
                              else "no weight here is trained)."))
         scores = att.additive_scores(q, k, w_1, w_2, v_a)
         trace.add("scores", "Additive scores", scores, _heads(h, "n_q", "n_k"),
-                  r"S_{ij} = v^\top \tanh(W_1^\top q_i + W_2^\top k_j)", qkv + ("w_a_q", "w_a_k", "v_a"),
+                  (r"(S_h)_{ij} = v^{(h)\top} \tanh(W_1^{(h)\top} q_i + W_2^{(h)\top} k_j),\ q_i, k_j \text{ rows of } Q_h, K_h"
+                   if h > 1 else r"S_{ij} = v^\top \tanh(W_1^\top q_i + W_2^\top k_j)"), qkv + ("w_a_q", "w_a_k", "v_a"),
                   why="Bahdanau's score: a one-hidden-layer network scores each (query, key) pair.")
         logits_key = "scores"
     else:
@@ -245,7 +246,8 @@ def run_forward(config: Config) -> Trace:
                       + ("only W_Q, W_K, W_V were trained, for scaled dot-product scores)." if config.weights == "trained"
                          else "no weight here is trained)."))
         scores = att.bilinear_scores(q, k, w_b)
-        trace.add("scores", "Bilinear scores", scores, _heads(h, "n_q", "n_k"), rf"S{sq} = Q{sq}\, W\, K{sq}^\top",
+        trace.add("scores", "Bilinear scores", scores, _heads(h, "n_q", "n_k"),
+                  rf"S{sq} = Q{sq}\, W{'^{(h)}' if h > 1 else ''}\, K{sq}^\top",
                   qkv + ("w_b",), why="Luong's general score: a learned matrix between query and key.")
         logits_key = "scores"
 

@@ -51,9 +51,11 @@ def _per_head(sym: str, heads: bool) -> str:
 def score_formula(score: str, heads: bool = False) -> str:
     """The raw scores S of a score function, as a matrix formula (per head with heads=True)."""
     q, k = _per_head("Q", heads), _per_head("K", heads)
+    own = r"^{(h)}" if heads else ""                   # a head's own score parameters: W_1^(h), v^(h), W^(h)
+    t = rf"{own}{{}}^\top" if heads else r"^\top"     # transposed: v^(h)ᵀ
     return {"dot": rf"{q} {k}^\top", "scaled_dot": rf"{q} {k}^\top",
-            "additive": r"\left[v^\top \tanh(W_1^\top q_i + W_2^\top k_j)\right]_{ij}",
-            "bilinear": rf"{q}\, W\, {k}^\top"}[score]
+            "additive": rf"\left[v{t} \tanh(W_1{t} q_i + W_2{t} k_j)\right]_{{ij}}",
+            "bilinear": rf"{q}\, W{own}\, {k}^\top"}[score]
 
 
 def softmax_input(config) -> str:
