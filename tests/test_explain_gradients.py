@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attention_core import classifier as clf
+from attention_core.training_input import TrainingSettings
 from attention_core.explain import EXPLAINERS, can_explain, explain, fmt, trace_kind
 from tests.test_explain import balanced
 
@@ -42,8 +43,8 @@ def hand_problem(n, d_in, d_k, d_v, seed):
     return params, rng.standard_normal((n, d_in)), int(rng.integers(3)), None
 
 
-def full_trace(params, x, y, tokens=None):
-    _, trace = clf.forward(params, x, y, tokens)
+def full_trace(params, x, y, tokens=None, settings=None):
+    _, trace = clf.forward(params, x, y, tokens, settings)
     clf.backward(params, x, y, trace)
     return trace
 
@@ -55,8 +56,9 @@ def check_cell(trace, key, cell, precision=3):
     assert np.isclose(e.value, stored, rtol=1e-9, atol=tolerance(trace, key)), (key, cell, e.value, stored, e.text)
     assert e.key == key and e.cell == cell
     assert e.independent == (key not in LEAVES or (key == "x" and cell[1] == trace["x"].shape[1] - 1
-                                                   and trace.n > 1 and np.array_equal(trace["x"].value[:, -1],
-                                                                                      np.arange(trace.n)))), key
+                                                   and trace.facts["settings"].positional == "index"
+                                                   and np.array_equal(trace["x"].value[:, -1],
+                                                                      np.arange(trace.n)))), key
     for latex in (e.symbolic, e.substituted, e.result, e.latex):
         assert balanced(latex), (key, latex)
     assert e.text.count("\n") == 2, e.text
@@ -101,7 +103,8 @@ def dataset_traces():
         params = clf.init_params(x.shape[1], d_k, d_v, seed)
         for _ in range(steps):                       # a few SGD steps: non-zero biases, a less uniform A
             params = clf.sgd_step(params, clf.backward(params, x, y), 0.5)
-        traces[(row, positional, d_k, d_v, seed, steps)] = full_trace(params, x, y, tokens)
+        traces[(row, positional, d_k, d_v, seed, steps)] = full_trace(params, x, y, tokens,
+                                                                      TrainingSettings(positional=positional))
     return traces
 
 
@@ -207,13 +210,13 @@ def test_hand_checked_score_gradient():
     assert math.isclose(expected, h["d_s"][0, 1], rel_tol=1e-12)
     e = explain(trace, "dL/dscores", (0, 1))
     assert math.isclose(e.value, expected, rel_tol=1e-12)
-    assert e.symbolic == (r"\frac{\partial L}{\partial S_{0,1}} = A_{0,1} \left(\frac{\partial L}{\partial A_{0,1}}"
+    assert e.symbolic == (r"\frac{\partial L}{\partial \hat S_{0,1}} = A_{0,1} \left(\frac{\partial L}{\partial A_{0,1}}"
                           r" - \sum_{m=0}^{1} A_{0,m}\, \frac{\partial L}{\partial A_{0,m}}\right)")
     mean = a[0] * g[0] + a[1] * g[1]
     assert e.substituted == (
         rf"{a[1]:.3f} \cdot \left({g[1]:.3f} - \left({f3(a[0])} \cdot {f3(g[0])} + {f3(a[1])} \cdot {f3(g[1])}"
         rf"\right)\right) = {a[1]:.3f} \cdot \left({g[1]:.3f} - {f3(mean)}\right)")
-    assert e.result == rf"\frac{{\partial L}}{{\partial S_{{0,1}}}} = {fmt(expected)}"
+    assert e.result == rf"\frac{{\partial L}}{{\partial \hat S_{{0,1}}}} = {fmt(expected)}"
     assert e.reads[:2] == (("weights", (0, 0)), ("dL/dweights", (0, 0)))
 
 
