@@ -196,9 +196,9 @@ def _x(ctx: Context, cell):
                 f"position in the last column, {d_in - 1}; " + where)
     elif positional == "sinusoidal" and settings.combine == "concat" and d_in % 2 == 0:
         half = d_in // 2
-        part = (f"its embedding (columns 0 … {half - 1})" if a < half else
-                f"the sinusoidal encoding of its position {i} (columns {half} … {d_in - 1})")
-        note = f"Row {i} is the input vector of word {_word(ctx, i)}; this entry is from {part}: " + where
+        note = (f"Row {i} is the input vector of word {_word(ctx, i)}: its embedding in columns 0 … {half - 1}, then "
+                f"the sinusoidal encoding of its position {i} in columns {half} … {d_in - 1} (this entry is in the "
+                + ("embedding" if a < half else "encoding") + "); " + where)
     elif positional == "sinusoidal":
         note = (f"Row {i} is the input vector of word {_word(ctx, i)}: its embedding plus the sinusoidal encoding "
                 f"of its position {i}; " + where)

@@ -303,3 +303,50 @@ def test_importing_the_classifier_registers_them_without_heavy_imports():
             "assert ('classifier', 'dL/dw_q') in EXPLAINERS and ('classifier', 'dweights/dscores') in EXPLAINERS; "
             "assert not {'torch', 'sympy', 'streamlit'} & set(sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- the explanations' words under the training pages' settings -----------------------------------------
+
+EXPLAIN_GRID = [dict(embedding="toy", positional="none", sentence="today love"),      # toy rows can look like 0, 1
+                dict(embedding="glove", positional="index", n_heads=2),
+                dict(embedding="random", d_model=4, positional="sinusoidal", d_k=1),
+                dict(embedding="glove", positional="sinusoidal", combine="concat", sentence="great"),
+                dict(embedding="toy", positional="learned", bias=True)]
+
+
+@pytest.mark.parametrize("change", EXPLAIN_GRID, ids=str)
+@pytest.mark.parametrize("frozen", [False, True])
+def test_explanations_hold_under_the_training_settings(change, frozen):
+    """A clicked cell's explanation on the training-step page, for every step (a few cells each), under a
+    grid of its settings: no claim about the training pages outside its condition, no "seed 00…", X's
+    note names the position X has, the b_K note says /√d_k, and ∂L/∂b_K is 0 where it says so."""
+    from attention_core import Config
+    from attention_core.claims import CLAIMS, shown_outside
+    from ui.training_step import step_for
+    config = Config(**{"sentence": "i love the cat", "weights": "random", **change})
+    trace = step_for(config, "negative", 0.05, ("w_o", "b_o") if frozen else ())[3]
+    settings = trace.facts["settings"]
+    assert settings.frozen == frozen and settings.n_heads == 1
+    rng = np.random.default_rng(0)
+    notes = {}
+    for step in trace:
+        for cell in cells(step.shape, rng)[:12]:
+            e = explain(trace, step.key, cell)
+            text = "\n".join((e.note, e.text, e.symbolic))
+            assert shown_outside(text, settings, about="training") == [], (step.key, cell)
+            assert "seed 00" not in text.lower() and "dweights/dscores" not in e.note, (step.key, e.note)
+            notes.setdefault(step.key, []).append(e)
+    positional = settings.positional
+    d_in = trace["x"].shape[1]
+    for e in notes["x"]:
+        i, a = e.cell
+        if positional == "index" and a == d_in - 1:
+            assert e.independent and e.value == i and "position" in e.note
+        else:
+            assert not e.independent
+            assert {"none": "its embedding alone, no position", "index": "its position in the last column",
+                    "sinusoidal": "sinusoidal encoding of its position"}[positional] in e.note, e.note
+    bias = explain(trace, "dL/db_k", (0,))
+    assert CLAIMS["train_b_k_zero"].text in bias.note and "/ √d_k" in bias.note
+    assert abs(bias.value) < 1e-12 * max(float(np.abs(trace["dL/dk"].value).max()), 1e-300)
+    assert r"\hat S" in explain(trace, "scores", (0, 0)).symbolic
