@@ -19,7 +19,9 @@ with st.container(border=True):
     s = model_controls("tr_")
     c1, c2, c3, c4, c5 = st.columns(5)
     lr = c1.number_input("Learning rate", 1e-5, 100.0, clf.DEFAULTS["lr"], format="%.4f", key="tr_lr",
-                         help="Try 5 to see training diverge and stop.")
+                         help="Too large a rate makes training diverge: it then stops and keeps the last good "
+                              "parameters. With the default settings 5 does it within a few epochs (with the last "
+                              "layer frozen it does not).")
     epochs = c2.number_input("Epochs", 1, 500, clf.DEFAULTS["epochs"], key="tr_epochs")
     batch = c3.number_input("Batch size", 1, 64, 1, key="tr_batch", help="1 = tutorial 1's per-sentence SGD.")
     freeze = c4.toggle("Freeze last layer", key="tr_freeze",

@@ -215,8 +215,8 @@ def _x(ctx: Context, cell):
 def _parameter_explainer(key: str):
     def explain_parameter(ctx: Context, cell):
         value = float(ctx.value(key)[cell])
-        init = "0" if key.startswith("b_") else f"N(0, 1/{FAN_IN[key]})"
-        note = (f"A parameter: no formula makes it. It starts at {init} (seeded) and each gradient step moves it "
+        init = "at 0" if key.startswith("b_") else f"as a seeded draw from N(0, 1/{FAN_IN[key]})"
+        note = (f"A parameter: no formula makes it. It starts {init} and each gradient step moves it "
                 f"by −η·{ref_text('dL/d' + key, cell)}, unless it is frozen; here it is read from the trace.")
         return _done(ctx, key, cell, r"\text{learned}", "learned", ctx.num(value), ctx.num_text(value), value,
                      note, independent=False)
@@ -422,7 +422,7 @@ def _dl_dw_o(ctx: Context, cell):
     return _sum(ctx, "dL/dw_o", cell, rhs, rhs_text, terms,
                 note=f"(Cᵀ ∂L/∂F)[{a},{c}]: W_O[{a},{c}] carries context entry {a} of every word into class "
                      f"{_class(ctx, c)}, so its gradient pairs that input with the class's gradient, word by word "
-                     f"(every row of ∂L/∂F is the same: this is (p_c − y_c) times the mean of column {a} of C).")
+                     f"(every row of ∂L/∂F is the same: this is (p_{c} − y_{c}) times the mean of column {a} of C).")
 
 
 @_register("dL/db_o")
@@ -490,7 +490,7 @@ def _jacobian(ctx: Context, cell):
     shown = rf"{ctx.num(a_j)} \cdot \left({delta} - {ctx.factor(a_l)}\right)"
     shown_text = f"{ctx.num_text(a_j)}·({delta} - {ctx.factor_text(a_l)})"
     note = (f"Row {i} of A is its own softmax, so it has its own Jacobian J_{i} = diag(a_{i}) − a_{i} a_{i}ᵀ; "
-            + ("on the diagonal: raising a score raises its own weight by a(1 − a)." if delta else
+            + ("on the diagonal: raising a score raises its own weight at the rate a(1 − a)." if delta else
                f"off the diagonal: raising key {l}'s score takes weight from key {j}."))
     return _done(ctx, JACOBIAN, cell, rhs, rhs_text, shown, shown_text, value, note,
                  reads=(("weights", (i, j)), ("weights", (i, l))))

@@ -407,3 +407,21 @@ def test_key_bias_shifts_each_row_by_q_dot_b_k_over_sqrt_d_k(vocab, embedding, p
     assert np.abs(g2["b_k"]).max() < 1e-12 * np.abs(g2["w_k"]).max()
     with pytest.raises(ConfigError, match="one head"):
         clf.forward(p2, x, 0, tokens, settings2)
+
+
+def test_learning_rate_5_diverges_with_the_default_settings_but_not_frozen():
+    """The train page's help on the learning rate: with its default settings (GloVe, index column, d_k = d_v = 16,
+    seed 0, batch 1, 30 epochs, 20% held out) a rate of 5 diverges within a few epochs, and the page stops at the
+    last good parameters; with the last layer frozen it does not diverge (so the help says so)."""
+    from ui.training import ModelSettings, encoded, initial_params, shipped_examples
+    s = ModelSettings()
+    assert (s.embedding, s.positional, s.d_k, s.d_v, s.seed) == ("glove", "index", 16, 16, 0)
+    samples, _ = encoded(shipped_examples(), s.embedding, s.positional)
+    order = np.random.default_rng(s.seed).permutation(len(samples))
+    train_set = [samples[i] for i in order[len(samples) // 5:]]
+    with pytest.raises(clf.TrainingDiverged) as info:
+        list(clf.train(initial_params(s), train_set, 5.0, clf.DEFAULTS["epochs"], 1, shuffle_seed=s.seed))
+    assert info.value.epoch <= 5 and all(np.isfinite(a).all() for a in info.value.params.values())
+    history = list(clf.train(initial_params(s), train_set, 5.0, clf.DEFAULTS["epochs"], 1, ("w_o", "b_o"),
+                             shuffle_seed=s.seed))
+    assert len(history) == clf.DEFAULTS["epochs"] and math.isfinite(history[-1]["loss"])

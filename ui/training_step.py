@@ -78,8 +78,8 @@ def step_controls():
         with c3:
             st.write("")                                   # line the toggle up with the inputs
             freeze = st.toggle("Freeze last layer (W_O, b_O)", key="ts_freeze",
-                               help="Keep W_O and b_O fixed: tutorial 1 trains only W_Q, W_K and W_V (and their "
-                                    "biases) this way.")
+                               help="Keep W_O and b_O fixed, as tutorial 1 does: the step then moves only the "
+                                    "attention's parameters.")
         if known:
             st.caption(f"The dataset labels this sentence **{known}**.")
     if st.session_state.get("s.upload_error"):
