@@ -44,7 +44,9 @@ def model_controls(prefix: str) -> ModelSettings:
     with c4:
         d_v = st.number_input("d_v", 1, 64, clf.DEFAULTS["d_v"], key=f"{prefix}dv")
     with c5:
-        seed = st.number_input("Seed", 0, 2**31 - 1, 0, key=f"{prefix}seed")
+        seed = st.number_input("Seed", 0, 2**31 - 1, 0, key=f"{prefix}seed",
+                               help="Seeds the starting weights, the order of the sentences in each epoch and which "
+                                    "sentences are held out.")
     return ModelSettings(embedding, positional, int(d_k), int(d_v), int(seed))
 
 
