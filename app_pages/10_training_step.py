@@ -8,10 +8,10 @@ from ui.training_step import backward_walk, input_summary, step_controls, step_f
 
 PAGE = "app_pages/10_training_step.py"
 ui.page(PAGE, "One training step, backwards", settings=False)
-st.markdown("Seed 000's small sentiment classifier: **attention, a linear layer, a mean over the words, "
+st.markdown("Tutorial 1's small sentiment classifier: **attention, a linear layer, a mean over the words, "
             "softmax, cross-entropy**, on **your sentence**. Choose its label, run it forward, then walk "
-            "**backwards** through every gradient, a group at a time, each checked live against PyTorch autograd, "
-            "and take one step of gradient descent.")
+            "**backwards** through every gradient, a group at a time (the gradients of the parameters and of X "
+            "checked live against PyTorch autograd), and take one step of gradient descent.")
 
 config, label, lr, freeze = step_controls()
 if config is None:
@@ -49,15 +49,17 @@ backward_walk(trace, checks)
 
 st.header("One step of gradient descent")
 st.latex(rf"\theta \leftarrow \theta - \eta\, \frac{{\partial L}}{{\partial \theta}},\qquad \eta = {lr:g}")
-pick = st.selectbox("Parameter", [p for p in clf.PARAM_NAMES], key="ts_param")
+pick = st.selectbox("Parameter", [p for p in clf.PARAM_NAMES], key="ts_param", format_func=clf.symbol)
+name = clf.symbol(pick)
 before = trace[pick]
-delta = trace.view(f"delta:{pick}:{lr}:{freeze}", f"−η ∂L/∂{pick}", new_params[pick] - params[pick], before.axes)
+delta = trace.view(f"delta:{pick}:{lr}:{freeze}", f"−η ∂L/∂{name}", new_params[pick] - params[pick], before.axes)
 after = trace_after[pick]
 c1, c2, c3 = st.columns(3)
-for col, step, title in ((c1, before, "before"), (c2, delta, "the step −η ∂L/∂θ"), (c3, after, "after")):
+for col, step, which, title in ((c1, before, "before", "before"), (c2, delta, "step", f"the step −η ∂L/∂{name}"),
+                               (c3, after, "after", "after")):
     with col:
-        st.markdown(f"**{pick} {title}**")
-        ui.heatmap(trace if step is not after else trace_after, step, key=f"hm:sgd:{title}", max_w=180)
+        st.markdown(f"**{name} {title}**")
+        ui.heatmap(trace if step is not after else trace_after, step, key=f"hm:sgd:{which}", max_w=180)
 if freeze and pick in ("w_o", "b_o"):
     st.caption("Frozen: this parameter does not move.")
 c1, c2 = st.columns(2)

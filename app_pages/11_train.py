@@ -4,23 +4,28 @@ import streamlit as st
 import ui
 from attention_core import ConfigError
 from attention_core import classifier as clf
+from attention_core.claims import say
 from ui.training import (encoded, initial_params, model_controls, params_from_npz, params_npz, shipped_examples,
                          vocab)
 
 PAGE = "app_pages/11_train.py"
 ui.page(PAGE, "Train a classifier", settings=False)
-st.markdown("Train seed 000's classifier on short product reviews labelled **negative, neutral or positive**. "
+st.markdown("Train tutorial 1's classifier on short product reviews labelled **negative, neutral or positive**. "
             "Every step is the hand-written backward pass of the previous page, one sentence at a time "
-            "(or averaged over a mini-batch). Watch the loss fall, then see what the attention learned.")
+            "(or averaged over a mini-batch). Watch the loss (it falls when the learning rate is small enough), "
+            "then see what the attention learned.")
 
 with st.container(border=True):
     s = model_controls("tr_")
     c1, c2, c3, c4, c5 = st.columns(5)
     lr = c1.number_input("Learning rate", 1e-5, 100.0, clf.DEFAULTS["lr"], format="%.4f", key="tr_lr",
-                         help="Try 5 to see training diverge and stop.")
+                         help="Too large a rate makes training diverge: it then stops and keeps the last good "
+                              "parameters. With the default settings 5 does it within a few epochs (with the last "
+                              "layer frozen it does not).")
     epochs = c2.number_input("Epochs", 1, 500, clf.DEFAULTS["epochs"], key="tr_epochs")
-    batch = c3.number_input("Batch size", 1, 64, 1, key="tr_batch", help="1 = seed 000's per-sentence SGD.")
-    freeze = c4.toggle("Freeze last layer", key="tr_freeze", help="Seed 000 keeps W_O, b_o fixed to watch Q, K, V learn.")
+    batch = c3.number_input("Batch size", 1, 64, 1, key="tr_batch", help="1 = tutorial 1's per-sentence SGD.")
+    freeze = c4.toggle("Freeze last layer", key="tr_freeze",
+                       help="Keep W_O and b_O fixed: tutorial 1 does, to watch W_Q, W_K and W_V learn.")
     hold_out = c5.toggle("Hold out 20%", value=True, key="tr_holdout",
                          help="Sentences the model never trains on show whether it generalises.")
     source = st.radio("Data", ["shipped", "upload"], horizontal=True, key="tr_data",
@@ -47,7 +52,12 @@ order = np.random.default_rng(s.seed).permutation(len(samples))
 n_test = len(samples) // 5 if hold_out and len(samples) >= 10 else 0
 test = [samples[i] for i in order[:n_test]]
 train_set = [samples[i] for i in order[n_test:]]
-st.caption(f"{len(train_set)} sentences to train on" + (f", {len(test)} held out to test." if test else "."))
+st.caption(f"{len(train_set)} sentences to train on" + (f", {len(test)} held out to test." if test else
+                                                        " (too few to hold any out: it takes 10 or more)."
+                                                        if hold_out else "."))
+settings = s.training(freeze)
+if settings.positional == "none":
+    st.caption("Position is none: " + say("train_order_blind", settings) + ".")
 
 run_key = (s, examples, float(lr), int(epochs), int(batch), bool(freeze), bool(hold_out))
 runs = st.session_state.setdefault("train_runs", {})
@@ -100,7 +110,7 @@ for text in chosen:
     cols = st.columns(2)
     for col, name, params in ((cols[0], "before training", run["params0"]), (cols[1], "after", run["params"])):
         with col:
-            loss, trace = clf.forward(params, sample.x, sample.y, sample.tokens)
+            loss, trace = clf.forward(params, sample.x, sample.y, sample.tokens, settings)
             st.caption(f"{name}: predicts {trace.facts['prediction']} (p = "
                        f"{', '.join(f'{c} {p:.2f}' for c, p in zip(clf.CLASSES, trace['p'].value))})")
             ui.heatmap(trace, trace["weights"], key=f"hm:tr:{name}:{text}", max_w=280)
@@ -110,7 +120,7 @@ typed = st.text_input("A new review", "the battery is terrible", key="tr_try")
 try:
     tokens, x = clf.sentence_matrix(typed, vocab(s.embedding), s.positional)
     p, weights = clf.predict(run["params"], x)
-    _, trace = clf.forward(run["params"], x, int(np.argmax(p)), tokens)
+    _, trace = clf.forward(run["params"], x, int(np.argmax(p)), tokens, settings)
     st.markdown(f"Prediction: **{clf.CLASSES[int(np.argmax(p))]}**")
     ui.chart(ui.grouped_bars_spec(
         [{"class": c, "probability": float(v), "model": "trained"} for c, v in zip(clf.CLASSES, p)],

@@ -120,6 +120,42 @@ claim("quiz_rows_not_columns",
 
 
 # ---- the training pages (classifier.py, explain_gradients.py, training_input.py; about="training") ---
+# settings: training_input.TrainingSettings (positional index | sinusoidal | none | None, combine, n_heads,
+# frozen, embedding, forward: the shared Config the training-step page starts from, or None).
+
+def _classifier_is_the_forward_pass(config) -> bool:
+    """The classifier (one head, Ŝ = QKᵀ/√d_k, no mask, T = 1, biases 0, seeded weights) computes what the
+    forward pass does under these shared settings: none of them has to be switched."""
+    return (config.n_heads == 1 and config.score == "scaled_dot" and config.mask == "none"
+            and config.temperature == 1 and not config.bias and config.weights == "random"
+            and config.positional != "learned")
+
+
+claim("train_order_blind",
+      "the classifier cannot tell word order: shuffle the words and its prediction stays the same",
+      lambda s: s.positional == "none",
+      "Position = none on the training pages (an index column or sinusoids put each word's place into X; "
+      "then attention's rows no longer just move with their words, and the mean over them changes)",
+      "tests/test_classifier.py::test_without_position_the_prediction_ignores_word_order",
+      about="training")
+
+claim("train_b_k_zero",
+      "It is 0 up to rounding: b_K adds q_i · b_K / √d_k to every score of row i, and softmax ignores a "
+      "shift of a whole row, so b_K cannot change the loss.",
+      lambda s: s.n_heads == 1,
+      "one head (the classifier always scores q_i · k_j / √d_k, each row its own softmax over every key; "
+      "with H heads q_i and b_K are H·d_k wide and each head's row shifts by its own q_{h,i} · b_{K,h} / √d_k)",
+      "tests/test_classifier.py::test_key_bias_shifts_each_row_by_q_dot_b_k_over_sqrt_d_k",
+      about="training")
+
+claim("train_same_as_forward",
+      "Under these settings the classifier's W_Q, W_K, W_V are the forward pages' (same seed, same shapes), so "
+      "Q, K, V, the scaled scores Ŝ and the weights A below start equal to pages 3–5's.",
+      lambda s: s.forward is not None and _classifier_is_the_forward_pass(s.forward),
+      "the training-step page under shared settings the classifier takes as they are: one head, the scaled dot "
+      "product, no mask, temperature 1, no biases, the seeded random weights, no learned position table",
+      "tests/test_training_pages.py::test_classifier_starts_equal_to_the_forward_pass_exactly_when_claimed",
+      about="training")
 
 
 # ---- variants and labs (score functions, alignment, grid, PyTorch, pitfalls) ------------------------

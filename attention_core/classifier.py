@@ -3,19 +3,20 @@
 Rows are tokens (the Julia tutorial writes the transpose: its x is (d, n) and q = Q x).
 Everything is float64, so the hand-written backward pass can be checked against torch to 1e-9.
 
-    X (n, d_in)         each word's GloVe vector, with its position appended (seed 000's index column)
-    Q = X W_q + b_q     (n, d_k)      K = X W_k + b_k  (n, d_k)      V = X W_v + b_v  (n, d_v)
-    S = Q Kᵀ / √d_k     (n, n)
-    A = softmax(S)      (n, n)        row by row: row i is how word i spreads its attention
+    X (n, d_in)         each word's vector, with its position: seed 000's index column appended,
+                        sinusoids added or concatenated, or none (TrainingSettings.positional)
+    Q = X W_Q + b_Q     (n, d_k)      K = X W_K + b_K  (n, d_k)      V = X W_V + b_V  (n, d_v)
+    Ŝ = Q Kᵀ / √d_k     (n, n)        the scaled scores (docs/notation.md: S is Q Kᵀ before scaling)
+    A = softmax(Ŝ)      (n, n)        row by row: row i is how word i spreads its attention
     C = A V             (n, d_v)
-    F = C W_o + b_o     (n, 3)        one score per class for every word
-    f̄ = mean_i F_i      (3,)          the class logits of the sentence
+    F = C W_O + b_O     (n, 3)        one score per class for every word
+    f̄ = mean_i F_i,:    (3,)          the class logits of the sentence, i = 0 … n−1
     p = softmax(f̄)      (3,)
     L = −log p_y        ()            cross-entropy with the true class y
 
 Two mistakes of the tutorial are fixed: each row of A is its own softmax, so each row has its
 own Jacobian diag(a_i) − a_i a_iᵀ (the text builds one from A's first column and uses it for
-every row); and the scores are divided by √d_k, not by √(number of entries of q).
+every row); and the scores are divided by √d_k, not by √(number of entries of Q).
 
     >>> params = init_params(d_in=4, d_k=2, d_v=3, seed=0)
     >>> x = np.arange(12.0).reshape(3, 4) / 10                  # 3 words, 4 features each
@@ -63,10 +64,10 @@ DEFAULTS = {"d_k": 16, "d_v": 16, "lr": 0.05, "epochs": 30, "batch_size": 1, "se
 
 def init_params(d_in: int, d_k: int, d_v: int, seed: int = 0, n_heads: int = 1) -> dict[str, np.ndarray]:
     """Weights N(0, 1/fan_in), one seeded generator per name (as on the forward pages, so W_q, W_k,
-    W_v start where the forward pass's seeded random ones are); biases 0. With h = n_heads:
+    W_v start where the forward pass's seeded random ones are); biases 0. With H = n_heads:
 
     w_q, w_k (d_in, H·d_k), w_v (d_in, H·d_v), w_o (H·d_v, 3); b_q, b_k (H·d_k,), b_v (H·d_v,), b_o (3,).
-    Head j owns the column block j·d_k : (j+1)·d_k of w_q and w_k (j·d_v : (j+1)·d_v of w_v).
+    Head h = 0 … H−1 owns the column block h·d_k : (h+1)·d_k of w_q and w_k (h·d_v : (h+1)·d_v of w_v).
     """
     for name, size, high in (("d_in", d_in, 2 * MAX_DIM), ("d_k", d_k, MAX_DIM), ("d_v", d_v, MAX_DIM),
                              ("n_heads", n_heads, MAX_HEADS)):
@@ -109,29 +110,29 @@ def _as_input(params: dict, x) -> np.ndarray:
 
 def _forward(params: dict, x: np.ndarray, y: int | None, n_heads: int = 1) -> dict[str, np.ndarray]:
     """Every intermediate of the forward pass, by name (no Trace: the training loop's fast path).
-    Without a label y there is no loss. With n_heads = h > 1, head j uses the column block j of
-    Q, K and V; scores and weights are then (h, n, n), and the heads' contexts are concatenated."""
+    Without a label y there is no loss. With n_heads = H > 1, head h uses the column block h of
+    Q, K and V; scores and weights are then (H, n, n), and the heads' contexts are concatenated."""
     if n_heads > 1:
         return _forward_heads(params, x, y, n_heads)
     q = x @ params["w_q"] + params["b_q"]                  # (n, d_k)
     k = x @ params["w_k"] + params["b_k"]                  # (n, d_k)
     v = x @ params["w_v"] + params["b_v"]                  # (n, d_v)
-    scores = q @ k.T / math.sqrt(q.shape[1])               # (n, n)    S_ij = q_i · k_j / √d_k
+    scores = q @ k.T / math.sqrt(q.shape[1])               # (n, n)    Ŝ_ij = q_i · k_j / √d_k
     weights = softmax(scores, axis=1)                      # (n, n)    each row sums to 1
     context = weights @ v                                  # (n, d_v)  C_i = Σ_j A_ij v_j
     return _head_of_classifier(params, x, y, q, k, v, scores, weights, context)
 
 
 def _forward_heads(params: dict, x: np.ndarray, y: int | None, h: int) -> dict[str, np.ndarray]:
-    """_forward for h > 1 heads: the same math once per column block."""
+    """_forward for H = h > 1 heads: the same math once per column block."""
     _check_split(params, h)
     q = x @ params["w_q"] + params["b_q"]                  # (n, H·d_k)
     k = x @ params["w_k"] + params["b_k"]                  # (n, H·d_k)
     v = x @ params["w_v"] + params["b_v"]                  # (n, H·d_v)
-    q_h, k_h, v_h = (split_heads(a, h) for a in (q, k, v)) # (h, n, d_k), (h, n, d_k), (h, n, d_v)
-    scores = q_h @ k_h.transpose(0, 2, 1) / math.sqrt(q_h.shape[2])   # (h, n, n)  per head, 1/√d_k
-    weights = softmax(scores, axis=2)                      # (h, n, n)  each row of each head sums to 1
-    context = merge_heads(weights @ v_h)                   # (n, H·d_v) [C_1 | C_2 | … | C_h]
+    q_h, k_h, v_h = (split_heads(a, h) for a in (q, k, v)) # (H, n, d_k), (H, n, d_k), (H, n, d_v)
+    scores = q_h @ k_h.transpose(0, 2, 1) / math.sqrt(q_h.shape[2])   # (H, n, n)  Ŝ_h per head, 1/√d_k
+    weights = softmax(scores, axis=2)                      # (H, n, n)  each row of each head sums to 1
+    context = merge_heads(weights @ v_h)                   # (n, H·d_v) [C_0 | C_1 | … | C_{H−1}]
     return _head_of_classifier(params, x, y, q, k, v, scores, weights, context)
 
 
@@ -155,62 +156,90 @@ def _head_of_classifier(params, x, y, q, k, v, scores, weights, context) -> dict
     return c
 
 
-def forward(params: dict, x, y, tokens=None) -> tuple[float, Trace]:
+def forward(params: dict, x, y, tokens=None, settings=None) -> tuple[float, Trace]:
     """The loss on one sentence and the Trace of every intermediate.
 
     x (n, d_in) embeddings with position; y the class (index or name); tokens name the rows
-    (default "0", "1", ...). Trace keys: x, the parameters, q, k, v, scores, weights, context,
-    f, pooled, p, y, loss.
+    (default "0", "1", ...); settings: the training pages' TrainingSettings X was built under (how
+    position entered it; what the words on the trace may say), None if not known. The trace is of one
+    head. Trace keys: x, the parameters, q, k, v, scores (Ŝ, already scaled), weights, context, f,
+    pooled, p, y, loss.
     """
+    from .training_input import TrainingSettings
     x, y = _as_input(params, x), label_index(y)
     n = x.shape[0]
     tokens = tuple(str(i) for i in range(n)) if tokens is None else tuple(tokens)
     if len(tokens) != n:
         raise ConfigError(f"{len(tokens)} tokens name the {n} rows of x; give one token per row.")
+    settings = TrainingSettings(positional=None) if settings is None else settings
+    if settings.n_heads != 1:
+        raise ConfigError(f"forward() traces one head, not n_heads={settings.n_heads}; train() and predict() "
+                          "take several.")
     c = _forward(params, x, y)
     d_k, d_v = params["w_q"].shape[1], params["w_v"].shape[1]
     trace = Trace(tokens)
     trace.facts.update(n=n, d_in=x.shape[1], d_k=d_k, d_v=d_v, classes=CLASSES, label=CLASSES[y],
-                       prediction=CLASSES[int(np.argmax(c["p"]))])
+                       prediction=CLASSES[int(np.argmax(c["p"]))], settings=settings)
     add = trace.add
-    add("x", "Input X", x, ("n", "d_in"), r"X \in \mathbb{R}^{n \times d_{in}}",
-        why="One row per word: its embedding, and its position.")
+    add("x", "Input X", x, ("n", "d_in"), r"X \in \mathbb{R}^{n \times d_{in}}", why=x_why(settings))
     for name in PARAM_NAMES:
-        add(name, _SYMBOLS[name], params[name], PARAM_AXES[name], _SYMBOLS[name],
-            why="A trainable parameter; its shape does not depend on the sentence length.")
+        add(name, _PLAIN[name], params[name], PARAM_AXES[name], _SYMBOLS[name],
+            why="A parameter of the model (each gradient step moves it, unless it is frozen); its shape does not "
+                "depend on the sentence length.")
     for name, role in (("q", "what word i is looking for"), ("k", "what word i offers to be found by"),
                        ("v", "what word i passes on when it is attended to")):
         big = name.upper()
         add(name, {"q": "Queries Q", "k": "Keys K", "v": "Values V"}[name], c[name], ("n", PARAM_AXES[f"w_{name}"][1]),
-            rf"{big} = X W_{big} + b_{name}", ("x", f"w_{name}", f"b_{name}"), why=f"Row i is {role}.")
-    add("scores", "Scaled scores", c["scores"], ("n_q", "n_k"),
-        rf"S = \frac{{Q K^\top}}{{\sqrt{{d_k}}}} = \frac{{Q K^\top}}{{\sqrt{{{d_k}}}}}", ("q", "k"),
-        why=f"How well query i matches key j, divided by √d_k = {math.sqrt(d_k):.3g} (not by the square root "
-            "of q's entry count, as the tutorial's code does) so softmax does not saturate.")
+            rf"{big} = X W_{big} + b_{big}", ("x", f"w_{name}", f"b_{name}"), why=f"Row i is {role}.")
+    add("scores", "Scaled scores Ŝ", c["scores"], ("n_q", "n_k"),
+        rf"\hat S = \frac{{Q K^\top}}{{\sqrt{{d_k}}}} = \frac{{Q K^\top}}{{\sqrt{{{d_k}}}}}", ("q", "k"),
+        why=f"How well query i matches key j, divided by √d_k = {math.sqrt(d_k):.3g} (not by √(n·d_k), the square "
+            "root of Q's entry count, as tutorial 1's code does) so softmax does not saturate.")
     add("weights", "Attention weights", c["weights"], ("n_q", "n_k"),
-        r"A_{i,:} = \mathrm{softmax}(S_{i,:})", ("scores",), scale="sequential",
+        r"A_{i,:} = \mathrm{softmax}(\hat S_{i,:})", ("scores",), scale="sequential",
         why="Each row is its own softmax: a distribution over the words, summing to 1.")
     add("context", "Context vectors", c["context"], ("n", "d_v"), r"C = A V", ("weights", "v"),
         why="Row i is the mix of value rows that row i of the weights asks for.")
-    add("f", "Class scores per word", c["f"], ("n", "class"), r"F = C W_O + b_o", ("context", "w_o", "b_o"),
+    add("f", "Class scores per word", c["f"], ("n", "class"), r"F = C W_O + b_O", ("context", "w_o", "b_o"),
         why="A linear layer turns each context vector into three numbers, one per class.")
-    add("pooled", "Pooled logits", c["pooled"], ("class",), r"\bar f = \frac{1}{n} \sum_{i=1}^{n} F_{i,:}", ("f",),
-        why="Averaging over the words gives one score per class for the whole sentence.")
+    add("pooled", "Pooled logits", c["pooled"], ("class",), r"\bar f = \frac{1}{n} \sum_{i=0}^{n-1} F_{i,:}",
+        ("f",), why="Averaging over the words gives one score per class for the whole sentence.")
     add("p", "Class probabilities", c["p"], ("class",), r"p = \mathrm{softmax}(\bar f)", ("pooled",),
-        scale="sequential", why=f"Probabilities of {', '.join(CLASSES)}; the model predicts "
+        scale="sequential", why=f"Probabilities of {', '.join(CLASSES)} (classes 0, 1, 2); the model predicts "
                                 f"{trace.facts['prediction']}.")
     add("y", "True class (one-hot)", np.eye(len(CLASSES))[y], ("class",), rf"y = e_{{{y}}}", scale="sequential",
-        why=f"The label of this sentence: {CLASSES[y]}.")
+        why=f"The label of this sentence: {CLASSES[y]}, class {y} (counted from 0).")
     add("loss", "Cross-entropy loss", c["loss"], (), r"L = -\log p_y", ("p", "y"),
         why=f"Small when the model gives the true class a high probability; here p_y = {c['p'][y]:.3f}.")
     return float(c["loss"]), trace
 
 
+def x_why(settings) -> str:
+    """What a row of X holds under these settings (TrainingSettings), in words true under them."""
+    from .claims import say
+    if settings.positional == "index":
+        return ("One row per word: its embedding, then its position (0, 1, …, n−1) as the last column: tutorial 1's "
+                "index feature.")
+    if settings.positional == "sinusoidal":
+        return ("One row per word: its embedding with the sinusoidal encoding of its position "
+                + ("added to it (X keeps the embedding's width)." if settings.combine == "add" else
+                   "appended after it (X is twice the embedding's width)."))
+    if settings.positional == "none":
+        return ("One row per word: its embedding alone; X holds no position, so "
+                + say("train_order_blind", settings) + ".")
+    return "One row per word: the vector it was given."
+
+
 # How the math writes each name (LaTeX), and how a title writes it (plain text).
-_SYMBOLS = {"w_q": "W_Q", "b_q": "b_q", "w_k": "W_K", "b_k": "b_k", "w_v": "W_V", "b_v": "b_v", "w_o": "W_O",
-            "b_o": "b_o", "x": "X", "q": "Q", "k": "K", "v": "V", "scores": "S", "weights": "A", "context": "C",
+_SYMBOLS = {"w_q": "W_Q", "b_q": "b_Q", "w_k": "W_K", "b_k": "b_K", "w_v": "W_V", "b_v": "b_V", "w_o": "W_O",
+            "b_o": "b_O", "x": "X", "q": "Q", "k": "K", "v": "V", "scores": r"\hat S", "weights": "A", "context": "C",
             "f": "F", "pooled": r"\bar f"}
-_PLAIN = {**_SYMBOLS, "pooled": "f̄"}
+_PLAIN = {**_SYMBOLS, "scores": "Ŝ", "pooled": "f̄"}
+
+
+def symbol(name: str) -> str:
+    """How a learner reads a parameter's (or step's) code name: w_q -> W_Q, b_k -> b_K, scores -> Ŝ."""
+    return _PLAIN.get(name, name)
 
 
 # ---- backward, by hand -------------------------------------------------------------------
@@ -228,29 +257,30 @@ def _backward(params: dict, c: dict, y: int, n_heads: int = 1) -> dict[str, np.n
     # L = −log softmax(f̄)_y                    ⇒  ∂L/∂f̄ = p − onehot(y)
     dL_dpooled = p.copy()                                       # (3,)
     dL_dpooled[y] -= 1.0
-    # f̄ = (1/n) Σ_i F_i                         ⇒  every row of ∂L/∂F is ∂L/∂f̄ / n
+    # f̄ = (1/n) Σ_i F_{i,:}                     ⇒  every row of ∂L/∂F is ∂L/∂f̄ / n
     dL_df = np.broadcast_to(dL_dpooled / n, (n, len(p)))        # (n, 3)
-    # F = C W_o + b_o                          ⇒  ∂L/∂W_o = Cᵀ ∂L/∂F,  ∂L/∂b_o = Σ_i ∂L/∂F_i,  ∂L/∂C = ∂L/∂F W_oᵀ
+    # F = C W_O + b_O                          ⇒  ∂L/∂W_O = Cᵀ ∂L/∂F,  ∂L/∂b_O = Σ_i ∂L/∂F_{i,:},  ∂L/∂C = ∂L/∂F W_Oᵀ
     dL_dw_o = context.T @ dL_df                                 # (d_v, 3)
     dL_db_o = dL_df.sum(axis=0)                                 # (3,)
     dL_dcontext = dL_df @ params["w_o"].T                       # (n, d_v)
     # C = A V                                  ⇒  ∂L/∂A = ∂L/∂C Vᵀ,  ∂L/∂V = Aᵀ ∂L/∂C
     dL_dweights = dL_dcontext @ v.T                             # (n, n)
     dL_dv = weights.T @ dL_dcontext                             # (n, d_v)
-    # A_i = softmax(S_i), each row on its own  ⇒  J_i = ∂A_i/∂S_i = diag(a_i) − a_i a_iᵀ   (one (n, n) per row,
-    #   see softmax_jacobians). J_i is symmetric, so ∂L/∂S_i = J_i ∂L/∂A_i = a_i ⊙ (∂L/∂A_i − a_i · ∂L/∂A_i):
+    # A_{i,:} = softmax(Ŝ_{i,:}), each row on its own  ⇒  J_i = ∂A_{i,:}/∂Ŝ_{i,:} = diag(a_i) − a_i a_iᵀ
+    #   (one (n, n) per row, see softmax_jacobians). J_i is symmetric, so
+    #   ∂L/∂Ŝ_{i,:} = J_i ∂L/∂A_{i,:} = a_i ⊙ (∂L/∂A_{i,:} − (a_i · ∂L/∂A_{i,:}) 1):
     #   the same numbers as multiplying by the n Jacobians, in O(n²) instead of O(n³).
     dL_dscores = weights * (dL_dweights - (weights * dL_dweights).sum(axis=1, keepdims=True))   # (n, n)
-    # S = Q Kᵀ / √d_k                          ⇒  ∂L/∂Q = ∂L/∂S K / √d_k,  ∂L/∂K = ∂L/∂Sᵀ Q / √d_k
+    # Ŝ = Q Kᵀ / √d_k                          ⇒  ∂L/∂Q = ∂L/∂Ŝ K / √d_k,  ∂L/∂K = (∂L/∂Ŝ)ᵀ Q / √d_k
     dL_dq = dL_dscores @ k / math.sqrt(d_k)                     # (n, d_k)
     dL_dk = dL_dscores.T @ q / math.sqrt(d_k)                   # (n, d_k)
-    # Q = X W_q + b_q (and K, V alike)         ⇒  ∂L/∂W_q = Xᵀ ∂L/∂Q,  ∂L/∂b_q = Σ_i ∂L/∂Q_i
-    #   (∂L/∂b_k comes out 0 up to rounding: b_k adds q_i · b_k to every score of row i, and softmax
+    # Q = X W_Q + b_Q (and K, V alike)         ⇒  ∂L/∂W_Q = Xᵀ ∂L/∂Q,  ∂L/∂b_Q = Σ_i ∂L/∂Q_{i,:}
+    #   (∂L/∂b_K comes out 0 up to rounding: b_K adds q_i · b_K / √d_k to every score of row i, and softmax
     #    ignores a shift of a whole row. The sum is kept literal, so the learner sees it vanish.)
     dL_dw_q, dL_db_q = x.T @ dL_dq, dL_dq.sum(axis=0)           # (d_in, d_k), (d_k,)
     dL_dw_k, dL_db_k = x.T @ dL_dk, dL_dk.sum(axis=0)           # (d_in, d_k), (d_k,)
     dL_dw_v, dL_db_v = x.T @ dL_dv, dL_dv.sum(axis=0)           # (d_in, d_v), (d_v,)
-    # X feeds all three projections            ⇒  ∂L/∂X = ∂L/∂Q W_qᵀ + ∂L/∂K W_kᵀ + ∂L/∂V W_vᵀ
+    # X feeds all three projections            ⇒  ∂L/∂X = ∂L/∂Q W_Qᵀ + ∂L/∂K W_Kᵀ + ∂L/∂V W_Vᵀ
     dL_dx = dL_dq @ params["w_q"].T + dL_dk @ params["w_k"].T + dL_dv @ params["w_v"].T   # (n, d_in)
 
     return {"dL/dpooled": dL_dpooled, "dL/df": dL_df, "dL/dw_o": dL_dw_o, "dL/db_o": dL_db_o,
@@ -260,10 +290,10 @@ def _backward(params: dict, c: dict, y: int, n_heads: int = 1) -> dict[str, np.n
 
 
 def _backward_heads(params: dict, c: dict, y: int, h: int) -> dict[str, np.ndarray]:
-    """_backward for h > 1 heads: every line of the one-head pass, on each head's column block.
-    scores, weights and their gradients are (h, n, n); q, k, v and theirs (n, H·d)."""
+    """_backward for H = h > 1 heads: every line of the one-head pass, on each head's column block.
+    scores, weights and their gradients are (H, n, n); q, k, v and theirs (n, H·d)."""
     x, weights, context, p = (c[name] for name in ("x", "weights", "context", "p"))
-    q_h, k_h, v_h = (split_heads(c[name], h) for name in ("q", "k", "v"))   # (h, n, d_k), (h, n, d_k), (h, n, d_v)
+    q_h, k_h, v_h = (split_heads(c[name], h) for name in ("q", "k", "v"))   # (H, n, d_k), (H, n, d_k), (H, n, d_v)
     n, d_k = x.shape[0], q_h.shape[2]
     dL_dpooled = p.copy()                                       # (3,)      p − onehot(y)
     dL_dpooled[y] -= 1.0
@@ -271,11 +301,11 @@ def _backward_heads(params: dict, c: dict, y: int, h: int) -> dict[str, np.ndarr
     dL_dw_o = context.T @ dL_df                                 # (H·d_v, 3)
     dL_db_o = dL_df.sum(axis=0)                                 # (3,)
     dL_dcontext = dL_df @ params["w_o"].T                       # (n, H·d_v)   the heads' blocks side by side
-    dL_dcontext_h = split_heads(dL_dcontext, h)                 # (h, n, d_v)  C_j = A_j V_j, per head
-    dL_dweights = dL_dcontext_h @ v_h.transpose(0, 2, 1)        # (h, n, n)
+    dL_dcontext_h = split_heads(dL_dcontext, h)                 # (H, n, d_v)  C_h = A_h V_h, per head
+    dL_dweights = dL_dcontext_h @ v_h.transpose(0, 2, 1)        # (H, n, n)
     dL_dv = merge_heads(weights.transpose(0, 2, 1) @ dL_dcontext_h)   # (n, H·d_v)
-    dL_dscores = weights * (dL_dweights - (weights * dL_dweights).sum(axis=2, keepdims=True))   # (h, n, n)
-    dL_dq = merge_heads(dL_dscores @ k_h) / math.sqrt(d_k)     # (n, H·d_k)   per head ∂L/∂S_j K_j / √d_k
+    dL_dscores = weights * (dL_dweights - (weights * dL_dweights).sum(axis=2, keepdims=True))   # (H, n, n)
+    dL_dq = merge_heads(dL_dscores @ k_h) / math.sqrt(d_k)     # (n, H·d_k)   per head ∂L/∂Ŝ_h K_h / √d_k
     dL_dk = merge_heads(dL_dscores.transpose(0, 2, 1) @ q_h) / math.sqrt(d_k)   # (n, H·d_k)
     dL_dw_q, dL_db_q = x.T @ dL_dq, dL_dq.sum(axis=0)           # (d_in, H·d_k), (H·d_k,)
     dL_dw_k, dL_db_k = x.T @ dL_dk, dL_dk.sum(axis=0)           # (d_in, H·d_k), (H·d_k,)
@@ -288,9 +318,9 @@ def _backward_heads(params: dict, c: dict, y: int, h: int) -> dict[str, np.ndarr
 
 
 def softmax_jacobians(weights: np.ndarray) -> np.ndarray:
-    """J[i] = diag(a_i) − a_i a_iᵀ, the Jacobian of row i of A with respect to row i of S; (n, n) -> (n, n, n).
+    """J[i] = diag(a_i) − a_i a_iᵀ, the Jacobian of row i of A with respect to row i of Ŝ; (n, n) -> (n, n, n).
 
-    J[i, j, l] = ∂A_ij / ∂S_il = A_ij (δ_jl − A_il). Row i of A depends on row i of S only.
+    J[i, j, l] = ∂A_ij / ∂Ŝ_il = A_ij (δ_jl − A_il). Row i of A depends on row i of Ŝ only.
     """
     n = weights.shape[-1]
     jacobians = -weights[:, :, None] * weights[:, None, :]      # (n, n, n)   −a_i a_iᵀ
@@ -324,46 +354,52 @@ def _d(symbol: str) -> str:
 
 
 def _add_gradient_steps(trace: Trace, params: dict, c: dict, g: dict) -> None:
+    from .claims import say
     d_k = params["w_q"].shape[1]
     axes = {**{name: PARAM_AXES[name] for name in PARAM_NAMES}, "x": ("n", "d_in"), "q": ("n", "d_k"),
             "k": ("n", "d_k"), "v": ("n", "d_v"), "scores": ("n_q", "n_k"), "weights": ("n_q", "n_k"),
             "context": ("n", "d_v"), "f": ("n", "class"), "pooled": ("class",)}
 
-    def add(name, formula, inputs, why):
+    def add(name, formula, inputs, why, lhs=None):
+        """lhs: the left side when the right side is one row (∂L/∂Ŝ_{i,:}, ∂L/∂F_{i,:}), else ∂L/∂(whole)."""
         key = f"dL/d{name}"
         trace.add(key, f"∂L/∂{_PLAIN[name]}", g[key], axes[name],
-                  rf"{_d(_SYMBOLS[name])} = {formula}", inputs, why)
+                  rf"{lhs or _d(_SYMBOLS[name])} = {formula}", inputs, why)
 
     add("pooled", r"p - y", ("p", "y"),
         "Softmax followed by cross-entropy has the simplest gradient: predicted minus true probabilities.")
-    dL_dpooled = _d(_SYMBOLS["pooled"])
-    add("f", rf"\frac{{1}}{{n}} {dL_dpooled} \text{{ for every row}}", ("dL/dpooled",),
-        "The mean passes an equal share, 1/n, of the gradient back to every word.")
+    add("f", rf"\frac{{1}}{{n}} {_d(_SYMBOLS['pooled'])},\quad i = 0, \dots, n-1", ("dL/dpooled",),
+        "The mean passes an equal share, 1/n, of the gradient back to every word.", lhs=_d("F_{i,:}"))
     add("w_o", rf"C^\top {_d('F')}", ("context", "dL/df"), "Each weight's gradient pairs its input with its output's gradient.")
-    add("b_o", rf"\sum_i {_d('F_{i,:}')}", ("dL/df",), "A bias is added to every row, so its gradient sums the rows.")
+    add("b_o", rf"\sum_{{i=0}}^{{n-1}} {_d('F_{i,:}')}", ("dL/df",),
+        "A bias is added to every row, so its gradient sums the rows.")
     add("context", rf"{_d('F')} W_O^\top", ("dL/df", "w_o"), "The gradient flows back through the linear layer's weights.")
     add("weights", rf"{_d('C')} V^\top", ("dL/dcontext", "v"),
         "Entry (i, j): how the loss changes if word i attended a little more to word j.")
     add("v", rf"A^\top {_d('C')}", ("weights", "dL/dcontext"),
         "Value j collects gradient from every word, in proportion to how much each attended to it.")
     trace.add("dweights/dscores", "Softmax Jacobian of each row", softmax_jacobians(c["weights"]),
-              ("n_q", "n_k", "n_k"), r"J_i = \frac{\partial A_{i,:}}{\partial S_{i,:}} = \mathrm{diag}(a_i) - a_i a_i^\top",
-              ("weights",), "Every row of A is its own softmax, so each row i has its own n × n Jacobian. "
-                            "(Seed 000 builds one from the first column and reuses it: wrong.)")
-    add("scores", rf"J_i\, {_d('A_{i,:}')} = a_i \odot \left({_d('A_{i,:}')} - a_i^\top {_d('A_{i,:}')}\right)",
-        ("dweights/dscores", "dL/dweights"), "Row i's Jacobian turns the gradient of its weights into the gradient of its scores.")
-    add("q", rf"\frac{{1}}{{\sqrt{{{d_k}}}}} {_d('S')} K", ("dL/dscores", "k"),
+              ("n_q", "n_k", "n_k"),
+              r"J_i = \frac{\partial A_{i,:}}{\partial \hat S_{i,:}} = \mathrm{diag}(a_i) - a_i a_i^\top,\quad "
+              r"a_i = A_{i,:}", ("weights",),
+              "Every row of A is its own softmax, so each row i has its own n × n Jacobian. "
+              "(Tutorial 1 builds one from the first column and reuses it for every row: wrong.)")
+    g_row = _d("A_{i,:}")
+    add("scores", rf"J_i\, {g_row} = a_i \odot \left({g_row} - \left(a_i^\top {g_row}\right) \mathbf{{1}}\right)",
+        ("dweights/dscores", "dL/dweights"),
+        "Row i's Jacobian turns the gradient of its weights into the gradient of its scores.",
+        lhs=_d(r"\hat S_{i,:}"))
+    add("q", rf"\frac{{1}}{{\sqrt{{{d_k}}}}} {_d(_SYMBOLS['scores'])} K", ("dL/dscores", "k"),
         "Query i meets every key in row i of the scores; the 1/√d_k scaling carries through.")
-    add("k", rf"\frac{{1}}{{\sqrt{{{d_k}}}}} {_d('S')}^\top Q", ("dL/dscores", "q"),
+    add("k", rf"\frac{{1}}{{\sqrt{{{d_k}}}}} \left({_d(_SYMBOLS['scores'])}\right)^\top Q", ("dL/dscores", "q"),
         "Key j meets every query in column j of the scores.")
     for name in ("q", "k", "v"):
         big = name.upper()
         add(f"w_{name}", rf"X^\top {_d(big)}", ("x", f"dL/d{name}"),
             f"The same rule as for W_O: inputs transposed times the gradient of the output {big}.")
-        add(f"b_{name}", rf"\sum_i {_d(big + '_{i,:}')}", (f"dL/d{name}",),
+        add(f"b_{name}", rf"\sum_{{i=0}}^{{n-1}} {_d(big + '_{i,:}')}", (f"dL/d{name}",),
             "The bias is shared by every word, so its gradient sums over the words."
-            + (" It is 0 (up to rounding): b_k adds q_i · b_k to every score in row i, and softmax ignores "
-               "a shift of a whole row, so b_k cannot change the loss." if name == "k" else ""))
+            + (" " + say("train_b_k_zero", trace.facts["settings"]) if name == "k" else ""))
     add("x", rf"{_d('Q')} W_Q^\top + {_d('K')} W_K^\top + {_d('V')} W_V^\top",
         ("dL/dq", "w_q", "dL/dk", "w_k", "dL/dv", "w_v"),
         "X feeds queries, keys and values, so its gradient adds the three paths.")
@@ -373,13 +409,13 @@ def _add_gradient_steps(trace: Trace, params: dict, c: dict, g: dict) -> None:
 
 def torch_forward(params: dict, x, y: int, n_heads: int = 1):
     """The loss as a torch scalar, from torch tensors (params by name, x (n, d_in)): autograd's side.
-    Heads as torch code writes them: view (n, h, d) and permute to (h, n, d)."""
+    Heads as torch code writes them: view (n, H, d) and permute to (H, n, d)."""
     import torch
     n, h = x.shape[0], n_heads
-    q = (x @ params["w_q"] + params["b_q"]).view(n, h, -1).permute(1, 0, 2)    # (h, n, d_k)
-    k = (x @ params["w_k"] + params["b_k"]).view(n, h, -1).permute(1, 0, 2)    # (h, n, d_k)
-    v = (x @ params["w_v"] + params["b_v"]).view(n, h, -1).permute(1, 0, 2)    # (h, n, d_v)
-    weights = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[2]), dim=2)   # (h, n, n)
+    q = (x @ params["w_q"] + params["b_q"]).view(n, h, -1).permute(1, 0, 2)    # (H, n, d_k)
+    k = (x @ params["w_k"] + params["b_k"]).view(n, h, -1).permute(1, 0, 2)    # (H, n, d_k)
+    v = (x @ params["w_v"] + params["b_v"]).view(n, h, -1).permute(1, 0, 2)    # (H, n, d_v)
+    weights = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[2]), dim=2)   # (H, n, n)
     context = (weights @ v).permute(1, 0, 2).reshape(n, -1)                    # (n, H·d_v)
     f = context @ params["w_o"] + params["b_o"]
     return -torch.log_softmax(f.mean(dim=0), dim=0)[y]
@@ -405,7 +441,7 @@ def check_gradients(params: dict, x, y, entries=3, eps: float = 1e-5, seed: int 
     Returns {name: {"torch": e, "finite_differences": e}} for each parameter and x, where e is
     the largest |hand − reference| over the compared entries divided by the largest |entry| of
     that gradient (autograd's), or by 1e-4 × the largest entry of all the gradients if that is
-    larger: a gradient that is zero in exact arithmetic (∂L/∂b_k, see the backward pass) must
+    larger: a gradient that is zero in exact arithmetic (∂L/∂b_K, see the backward pass) must
     not turn rounding noise of 1e-17 into a 100% error. 0 means identical. Finite differences
     (L(θ + ε) − L(θ − ε)) / 2ε are taken for `entries` seeded random entries of each array,
     or at the indices given as {name: [index, ...]}.
@@ -539,7 +575,7 @@ def train(params: dict, dataset, lr: float, epochs: int, batch_size: int = 1, fr
 
 
 def predict(params: dict, x, n_heads: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(p (3,), weights (n, n), or (h, n, n) with h heads): the class probabilities and the attention
+    """(p (3,), weights (n, n), or (H, n, n) with H heads): the class probabilities and the attention
     weights for one sentence."""
     c = _forward(params, _as_input(params, x), None, n_heads)
     return c["p"], c["weights"]

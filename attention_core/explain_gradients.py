@@ -6,7 +6,7 @@ is already divided by √d_k, "w_o" maps d_v to 3 classes), so they get their ow
 registered with kind="classifier" (and only for traces whose facts carry the classes and the
 label they read: `is_classifier_trace`); so do the gradient steps "dL/d<name>" and the row Jacobians
 "dweights/dscores". Each explainer follows the formula already written on its step
-(trace[key].formula): row vectors, X W with W of shape (d_in, d_out), S = Q Kᵀ / √d_k, f̄ the
+(trace[key].formula): row vectors, X W with W of shape (d_in, d_out), Ŝ = Q Kᵀ / √d_k, f̄ the
 mean of F's rows, L = −log p_y. Every value is recomputed from the stored cells it reads (scalar
 arithmetic, math.fsum), never read back, except the leaves: X and the parameters, which nothing in
 the trace computes (`independent=False`).
@@ -50,10 +50,10 @@ def _register(*keys: str):
 
 
 # How the classifier's formulas write each step (classifier._SYMBOLS / _PLAIN, plus p, y, L).
-TEX = {"x": "X", "w_q": "W_Q", "b_q": "b_q", "w_k": "W_K", "b_k": "b_k", "w_v": "W_V", "b_v": "b_v",
-       "w_o": "W_O", "b_o": "b_o", "q": "Q", "k": "K", "v": "V", "scores": "S", "weights": "A", "context": "C",
+TEX = {"x": "X", "w_q": "W_Q", "b_q": "b_Q", "w_k": "W_K", "b_k": "b_K", "w_v": "W_V", "b_v": "b_V",
+       "w_o": "W_O", "b_o": "b_O", "q": "Q", "k": "K", "v": "V", "scores": r"\hat S", "weights": "A", "context": "C",
        "f": "F", "pooled": r"\bar f", "p": "p", "y": "y", "loss": "L"}
-PLAIN = {**TEX, "pooled": "f̄"}
+PLAIN = {**TEX, "scores": "Ŝ", "pooled": "f̄"}
 JACOBIAN = "dweights/dscores"
 FAN_IN = {"w_q": "d_in", "w_k": "d_in", "w_v": "d_in", "w_o": "d_v"}
 
@@ -65,7 +65,7 @@ def _sub(index) -> str:
 
 
 def _symbol(name: str, index) -> str:
-    """One cell of a forward step: Q_{1,2}, (W_Q)_{0,1}, \\bar f_{2}, L."""
+    """One cell of a forward step: Q_{1,2}, (W_Q)_{0,1}, \\hat S_{0,1}, \\bar f_{2}, L."""
     tex = TEX[name]
     if not index:
         return tex
@@ -86,7 +86,7 @@ def ref(key: str, index=()) -> str:
 
 
 def ref_text(key: str, index=()) -> str:
-    """Plain text for one cell: dL/dW_Q[0,1], A[2,3], J_2[0,1], L."""
+    """Plain text for one cell: dL/dW_Q[0,1], A[2,3], Ŝ[1,0], J_2[0,1], L."""
     index = tuple(index)
     if key == JACOBIAN:
         i, *rest = index
@@ -159,6 +159,15 @@ def _sqrt_d_k(ctx: Context) -> tuple[str, str, float]:
     return rf"\sqrt{{{d_k}}}", f"√{d_k}", math.sqrt(d_k)
 
 
+def _settings(ctx: Context):
+    """The TrainingSettings the trace was made under (classifier.forward records them; not known: positional None)."""
+    settings = ctx.trace.facts.get("settings")
+    if settings is None:
+        from .training_input import TrainingSettings
+        settings = TrainingSettings(positional=None)
+    return settings
+
+
 def _top(values) -> int:
     return int(np.argmax(np.abs(np.asarray(values, dtype=float))))
 
@@ -173,16 +182,30 @@ def _x(ctx: Context, cell):
     value = float(x[cell])
     shown, hidden = row_excerpt([ctx.num(v) for v in x[i]], a)
     shown_text, _ = row_excerpt([ctx.num_text(v) for v in x[i]], a, latex=False)
-    index_column = n > 1 and np.array_equal(x[:, -1], np.arange(n))
+    settings = _settings(ctx)
+    positional = settings.positional
+    index_column = positional == "index" and np.array_equal(x[:, -1], np.arange(n))
+    where = (f"column {a} of columns 0 … {d_in - 1} (boxed). X is the input: nothing on this page computes it from "
+             "other numbers, so the number is read back.")
     if index_column and a == d_in - 1:
         value = float(i)                                       # seed 000's position column: regenerated
-        note = (f"The last column of X is the word's position (seed 000's index feature): word {_word(ctx, i)} "
+        note = (f"The last column of X is the word's position (tutorial 1's index feature): word {_word(ctx, i)} "
                 f"is at position {i}.")
+    elif index_column:
+        note = (f"Row {i} is the input vector of word {_word(ctx, i)}: its embedding in columns 0 … {d_in - 2}, its "
+                f"position in the last column, {d_in - 1}; " + where)
+    elif positional == "sinusoidal" and settings.combine == "concat" and d_in % 2 == 0:
+        half = d_in // 2
+        note = (f"Row {i} is the input vector of word {_word(ctx, i)}: its embedding in columns 0 … {half - 1}, then "
+                f"the sinusoidal encoding of its position {i} in columns {half} … {d_in - 1} (this entry is in the "
+                + ("embedding" if a < half else "encoding") + "); " + where)
+    elif positional == "sinusoidal":
+        note = (f"Row {i} is the input vector of word {_word(ctx, i)}: its embedding plus the sinusoidal encoding "
+                f"of its position {i}; " + where)
+    elif positional == "none":
+        note = (f"Row {i} is the input vector of word {_word(ctx, i)}: its embedding alone, no position; " + where)
     else:
-        note = (f"Row {i} is the input vector of word {_word(ctx, i)}: its embedding"
-                + (" (the last column, d_in − 1, is its position)" if index_column else ", with its position")
-                + f"; column {a} of {d_in} (boxed). X is given to forward(), nothing in this trace computes it, "
-                  "so the number is read back.")
+        note = f"Row {i} is the input vector of word {_word(ctx, i)}; " + where
     word = ctx.trace.tokens[i]
     return _done(ctx, "x", cell, rf"x\left({latex_text(word)}\right)_{{{a}}}", f"x('{word}')[{a}]",
                  rf"\left[{shown}\right]_{{{a}}}", f"[{shown_text}][{a}]", value, note, d_in, hidden,
@@ -192,9 +215,9 @@ def _x(ctx: Context, cell):
 def _parameter_explainer(key: str):
     def explain_parameter(ctx: Context, cell):
         value = float(ctx.value(key)[cell])
-        init = "0" if key.startswith("b_") else f"N(0, 1/{FAN_IN[key]})"
-        note = (f"A trainable parameter: no formula makes it. It starts at {init} (seeded) and every SGD step "
-                f"moves it by −lr·{ref_text('dL/d' + key, cell)}; here it is read from the trace.")
+        init = "at 0" if key.startswith("b_") else f"as a seeded draw from N(0, 1/{FAN_IN[key]})"
+        note = (f"A parameter: no formula makes it. It starts {init} and each gradient step moves it "
+                f"by −η·{ref_text('dL/d' + key, cell)}, unless it is frozen; here it is read from the trace.")
         return _done(ctx, key, cell, r"\text{learned}", "learned", ctx.num(value), ctx.num_text(value), value,
                      note, independent=False)
     return explain_parameter
@@ -219,7 +242,7 @@ def _y(ctx: Context, cell):
 # ---- forward: projections, scores, softmax, context, classes --------------------------------------------
 
 def _projection_explainer(name: str):
-    """Q = X W_Q + b_q (K, V alike): Q_{i,j} = Σ_m X_{i,m} (W_Q)_{m,j} + (b_q)_j."""
+    """Q = X W_Q + b_Q (K, V alike): Q_{i,j} = Σ_m X_{i,m} (W_Q)_{m,j} + (b_Q)_j."""
     w_key, b_key = f"w_{name}", f"b_{name}"
 
     def explain_projection(ctx: Context, cell):
@@ -250,7 +273,7 @@ def _scores(ctx: Context, cell):
     rhs_text = f"(Σ_m {ref_text('q', (i, 'm'))}·{ref_text('k', (j, 'm'))}) / √d_k"
     return _sum(ctx, "scores", cell, rhs, rhs_text, terms, divisor=_sqrt_d_k(ctx),
                 note=f"Query {_word(ctx, i)} against key {_word(ctx, j)}: their dot product, divided by "
-                     f"√{d_k} (the classifier's scores are already scaled).")
+                     f"√d_k = √{d_k} (the classifier's scores Ŝ are scaled: Ŝ = S / √d_k).")
 
 
 def _softmax(ctx: Context, key, cell, src, row_index, j, var, note) -> Explanation:
@@ -351,6 +374,16 @@ def _loss(ctx: Context, cell):
 
 # ---- backward: loss -> f̄ -> F -> W_O, b_o, C ----------------------------------------------------------
 
+def _pooled_direction(true_class: bool, value: float) -> str:
+    """What the sign of p_c − y_c asks of gradient descent, from the value itself (p can round to 1 or 0)."""
+    if value == 0:
+        return ("It is exactly 0: the model gives " + ("the true class probability 1" if true_class else
+                "this class probability 0") + " to the last digit, so gradient descent leaves its logit alone.")
+    if true_class:
+        return "It is the true class, so the gradient is negative and gradient descent raises its logit."
+    return "It is not the true class, so the gradient is positive and gradient descent lowers its logit."
+
+
 @_register("dL/dpooled")
 def _dl_dpooled(ctx: Context, cell):
     (c,) = cell
@@ -359,9 +392,7 @@ def _dl_dpooled(ctx: Context, cell):
     return _done(ctx, "dL/dpooled", cell, f"{ref('p', (c,))} - {ref('y', (c,))}", f"p[{c}] - y[{c}]",
                  f"{ctx.num(p)} - {ctx.factor(y)}", f"{ctx.num_text(p)} - {ctx.factor_text(y)}", value,
                  f"Softmax then cross-entropy: predicted minus true probability of class {_class(ctx, c)}. "
-                 + ("It is the true class, so the gradient is negative and gradient descent raises its logit."
-                    if y else "It is not the true class, so the gradient is positive and gradient descent lowers "
-                              "its logit."),
+                 + _pooled_direction(bool(y), value),
                  reads=(("p", (c,)), ("y", (c,))))
 
 
@@ -391,7 +422,7 @@ def _dl_dw_o(ctx: Context, cell):
     return _sum(ctx, "dL/dw_o", cell, rhs, rhs_text, terms,
                 note=f"(Cᵀ ∂L/∂F)[{a},{c}]: W_O[{a},{c}] carries context entry {a} of every word into class "
                      f"{_class(ctx, c)}, so its gradient pairs that input with the class's gradient, word by word "
-                     f"(every row of ∂L/∂F is the same: this is (p_c − y_c) times the mean of column {a} of C).")
+                     f"(every row of ∂L/∂F is the same: this is (p_{c} − y_{c}) times the mean of column {a} of C).")
 
 
 @_register("dL/db_o")
@@ -402,8 +433,8 @@ def _dl_db_o(ctx: Context, cell):
     terms = [((g[i, c],), (("dL/df", (i, c)),)) for i in range(n)]
     return _sum(ctx, "dL/db_o", cell, rf"\sum_{{i=0}}^{{{n - 1}}} {ref('dL/df', ('i', c))}",
                 f"Σ_i {ref_text('dL/df', ('i', c))}", terms,
-                note=f"b_o[{c}] is added to every word's row of F, so its gradient sums the rows; the {n} equal "
-                     f"shares add back up to p_c − y_c.")
+                note=f"b_O[{c}] is added to every word's row of F, so its gradient sums the rows; the {n} equal "
+                     f"shares add back up to p_{c} − y_{c}.")
 
 
 @_register("dL/dcontext")
@@ -419,7 +450,7 @@ def _dl_dcontext(ctx: Context, cell):
                      f"through row {a} of W_O, so the three class gradients come back weighted by it.")
 
 
-# ---- backward through attention: C = A V, A = softmax(S), S = Q Kᵀ / √d_k -----------------------------
+# ---- backward through attention: C = A V, A = softmax(Ŝ), Ŝ = Q Kᵀ / √d_k -----------------------------
 
 @_register("dL/dweights")
 def _dl_dweights(ctx: Context, cell):
@@ -455,11 +486,11 @@ def _jacobian(ctx: Context, cell):
     value = (a_j if delta else 0.0) - a_j * a_l                  # diag(a_i) − a_i a_iᵀ, as softmax_jacobians
     rhs = (rf"\frac{{\partial {ref('weights', (i, j))}}}{{\partial {ref('scores', (i, l))}}} = "
            rf"{ref('weights', (i, j))} \left(\delta_{{{j},{l}}} - {ref('weights', (i, l))}\right)")
-    rhs_text = f"dA[{i},{j}]/dS[{i},{l}] = A[{i},{j}]·(δ[{j},{l}] - A[{i},{l}])"
+    rhs_text = f"dA[{i},{j}]/dŜ[{i},{l}] = A[{i},{j}]·(δ[{j},{l}] - A[{i},{l}])"
     shown = rf"{ctx.num(a_j)} \cdot \left({delta} - {ctx.factor(a_l)}\right)"
     shown_text = f"{ctx.num_text(a_j)}·({delta} - {ctx.factor_text(a_l)})"
     note = (f"Row {i} of A is its own softmax, so it has its own Jacobian J_{i} = diag(a_{i}) − a_{i} a_{i}ᵀ; "
-            + ("on the diagonal: raising a score raises its own weight by a(1 − a)." if delta else
+            + ("on the diagonal: raising a score raises its own weight at the rate a(1 − a)." if delta else
                f"off the diagonal: raising key {l}'s score takes weight from key {j}."))
     return _done(ctx, JACOBIAN, cell, rhs, rhs_text, shown, shown_text, value, note,
                  reads=(("weights", (i, j)), ("weights", (i, l))))
@@ -481,7 +512,7 @@ def _dl_dscores(ctx: Context, cell):
              rf" = {ctx.num(a[j])} \cdot \left({ctx.num(g[j])} - {ctx.factor(mean)}\right)")
     shown_text = (f"{ctx.num_text(a[j])}·({ctx.num_text(g[j])} - ({inner_text}))"
                   f" = {ctx.num_text(a[j])}·({ctx.num_text(g[j])} - {ctx.factor_text(mean)})")
-    note = (f"Row {i}'s softmax Jacobian J_{i} (dweights/dscores) applied to row {i} of ∂L/∂A: the weight "
+    note = (f"Row {i}'s softmax Jacobian J_{i} applied to row {i} of ∂L/∂A: the weight "
             f"A[{i},{j}] times how far key {j}'s gradient is above the row's weight-averaged gradient "
             f"{ctx.num_text(mean)}. Raising one score takes weight from all the others, hence the subtraction.")
     reads = [r for _, rs in inner_terms for r in rs] + [("dL/dweights", (i, j))]
@@ -499,7 +530,7 @@ def _dl_dq(ctx: Context, cell):
     rhs_text = f"(1/√d_k) Σ_j {ref_text('dL/dscores', (i, 'j'))}·{ref_text('k', ('j', m))}"
     return _sum(ctx, "dL/dq", cell, rhs, rhs_text, terms, divisor=_sqrt_d_k(ctx), prefix=True,
                 note=f"Query {_word(ctx, i)} meets every key in row {i} of the scores, so its gradient mixes the "
-                     f"keys' column {m} by that row's score gradients; S was divided by √d_k, so this is too.")
+                     f"keys' column {m} by that row's score gradients; Ŝ is Q Kᵀ divided by √d_k, so this is too.")
 
 
 @_register("dL/dk")
@@ -513,7 +544,7 @@ def _dl_dk(ctx: Context, cell):
     rhs_text = f"(1/√d_k) Σ_i {ref_text('dL/dscores', ('i', j))}·{ref_text('q', ('i', m))}"
     return _sum(ctx, "dL/dk", cell, rhs, rhs_text, terms, divisor=_sqrt_d_k(ctx), prefix=True,
                 note=f"Key {_word(ctx, j)} meets every query in column {j} of the scores, so its gradient mixes "
-                     f"the queries' column {m} by that column's score gradients, over √d_k as in S.")
+                     f"the queries' column {m} by that column's score gradients, over √d_k as in Ŝ.")
 
 
 # ---- backward into the parameters and the input --------------------------------------------------------
@@ -537,7 +568,7 @@ def _weight_gradient_explainer(name: str):
 
 
 def _bias_gradient_explainer(name: str):
-    """∂L/∂b_q = Σ_i ∂L/∂Q_{i,:} (K, V alike)."""
+    """∂L/∂b_Q = Σ_i ∂L/∂Q_{i,:} (K, V alike)."""
     key, g_key = f"dL/db_{name}", f"dL/d{name}"
 
     def explain_bias_gradient(ctx: Context, cell):
@@ -545,10 +576,10 @@ def _bias_gradient_explainer(name: str):
         g = ctx.value(g_key)
         n = g.shape[0]
         terms = [((g[i, b],), ((g_key, (i, b)),)) for i in range(n)]
-        note = f"b_{name}[{b}] is added to column {b} of {TEX[name]} for every word, so its gradient sums that column."
+        note = f"{TEX[f'b_{name}']}[{b}] is added to column {b} of {TEX[name]} for every word, so its gradient sums that column."
         if name == "k":
-            note += (" It is 0 up to rounding: b_k adds q_i · b_k to every score of row i, and softmax ignores a "
-                     "shift of a whole row, so b_k cannot change the loss.")
+            from .claims import say
+            note += " " + say("train_b_k_zero", _settings(ctx))
         return _sum(ctx, key, cell, rf"\sum_{{i=0}}^{{{n - 1}}} {ref(g_key, ('i', b))}",
                     f"Σ_i {ref_text(g_key, ('i', b))}", terms, note=note)
     return explain_bias_gradient

@@ -1,5 +1,6 @@
 """SymPy derivations of two gradients the training page shows, checked against the numbers.
 
+Every index counts from 0, as the rest of the app (docs/notation.md): s_0, s_1, s_2; q_0, q_1; k_{00} … k_{11}.
 Symbols are made here, never parsed from user text. sympy is imported inside the functions,
 so `import attention_core` does not pay for it.
 """
@@ -44,26 +45,26 @@ def softmax_jacobian(scores_row) -> Derivation:
 def _softmax_jacobian_symbolic(m: int):
     """The number-free part (symbols, Jacobian, identity check, LaTeX): derived once per process and size."""
     import sympy as sp
-    s = sp.symbols(f"s_1:{m + 1}", real=True)
+    s = sp.symbols(f"s_0:{m}", real=True)
     total = sum(sp.exp(si) for si in s)
     a = sp.Matrix([sp.exp(si) / total for si in s])
     jac = a.jacobian(sp.Matrix(s))
-    a_sym = sp.symbols(f"a_1:{m + 1}", positive=True)
+    a_sym = sp.symbols(f"a_0:{m}", positive=True)
     pattern = sp.diag(*a_sym) - sp.Matrix(a_sym) * sp.Matrix(a_sym).T       # the closed form, in a_i
     closed = pattern.subs({a_sym[i]: a[i] for i in range(m)})              # ... written back in s_i
     holds = (jac - closed).applyfunc(sp.simplify) == sp.zeros(m, m)
     lines = (r"a_i = \frac{e^{s_i}}{\sum_j e^{s_j}}",
-             r"\frac{\partial a_i}{\partial s_j} = " + sp.latex(sp.simplify(sp.diff(a[0], s[0]))) + r"\ (i=j=1),\quad "
-             + sp.latex(sp.simplify(sp.diff(a[0], s[1]))) + r"\ (i=1, j=2)",
+             r"\frac{\partial a_0}{\partial s_0} = " + sp.latex(sp.simplify(sp.diff(a[0], s[0]))) + r",\quad "
+             r"\frac{\partial a_0}{\partial s_1} = " + sp.latex(sp.simplify(sp.diff(a[0], s[1]))),
              r"J = " + sp.latex(pattern) + r" = \mathrm{diag}(a) - a a^\top")
     return s, jac, bool(holds), lines
 
 
 def scaled_dot_gradient(q_row, keys, upstream) -> Derivation:
-    """∂L/∂q for one query against 2 keys of width 2, where L = Σ_j g_j a_j and a = softmax(K q / √d).
+    """∂L/∂q for one query against 2 keys of width d = 2, where L = Σ_j g_j a_j and a = softmax(K q / √2).
 
     Derived by SymPy from the definitions; compared with the chain rule the backward pass uses:
-    ∂L/∂q = Kᵀ (J g) / √d, with J = diag(a) − a aᵀ.
+    ∂L/∂q = Kᵀ (J g) / √2, with J = diag(a) − a aᵀ.
     """
     q_row, keys, upstream = (np.asarray(v, dtype=np.float64) for v in (q_row, keys, upstream))
     if q_row.shape != (2,) or keys.shape != (2, 2) or upstream.shape != (2,):
@@ -84,9 +85,9 @@ def scaled_dot_gradient(q_row, keys, upstream) -> Derivation:
 def _scaled_dot_gradient_symbolic():
     """The number-free part (symbols, gradient, identity check, LaTeX): derived once per process."""
     import sympy as sp
-    q = sp.Matrix(sp.symbols("q_1:3", real=True))
-    k = sp.Matrix(2, 2, sp.symbols("k_11 k_12 k_21 k_22", real=True))
-    g = sp.Matrix(sp.symbols("g_1:3", real=True))
+    q = sp.Matrix(sp.symbols("q_0:2", real=True))
+    k = sp.Matrix(2, 2, sp.symbols("k_00 k_01 k_10 k_11", real=True))     # row j is key j
+    g = sp.Matrix(sp.symbols("g_0:2", real=True))
     d = 2
     s = k * q / sp.sqrt(d)
     total = sum(sp.exp(si) for si in s)
@@ -95,7 +96,7 @@ def _scaled_dot_gradient_symbolic():
     grad = sp.Matrix([sp.diff(loss, qi) for qi in q])
     closed = k.T * (sp.diag(*a) - a * a.T) * g / sp.sqrt(d)
     holds = (grad - closed).applyfunc(sp.simplify) == sp.zeros(2, 1)
-    lines = (r"s_j = \frac{k_j \cdot q}{\sqrt{2}},\quad a = \mathrm{softmax}(s),\quad L = g_1 a_1 + g_2 a_2",
-             r"\frac{\partial L}{\partial q_1} = " + sp.latex(sp.simplify(grad[0])),
-             r"\frac{\partial L}{\partial q} = \frac{1}{\sqrt{d}} K^\top \left(\mathrm{diag}(a) - a a^\top\right) g")
+    lines = (r"s_j = \frac{k_j \cdot q}{\sqrt{2}},\quad a = \mathrm{softmax}(s),\quad L = g_0 a_0 + g_1 a_1",
+             r"\frac{\partial L}{\partial q_0} = " + sp.latex(sp.simplify(grad[0])),
+             r"\frac{\partial L}{\partial q} = \frac{1}{\sqrt{2}} K^\top \left(\mathrm{diag}(a) - a a^\top\right) g")
     return q, k, g, grad, bool(holds), lines

@@ -6,6 +6,10 @@ Its own parts are fixed: one head, the scaled dot product, no mask, temperature 
 start at 0, and no trainable position table. Each setting that cannot carry over is named,
 with why and what is used instead.
 
+TrainingSettings is what the training pages' words depend on (the claims of attention_core/claims.py
+with about="training" read it): how position enters X, the heads the classifier runs, whether the
+last layer is frozen, and, on the training-step page, the shared settings it started from.
+
     >>> from attention_core import Config
     >>> inp = classifier_input(Config(sentence="I love you", embedding="toy", weights="random", positional="index"))
     >>> inp.tokens, inp.x.shape, inp.switches
@@ -17,10 +21,45 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .claims import holds, say
 from .config import Config
 from .embeddings import embed, vocabulary_for
 from .forward import position_encoding, with_position
 from .text import resolve
+
+
+POSITIONS = ("index", "sinusoidal", "none")      # how position can enter the classifier's X
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """The training pages' own settings, as the claims about them (about="training") read them."""
+    positional: str | None = "index"   # index | sinusoidal | none, as the classifier gets it; None: not known
+    combine: str = "add"               # sinusoidal: added to the embedding, or concatenated ("concat")
+    n_heads: int = 1                   # heads the classifier runs (both training pages run one)
+    frozen: bool = False               # the last layer (W_O, b_O) held fixed
+    embedding: str = "glove"
+    forward: Config | None = None      # the training-step page: the shared settings it starts from
+
+
+def training_settings(config: Config, frozen: bool = False) -> TrainingSettings:
+    """The training-step page's settings from the shared ones: a learned table becomes the index column
+    (classifier_input's switch), and the classifier runs one head whatever config.n_heads asks."""
+    positional = "index" if config.positional == "learned" else config.positional
+    return TrainingSettings(positional, config.combine if positional == "sinusoidal" else "add", 1, bool(frozen),
+                            config.embedding, config)
+
+
+def position_words(settings: TrainingSettings, pe_base: float | None = None) -> str:
+    """How position enters X under these settings, in words (true under them)."""
+    if settings.positional == "index":
+        return "the index column 0, 1, …, n−1 appended (one more feature)"
+    if settings.positional == "sinusoidal":
+        base = f" (base {pe_base:g})" if pe_base is not None else ""
+        return f"sinusoids{base} " + ("concatenated" if settings.combine == "concat" else "added")
+    if settings.positional == "none":
+        return "none: " + say("train_order_blind", settings)
+    return "as given"
 
 
 @dataclass(frozen=True)
@@ -31,7 +70,8 @@ class ClassifierInput:
     position: str                  # how position enters X, in words
     notices: tuple[str, ...]       # words dropped or given <unk>, characters set aside
     switches: tuple[str, ...]      # settings that cannot carry over: why, and what is used instead
-    same_as_forward: bool          # Q, K, V, S, A start equal to the forward pages' under these settings
+    same_as_forward: bool          # Q, K, V, Ŝ, A start equal to the forward pages' under these settings
+    settings: TrainingSettings     # what the classifier runs with (frozen: False; the page sets its own)
 
 
 def classifier_input(config: Config) -> ClassifierInput:
@@ -54,21 +94,18 @@ def classifier_input(config: Config) -> ClassifierInput:
     positional = config.positional
     if positional == "learned":
         switches.append("Position: a learned table would be a parameter the classifier does not have, so no "
-                        "training step could move it. The index column (0, 1, …, n−1 appended to X, seed 000's "
+                        "training step could move it. The index column (0, 1, …, n−1 appended to X, tutorial 1's "
                         "choice) is used instead.")
         positional = "index"
     used = config.replace(positional=positional)
     x = with_position(used, x_embed, position_encoding(used, n, d_embed))        # (n, d_in), as the forward pass
-    if positional == "index":
-        position = "the index column 0, 1, …, n−1 appended (one more feature)"
-    elif positional == "sinusoidal":
-        position = f"sinusoids (base {config.pe_base:g}) " + ("concatenated" if config.combine == "concat" else "added")
-    else:
-        position = "none: the classifier cannot tell word order"
+    settings = training_settings(config)
+    position = position_words(settings, config.pe_base)
 
     if config.n_heads > 1:
-        switches.append(f"Heads: the classifier has one attention head (its backward pass is written for one), "
-                        f"not {config.n_heads}; d_k={config.d_k} and d_v={config.d_v} are that head's widths.")
+        switches.append(f"Heads: this page runs the classifier with one attention head, not {config.n_heads} (its "
+                        f"trace and the explanation of every cell are written for one head); d_k={config.d_k} and "
+                        f"d_v={config.d_v} are that head's widths.")
     if config.score != "scaled_dot":
         switches.append(f"Score: the classifier scores with the scaled dot product QKᵀ/√d_k, the function its "
                         f"backward pass differentiates, not the {config.score.replace('_', ' ')} score.")
@@ -76,12 +113,13 @@ def classifier_input(config: Config) -> ClassifierInput:
         switches.append(f"Mask: the classifier has none ({config.mask} masking is not in its backward pass); "
                         "every word attends to every word.")
     if config.temperature != 1.0:
-        switches.append(f"Temperature: softmax(S) as written (temperature 1), not {config.temperature:g}.")
+        switches.append(f"Temperature: softmax(Ŝ) as written (temperature 1), not {config.temperature:g}.")
     if config.bias:
-        switches.append("Biases: the classifier's b_q, b_k, b_v, b_o start at 0 (the forward pages draw "
-                        "random biases); training moves them.")
+        switches.append("Biases: the classifier's b_Q, b_K, b_V, b_O start at 0 (the forward pages draw "
+                        "random biases). A gradient step moves b_Q, b_V and b_O (b_O only while the last layer is "
+                        "not frozen); b_K stays at 0, its gradient is 0 up to rounding.")
     if config.weights == "trained":
         switches.append("Weights: the classifier starts from the seeded random W_Q, W_K, W_V (the "
                         "forward pages show them trained); one step here is one step from that start.")
-    same = (not switches and positional == config.positional)
-    return ClassifierInput(tokens.words, x, source, position, tuple(notices), tuple(switches), same)
+    same = holds("train_same_as_forward", settings)
+    return ClassifierInput(tokens.words, x, source, position, tuple(notices), tuple(switches), same, settings)

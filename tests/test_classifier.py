@@ -311,3 +311,117 @@ def test_encode_dataset_drops_sentences_without_known_words(vocab):
 def test_importing_the_core_does_not_import_torch():
     code = "import attention_core.classifier, sys; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- claims about the training pages (attention_core/claims.py, about="training") ---------------------
+
+def _trained_a_little(x, y, d_k, d_v, seed, n_heads=1, frozen=()):
+    """Seeded parameters after a few SGD steps on (x, y) (non-zero biases, a less uniform A)."""
+    params = clf.init_params(x.shape[1], d_k, d_v, seed, n_heads=n_heads)
+    for _ in range(3):
+        _, grads = clf.loss_and_gradients(params, x, y, n_heads=n_heads)
+        params = clf.sgd_step(params, grads, 0.1, frozen)
+    return params
+
+
+ORDER_SETTINGS = [(embedding, heads, frozen) for embedding in ("glove", "toy") for heads in (1, 2)
+                  for frozen in ((), ("w_o", "b_o"))]
+
+
+@pytest.mark.parametrize("embedding, heads, frozen", ORDER_SETTINGS, ids=str)
+def test_without_position_the_prediction_ignores_word_order(vocab, embedding, heads, frozen):
+    """claims.train_order_blind: with Position = none a shuffled sentence gets the same prediction (attention's
+    rows move with their words, and the mean over the rows does not see the order), under every other setting
+    of the training pages; with the index column or sinusoids it changes: the condition is needed."""
+    from attention_core import claims
+    from attention_core.embeddings import toy_vocabulary
+    from attention_core.training_input import TrainingSettings
+    v = vocab if embedding == "glove" else toy_vocabulary()
+    sentence, shuffled = (("the battery died within a week", "a week within the battery died") if embedding == "glove"
+                          else ("i love the cat", "the cat love i"))
+    for positional in clf.POSITIONALS:
+        _, x = clf.sentence_matrix(sentence, v, positional)
+        _, x_shuffled = clf.sentence_matrix(shuffled, v, positional)
+        params = _trained_a_little(x, 2, 3, 2, seed=5, n_heads=heads, frozen=frozen)
+        p, _ = clf.predict(params, x, heads)
+        p_shuffled, _ = clf.predict(params, x_shuffled, heads)
+        logits, logits_shuffled = (clf._forward(params, a, None, heads)["pooled"] for a in (x, x_shuffled))
+        settings = TrainingSettings(positional=positional, n_heads=heads, frozen=bool(frozen), embedding=embedding)
+        assert claims.holds("train_order_blind", settings) == (positional == "none")
+        if positional == "none":
+            np.testing.assert_allclose(p_shuffled, p, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(logits_shuffled, logits, rtol=0, atol=1e-12)
+        else:
+            assert np.abs(logits_shuffled - logits).max() > 1e-4, positional
+
+
+KEY_BIAS_SETTINGS = [("glove", "index"), ("glove", "sinusoidal"), ("glove", "none"), ("toy", "index"),
+                     ("toy", "none")]
+
+
+@pytest.mark.parametrize("embedding, positional", KEY_BIAS_SETTINGS, ids=str)
+@pytest.mark.parametrize("d_k", [1, 3, 16])
+def test_key_bias_shifts_each_row_by_q_dot_b_k_over_sqrt_d_k(vocab, embedding, positional, d_k):
+    """claims.train_b_k_zero, on the training pages' settings (one head): b_K adds q_i · b_K / √d_k (not
+    q_i · b_K: the scores are scaled) to every score of row i, so the loss does not change and ∂L/∂b_K is 0
+    up to rounding. With two heads the row shift is per head, q_{h,i} · b_{K,h} / √d_k, not the one-head
+    sentence's q_i · b_K / √d_k: the condition (one head) is needed for those words."""
+    from attention_core import claims
+    from attention_core.embeddings import toy_vocabulary
+    from attention_core.training_input import TrainingSettings
+    v = vocab if embedding == "glove" else toy_vocabulary()
+    sentence = "the battery died within a week" if embedding == "glove" else "i love the cat"
+    tokens, x = clf.sentence_matrix(sentence, v, positional)
+    settings = TrainingSettings(positional=positional, embedding=embedding)
+    assert claims.holds("train_b_k_zero", settings)
+    params = _trained_a_little(x, 0, d_k, 2, seed=d_k)
+    b_k = np.random.default_rng(d_k).standard_normal(d_k)
+    with_bias, without = dict(params, b_k=b_k), dict(params, b_k=np.zeros(d_k))
+    c1, c0 = clf._forward(with_bias, x, 0), clf._forward(without, x, 0)
+    shift = c1["scores"] - c0["scores"]                                    # (n, n)
+    expected = (c1["q"] @ b_k) / math.sqrt(d_k)                            # q_i · b_K / √d_k, one per row
+    np.testing.assert_allclose(shift, np.repeat(expected[:, None], len(tokens), axis=1), atol=1e-12)
+    if d_k > 1:
+        assert np.abs(shift - (c1["q"] @ b_k)[:, None]).max() > 1e-3      # not q_i · b_K
+    assert c1["loss"] == pytest.approx(c0["loss"], rel=1e-12)
+    grads = clf.backward(with_bias, x, 0)
+    assert np.abs(grads["b_k"]).max() < 1e-12 * max(np.abs(grads["w_k"]).max(), 1e-300)
+    _, trace = clf.forward(with_bias, x, 0, tokens, settings)
+    clf.backward(with_bias, x, 0, trace)
+    assert claims.CLAIMS["train_b_k_zero"].text in trace["dL/db_k"].why
+
+    # two heads: each head's row moves by its own q_{h,i} · b_{K,h} / √d_k; ∂L/∂b_K is still 0
+    heads = 2
+    settings2 = TrainingSettings(positional=positional, n_heads=heads, embedding=embedding)
+    assert not claims.holds("train_b_k_zero", settings2)
+    p2 = _trained_a_little(x, 0, d_k, 2, seed=d_k, n_heads=heads)
+    b2 = np.random.default_rng(d_k + 1).standard_normal(heads * d_k)
+    c1, c0 = clf._forward(dict(p2, b_k=b2), x, 0, heads), clf._forward(dict(p2, b_k=np.zeros(heads * d_k)), x, 0, heads)
+    q_h = c1["q"].reshape(len(tokens), heads, d_k)
+    per_head = np.einsum("ihm,hm->hi", q_h, b2.reshape(heads, d_k)) / math.sqrt(d_k)   # (H, n)
+    np.testing.assert_allclose(c1["scores"] - c0["scores"], np.repeat(per_head[:, :, None], len(tokens), axis=2),
+                               atol=1e-12)
+    one_head_words = (c1["q"] @ b2) / math.sqrt(heads * d_k)                # q_i · b_K / √(its width)
+    assert all(np.abs(per_head[h] - one_head_words).max() > 1e-6 for h in range(heads))
+    _, g2 = clf.loss_and_gradients(dict(p2, b_k=b2), x, 0, n_heads=heads)
+    assert np.abs(g2["b_k"]).max() < 1e-12 * np.abs(g2["w_k"]).max()
+    with pytest.raises(ConfigError, match="one head"):
+        clf.forward(p2, x, 0, tokens, settings2)
+
+
+def test_learning_rate_5_diverges_with_the_default_settings_but_not_frozen():
+    """The train page's help on the learning rate: with its default settings (GloVe, index column, d_k = d_v = 16,
+    seed 0, batch 1, 30 epochs, 20% held out) a rate of 5 diverges within a few epochs, and the page stops at the
+    last good parameters; with the last layer frozen it does not diverge (so the help says so)."""
+    from ui.training import ModelSettings, encoded, initial_params, shipped_examples
+    s = ModelSettings()
+    assert (s.embedding, s.positional, s.d_k, s.d_v, s.seed) == ("glove", "index", 16, 16, 0)
+    samples, _ = encoded(shipped_examples(), s.embedding, s.positional)
+    order = np.random.default_rng(s.seed).permutation(len(samples))
+    train_set = [samples[i] for i in order[len(samples) // 5:]]
+    with pytest.raises(clf.TrainingDiverged) as info:
+        list(clf.train(initial_params(s), train_set, 5.0, clf.DEFAULTS["epochs"], 1, shuffle_seed=s.seed))
+    assert info.value.epoch <= 5 and all(np.isfinite(a).all() for a in info.value.params.values())
+    history = list(clf.train(initial_params(s), train_set, 5.0, clf.DEFAULTS["epochs"], 1, ("w_o", "b_o"),
+                             shuffle_seed=s.seed))
+    assert len(history) == clf.DEFAULTS["epochs"] and math.isfinite(history[-1]["loss"])

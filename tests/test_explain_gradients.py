@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attention_core import classifier as clf
+from attention_core.training_input import TrainingSettings
 from attention_core.explain import EXPLAINERS, can_explain, explain, fmt, trace_kind
 from tests.test_explain import balanced
 
@@ -42,8 +43,8 @@ def hand_problem(n, d_in, d_k, d_v, seed):
     return params, rng.standard_normal((n, d_in)), int(rng.integers(3)), None
 
 
-def full_trace(params, x, y, tokens=None):
-    _, trace = clf.forward(params, x, y, tokens)
+def full_trace(params, x, y, tokens=None, settings=None):
+    _, trace = clf.forward(params, x, y, tokens, settings)
     clf.backward(params, x, y, trace)
     return trace
 
@@ -55,8 +56,9 @@ def check_cell(trace, key, cell, precision=3):
     assert np.isclose(e.value, stored, rtol=1e-9, atol=tolerance(trace, key)), (key, cell, e.value, stored, e.text)
     assert e.key == key and e.cell == cell
     assert e.independent == (key not in LEAVES or (key == "x" and cell[1] == trace["x"].shape[1] - 1
-                                                   and trace.n > 1 and np.array_equal(trace["x"].value[:, -1],
-                                                                                      np.arange(trace.n)))), key
+                                                   and trace.facts["settings"].positional == "index"
+                                                   and np.array_equal(trace["x"].value[:, -1],
+                                                                      np.arange(trace.n)))), key
     for latex in (e.symbolic, e.substituted, e.result, e.latex):
         assert balanced(latex), (key, latex)
     assert e.text.count("\n") == 2, e.text
@@ -101,7 +103,8 @@ def dataset_traces():
         params = clf.init_params(x.shape[1], d_k, d_v, seed)
         for _ in range(steps):                       # a few SGD steps: non-zero biases, a less uniform A
             params = clf.sgd_step(params, clf.backward(params, x, y), 0.5)
-        traces[(row, positional, d_k, d_v, seed, steps)] = full_trace(params, x, y, tokens)
+        traces[(row, positional, d_k, d_v, seed, steps)] = full_trace(params, x, y, tokens,
+                                                                      TrainingSettings(positional=positional))
     return traces
 
 
@@ -207,13 +210,13 @@ def test_hand_checked_score_gradient():
     assert math.isclose(expected, h["d_s"][0, 1], rel_tol=1e-12)
     e = explain(trace, "dL/dscores", (0, 1))
     assert math.isclose(e.value, expected, rel_tol=1e-12)
-    assert e.symbolic == (r"\frac{\partial L}{\partial S_{0,1}} = A_{0,1} \left(\frac{\partial L}{\partial A_{0,1}}"
+    assert e.symbolic == (r"\frac{\partial L}{\partial \hat S_{0,1}} = A_{0,1} \left(\frac{\partial L}{\partial A_{0,1}}"
                           r" - \sum_{m=0}^{1} A_{0,m}\, \frac{\partial L}{\partial A_{0,m}}\right)")
     mean = a[0] * g[0] + a[1] * g[1]
     assert e.substituted == (
         rf"{a[1]:.3f} \cdot \left({g[1]:.3f} - \left({f3(a[0])} \cdot {f3(g[0])} + {f3(a[1])} \cdot {f3(g[1])}"
         rf"\right)\right) = {a[1]:.3f} \cdot \left({g[1]:.3f} - {f3(mean)}\right)")
-    assert e.result == rf"\frac{{\partial L}}{{\partial S_{{0,1}}}} = {fmt(expected)}"
+    assert e.result == rf"\frac{{\partial L}}{{\partial \hat S_{{0,1}}}} = {fmt(expected)}"
     assert e.reads[:2] == (("weights", (0, 0)), ("dL/dweights", (0, 0)))
 
 
@@ -300,3 +303,50 @@ def test_importing_the_classifier_registers_them_without_heavy_imports():
             "assert ('classifier', 'dL/dw_q') in EXPLAINERS and ('classifier', 'dweights/dscores') in EXPLAINERS; "
             "assert not {'torch', 'sympy', 'streamlit'} & set(sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---- the explanations' words under the training pages' settings -----------------------------------------
+
+EXPLAIN_GRID = [dict(embedding="toy", positional="none", sentence="today love"),      # toy rows can look like 0, 1
+                dict(embedding="glove", positional="index", n_heads=2),
+                dict(embedding="random", d_model=4, positional="sinusoidal", d_k=1),
+                dict(embedding="glove", positional="sinusoidal", combine="concat", sentence="great"),
+                dict(embedding="toy", positional="learned", bias=True)]
+
+
+@pytest.mark.parametrize("change", EXPLAIN_GRID, ids=str)
+@pytest.mark.parametrize("frozen", [False, True])
+def test_explanations_hold_under_the_training_settings(change, frozen):
+    """A clicked cell's explanation on the training-step page, for every step (a few cells each), under a
+    grid of its settings: no claim about the training pages outside its condition, no "seed 00…", X's
+    note names the position X has, the b_K note says /√d_k, and ∂L/∂b_K is 0 where it says so."""
+    from attention_core import Config
+    from attention_core.claims import CLAIMS, shown_outside
+    from ui.training_step import step_for
+    config = Config(**{"sentence": "i love the cat", "weights": "random", **change})
+    trace = step_for(config, "negative", 0.05, ("w_o", "b_o") if frozen else ())[3]
+    settings = trace.facts["settings"]
+    assert settings.frozen == frozen and settings.n_heads == 1
+    rng = np.random.default_rng(0)
+    notes = {}
+    for step in trace:
+        for cell in cells(step.shape, rng)[:12]:
+            e = explain(trace, step.key, cell)
+            text = "\n".join((e.note, e.text, e.symbolic))
+            assert shown_outside(text, settings, about="training") == [], (step.key, cell)
+            assert "seed 00" not in text.lower() and "dweights/dscores" not in e.note, (step.key, e.note)
+            notes.setdefault(step.key, []).append(e)
+    positional = settings.positional
+    d_in = trace["x"].shape[1]
+    for e in notes["x"]:
+        i, a = e.cell
+        if positional == "index" and a == d_in - 1:
+            assert e.independent and e.value == i and "position" in e.note
+        else:
+            assert not e.independent
+            assert {"none": "its embedding alone, no position", "index": "its position in the last column",
+                    "sinusoidal": "sinusoidal encoding of its position"}[positional] in e.note, e.note
+    bias = explain(trace, "dL/db_k", (0,))
+    assert CLAIMS["train_b_k_zero"].text in bias.note and "/ √d_k" in bias.note
+    assert abs(bias.value) < 1e-12 * max(float(np.abs(trace["dL/dk"].value).max()), 1e-300)
+    assert r"\hat S" in explain(trace, "scores", (0, 0)).symbolic

@@ -30,3 +30,20 @@ def test_sizes_are_checked():
         softmax_jacobian([1.0, 2.0, 3.0, 4.0])
     with pytest.raises(ValueError):
         scaled_dot_gradient([1.0, 2.0, 3.0], np.eye(2), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_symbols_count_from_zero(m):
+    """docs/notation.md: every index from 0. The derivations' symbols are s_0 … s_{m−1}, a_0 …, q_0, q_1,
+    k_{00} … k_{11}, g_0, g_1, and no line names an index m (which would mean counting from 1)."""
+    d = softmax_jacobian([0.5, -0.25, 1.0][:m])
+    assert {str(s) for s in d.symbolic.free_symbols} == {f"s_{i}" for i in range(m)}
+    text = " ".join(d.latex)
+    assert "s_{0}" in text and "a_{0}" in text and f"s_{{{m}}}" not in text and f"a_{{{m}}}" not in text
+    assert r"\partial a_0}{\partial s_0}" in text and r"\partial a_0}{\partial s_1}" in text
+    g = scaled_dot_gradient([0.5, -1.0], np.eye(2), [1.0, -1.0])
+    assert {str(s) for s in g.symbolic.free_symbols} == {"q_0", "q_1", "k_00", "k_01", "k_10", "k_11", "g_0", "g_1"}
+    lines = " ".join(g.latex)
+    assert "g_0 a_0 + g_1 a_1" in lines and r"\partial q_0}" in lines and "q_{2}" not in lines
+    # the derivation's √2 is its own width d = 2, written as such (not a d the page would read as its d_k)
+    assert r"\frac{1}{\sqrt{2}} K^\top" in g.latex[-1] and r"\sqrt{d}" not in lines

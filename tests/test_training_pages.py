@@ -146,3 +146,157 @@ def test_parameter_file_round_trip_and_errors():
         params_from_npz(params_npz(bad, s), s)
     with pytest.raises(ConfigError, match="has no w_o"):
         params_from_npz(params_npz({k: v for k, v in params.items() if k != "w_o"}, s), s)
+
+
+# ---- every sentence true under the settings it is shown with -------------------------------------------
+
+def page_strings(at) -> str:
+    """Everything the page sends that a learner can read: every string field of every element (text,
+    captions, formulas, labels, options, help, chart specs), without table bytes, keys and ids."""
+    from google.protobuf.json_format import MessageToDict
+    out = []
+
+    def strings(obj):
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if k not in ("data", "arrowData", "id", "formId", "key"):
+                    strings(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                strings(v)
+        elif isinstance(obj, str):
+            out.append(obj)
+
+    def walk(node):
+        if getattr(node, "proto", None) is not None:
+            strings(MessageToDict(node.proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(out)
+
+
+def assert_true_where_shown(text: str, settings) -> None:
+    from attention_core.claims import shown_outside
+    assert shown_outside(text, settings, about="training") == [], settings
+    assert "seed 00" not in text.lower(), [line for line in text.splitlines() if "seed 00" in line.lower()]
+
+
+# (shared settings in the URL, freeze): Position none / index / sinusoidal added or concatenated / learned,
+# one and two heads, frozen or not, three vocabularies, and switches (bias, score, mask, trained weights)
+STEP_GRID = [
+    ({"embedding": "toy", "weights": "random", "positional": "none", "sentence": "i love the cat"}, False),
+    ({"embedding": "glove", "weights": "random", "positional": "index", "n_heads": "2"}, True),
+    ({"embedding": "random", "weights": "random", "positional": "sinusoidal", "d_model": "6", "d_k": "1"}, True),
+    ({"embedding": "glove", "weights": "random", "positional": "sinusoidal", "combine": "concat", "n_heads": "3",
+      "sentence": "great"}, False),
+    ({"embedding": "toy", "weights": "random", "positional": "learned", "bias": "1", "score": "dot",
+      "mask": "causal", "temperature": "2"}, False),
+    ({"embedding": "glove", "positional": "none", "n_heads": "2", "bias": "1"}, True),       # trained weights
+]
+
+
+@pytest.mark.parametrize("query, freeze", STEP_GRID, ids=lambda v: str(v))
+def test_training_step_words_hold_under_its_settings(query, freeze):
+    """Every tab of the backward walk and the SymPy panel under a grid of the page's settings: no claim about
+    the training pages is shown where it does not hold, no learner reads "seed 00…", and what depends on the
+    settings says what they are."""
+    from attention_core.claims import CLAIMS, holds
+    from attention_core.training_input import training_settings
+    at = open_page("app_pages/10_training_step.py", query, timeout=120)
+    no_exception(at)
+    if freeze:
+        at.toggle(key="ts_freeze").set_value(True).run()
+    at.session_state["ts_sympy"] = True
+    seen = []
+    for group in WALK:
+        at.session_state["ts_walk"] = group
+        at.run()
+        no_exception(at)
+        seen.append(page_strings(at))
+    text = "\n".join(seen)
+    config = at.session_state["ts.last_good"]
+    settings = training_settings(config, freeze)
+    assert settings.positional == {"learned": "index"}.get(query["positional"], query["positional"])
+    assert_true_where_shown(text, settings)
+    # the words that hold are there too (shown where they hold, not only hidden where they do not)
+    for key in ("train_order_blind", "train_b_k_zero", "train_same_as_forward"):
+        assert (CLAIMS[key].marker in text) == holds(key, settings), key
+    # X's why and the position line name the position X really has
+    x_why = next(c.value for c in at.caption if c.value.startswith("One row per word"))
+    assert {"none": "X holds no position", "index": "its position (0, 1, …, n−1) as the last column",
+            "sinusoidal": "sinusoidal encoding of its position"}[settings.positional] in x_why
+    if settings.positional == "sinusoidal":
+        assert ("appended" in x_why) == (config.combine == "concat")
+    # the heads switch is there exactly when the shared settings ask for more than one head, and is true
+    info = "\n".join(i.value for i in at.info)
+    assert ("one attention head, not" in info) == (config.n_heads > 1)
+    assert "backward pass is written for one" not in text
+    # the finite-difference line counts the entries it compared
+    for line in (c.value for c in at.caption if "against finite differences" in c.value):
+        assert "(3 entries)" in line or "(1 entry)" in line or "(2 entries)" in line, line
+    # heads counted from 0, scores named Ŝ once scaled; sums from 0
+    assert "C_1 |" not in text and "C_h]" not in text and r"\sum_{i=1}" not in text
+    assert r"\partial S}" not in text and r"\partial S_" not in text
+
+
+TRAIN_GRID = [("toy", "none", False), ("glove", "index", True), ("glove", "sinusoidal", False),
+              ("glove", "none", True)]
+
+
+@pytest.mark.parametrize("embedding, positional, freeze", TRAIN_GRID, ids=str)
+def test_train_page_words_hold_under_its_settings(embedding, positional, freeze):
+    """The train page after a short run, under its own settings (vocabulary, Position, frozen last layer; it
+    runs one head): no training claim shown outside its condition, no "seed 00…"; Position = none says the
+    classifier cannot tell word order, and it is so for the trained parameters."""
+    from attention_core.claims import CLAIMS, holds
+    from ui.training import ModelSettings, encoded, vocab
+    at = open_page("app_pages/11_train.py", timeout=120)
+    at.selectbox(key="tr_emb").set_value(embedding)
+    at.selectbox(key="tr_pos").set_value(positional)
+    at.toggle(key="tr_freeze").set_value(freeze)
+    at.number_input(key="tr_epochs").set_value(3).run()
+    at.button(key="tr_go").click().run()
+    no_exception(at)
+    assert {m.label: m.value for m in at.metric}["Epochs run"] == "3"
+    text = page_strings(at)
+    settings = ModelSettings(embedding=embedding, positional=positional).training(freeze)
+    assert_true_where_shown(text, settings)
+    assert (CLAIMS["train_order_blind"].marker in text) == holds("train_order_blind", settings)
+    run = next(iter(at.session_state["train_runs"].values()))
+    if freeze:
+        np.testing.assert_array_equal(run["params"]["w_o"], run["params0"]["w_o"])
+    if positional == "none":                     # the words hold for what was trained: a shuffle changes nothing
+        samples, _ = encoded(shipped_examples(), embedding, positional)
+        sample = max(samples, key=lambda s: len(s.tokens))
+        _, shuffled = clf.sentence_matrix(" ".join(reversed(sample.tokens)), vocab(embedding), positional)
+        np.testing.assert_allclose(clf.predict(run["params"], shuffled)[0], clf.predict(run["params"], sample.x)[0],
+                                   rtol=0, atol=1e-12)
+
+
+SAME_GRID = [dict(positional=p, combine=c) for p, c in (("none", "add"), ("index", "add"), ("sinusoidal", "add"),
+                                                       ("sinusoidal", "concat"), ("learned", "add"))] + [
+    dict(n_heads=2), dict(score="dot"), dict(score="additive"), dict(mask="causal"), dict(temperature=2.0),
+    dict(bias=True), dict(weights="trained", embedding="glove")]
+
+
+@pytest.mark.parametrize("change", SAME_GRID, ids=str)
+def test_classifier_starts_equal_to_the_forward_pass_exactly_when_claimed(change):
+    """claims.train_same_as_forward: where the step page says Q, K, V, Ŝ and A start equal to pages 3–5's, the
+    classifier's numbers are the forward pass's to 1e-12; under every setting the claim excludes they are not."""
+    from attention_core.claims import holds
+    from attention_core.training_input import training_settings
+    config = Config(**{"sentence": "the sound is great", "embedding": "random", "d_model": 6, "weights": "random",
+                       "d_k": 4, "d_v": 3, "seed": 2, **change})
+    settings = training_settings(config)
+    claimed = holds("train_same_as_forward", settings)
+    assert classifier_input(config).same_as_forward == claimed
+    trace = step_for(config, "positive", 0.05, ())[3]
+    forward = run_forward(config)
+    scaled = "scaled_scores" if "scaled_scores" in forward.keys() else "scores"
+    pairs = [("q", "q"), ("k", "k"), ("v", "v"), ("scores", scaled), ("weights", "weights")]
+    equal = [trace[a].shape == forward[b].shape and np.allclose(trace[a].value, forward[b].value, rtol=0, atol=1e-12)
+             for a, b in pairs]
+    assert all(equal) == claimed, (change, equal)
+    assert claimed == (set(change) <= {"positional", "combine"} and change.get("positional") != "learned")

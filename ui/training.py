@@ -8,8 +8,10 @@ import streamlit as st
 
 from attention_core import classifier as clf
 from attention_core.embeddings import glove_vocabulary, toy_vocabulary
+from attention_core.training_input import TrainingSettings
 
-VOCABS = {"glove": "GloVe 50-d (20,000 words)", "toy": "Toy (seed 001, 3-d)"}
+VOCABS = {"glove": "GloVe 50-d (20,000 words)", "toy": "Toy (3-d: tutorial 2's words and a few more)"}
+POSITION_LABELS = {"index": "index column (tutorial 1)", "sinusoidal": "sinusoidal (added)", "none": "none"}
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,11 @@ class ModelSettings:
     d_k: int = clf.DEFAULTS["d_k"]
     d_v: int = clf.DEFAULTS["d_v"]
     seed: int = 0
+
+    def training(self, frozen: bool = False) -> TrainingSettings:
+        """These settings as the claims about the training pages read them (the train page: sinusoids added,
+        one head)."""
+        return TrainingSettings(self.positional, "add", 1, bool(frozen), self.embedding)
 
 
 def vocab(embedding: str):
@@ -31,15 +38,15 @@ def model_controls(prefix: str) -> ModelSettings:
     with c1:
         embedding = st.selectbox("Embeddings", list(VOCABS), format_func=VOCABS.get, key=f"{prefix}emb")
     with c2:
-        positional = st.selectbox("Position", clf.POSITIONALS, key=f"{prefix}pos",
-                                  format_func={"index": "index column (seed 000)", "sinusoidal": "sinusoidal (added)",
-                                               "none": "none"}.get)
+        positional = st.selectbox("Position", clf.POSITIONALS, key=f"{prefix}pos", format_func=POSITION_LABELS.get)
     with c3:
         d_k = st.number_input("d_k", 1, 64, clf.DEFAULTS["d_k"], key=f"{prefix}dk")
     with c4:
         d_v = st.number_input("d_v", 1, 64, clf.DEFAULTS["d_v"], key=f"{prefix}dv")
     with c5:
-        seed = st.number_input("Seed", 0, 2**31 - 1, 0, key=f"{prefix}seed")
+        seed = st.number_input("Seed", 0, 2**31 - 1, 0, key=f"{prefix}seed",
+                               help="Seeds the starting weights, the order of the sentences in each epoch and which "
+                                    "sentences are held out.")
     return ModelSettings(embedding, positional, int(d_k), int(d_v), int(seed))
 
 

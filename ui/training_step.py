@@ -3,15 +3,23 @@ input, the backward walk one group at a time, and the SymPy derivations (run onl
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 import streamlit as st
 
 import ui
 from attention_core import classifier as clf
+from attention_core.claims import say
 from attention_core.symbolic import scaled_dot_gradient, softmax_jacobian
 
 from .training import shipped_examples
+
+
+def learner_label(text: str) -> str:
+    """A label as a learner reads it: the tutorials by number (docs/notation.md), never by seed file.
+    (ui/settings.py's POSITIONAL_LABELS still says "seed 000"; this page shows it as tutorial 1.)"""
+    return re.sub(r"\b([Ss])eed 00([0-4])\b", lambda m: f"{'tT'[m.group(1) == 'S']}utorial {int(m.group(2)) + 1}", text)
 
 
 def _dataset_label(sentence: str) -> str | None:
@@ -45,7 +53,7 @@ def step_controls():
         if st.session_state["s.embedding"] == "upload":
             upload_vectors()
         widget(st.selectbox, "positional", "Position", options=list(POSITIONAL_LABELS),
-                format_func=POSITIONAL_LABELS.get)
+                format_func=lambda p: learner_label(POSITIONAL_LABELS[p]))
         c1, c2 = st.columns(2)
         with c1:
             widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1)
@@ -69,8 +77,9 @@ def step_controls():
             lr = st.number_input("Learning rate η", 1e-5, 10.0, 0.05, format="%.4f", key="ts_lr")
         with c3:
             st.write("")                                   # line the toggle up with the inputs
-            freeze = st.toggle("Freeze last layer (W_O, b_o)", key="ts_freeze",
-                               help="Keep W_O and b_o fixed: seed 000 trains only Q, K and V this way.")
+            freeze = st.toggle("Freeze last layer (W_O, b_O)", key="ts_freeze",
+                               help="Keep W_O and b_O fixed, as tutorial 1 does: the step then moves only the "
+                                    "attention's parameters.")
         if known:
             st.caption(f"The dataset labels this sentence **{known}**.")
     if st.session_state.get("s.upload_error"):
@@ -87,15 +96,17 @@ def step_controls():
 
 
 @functools.lru_cache(maxsize=16)
-def _gradients(config, label: str):
+def _gradients(config, label: str, frozen: bool = False):
     """classifier_input, forward, hand backward (as Steps) and the checks against autograd and finite
-    differences: what the sentence, its settings and the label decide (not η, not what is frozen)."""
-    from attention_core.training_input import classifier_input
+    differences: what the sentence, its settings and the label decide (not η). The trace records the
+    page's TrainingSettings (frozen too), which its words are checked against."""
+    from attention_core.training_input import classifier_input, training_settings
     inp = classifier_input(config)
+    settings = training_settings(config, frozen)
     params = clf.init_params(inp.x.shape[1], config.d_k, config.d_v, config.seed)
-    loss, trace = clf.forward(params, inp.x, label, inp.tokens)
+    loss, trace = clf.forward(params, inp.x, label, inp.tokens, settings)
     grads = clf.backward(params, inp.x, label, trace)
-    checks = clf.check_gradients(params, inp.x, label)
+    checks = clf.check_gradients(params, inp.x, label, entries=CHECKED_ENTRIES)
     return inp, params, loss, trace, grads, checks
 
 
@@ -103,9 +114,9 @@ def _gradients(config, label: str):
 def step_for(config, label: str, lr: float, frozen: tuple):
     """_gradients, then one SGD step with η = lr and the frozen parameters held; the weights are seeded as
     on the forward pages (same seed, same W_Q)."""
-    inp, params, loss, trace, grads, checks = _gradients(config, label)
+    inp, params, loss, trace, grads, checks = _gradients(config, label, bool(frozen))
     new_params = clf.sgd_step(params, grads, lr, frozen)
-    loss_after, trace_after = clf.forward(new_params, inp.x, label, inp.tokens)
+    loss_after, trace_after = clf.forward(new_params, inp.x, label, inp.tokens, trace.facts["settings"])
     return inp, params, loss, trace, checks, new_params, loss_after, trace_after
 
 
@@ -118,10 +129,12 @@ def input_summary(inp, config) -> None:
     if inp.switches:
         st.info("**The classifier cannot take every setting of the forward pages:**\n\n"
                 + "\n".join(f"- {s}" for s in inp.switches), icon=":material/swap_horiz:")
-    if inp.same_as_forward:
-        st.caption("Under these settings the classifier's W_Q, W_K, W_V are the forward pages' (same seed, same "
-                   "shapes), so Q, K, V, the scores and the weights below start equal to pages 3–5's.")
+    same = say("train_same_as_forward", inp.settings)
+    if same:
+        st.caption(same)
 
+
+CHECKED_ENTRIES = 3                 # clf.check_gradients' default: finite differences at 3 entries of each array
 
 # The backward walk, from the loss to the input, in groups a learner takes one at a time.
 GROUPS = [
@@ -134,13 +147,14 @@ GROUPS = [
 ]
 
 
-def _check_line(checks: dict, name: str) -> None:
+def _check_line(trace, checks: dict, name: str) -> None:
     if name not in checks:
         return
     c = checks[name]
     ok = c["torch"] < 1e-9 and c["finite_differences"] < 1e-5
+    entries = min(CHECKED_ENTRIES, trace[name].value.size)      # check_gradients takes at most this many
     st.caption(f"{'✓' if ok else '✗'} max relative error against autograd: {c['torch']:.1e} · against finite "
-               f"differences (3 entries): {c['finite_differences']:.1e}")
+               f"differences ({entries} entr{'y' if entries == 1 else 'ies'}): {c['finite_differences']:.1e}")
 
 
 def _jacobian_panel(trace) -> None:
@@ -171,7 +185,7 @@ def backward_walk(trace, checks: dict) -> None:
                     _jacobian_panel(trace)
                     continue
                 ui.step(trace, f"dL/d{name}", key_prefix="b:")
-                _check_line(checks, name)
+                _check_line(trace, checks, name)
             if n + 1 < len(GROUPS):
                 st.button(f"Next: {GROUPS[n + 1][0]} →", key=f"ts_next_{n}", on_click=_next_group,
                           args=(GROUPS[n + 1][0],))
@@ -190,29 +204,34 @@ def sympy_panel(trace) -> None:
         row = scores if 2 <= n <= 3 else scores[:3] if n > 3 else np.array([scores[0], 0.0])
         exact = 2 <= n <= 3
         d = softmax_jacobian(row)
-        st.markdown("**The softmax Jacobian**, differentiated by SymPy from aᵢ = e^{sᵢ}/Σⱼ e^{sⱼ}:")
+        st.markdown("**The softmax Jacobian**, differentiated by SymPy from aᵢ = e^{sᵢ}/Σⱼ e^{sⱼ} "
+                    "(s: one row of the scaled scores Ŝ, counted from 0):")
         for line in d.latex:
             st.latex(line)
-        st.caption(("These are the live scores of row " + str(i) + ", so the matrix below is exactly row "
-                    f"{i}'s Jacobian in the walk's step 3. ") if exact else
-                   "The sentence has more than 3 words: the derivation uses the first 3 scores of row "
+        st.caption((f"These are the live scaled scores Ŝ of row {i}, so the matrix below is exactly row "
+                    f"{i}'s Jacobian J_{i} in the walk's step 3. ") if exact else
+                   f"The sentence has more than 3 words: the derivation uses the first 3 scaled scores of row "
                    f"{i} as a 3-key example. " if n > 3 else
-                   "The sentence has one word: the derivation uses its score and a 0 as a 2-key example. ")
+                   "The sentence has one word: the derivation uses its scaled score and a 0 as a 2-key example. ")
         st.caption(f"SymPy: symbolic J − (diag(a) − a aᵀ) simplifies to 0: {'yes ✓' if d.identity_holds else 'no ✗'}. "
                    f"Symbolic with the numbers substituted vs the numeric formula: max |difference| = "
                    f"{d.max_abs_difference:.1e}.")
         st.dataframe(d.numeric_from_symbols, width="content")
-        q = trace["q"].value[i][:2] if trace["q"].shape[1] >= 2 else np.array([trace["q"].value[i][0], 0.0])
-        k = trace["k"].value[:2, :2] if trace["k"].shape[1] >= 2 and n >= 2 else np.eye(2)
+        d_k = trace["q"].shape[1]
+        q = trace["q"].value[i][:2] if d_k >= 2 else np.array([trace["q"].value[i][0], 0.0])
+        k = trace["k"].value[:2, :2] if d_k >= 2 and n >= 2 else np.eye(2)
         g = trace["dL/dweights"].value[i][:2] if n >= 2 else np.array([1.0, -1.0])
         g2 = scaled_dot_gradient(q, k, g)
-        live = trace["q"].shape[1] >= 2 and n >= 2
+        live = d_k >= 2 and n >= 2
         st.markdown("**The gradient of a scaled dot product with respect to the query**, for a 2-d query and two "
-                    "2-d keys " + (f"(the first two dimensions of this sentence's q and k, the first two entries of "
-                                   f"∂L/∂A for row {i}):" if live else
+                    "2-d keys, scaled by √2 (the width of this example; this sentence's scores use √d_k = "
+                    f"√{d_k}) " + (f"(query {i}'s first two entries, keys 0 and 1's first two entries, and the first "
+                                   f"two entries of row {i} of ∂L/∂A, as a two-key example):" if live else
                                    "(an example: the keys are the identity" +
-                                   (", the query's second entry is 0 (d_k = 1)" if trace["q"].shape[1] < 2 else "") +
-                                   (", the upstream gradient is (1, −1) (one word)" if n < 2 else "") + "):"))
+                                   (f", the query is query {i}'s one entry and a 0 (d_k = 1)" if d_k < 2 else
+                                    f", the query is query {i}'s first two entries") +
+                                   (", the upstream gradient is (1, −1) (one word)" if n < 2 else
+                                    f", the upstream gradient is the first two entries of row {i} of ∂L/∂A") + "):"))
         for line in g2.latex:
             st.latex(line)
         st.caption(f"SymPy: its derivative equals the chain-rule form: {'yes ✓' if g2.identity_holds else 'no ✗'}; "
