@@ -184,7 +184,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
             "strokeWidth": {"condition": {"param": "cell", "empty": False, "value": 3}, "value": stroke},
             "tooltip": [{"field": "row", "type": "nominal", "title": row_title or "row"},
                         {"field": "col", "type": "nominal", "title": col_title or "column"},
-                        {"field": "exact", "type": "nominal", "title": step.key}],
+                        {"field": "exact", "type": "nominal", "title": step.title}],
         },
         "params": [{"name": "cell", "select": {"type": "point", "fields": ["i", "j"], "on": "click",
                                                 "clear": "dblclick"}}],

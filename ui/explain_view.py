@@ -5,12 +5,15 @@ import streamlit as st
 
 from attention_core.explain import Explanation
 
+from .text import md_escape
+
 
 def explanation(e: Explanation, stored: float | None = None) -> None:
     """Its title and formula as one Markdown, its notes as one caption: it stays on the page
     while the student moves a setting, and every element costs each rerun."""
     with st.container(border=True):
-        st.markdown(f"**How `{e.key}{list(e.cell)}` was made**\n\n$$\n{e.latex}\n$$")
+        cell = e.text.split(" = ", 1)[0]              # the cell in the notation: Ŝ_1[0,2], dL/dW_Q[0,1]
+        st.markdown(f"**How {md_escape(cell)} was made**\n\n$$\n{e.latex}\n$$")
         notes = [e.note] if e.note else []
         listed = r"\boxed{" in e.substituted            # a row looked up (one entry boxed), not a sum
         if e.n_elided and listed:

@@ -3,7 +3,6 @@ input, the backward walk one group at a time, and the SymPy derivations (run onl
 from __future__ import annotations
 
 import functools
-import re
 
 import numpy as np
 import streamlit as st
@@ -14,12 +13,6 @@ from attention_core.claims import say
 from attention_core.symbolic import scaled_dot_gradient, softmax_jacobian
 
 from .training import shipped_examples
-
-
-def learner_label(text: str) -> str:
-    """A label as a learner reads it: the tutorials by number (docs/notation.md), never by seed file.
-    (ui/settings.py's POSITIONAL_LABELS still says "seed 000"; this page shows it as tutorial 1.)"""
-    return re.sub(r"\b([Ss])eed 00([0-4])\b", lambda m: f"{'tT'[m.group(1) == 'S']}utorial {int(m.group(2)) + 1}", text)
 
 
 def _dataset_label(sentence: str) -> str | None:
@@ -53,7 +46,7 @@ def step_controls():
         if st.session_state["s.embedding"] == "upload":
             upload_vectors()
         widget(st.selectbox, "positional", "Position", options=list(POSITIONAL_LABELS),
-                format_func=lambda p: learner_label(POSITIONAL_LABELS[p]))
+                format_func=POSITIONAL_LABELS.get)
         c1, c2 = st.columns(2)
         with c1:
             widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1)

@@ -178,7 +178,7 @@ def test_clicking_a_gradient_cell_shows_its_chain_rule(app_server, student):
     walk = tab.get_by_role("tab", name="3 · Through attention")       # the backward walk, a group per tab
     expect(walk).to_be_visible(timeout=60_000)
     after_run(tab, lambda: walk.click(), timeout_ms=60_000)
-    heading = tab.get_by_role("heading", name=re.compile(r"^∂L\/∂S(\s|$)"))     # "/" escaped for the selector
+    heading = tab.get_by_role("heading", name=re.compile(r"^∂L\/∂Ŝ(\s|$)"))     # "/" escaped for the selector
     expect(heading.first).to_be_visible(timeout=60_000)
     box = tab.locator("[data-testid='stVerticalBlock']").filter(has=heading).last
     cells = box.locator(f"{CHART} svg.marks g.mark-rect.role-mark path")
