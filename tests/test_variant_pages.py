@@ -270,3 +270,65 @@ def test_score_function_weights_at_any_temperature_equal_the_forward_pass(query)
         scores = trace["scaled_scores" if score == "scaled_dot" else "scores"].value
         assert drawn(at, weights), score
         assert drawn(at, scores[0] if config.n_heads > 1 else scores), score
+
+
+# ---- what a learner reads: the words and formulas of these pages -----------------------------------------
+
+def visible_text(at) -> str:
+    """Every text a learner can read on the page: Markdown (with its formulas), captions, notices, titles,
+    widget labels and options, metrics, table indexes, code, image captions and chart titles."""
+    parts = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning", "success", "error",
+                 "latex", "code"):
+        parts += [str(e.value) for e in at.get(kind)]
+    for kind in ("radio", "selectbox", "multiselect", "slider", "select_slider", "number_input", "toggle",
+                 "segmented_control", "button", "checkbox", "text_input"):
+        for w in at.get(kind):
+            parts.append(str(getattr(w, "label", "")))
+            parts += [str(o) for o in getattr(w, "options", []) or []]
+            parts.append(str(getattr(w, "help", "") or ""))
+    parts += [f"{m.label} {m.value}" for m in at.metric]
+    parts += [" ".join(map(str, t.value.index)) + " " + " ".join(map(str, t.value.columns)) for t in at.table]
+    parts += [c for im in at.image for c in im.captions]
+    parts += [json_text(sp.get("title", "")) for sp in charts(at)]
+    return "\n".join(parts)
+
+
+PYTORCH_TABS = ["1 · Project", "2 · Split into heads", "3 · Score, mask, softmax, dropout", "4 · Back together"]
+
+
+def pytorch_everywhere(at):
+    """Yield the page after each tab and mode, every expander open: everything it can show."""
+    for mode in ("eval", "train", "pitfall"):
+        for k, tab in enumerate(PYTORCH_TABS):
+            at.session_state["mha.group"] = tab
+            at.session_state[f"mha.also.{k}"] = True
+            at.session_state["mha.mode"] = mode
+            at.run()
+            no_exception(at)
+            yield mode, tab
+
+
+def test_pytorch_page_formulas_are_the_modules_in_the_apps_notation():
+    """No bias terms (the layer is built with bias=False), W_Q the app's matrix (fc_q.weight = W_Qᵀ),
+    A the weights, C the context, heads h = 0 … H−1; no seed file named anywhere."""
+    from attention_core import torch_mha as tm
+    at = open_page("app_pages/23_pytorch_mha.py", query={"embedding": "random", "d_model": "8", "weights": "random"})
+    at.selectbox(key="mha.heads").set_value(2)
+    at.multiselect(key="mha.pad").set_value([1]).run()
+    assert tm.LAYER_BIAS is False
+    seen = set()
+    for mode, tab in pytorch_everywhere(at):
+        shown = formulas(at)
+        seen.update(shown)
+        assert not any("b_" in f for f in shown), (mode, tab, shown)
+        assert not any(r"W_Q^\top" in f or r"W_O^\top" in f for f in shown), shown
+        text = visible_text(at)
+        assert "seed 00" not in text.lower(), (mode, tab)
+        assert "fc_q.weight` holds W_Qᵀ" in text and "= x W_Q, with no b_Q (no biases)" in text
+        assert "Head h to draw" in text and "h = 0 … 1" in text
+    for want in (r"Q = x\, W_Q", r"O = C\, W_O", r"C_h = A'_h V_h", r"A_h = \mathrm{softmax}(\tilde S_h)",
+                 r"C = \left[\,C_0 \mid \cdots \mid C_{H-1}\,\right]", r"\hat S_h = \frac{Q_h K_h^\top}{\sqrt{d_k}}",
+                 "A'_h = A_h", r"\frac{m \odot A_h}{1 - p}"):
+        assert any(want in f for f in seen), want
+    assert at.selectbox(key="mha.pit_head").options == ["0", "1"]
