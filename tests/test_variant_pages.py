@@ -332,3 +332,30 @@ def test_pytorch_page_formulas_are_the_modules_in_the_apps_notation():
                  "A'_h = A_h", r"\frac{m \odot A_h}{1 - p}"):
         assert any(want in f for f in seen), want
     assert at.selectbox(key="mha.pit_head").options == ["0", "1"]
+
+
+def test_grid_page_words_are_the_codes_numbers_and_notation():
+    """The features table states redness() numbers (1 for pure red, 0.1 for the scenes' yellow), the scores,
+    weights and context are S / Ŝ, A, C in every tab, and no text names a seed file."""
+    from attention_core import grid as g
+    at = open_page("app_pages/22_grid.py")
+    no_exception(at)
+    table = next(t.value for t in at.table if "what it measures in a cell" in t.value.columns)
+    assert table.loc["redness", "what it measures in a cell"] == g.FEATURES["redness"]
+    assert "1 for pure red (1, 0, 0)" in g.FEATURES["redness"] and "0.1 for their yellow" in g.FEATURES["redness"]
+    texts = []
+    for tab in ("(a) One query", "(b) Many queries", "(c) Learned K and V: cross-attention"):
+        at.session_state["grid.tab"] = tab
+        for transforms in ("hand", "random"):
+            at.session_state["grid.transforms"] = transforms
+            at.run()
+            no_exception(at)
+            texts.append(visible_text(at))
+    text = "\n".join(texts)
+    assert "seed 00" not in text.lower() and "tutorial 4" in text
+    for want in (r"s_j = x_j \cdot q", r"S = Q X^\top", "C = A X", r"\hat S = \frac{Q K^\top}{\sqrt{d_k}}", "C = A V"):
+        assert want in text, want
+    assert "E = Q" not in text and "Y = A" not in text
+    assert f"same {g.D_X}-feature space" in text
+    assert "(" + ", ".join(g.VALUE_FEATURES) + ")" in text                        # hand-set W_V keeps these
+    assert f"mixes all {g.D_X} features into each of the 5 value columns v0…v4" in text
