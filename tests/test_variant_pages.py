@@ -287,7 +287,7 @@ def visible_text(at) -> str:
             parts.append(str(getattr(w, "label", "")))
             parts += [str(o) for o in getattr(w, "options", []) or []]
             parts.append(str(getattr(w, "help", "") or ""))
-    parts += [f"{m.label} {m.value}" for m in at.metric]
+    parts += [f"{m.label} {m.value} {m.proto.help}" for m in at.metric]
     parts += [" ".join(map(str, t.value.index)) + " " + " ".join(map(str, t.value.columns)) for t in at.table]
     parts += [c for im in at.image for c in im.captions]
     parts += [json_text(sp.get("title", "")) for sp in charts(at)]
@@ -359,3 +359,36 @@ def test_grid_page_words_are_the_codes_numbers_and_notation():
     assert f"same {g.D_X}-feature space" in text
     assert "(" + ", ".join(g.VALUE_FEATURES) + ")" in text                        # hand-set W_V keeps these
     assert f"mixes all {g.D_X} features into each of the 5 value columns v0…v4" in text
+
+
+def test_alignment_page_counts_from_0_and_states_the_codes_numbers():
+    """h_0 … h_{n−1} and s_0 the start, the largest weight named by its 0-based input h_j, the learning rate's
+    last value from lr_at, tutorial 5 not a seed file."""
+    sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    at = open_page("app_pages/21_alignment.py")
+    no_exception(at)
+    s = b.ToySettings()
+    inputs, targets = b.toy_sequence(6, np.random.default_rng([6, 2014]))
+    step = b.step_trace(targets[2], inputs, b.init_params(2, 2, s.d_a, s.seed, s.init_scale))     # i = 3
+    best = step.facts["best"]
+    answer = int(np.flatnonzero(np.all(inputs == targets[3], axis=1))[0])
+    info = next(m.value for m in at.info if "largest weight" in m.value)
+    assert f"is on input h{str(best).translate(sub)} = {b.pair_label(inputs[best])};" in info
+    assert f"the right answer is h{str(answer).translate(sub)} = {b.pair_label(targets[3])}." in info
+    text = visible_text(at)
+    assert "h₀ … hₙ₋₁" in text and "s₀ (its start)" in text and "from tutorial 5" in text
+    assert f"s₂ = {b.pair_label(targets[2])}" in text
+    at.slider(key="align.step_i").set_value(1).run()
+    assert "the previous state is **s₀ = [0, 1]** (the start)" in visible_text(at)
+    at.number_input(key="align.steps").set_value(40)
+    at.form_submit_button[0].click().run()
+    no_exception(at)
+    trained = at.session_state["align.model"]["settings"]
+    text = visible_text(at)
+    assert f"falling linearly to {b.lr_at(40, trained):.3g} at the last sequence" in text
+    assert "Mean over the last 2 training sequences (5% of them)" in text
+    assert "seed 00" not in text.lower() and "h_1, \\dots, h_n" not in text and "\\sum_{j=1}" not in text
+    at.toggle(key="align.sort_table").set_value(True).run()
+    rows = next(d.value for d in at.dataframe if "most attended input" in d.value.columns)
+    assert rows["most attended input"].str.match(r"h_\d+ = \[").all()
+    assert list(rows["output i"]) == list(range(1, len(rows) + 1))              # output i becomes s_i, s_0 the start
