@@ -248,8 +248,11 @@ def sort_section() -> None:
     params, kind = current_params()
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     with c1:
+        trained_on = st.session_state.get(MODEL, {}).get("settings") if kind == "trained" else None
         length = st.slider("Pairs after [0, 1]", min_value=1, max_value=40, value=12, key="align.sort_len",
-                           help="Training used the lengths chosen above; longer sequences hold numbers it never saw.")
+                           help=f"The model was trained on sequences of {trained_on.min_len}–{trained_on.max_len} "
+                                f"pairs: pairs above [{trained_on.max_len}, {trained_on.max_len + 1}] never occurred "
+                                "in training." if trained_on else "Not trained yet: train it in section 2.")
     with c2:
         if st.button("New shuffle", icon=":material/shuffle:", key="align.reshuffle"):
             st.session_state["align.shuffle"] = st.session_state.get("align.shuffle", 0) + 1

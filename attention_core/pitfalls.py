@@ -250,11 +250,13 @@ def neg_inf_nan(source) -> PitfallResult:
     masked = att.apply_mask(s, mask) / t
     correct = att.softmax(masked)                                         # the core's softmax: zeros for that row
     wrong = naive_softmax(masked)
-    nan_rows = int(np.isnan(wrong).any(axis=-1).sum())
+    nan_queries = np.flatnonzero(np.isnan(wrong).any(axis=-1).reshape(-1, n).any(axis=0))   # over every head
+    heads = f" in each of the {wrong.shape[0]} heads" if wrong.ndim == 3 else ""
     how = f"query {n - 1} hidden from every key for this demo" if made else "your mask hides every key of a row"
     return PitfallResult(correct, wrong, difference(correct, wrong), "no NaN anywhere in the weights",
                          not np.isnan(correct).any(), bool(np.isnan(wrong).any()),
-                         f"{how}: the naive softmax gives {nan_rows} NaN row(s), the safe one a row of zeros. "
+                         f"{how}: the naive softmax gives a NaN row for quer{'y' if len(nan_queries) == 1 else 'ies'} "
+                         f"{', '.join(map(str, nan_queries))}{heads}, the safe one zeros. "
                          f"(Filling with a large negative number instead of −∞, as tutorial 3 does with −1e10, "
                          f"gives a uniform row instead: no NaN, but weight on hidden keys.)",
                          trace["weights"].axes, "attention weights with a fully masked row")

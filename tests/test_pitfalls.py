@@ -301,3 +301,13 @@ def test_pitfalls_page_text_has_no_seed_file_and_describes_these_settings(query)
     at.radio(key="pitfall").set_value("softmax_axis").run()
     want = "softmax(S̃ / 0.5, axis=−1)" if query else "softmax(Ŝ, axis=−1)"     # what these settings' softmax reads
     assert want in _page_text(at)
+
+
+def test_nan_detail_names_the_queries_whose_row_is_nan():
+    """'a NaN row for query 3 in each of the 2 heads': the detail names the rows the naive softmax fills with NaN."""
+    r = PITFALLS_BY_KEY["neg_inf_nan"].compute(Config(mask="padding", padding=(1,), n_heads=2))
+    nan_rows = np.isnan(r.wrong).any(axis=-1)                                # (heads, n)
+    assert nan_rows[:, 3].all() and not nan_rows[:, :3].any()
+    assert "a NaN row for query 3 in each of the 2 heads" in r.check_detail
+    r = PITFALLS_BY_KEY["neg_inf_nan"].compute(Config(sentence="i love you", mask="padding", padding=(0, 1, 2)))
+    assert np.isnan(r.wrong).all(axis=-1).all() and "a NaN row for queries 0, 1, 2," in r.check_detail
