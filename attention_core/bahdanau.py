@@ -112,7 +112,7 @@ def step_trace(s_prev, h, params: dict, labels=None) -> Trace:
               ("w_s", "u_h"), why="The same decoder row is added to every input's row: "
               "this addition is what makes the score 'additive'.")
     hidden = np.tanh(pre)                                               # (n, d_a)
-    trace.add("hidden", "tanh", hidden, ("n", "d_a"), r"a_j = \tanh(z_j)", ("pre_tanh",),
+    trace.add("hidden", "tanh", hidden, ("n", "d_a"), r"\tanh(z_j)", ("pre_tanh",),
               why="A non-linearity, squashing each entry into (−1, 1): the alignment is a small neural network, "
                   "not a fixed similarity.")
     scores = hidden @ v                                                 # (n,)

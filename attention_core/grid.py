@@ -49,8 +49,8 @@ SCENES = {
 def redness(rgb) -> np.ndarray:
     """max(0, R − max(G, B)) of each pixel (..., 3) -> (...): how much redder than green or blue.
 
-    >>> float(redness((1.0, 0.0, 0.0))), float(redness(RED)), float(redness(YELLOW))
-    (1.0, 0.8, 0.1)
+    >>> [round(float(redness(c)), 12) for c in ((1.0, 0.0, 0.0), RED, YELLOW, WHITE)]
+    [1.0, 0.8, 0.1, 0.0]
     """
     rgb = np.asarray(rgb, dtype=np.float64)
     return np.clip(rgb[..., 0] - np.maximum(rgb[..., 1], rgb[..., 2]), 0, None)

@@ -392,3 +392,13 @@ def test_alignment_page_counts_from_0_and_states_the_codes_numbers():
     rows = next(d.value for d in at.dataframe if "most attended input" in d.value.columns)
     assert rows["most attended input"].str.match(r"h_\d+ = \[").all()
     assert list(rows["output i"]) == list(range(1, len(rows) + 1))              # output i becomes s_i, s_0 the start
+
+
+@pytest.mark.parametrize("page", PAGES + ["app_pages/30_pitfalls.py"])
+def test_no_learner_visible_text_names_a_seed_file(page):
+    """Learners read 'tutorial 3', never 'seed 002': the sidebar's Seed is something else (docs/notation.md)."""
+    at = open_page(page)
+    no_exception(at)
+    text = visible_text(at)
+    assert text and "seed 00" not in text.lower() and "seed tutorial" not in text.lower()
+    assert "tutorial " in text                         # each of these pages names the tutorial it follows
