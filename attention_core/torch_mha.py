@@ -196,7 +196,7 @@ def step_text(key: str, bias: bool, mode: str, masked: bool, p: float, n_heads: 
     names = {"q": "Q", "k": "K", "v": "V"}
     heads = r"h = 0, \dots, H-1" + (rf" = {n_heads - 1}" if n_heads > 1 else "")
     if key == "x":
-        return ("x", r"x = X \in \mathbb{R}^{\text{bs} \times n \times \text{hid\_dim}},\ \text{bs} = 1", (),
+        return ("x", r"x = X \text{ with a batch axis: } x \in \mathbb{R}^{1 \times n \times \text{hid\_dim}}", (),
                 "A batch of one sentence (the sidebar's X): PyTorch code keeps a batch axis first.")
     if key in names:
         name = names[key]
