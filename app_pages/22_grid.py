@@ -14,7 +14,7 @@ st.markdown(
     "Attention does not need a sentence. An image captioner's encoder is a CNN whose output is a **grid of "
     "feature vectors**, one per region of the image; while writing each word, the decoder attends over that "
     "grid, so the word “frisbee” can draw on the cells where the frisbee is. This page builds that up in the "
-    "order of the seed tutorial: (a) one query scored against every cell with a plain dot product, (b) many "
+    "order of tutorial 4: (a) one query scored against every cell with a plain dot product, (b) many "
     "queries at once, (c) keys and values transformed from the features: cross-attention.")
 
 with st.container(border=True):
@@ -67,8 +67,8 @@ tabs = st.tabs(["(a) One query", "(b) Many queries", "(c) Learned K and V: cross
 
 with tabs[0]:
     if tabs[0].open is not False:
-        st.markdown(f"The query **“{query}”** is a vector in the same ten-feature space as the cells. Instead of "
-                    "a learned scoring network (Bahdanau's), the seed tutorial's second abstraction scores each "
+        st.markdown(f"The query **“{query}”** is a vector in the same {g.D_X}-feature space as the cells. Instead of "
+                    "a learned scoring network (Bahdanau's), tutorial 4's second abstraction scores each "
                     "cell with a **dot product**: large where the cell's features point the way the query does.")
         ui.step(one, "q", key_prefix="grid.a.")
         ui.step(one, "scores", key_prefix="grid.a.")
@@ -82,9 +82,9 @@ with tabs[0]:
             ui.step(one, "weights_grid", key_prefix="grid.a.")
         ui.step(one, "context", key_prefix="grid.a.")
         top = int(one["weights"].value.argmax())
-        st.caption(f"The largest weight, {one['weights'].value[top]:.3f}, is on cell {grid.cells[top]}. The output "
-                   "is the feature vector a decoder would receive for this word: what was found, averaged over "
-                   "the cells it looked at.")
+        st.caption(f"The largest weight, {one['weights'].value[top]:.3f}, is on cell {grid.cells[top]}. The context "
+                   "c is the feature vector a decoder would receive for this word: what was found, averaged over "
+                   "the cells with the weights.")
 
 with tabs[1]:
     if tabs[1].open:
@@ -92,7 +92,7 @@ with tabs[1]:
             st.info("Choose at least one query above.", icon=":material/info:")
         else:
             st.markdown("Stack the queries as the rows of a matrix Q (N_q × D_x) and every question is asked in "
-                        "one matrix product: the score matrix E = Q Xᵀ has one row per query and one column per "
+                        "one matrix product: the score matrix S = Q Xᵀ has one row per query and one column per "
                         "cell, and softmax runs along each row.")
             for key in ("queries", "scores", "weights"):
                 ui.step(many, key, key_prefix="grid.b.")
@@ -131,19 +131,22 @@ with tabs[2]:
                 st.stop()
             cross = hand if transforms == "hand" else rand
             if transforms == "hand":
-                st.caption("Hand-set: W_K = √d_q · I keeps the features' meaning, so the named queries still "
-                           "match, and its √d_q cancels the 1/√d_q of scaled dot-product attention, so the weights "
-                           "equal (b)'s. W_V keeps only colour and position: the output says what colour the "
-                           "attended cells are and where they are, not how they matched.")
+                st.caption(f"Hand-set: W_K = √d_k · I (d_k = D_x = {g.D_X}) keeps the features' meaning, so the named "
+                           "queries still match, and its √d_k cancels the 1/√d_k of scaled dot-product attention, so "
+                           "the weights equal (b)'s. W_V keeps only colour and position ("
+                           + ", ".join(g.VALUE_FEATURES) + "): the context says what colour the attended cells are "
+                           "and where they are, not how they matched.")
             else:
                 st.caption("Random W_K and W_V, N(0, 1/D_x), as a model has them before training: the keys no "
-                           "longer speak the queries' language, so “red” does not find red. Training is what "
-                           "makes keys match queries.")
+                           "longer speak the queries' language, so nothing makes “red” look at red cells (where "
+                           "it does, that is chance). Training is what makes keys match queries.")
             for key in ("queries", "w_k", "w_v", "k", "v", "scores", "weights", "context"):
                 ui.step(cross, key, key_prefix=f"grid.c.{transforms}.", why=not (key == "context" and transforms == "random"))
             if transforms == "random":
-                st.caption("Each query's blend of the values. A random W_V mixes all ten features into each of "
-                           "the five value columns v0…v4, so the output has no nameable meaning until trained.")
+                d_v = cross["w_v"].shape[1]
+                st.caption(f"Each query's blend of the values. A random W_V mixes all {g.D_X} features into each "
+                           f"of the {d_v} value columns v0…v{d_v - 1}, so the context has no nameable meaning until "
+                           "trained.")
             st.subheader("Hand-set against random transforms")
             for k, name in enumerate(queries):
                 c0, c1, c2 = st.columns([1, 2, 2], vertical_alignment="center")

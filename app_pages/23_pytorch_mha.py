@@ -12,28 +12,30 @@ PAGE = "app_pages/23_pytorch_mha.py"
 # so of the sidebar only the sentence, embeddings, position and seed apply (heads: the starting value).
 config, trace = ui.page(PAGE, "Multi-head attention in PyTorch")
 ui.notices(trace)
-MODE_LABELS = {"eval": "model.eval()", "train": "model.train()", "pitfall": "seed 002's line, model.eval()"}
+MODE_LABELS = {"eval": "model.eval()", "train": "model.train()", "pitfall": "tutorial 3's line, model.eval()"}
 
 
 n, d_model = trace.n, trace.facts["d_model"]
 options = [h for h in divisors(d_model) if h <= MAX_HEADS]
 st.markdown(
-    "Seed 002 writes multi-head self-attention as a PyTorch module: four `nn.Linear` layers "
+    "Tutorial 3 writes multi-head self-attention as a PyTorch module: four `nn.Linear` layers "
     "(`fc_q`, `fc_k`, `fc_v`, `fc_o`, each hid_dim → hid_dim), a `view` + `permute` that cuts the hidden "
-    "axis into heads, batched `torch.matmul`s, a padding mask and dropout on the weights. Below, that "
-    "module (float64, weights seeded) runs on **your sentence's X** from the sidebar, and its numbers are checked "
-    "against this app's numpy `multi_head_attention`.\n\n"
-    f":small[:gray[This layer splits hid_dim = d_model = {d_model} into heads of head_dim = hid_dim / heads, always "
-           "scores with the scaled dot product and masks padding only, so the sidebar's d_k, d_v, score "
-           "function, mask and temperature settings do not apply here, and its heads only give this layer's "
-           "starting value. nn.Linear stores its weight transposed: "
-    "fc_q(x) = x W_Qᵀ + b.]]")
+    "axis into heads, batched `torch.matmul`s, a padding mask and dropout on the weights. Below, a module "
+    "written the same way runs on **your sentence's X** from the sidebar, and its numbers are checked against "
+    "this app's numpy `multi_head_attention`. Its code is under “The module” (float64, seeded weights, "
+    + ("with biases" if tm.LAYER_BIAS else "built with `bias=False`") + "; `mask == 0` marks padding).\n\n"
+    f":small[:gray[This layer splits hid_dim = d_model = {d_model} into H heads of head_dim = hid_dim / H "
+    "(heads h = 0 … H−1), always scores with the scaled dot product, masks padding only and draws its own seeded "
+    "weights, so the sidebar's d_k, d_v, score function, mask, temperature, bias and weights settings do not "
+    "apply here, and its heads only give this layer's starting value. nn.Linear stores its weight transposed: "
+    "`fc_q.weight` holds W_Qᵀ (out × in), so fc_q(x) = x · fc_q.weightᵀ"
+    + (" + fc_q.bias = x W_Q + b_Q" if tm.LAYER_BIAS else " = x W_Q, with no b_Q (no biases)") + ".]]")
 
 with st.container(border=True):
     c1, c2, c3, c4 = st.columns([1, 2, 1, 1])
     with c1:
         default = config.n_heads if config.n_heads in options else 1
-        heads = st.selectbox("Heads of this layer", options, index=options.index(default), key="mha.heads",
+        heads = st.selectbox("Heads H of this layer", options, index=options.index(default), key="mha.heads",
                              help=f"Must divide hid_dim = {d_model}. For more choices pick seeded random "
                                   "embeddings with a larger d_model in the sidebar.")
     with c2:
@@ -123,10 +125,10 @@ for k, (tab, (title, main, more)) in enumerate(zip(tabs, groups)):
 st.markdown(
     "## The dropout pitfall\n\n"
     "Dropout on the attention weights zeroes each weight with probability p and scales the rest by "
-    "1/(1 − p), **only while training**. Seed 002 writes `F.dropout(alpha, p=0.1)` without "
+    "1/(1 − p), **only while training**. Tutorial 3 writes `F.dropout(alpha, p=0.1)` without "
     "`training=self.training`; `F.dropout`'s `training` argument defaults to `True`, so its module keeps "
-    "dropping weights after `model.eval()`: predictions become random and rows of α stop summing to 1. The "
-    "correct line is `F.dropout(alpha, p=self.p, training=self.training)`.")
+    "dropping weights after `model.eval()`: predictions become random and rows of the weights A′ (alpha after "
+    "dropout) stop summing to 1. The correct line is `F.dropout(alpha, p=self.p, training=self.training)`.")
 if p == 0:
     st.info("With p = 0 dropout does nothing in any mode: raise Dropout p above to see the pitfall.",
             icon=":material/info:")
@@ -135,12 +137,13 @@ if computed("pitfall", config, heads, float(p), int(draw)):
 else:
     with st.spinner("Running the three modules…"):
         runs, again = pitfall(config, heads, float(p), int(draw))
-head = st.selectbox("Head to draw", list(range(heads)), key="mha.pit_head") if heads > 1 else 0
+head = st.selectbox("Head h to draw", list(range(heads)), key="mha.pit_head",
+                    help=f"Heads are counted from 0: h = 0 … {heads - 1}.") if heads > 1 else 0
 top = max(1.0, *(float(runs[f"alpha_{m}"].max()) for m in tm.MODES))      # one colour scale for the three
 off = max(1e-12, *(runs[f"diff_{m}"] for m in tm.MODES))
 cols = st.columns(3, border=True)
 titles = {"eval": "Correct module, model.eval()", "train": "Correct module, model.train()",
-          "pitfall": "Seed 002's module, model.eval()"}
+          "pitfall": "Tutorial 3's module, model.eval()"}
 notes = {"eval": "Inference: dropout is off, the output equals numpy's.",
          "train": "Training: weights dropped on purpose (a regulariser).",
          "pitfall": "Inference, yet weights are dropped: the bug."}
@@ -148,11 +151,11 @@ for col, m in zip(cols, tm.MODES):
     sums = runs[f"alpha_{m}"].sum(axis=-1)
     with col:
         # title, note and the row sums of α as one Markdown element (a rerun's cost is per element)
-        st.markdown(f"**{titles[m]}**  \n:small[:gray[{notes[m]} Row sums of α from {sums.min():.3f} to "
+        st.markdown(f"**{titles[m]}**  \n:small[:gray[{notes[m]} Row sums of A′ from {sums.min():.3f} to "
                     f"{sums.max():.3f}.]]")
-        alpha = shown.view(f"alpha_{m}:{p}:{draw}", f"α after dropout ({m})", runs[f"alpha_{m}"],
+        alpha = shown.view(f"alpha_{m}:{p}:{draw}", f"A′ after dropout ({m})", runs[f"alpha_{m}"],
                            ("head", "n_q", "n_k"), scale="sequential")
-        ui.heatmap(shown, alpha, head=head, title=f"weights, head {head}", key=f"mha.pit.a.{m}", max_w=130,
+        ui.heatmap(shown, alpha, head=head, title=f"weights A′, head {head}", key=f"mha.pit.a.{m}", max_w=130,
                    domain=(0.0, top))
         diff = shown.view(f"diff_{m}:{p}:{draw}", f"output − numpy ({m})", runs[m] - runs["reference"],
                           ("n", "hid_dim"))
@@ -160,9 +163,9 @@ for col, m in zip(cols, tm.MODES):
                    domain=(-off, off))
         st.metric("max |output − numpy|", f"{runs[f'diff_{m}']:.2e}")
 repeat = float(np.max(np.abs(runs["pitfall"] - again["pitfall"])))
-st.caption(f"Run seed 002's module twice at inference (dropout draws {int(draw)} and {int(draw) + 1}) and the "
+st.caption(f"Run tutorial 3's module twice at inference (dropout draws {int(draw)} and {int(draw) + 1}) and the "
            f"same input gives outputs that differ by up to {repeat:.3g}; the correct module in eval mode gives "
            f"the same output every time (difference "
-           f"{float(np.max(np.abs(runs['eval'] - again['eval']))):.1e}). With the same draw, seed 002's module at "
+           f"{float(np.max(np.abs(runs['eval'] - again['eval']))):.1e}). With the same draw, tutorial 3's module at "
            "inference drops exactly what training mode drops: it behaves as if it were still training. "
            "No padding in this comparison; the three heatmaps of each row share one colour scale.")

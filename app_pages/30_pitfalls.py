@@ -2,21 +2,22 @@ import numpy as np
 import streamlit as st
 
 import ui
-from attention_core.pitfalls import PITFALLS
+from attention_core.pitfalls import FROM_TUTORIALS, PITFALLS
 from ui.cache import get_pitfall
 
 PAGE = "app_pages/30_pitfalls.py"
 config, trace = ui.page(PAGE, "Pitfalls lab")
-st.markdown("Each of these mistakes appears in published tutorials (three of them in this project's own "
-            "sources) or in everyday code. Switch one on to see it **next to the correct computation**, "
-            "how far apart they are, and the check that catches it.")
-titles = {p.key: f"{p.title}  ({'seed ' + p.seed_source if p.seed_source != 'common' else 'a classic'})"
-          for p in PITFALLS}
+tutorials = sorted({p.tutorial for p in FROM_TUTORIALS})
+st.markdown(f"Each of these {len(PITFALLS)} mistakes appears in published tutorials or in everyday code; "
+            f"{len(FROM_TUTORIALS)} of them come from the tutorials this app teaches from (tutorials "
+            f"{', '.join(map(str, tutorials[:-1]))} and {tutorials[-1]}), the others are classics. Switch one on to "
+            "see it **next to the correct computation**, how far apart they are, and the check that catches it.")
+titles = {p.key: f"{p.title}  ({p.source})" for p in PITFALLS}
 key = st.radio("Mistake", list(titles), format_func=titles.get, key="pitfall")
 pitfall = next(p for p in PITFALLS if p.key == key)
 result = get_pitfall(key, config)
 st.markdown(f"#### {pitfall.title}")
-st.write(pitfall.description)
+st.write(pitfall.text(config))
 
 axes = tuple(result.axes)
 both = np.concatenate([np.ravel(result.correct), np.ravel(result.wrong)])

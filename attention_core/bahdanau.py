@@ -4,6 +4,9 @@
     α_ij = softmax_j(e_ij)                  a distribution over the inputs
     c_i  = Σ_j α_ij h_j                     the context: a blend of the inputs
 
+Counted from 0 like the rest of the app (docs/notation.md): inputs h_0 … h_{n-1}, decoder states
+s_0 (the start), s_1, …; output i = 1, 2, … reads s_{i-1} and becomes s_i, as in Bahdanau's paper.
+
 Rows are vectors here, as everywhere in the core: s_{i-1} (d_s,), H (n, d_h) with h_j in
 row j, W (d_s, d_a), U (d_h, d_a), v (d_a,). The paper writes W s with W (d_a, d_s); our
 s W is the same number with W stored transposed.
@@ -84,10 +87,12 @@ def step_trace(s_prev, h, params: dict, labels=None) -> Trace:
     n = h.shape[0]
     trace = Trace(tuple(labels) if labels is not None else tuple(pair_label(r) for r in h))
     trace.add("s_prev", "Previous decoder state sᵢ₋₁", s_prev, ("d_s",), r"s_{i-1}",
-              why="What the decoder produced last. It is the question: which input comes next?")
+              why="The decoder's previous state (s₀ is its start; after that, what it produced last). It is the "
+                  "question: which input comes next?")
     trace.add("h", "Inputs hⱼ", h, ("n", "d_h"),
-              r"H = \begin{bmatrix} h_1 \\ \vdots \\ h_n \end{bmatrix}",
-              why="The candidates, one row each. In translation these are the encoder's states; here the raw pairs.")
+              r"H = \begin{bmatrix} h_0 \\ \vdots \\ h_{n-1} \end{bmatrix}",
+              why="The candidates, one row each, counted from 0. In translation these are the encoder's states; "
+                  "here the raw pairs.")
     trace.add("w", "W (decoder side)", w, ("d_s", "d_a"), r"W \in \mathbb{R}^{d_s \times d_a}",
               why="Learned: maps the decoder state into the d_a-wide alignment space. "
                   "The paper writes W s with W stored transposed.")
@@ -107,19 +112,19 @@ def step_trace(s_prev, h, params: dict, labels=None) -> Trace:
               ("w_s", "u_h"), why="The same decoder row is added to every input's row: "
               "this addition is what makes the score 'additive'.")
     hidden = np.tanh(pre)                                               # (n, d_a)
-    trace.add("hidden", "tanh", hidden, ("n", "d_a"), r"a_j = \tanh(z_j)", ("pre_tanh",),
+    trace.add("hidden", "tanh", hidden, ("n", "d_a"), r"\tanh(z_j)", ("pre_tanh",),
               why="A non-linearity, squashing each entry into (−1, 1): the alignment is a small neural network, "
                   "not a fixed similarity.")
     scores = hidden @ v                                                 # (n,)
     trace.add("scores", "Alignment scores eᵢⱼ", scores, ("n",), r"e_{ij} = v^\top \tanh(s_{i-1} W + h_j U)",
               ("hidden", "v"), why="One number per input: how well it fits as output i. Any real number; "
-              "seed 002 calls this energy α, but it is not yet a distribution.")
+              "tutorial 3 labels this energy α, but it is not yet a distribution.")
     weights = att.softmax(scores)                                       # (n,)
     trace.add("weights", "Attention weights αᵢⱼ", weights, ("n",),
-              r"\alpha_{ij} = \frac{\exp e_{ij}}{\sum_{k=1}^{n} \exp e_{ik}}", ("scores",), scale="sequential",
+              r"\alpha_{ij} = \frac{\exp e_{ij}}{\sum_{k=0}^{n-1} \exp e_{ik}}", ("scores",), scale="sequential",
               why="Softmax over the inputs j: non-negative, summing to 1. Bahdanau's 'soft search'.")
     context = weights @ h                                               # (d_h,)
-    trace.add("context", "Context cᵢ", context, ("d_h",), r"c_i = \sum_{j=1}^{n} \alpha_{ij} h_j",
+    trace.add("context", "Context cᵢ", context, ("d_h",), r"c_i = \sum_{j=0}^{n-1} \alpha_{ij} h_j",
               ("weights", "h"), why="A weighted average of the inputs. When one weight is near 1, "
               "the context is that input: the decoder has found what it was looking for.")
     trace.facts.update(n=n, d_s=s_prev.size, d_h=h.shape[1], d_a=v.size, best=int(np.argmax(weights)))
@@ -267,12 +272,23 @@ def _one_thread(torch):
         torch.set_num_threads(before)
 
 
+def lr_at(step: int, settings: ToySettings = ToySettings()) -> float:
+    """The learning rate of training sequence `step` (1 … steps): lr, falling linearly by
+    (1 − final_lr_fraction) · lr / steps a sequence, so the last one trains at
+    (final_lr_fraction + (1 − final_lr_fraction) / steps) · lr, just above final_lr_fraction · lr.
+
+    >>> lr_at(1, ToySettings(lr=0.1, steps=10)), round(lr_at(10, ToySettings(lr=0.1, steps=10)), 12)
+    (0.1, 0.019)
+    """
+    return settings.lr * (1 - (1 - settings.final_lr_fraction) * (step - 1) / settings.steps)
+
+
 def train(model, settings: ToySettings = ToySettings()) -> Iterator[Progress]:
     """Train `model` in place on fresh shuffled sequences; yields a Progress per sequence.
 
     As in seed 004: teacher forcing (the decoder is given the true previous output), one
     SGD-with-momentum update per output position, MSE between the context and the next
-    pair. Unlike it, the learning rate falls linearly to final_lr_fraction × lr (seed 004 drops it
+    pair. Unlike it, the learning rate falls linearly towards final_lr_fraction × lr (lr_at; seed 004 drops it
     10x once the loss is low; a fixed rate here now and then undoes a trained model).
     Raises ConfigError if the loss stops being finite.
     """
@@ -281,7 +297,7 @@ def train(model, settings: ToySettings = ToySettings()) -> Iterator[Progress]:
     optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=settings.momentum)
     loss_fn = torch.nn.MSELoss()
     for step in range(1, settings.steps + 1):
-        lr = settings.lr * (1 - (1 - settings.final_lr_fraction) * (step - 1) / settings.steps)
+        lr = lr_at(step, settings)
         for group in optimizer.param_groups:
             group["lr"] = lr
         inputs, targets = toy_sequence(int(rng.integers(settings.min_len, settings.max_len + 1)), rng)
@@ -344,13 +360,15 @@ def alignment_trace(model, inputs, snap: bool = True) -> Trace:
     """sort_sequence as a Trace: inputs (n, d_h), outputs (n_out, d_h), alignment (n_out, n)."""
     outputs, alignment = sort_sequence(model, inputs, snap)
     trace = Trace(tuple(pair_label(r) for r in np.asarray(inputs, dtype=np.float64)))
-    trace.add("inputs", "Shuffled inputs", inputs, ("n", "d_h"), r"h_1, \dots, h_n",
-              why="The pairs to put in order; the first is the fixed start [0, 1].")
-    trace.add("outputs", "Decoded outputs", outputs, ("n_out", "d_h"), r"y_i = \mathrm{round}(c_i)" if snap
-              else r"y_i = c_i", ("inputs",), why="Each output is the context, rounded and fed back as s_{i-1} "
-              "for the next step.")
+    trace.add("inputs", "Shuffled inputs", inputs, ("n", "d_h"), r"h_0, \dots, h_{n-1}",
+              why="The pairs to put in order; the first, h₀, is the fixed start [0, 1], which is also s₀.")
+    trace.add("outputs", "Decoded outputs", outputs, ("n_out", "d_h"),
+              (r"s_i = \mathrm{round}(c_i)" if snap else r"s_i = c_i") + r",\quad i = 1, \dots, n-1",
+              ("inputs",), why="Output i is the context" + (", rounded," if snap else "") + " and becomes the "
+              "decoder state s_i that step i + 1 reads.")
     trace.add("alignment", "Alignment matrix", alignment, ("n_out", "n"),
-              r"\alpha_{ij} = \mathrm{softmax}_j\, v^\top \tanh(y_{i-1} W + h_j U)", ("inputs", "outputs"),
+              r"\alpha_{ij} = \mathrm{softmax}_j\, v^\top \tanh(s_{i-1} W + h_j U),\quad i = 1, \dots, n-1,\ "
+              r"j = 0, \dots, n-1", ("inputs", "outputs"),
               scale="sequential", why="Row i: where output i looked among the inputs. A trained model puts "
               "nearly all of each row on one input: a permutation, read off as a sorting.")
     trace.facts["output_labels"] = [pair_label(r) for r in outputs]

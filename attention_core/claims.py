@@ -160,6 +160,25 @@ claim("train_same_as_forward",
 
 # ---- variants and labs (score functions, alignment, grid, PyTorch, pitfalls) ------------------------
 
+# The score functions page (about="forward": it reads the sidebar's Config). Both sentences state their
+# condition in their words (random q and k with independent, zero-mean, unit-variance components): they are
+# true under every setting, and say nothing about this page's own Q and K, which are learned or seeded.
+claim("dot_variance_grows",
+      "for q and k with independent, zero-mean, unit-variance components, q · k has variance d_k: "
+      "its spread grows like √d_k",
+      lambda c: True,
+      "every setting: the condition (random q and k with independent, zero-mean, unit-variance components) "
+      "is part of the sentence",
+      "tests/test_score_functions.py::test_dot_product_variance_is_d_k_for_unit_variance_components")
+
+claim("scaled_variance_one",
+      "for q and k with independent, zero-mean, unit-variance components, q · k / √d_k has variance 1 "
+      "whatever d_k is",
+      lambda c: True,
+      "every setting: the condition (random q and k with independent, zero-mean, unit-variance components) "
+      "is part of the sentence",
+      "tests/test_score_functions.py::test_scaled_dot_product_variance_is_1_for_unit_variance_components")
+
 
 
 def _pe_width(config) -> int:

@@ -1,4 +1,4 @@
-"""Attention over a grid of image features (seed 003): the inputs need not be a sequence.
+"""Attention over a grid of image features (seed 003, tutorial 4): the inputs need not be a sequence.
 
 An image captioner's encoder is a CNN whose output is a grid of feature vectors, one per
 image region; the decoder attends over that grid. Here the CNN is replaced by a stand-in
@@ -6,9 +6,12 @@ that anyone can check by eye: the image is drawn in code, cut into cells, and ea
 features come from a small hand-made filter bank (mean colour, redness, brightness, edge
 energy, a roundness proxy) plus its position. Then seed 003's abstractions, in order:
 
-    (a) one query q (d_x,) against every cell:  e = X q,  a = softmax(e),  o = a X
-    (b) many queries Q (N_q, d_x) at once:      E = Q Xᵀ (N_q, N_x), A = softmax rows, Y = A X
-    (c) keys and values transformed from X:     K = X W_K, V = X W_V, Y = softmax(Q Kᵀ/√d_q) V
+    (a) one query q (D_x,) against every cell:  s = X q,  a = softmax(s),  c = a X
+    (b) many queries Q (N_q, D_x) at once:      S = Q Xᵀ (N_q, N_x), A = softmax rows, C = A X
+    (c) keys and values transformed from X:     K = X W_K, V = X W_V, C = softmax(Q Kᵀ/√d_k) V
+
+In the app's notation (docs/notation.md): S scores, Ŝ scaled, A weights, C context; d_k the
+width of the queries and keys (the code's d_q), d_v of the values.
 
 Rows are cells, read row by row from the top left: cell (r, c) is row r·cols + c of X.
 """
@@ -41,12 +44,37 @@ SCENES = {
                + [("rect", ((2 * i + 0.5) / 12, 0.0), ((2 * i + 1.5) / 12, 1.0), RED) for i in range(3, 6)],
 }
 
+
+
+def redness(rgb) -> np.ndarray:
+    """max(0, R − max(G, B)) of each pixel (..., 3) -> (...): how much redder than green or blue.
+
+    >>> [round(float(redness(c)), 12) for c in ((1.0, 0.0, 0.0), RED, YELLOW, WHITE)]
+    [1.0, 0.8, 0.1, 0.0]
+    """
+    rgb = np.asarray(rgb, dtype=np.float64)
+    return np.clip(rgb[..., 0] - np.maximum(rgb[..., 1], rgb[..., 2]), 0, None)
+
+
+# Colours named in the redness feature's description; its numbers are computed from redness() itself.
+REDNESS_EXAMPLES = (("pure red (1, 0, 0)", (1.0, 0.0, 0.0)), ("the scenes' red", RED), ("their orange", ORANGE),
+                    ("their yellow", YELLOW))
+REDNESS_ZERO = (("green", GREEN), ("blue", BLUE), ("white", WHITE), ("grey", GREY), ("the background", BACKGROUND))
+
+
+def _redness_text() -> str:
+    some = ", ".join(f"{float(redness(c)):.3g} for {name}" for name, c in REDNESS_EXAMPLES)
+    zero = [name for name, c in REDNESS_ZERO if float(redness(c)) == 0]
+    return (f"mean of max(0, R − max(G, B)) over the cell's pixels: {some}; 0 for "
+            f"{', '.join(zero[:-1])} and {zero[-1]}")
+
+
 # The filter bank: what each column of a cell's feature vector means.
 FEATURES = {
     "red": "mean red channel (0..1)",
     "green": "mean green channel (0..1)",
     "blue": "mean blue channel (0..1)",
-    "redness": "mean of max(0, R − max(G, B)): 0.8 for pure red, 0 for yellow, white or grey",
+    "redness": _redness_text(),
     "brightness": "mean luminance 0.299 R + 0.587 G + 0.114 B",
     "h_edges": "horizontal edge energy: Σ over the cell of max-channel |I[y+1, x] − I[y, x]|, "
                "divided by the cell's width (1 ≈ one full-contrast edge straight across)",
@@ -151,7 +179,7 @@ def cell_features(image, grid_shape: tuple[int, int] = (6, 6)) -> np.ndarray:
     left = np.tile(1 - 2 * np.arange(cols) / max(cols - 1, 1), rows) if cols > 1 else np.zeros(rows * cols)
     columns = {
         "red": mean(r), "green": mean(g), "blue": mean(b),
-        "redness": mean(np.clip(r - np.maximum(g, b), 0, None)),
+        "redness": mean(redness(image)),
         "brightness": mean(0.299 * r + 0.587 * g + 0.114 * b),
         "h_edges": total(gy) / cw, "v_edges": total(gx) / ch, "round": total(np.sqrt(gx * gy)) / cw,
         "up": up, "left": left,
@@ -234,17 +262,17 @@ def one_query(grid: Grid, q, name: str = "query") -> Trace:
     trace.add("q", f"Query “{name}”", q, ("d_x",), r"q \in \mathbb{R}^{D_x}",
               why="What the decoder is looking for, in the same feature space as the cells.")
     scores = grid.x @ q                                                 # (N_x,)
-    trace.add("scores", "Scores e = X q", scores, ("n_x",), r"e_j = x_j \cdot q", ("x", "q"),
-              why="A dot product replaces seed 003's learned scoring network: large where a cell's features "
-                  "point the way the query does.")
+    trace.add("scores", "Scores s = X q", scores, ("n_x",), r"s_j = x_j \cdot q", ("x", "q"),
+              why="A dot product replaces the learned scoring network tutorial 4 starts from: large where a cell's "
+                  "features point the way the query does.")
     weights = att.softmax(scores)                                       # (N_x,)
-    trace.add("weights", "Weights a = softmax(e)", weights, ("n_x",),
-              r"a_j = \frac{\exp e_j}{\sum_k \exp e_k}", ("scores",), scale="sequential",
+    trace.add("weights", "Weights a = softmax(s)", weights, ("n_x",),
+              r"a_j = \frac{\exp s_j}{\sum_{j'} \exp s_{j'}}", ("scores",), scale="sequential",
               why="A distribution over the cells: where to look.")
     trace.add("weights_grid", "Weights on the grid", overlay(weights, grid.shape), ("row", "col"),
-              r"a \to \text{grid}_{r,c} = a_{r \cdot C + c}", ("weights",), scale="sequential",
+              r"\text{grid}_{r,c} = a_{r \cdot \text{cols} + c}", ("weights",), scale="sequential",
               why="The same weights put back where the cells are, to lay over the image.")
-    trace.add("context", "Output o = a X", weights @ grid.x, ("d_x",), r"o = a X = \sum_j a_j x_j",
+    trace.add("context", "Context c = a X", weights @ grid.x, ("d_x",), r"c = a X = \sum_j a_j x_j",
               ("weights", "x"), why="Each feature averaged over the cells with the weights: what was found.")
     return trace
 
@@ -265,13 +293,13 @@ def many_queries(grid: Grid, queries, names=None) -> Trace:
     trace.add("queries", "Queries Q", queries, ("n_q", "d_x"), r"Q \in \mathbb{R}^{N_q \times D_x}",
               why="Several queries stacked as rows: every question asked in one go.")
     scores = att.dot_scores(queries, grid.x)                            # (N_q, N_x)
-    trace.add("scores", "Scores E = Q Xᵀ", scores, ("n_q", "n_x"), r"E = Q X^\top", ("queries", "x"),
+    trace.add("scores", "Scores S = Q Xᵀ", scores, ("n_q", "n_x"), r"S = Q X^\top", ("queries", "x"),
               why="Row i holds query i's dot product with every cell: the single-query step, for all rows at once.")
     weights = att.softmax(scores, axis=-1)                              # (N_q, N_x)
-    trace.add("weights", "Weights A = softmax(E) by rows", weights, ("n_q", "n_x"),
-              r"A_{ij} = \frac{\exp E_{ij}}{\sum_k \exp E_{ik}}", ("scores",), scale="sequential",
+    trace.add("weights", "Weights A = softmax(S) by rows", weights, ("n_q", "n_x"),
+              r"A_{ij} = \frac{\exp S_{ij}}{\sum_{j'} \exp S_{ij'}}", ("scores",), scale="sequential",
               why="Softmax along each row: each query gets its own distribution over the cells.")
-    trace.add("context", "Outputs Y = A X", weights @ grid.x, ("n_q", "d_x"), r"Y = A X", ("weights", "x"),
+    trace.add("context", "Context C = A X", weights @ grid.x, ("n_q", "d_x"), r"C = A X", ("weights", "x"),
               why="One output row per query. X plays two parts here: it is matched against (keys) and returned (values).")
     trace.facts["axis_labels"].update(n_q=names)
     return trace
@@ -291,7 +319,7 @@ def hand_transforms(d_q: int = D_X) -> tuple[np.ndarray, np.ndarray]:
     where they are, not how they matched. Keys for matching, values for returning.
     """
     if d_q != D_X:
-        raise ConfigError(f"The hand-set W_K keeps the {D_X} features, so d_q must be {D_X}; "
+        raise ConfigError(f"The hand-set W_K keeps the {D_X} features, so the key width d_k must be {D_X}; "
                           "use random_transforms for another width.")
     w_k = np.sqrt(d_q) * np.eye(D_X)
     w_v = np.zeros((D_X, len(VALUE_FEATURES)))
@@ -301,7 +329,7 @@ def hand_transforms(d_q: int = D_X) -> tuple[np.ndarray, np.ndarray]:
 
 def random_transforms(d_q: int = D_X, d_v: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Seeded N(0, 1/D_x) W_K (D_x, d_q) and W_V (D_x, d_v): an untrained model's transforms."""
-    _check_int("d_q", d_q, 1, 64)
+    _check_int("d_k", d_q, 1, 64)
     _check_int("d_v", d_v, 1, 64)
     return init_weight(seed, "grid_w_k", (D_X, d_q), D_X), init_weight(seed, "grid_w_v", (D_X, d_v), D_X)
 
@@ -324,33 +352,33 @@ def cross_attention(grid: Grid, queries, names=None, w_k=None, w_v=None, value_n
     w_k, w_v = np.asarray(w_k, dtype=np.float64), np.asarray(w_v, dtype=np.float64)
     if w_k.shape[0] != D_X or w_v.shape[0] != D_X or queries.shape[1] != w_k.shape[1]:
         raise ConfigError(f"Shapes do not fit: queries {queries.shape}, W_K {w_k.shape}, W_V {w_v.shape}; "
-                          f"need W_K ({D_X}, d_q), W_V ({D_X}, d_v) and queries (N_q, d_q).")
+                          f"need W_K ({D_X}, d_k), W_V ({D_X}, d_v) and queries (N_q, d_k).")
     d_q, d_v = w_k.shape[1], w_v.shape[1]
     names = list(names) if names is not None else [f"q{i}" for i in range(len(queries))]
     trace = _start(grid)
-    trace.add("queries", "Queries Q (from another source)", queries, ("n_q", "d_q"),
-              r"Q \in \mathbb{R}^{N_q \times d_q}",
+    trace.add("queries", "Queries Q (from another source)", queries, ("n_q", "d_k"),
+              r"Q \in \mathbb{R}^{N_q \times d_k}",
               why="The queries come from elsewhere (a decoder, a question), not from the image: cross-attention.")
-    trace.add("w_k", "W_K", w_k, ("d_x", "d_q"), r"W_K \in \mathbb{R}^{D_x \times d_q}",
+    trace.add("w_k", "W_K", w_k, ("d_x", "d_k"), r"W_K \in \mathbb{R}^{D_x \times d_k}",
               why="The key transform (learned in a real model; here set by hand or seeded at random).")
     trace.add("w_v", "W_V", w_v, ("d_x", "d_v"), r"W_V \in \mathbb{R}^{D_x \times d_v}",
               why="The value transform: what a cell hands back once it is chosen can differ from how it is matched.")
     k = grid.x @ w_k                                                    # (N_x, d_q)
-    trace.add("k", "Keys K = X W_K", k, ("n_x", "d_q"), r"K = X W_K", ("x", "w_k"),
+    trace.add("k", "Keys K = X W_K", k, ("n_x", "d_k"), r"K = X W_K", ("x", "w_k"),
               why="What each cell offers to be matched by.")
     v = grid.x @ w_v                                                    # (N_x, d_v)
     trace.add("v", "Values V = X W_V", v, ("n_x", "d_v"), r"V = X W_V", ("x", "w_v"),
               why="What each cell passes on when attended to.")
-    trace.add("scores", "Scaled scores Q Kᵀ / √d_q", att.scaled_dot_scores(queries, k), ("n_q", "n_x"),
-              rf"E = \frac{{Q K^\top}}{{\sqrt{{d_q}}}} = \frac{{Q K^\top}}{{\sqrt{{{d_q}}}}}", ("queries", "k"),
-              why=f"Query i against every key, divided by √d_q = {np.sqrt(d_q):.3g} as in the Transformer.")
+    trace.add("scores", "Scaled scores Q Kᵀ / √d_k", att.scaled_dot_scores(queries, k), ("n_q", "n_x"),
+              rf"\hat S = \frac{{Q K^\top}}{{\sqrt{{d_k}}}} = \frac{{Q K^\top}}{{\sqrt{{{d_q}}}}}", ("queries", "k"),
+              why=f"Query i against every key, divided by √d_k = {np.sqrt(d_q):.3g} as in the Transformer.")
     context, weights = att.scaled_dot_product_attention(queries, k, v)  # (N_q, d_v), (N_q, N_x)
-    trace.add("weights", "Weights A", weights, ("n_q", "n_x"), r"A = \mathrm{softmax}(E) \text{ by rows}",
+    trace.add("weights", "Weights A", weights, ("n_q", "n_x"), r"A = \mathrm{softmax}(\hat S) \text{ by rows}",
               ("scores",), scale="sequential", why="Each query's distribution over the cells.")
-    trace.add("context", "Outputs Y = A V", context, ("n_q", "d_v"), r"Y = A V", ("weights", "v"),
+    trace.add("context", "Context C = A V", context, ("n_q", "d_v"), r"C = A V", ("weights", "v"),
               why="Each query's blend of the values: with the hand-set W_V, the colour and position of what it found.")
     trace.facts.update(d_q=d_q, d_v=d_v)
     trace.facts["axis_labels"].update(n_q=names, d_v=list(value_names) if value_names is not None
                                       else [f"v{i}" for i in range(d_v)],
-                                      d_q=key_names or [f"k{i}" for i in range(d_q)])
+                                      d_k=key_names or [f"k{i}" for i in range(d_q)])
     return trace

@@ -48,13 +48,47 @@ class PitfallResult:
     what: str = ""                   # what the arrays are ("attention weights at d_k = 512")
 
 
+TUTORIAL_OF_SEED = {"000": 1, "001": 2, "002": 3, "003": 4, "004": 5}   # docs/notation.md, "The tutorials"
+
+
 @dataclass(frozen=True, eq=False)
 class Pitfall:
     key: str
     title: str
     seed_source: str                 # "000", "001", "002" (a source text), or "common"
-    description: str
+    description: str                 # str.format fields: the scores' symbols under the settings (text(config))
     compute: Callable[[Config | Trace], PitfallResult]
+
+    @property
+    def tutorial(self) -> int | None:
+        """The number of the tutorial the mistake comes from (docs/notation.md), None for a common one."""
+        return TUTORIAL_OF_SEED.get(self.seed_source)
+
+    @property
+    def source(self) -> str:
+        """Where the mistake comes from, in a learner's words: 'from tutorial 3' or 'a classic'."""
+        return f"from tutorial {self.tutorial}" if self.tutorial else "a classic"
+
+    def text(self, source: Config | Trace | None = None) -> str:
+        """The description with the scores named as these settings compute them (S, Ŝ or S̃, / T)."""
+        return self.description.format(**symbols(source))
+
+
+def symbols(source: Config | Trace | None = None) -> dict[str, str]:
+    """The scores' symbols the pitfalls' words use, under these settings (plain text, docs/notation.md):
+    scores: what the score step gives (Ŝ for the scaled dot product, else S), unmasked;
+    arg: what softmax reads, divided by T when T ≠ 1 (S, Ŝ or S̃)."""
+    if source is None:
+        source = Config()
+    if isinstance(source, Trace):
+        trace, config = source, source.facts.get("config")
+        scaled, masked = "scaled_scores" in trace, "mask" in trace
+        t = settings_of(trace, config).temperature
+    else:
+        scaled, masked, t = source.score == "scaled_dot", source.mask != "none", source.temperature
+    scores = "Ŝ" if scaled else "S"
+    arg = "S̃" if masked else scores
+    return {"scores": scores, "arg": arg if t == 1 else f"{arg} / {t:g}"}
 
 
 def difference(correct: np.ndarray, wrong: np.ndarray) -> float:
@@ -115,10 +149,16 @@ def softmax_axis(source) -> PitfallResult:
     visible = _mask_of(trace)
     ok, err_c = _rows_sum_to_one(correct, visible)
     bad, err_w = _rows_sum_to_one(wrong, visible)
+    seen = None if visible is None else visible.T                         # key j's column: the queries that see it
+    _, err_cols = _rows_sum_to_one(np.swapaxes(wrong, -1, -2), seen)
+    hidden = 0 if visible is None else int((~visible.any(axis=0)).sum())
     return PitfallResult(correct, wrong, difference(correct, wrong), "each query's weights sum to 1",
                          ok, not bad,
-                         f"Largest |row sum − 1|: correct {err_c:.1e}, wrong {err_w:.3g} (the wrong version's "
-                         f"columns sum to 1 instead: each key distributes itself over the queries)." + _one_token(trace),
+                         f"Largest |row sum − 1|: correct {err_c:.1e}, wrong {err_w:.3g}. The wrong version's "
+                         f"columns sum to 1 instead (largest |column sum − 1| {err_cols:.1e}): each key distributes "
+                         f"itself over the queries"
+                         + (f"; the {hidden} key(s) no query may see keep a column of zeros." if hidden else ".")
+                         + _one_token(trace),
                          trace["weights"].axes, "attention weights")
 
 
@@ -180,7 +220,7 @@ def no_scaling(source) -> PitfallResult:
         f"×{growth_wrong:.2f} without (√({D_LARGE}/{D_SMALL}) = {math.sqrt(D_LARGE / D_SMALL):.2f}); flagged "
         f"above ×{limit:.2f}. Rows with a weight > 0.99 at d_k={D_LARGE}: {sat(correct):.0%} scaled, "
         f"{sat(wrong):.0%} unscaled." + note,
-        ("n_q", "n_k"), f"attention weights at d_k = {D_LARGE}")
+        ("n_q", "n_k"), f"attention weights at d_k = {D_LARGE} (seeded W_Q, W_K on your X)")
 
 
 # ---- 3. −inf masks and a fully masked row -------------------------------------------------------------
@@ -210,13 +250,15 @@ def neg_inf_nan(source) -> PitfallResult:
     masked = att.apply_mask(s, mask) / t
     correct = att.softmax(masked)                                         # the core's softmax: zeros for that row
     wrong = naive_softmax(masked)
-    nan_rows = int(np.isnan(wrong).any(axis=-1).sum())
+    nan_queries = np.flatnonzero(np.isnan(wrong).any(axis=-1).reshape(-1, n).any(axis=0))   # over every head
+    heads = f" in each of the {wrong.shape[0]} heads" if wrong.ndim == 3 else ""
     how = f"query {n - 1} hidden from every key for this demo" if made else "your mask hides every key of a row"
     return PitfallResult(correct, wrong, difference(correct, wrong), "no NaN anywhere in the weights",
                          not np.isnan(correct).any(), bool(np.isnan(wrong).any()),
-                         f"{how}: the naive softmax gives {nan_rows} NaN row(s), the safe one a row of zeros. "
-                         f"(Filling with −1e9 instead of −∞, as seed 002 does with −1e10, gives a uniform row "
-                         f"instead: no NaN, but weight on hidden keys.)",
+                         f"{how}: the naive softmax gives a NaN row for quer{'y' if len(nan_queries) == 1 else 'ies'} "
+                         f"{', '.join(map(str, nan_queries))}{heads}, the safe one zeros. "
+                         f"(Filling with a large negative number instead of −∞, as tutorial 3 does with −1e10, "
+                         f"gives a uniform row instead: no NaN, but weight on hidden keys.)",
                          trace["weights"].axes, "attention weights with a fully masked row")
 
 
@@ -269,8 +311,9 @@ def scores_times_v(source) -> PitfallResult:
     return PitfallResult(correct, wrong, difference(correct, wrong),
                          "the coefficients mixing V are ≥ 0 and sum to 1 (a weighted average)",
                          average_c, not average_w,
-                         f"Coefficients: the weights (min {weights.min():.3g}, largest |row sum − 1| {err_c:.1e}); "
-                         f"the raw scores (min {logits.min():.3g}, largest |row sum − 1| {err_w:.3g}), so the "
+                         f"Coefficients: the weights A (min {weights.min():.3g}, largest |row sum − 1| {err_c:.1e}); "
+                         f"the scores {symbols(trace)['scores']} (min {logits.min():.3g}, largest |row sum − 1| "
+                         f"{err_w:.3g}), so the "
                          f"“context” is not an average of the values and its scale follows the scores'.",
                          trace["context"].axes, "context vectors")
 
@@ -339,10 +382,11 @@ def one_jacobian(source) -> PitfallResult:
            else f"{float(np.linalg.norm(wrong)):.3g} while ‖correct‖ = 0")
     return PitfallResult(correct, wrong, difference(correct, wrong), "gradient matches finite differences of L",
                          err_c < tol, err_w >= tol,
-                         f"L = Σ C ∘ G (G fixed, seeded), head 0, no mask. Relative gap to central differences "
+                         f"L = Σ C ∘ G (G fixed, seeded) for C = softmax(Q_0 K_0ᵀ/√d_k) V_0 on your X with head 0's "
+                         f"columns of W_Q, W_K, W_V (no mask, no bias, T = 1). Relative gap to central differences "
                          f"along 3 seeded directions: {err_c:.1e} (per-row Jacobians), {err_w:.3g} (one Jacobian); "
                          f"‖wrong − correct‖ is {rel}." + _one_token(trace),
-                         ("d_model", "d_k"), "dL/dW_Q")
+                         ("d_model", "d_k"), "∂L/∂W_Q" + (" (head 0's columns)" if trace.facts["n_heads"] > 1 else ""))
 
 
 # ---- 7. / √(n·d_k) instead of / √d_k (seed 000) --------------------------------------------------------
@@ -373,7 +417,14 @@ def sqrt_len_q(source) -> PitfallResult:
                          f"Dividing by √d_k = {math.sqrt(d_k):.3g}: appending a token moves the existing scaled "
                          f"scores by {drift_c:.1e}. Dividing by √(n·d_k) = √({n}·{d_k}) = {math.sqrt(n * d_k):.3g}: "
                          f"by up to {drift_w:.3g}, and the weights get flatter the longer the sentence.",
-                         trace["weights"].axes, "attention weights")
+                         trace["weights"].axes, "attention weights" if _plain_scaled_dot(trace) else
+                         "weights softmax(Q Kᵀ/√d_k) of your Q and K (no mask, T = 1)")
+
+
+def _plain_scaled_dot(trace: Trace) -> bool:
+    """The learner's weights are softmax(Q Kᵀ/√d_k) as they are: scaled dot product, no mask, T = 1."""
+    return ("scaled_scores" in trace and "mask" not in trace
+            and settings_of(trace, trace.facts.get("config")).temperature == 1)
 
 
 # ---- 8. odd d_model: the sinusoidal encoding's last column left at zero (seed 001) --------------------
@@ -413,12 +464,14 @@ def odd_pe_zero(source) -> PitfallResult:
 
 PITFALLS: tuple[Pitfall, ...] = (
     Pitfall("softmax_axis", "Softmax over the wrong axis", "common",
-            "softmax(S, axis=0) normalises each key's column over the queries; each query's row, its "
-            "distribution over the keys, must be normalised: softmax(S, axis=-1).",
+            "softmax({arg}, axis=−2) normalises each key's column over the queries (axis −2 is the query axis; "
+            "written axis=0 it is the same only without heads: with heads, axis 0 is the head axis). Each query's "
+            "row, its distribution over the keys, must be normalised: softmax({arg}, axis=−1).",
             _labelled(softmax_axis)),
     Pitfall("no_scaling", "No √d_k scaling at large d_k", "common",
-            "Unscaled dot products of d_k-wide vectors have a spread growing like √d_k; at d_k = 512 the "
-            "softmax saturates to near one-hot rows whose gradients vanish. Divide by √d_k.",
+            "Dot products of d_k-wide vectors with independent random components have a spread growing like "
+            "√d_k; unscaled, a large d_k pushes softmax towards one-hot rows, whose gradients vanish. "
+            "Divide by √d_k.",
             _labelled(no_scaling)),
     Pitfall("neg_inf_nan", "−∞ mask, fully masked row, NaN", "common",
             "Masking with −∞ is right, but a query with every key hidden then feeds a row of −∞ to softmax; "
@@ -429,20 +482,22 @@ PITFALLS: tuple[Pitfall, ...] = (
             "rows stop summing to 1 and the same input gives different outputs.",
             _labelled(dropout_at_inference)),
     Pitfall("scores_times_v", "Scores @ V instead of weights @ V", "001",
-            "context = scores @ values skips the softmax: the values are mixed with raw, signed, unnormalised "
-            "scores. It must be softmax(scaled scores) @ values.",
+            "context = scores @ values skips the softmax: {scores} V mixes the values with the scores "
+            "themselves, signed and unnormalised. It must be the weights: C = A V with A = softmax({arg}).",
             _labelled(scores_times_v)),
     Pitfall("one_jacobian", "One softmax Jacobian for every row", "000",
-            "The text builds diag(α) − ααᵀ once from α[j] (Julia linear indexing: the first column) and uses it "
-            "for every row. Each row is its own softmax and needs its own diag(α_i) − α_i α_iᵀ.",
+            "The tutorial builds the softmax Jacobian diag(α) − ααᵀ once, from α[j] (Julia's linear indexing "
+            "makes it the first column of the weights A), and uses it for every row. Each row A_i is its own "
+            "softmax and needs its own diag(A_i) − A_i A_iᵀ.",
             _labelled(one_jacobian)),
     Pitfall("sqrt_len_q", "Dividing by √(n·d_k) instead of √d_k", "000",
             "sqrt(length(q)) counts every element of Q, n·d_k, not the key width d_k: the scaling then "
             "depends on the sentence length.",
             _labelled(sqrt_len_q)),
     Pitfall("odd_pe_zero", "Odd width: the last encoding column stays 0", "001",
-            "The loop over i < d/2 writes columns 2i and 2i+1 only; with an odd d the last column is never "
-            "written. Give column j the frequency of pair j // 2 (a sine for even j).",
+            "The loop over i < int(d/2) writes columns 2i and 2i+1 only; with an odd d the last column is never "
+            "written. Give column j the frequency of pair ⌊j/2⌋ (a sine for even j, a cosine for odd j).",
             _labelled(odd_pe_zero)),
 )
+FROM_TUTORIALS: tuple[Pitfall, ...] = tuple(p for p in PITFALLS if p.tutorial is not None)
 PITFALLS_BY_KEY: dict[str, Pitfall] = {p.key: p for p in PITFALLS}

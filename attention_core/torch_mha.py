@@ -23,10 +23,11 @@ import numpy as np
 
 from . import attention as att
 from .config import ConfigError, _check_int, check_heads
-from .forward import init_weight
+from .forward import init_bias, init_weight
 from .trace import Trace
 
 MODES = ("eval", "train", "pitfall")     # correct module in eval / train mode; seed 002's module in eval mode
+LAYER_BIAS = False     # the page's layer: no biases, so it holds exactly numpy multi_head_attention's four matrices
 
 
 @functools.cache
@@ -61,7 +62,7 @@ def _module_class():
                 energy = energy.masked_fill(mask[:, None, None, :] == 0, -1e10)      # mask [batch, 1, 1, len]
                 s["masked_energy"] = energy
             s["alpha"] = torch.softmax(energy, dim=-1)                               # [batch, heads, len, len]
-            if self.pitfall:                                                          # seed 002: always drops
+            if self.pitfall:                                                  # tutorial 3's line: always drops
                 s["alpha_dropped"] = F.dropout(s["alpha"], p=self.p)
             else:
                 s["alpha_dropped"] = F.dropout(s["alpha"], p=self.p, training=self.training)
@@ -108,6 +109,11 @@ def from_numpy_weights(w_q, w_k, w_v, w_o, n_heads: int, biases=None, dropout: f
 def seeded_weights(d_model: int, seed: int = 0) -> tuple[np.ndarray, ...]:
     """W_q, W_k, W_v, W_o, each (d_model, d_model), N(0, 1/d_model), one generator each."""
     return tuple(init_weight(seed, f"mha_w_{name}", (d_model, d_model), d_model) for name in "qkvo")
+
+
+def seeded_biases(d_model: int, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """b_q, b_k, b_v, b_o, each (d_model,), N(0, 0.1²), one generator each."""
+    return tuple(init_bias(seed, f"mha_b_{name}", (d_model,)) for name in "qkvo")
 
 
 def _torch_mask(n: int, pad):
@@ -176,40 +182,88 @@ STEP_AXES = {
     "alpha_dropped": ("batch", "head", "n_q", "n_k"), "a_heads": ("batch", "head", "n", "head_dim"),
     "a": ("batch", "n", "hid_dim"), "output": ("batch", "n", "hid_dim"),
 }
-STEP_TEXT = {   # key: (title, LaTeX, inputs, why)
-    "x": ("x", r"x \in \mathbb{R}^{\text{bs} \times \text{len} \times \text{hid}}", (),
-          "A batch of one sentence: PyTorch code keeps a batch axis first."),
-    "q": ("Q = fc_q(x)", r"Q = x W_Q^\top + b_Q", ("x",), "nn.Linear: one matrix for all heads at once."),
-    "k": ("K = fc_k(x)", r"K = x W_K^\top + b_K", ("x",), "Keys, still one wide matrix."),
-    "v": ("V = fc_v(x)", r"V = x W_V^\top + b_V", ("x",), "Values, still one wide matrix."),
-    "q_heads": ("Q.view(bs, -1, heads, head_dim).permute(0, 2, 1, 3)", r"Q_h = Q_{[:,\,:,\, h d : (h+1) d]}",
-                ("q",), "view cuts hid_dim into heads × head_dim; permute brings heads before len, "
-                        "so each head is a separate (len, head_dim) matrix."),
-    "k_heads": ("K split into heads", r"K_h = K_{[:,\,:,\, h d : (h+1) d]}", ("k",), "The same split for the keys."),
-    "v_heads": ("V split into heads", r"V_h = V_{[:,\,:,\, h d : (h+1) d]}", ("v",), "The same split for the values."),
-    "k_t": ("K.permute(0, 1, 3, 2)", r"K_h^\top", ("k_heads",), "Transpose the last two axes for the product."),
-    "energy": ("energy = Q Kᵀ / √head_dim", r"E_h = \frac{Q_h K_h^\top}{\sqrt{d_{\text{head}}}}", ("q_heads", "k_t"),
-               "torch.matmul multiplies the last two axes and batches over (batch, heads)."),
-    "masked_energy": ("energy.masked_fill(mask == 0, -1e10)",
-                      r"\tilde E_{ij} = \begin{cases} E_{ij} & \text{key } j \text{ real} \\ -10^{10} & \text{padding} \end{cases}",
-                      ("energy",), "Padding keys get −10¹⁰: after softmax their weight underflows to exactly 0."),
-    "alpha": ("alpha = softmax(energy, dim=-1)", r"\alpha = \mathrm{softmax}(E)", ("energy",),
-              "Each row a distribution over the keys."),
-    "alpha_dropped": ("dropout(alpha)", r"\alpha' = \frac{m \odot \alpha}{1 - p},\ m_{ij} \sim \mathrm{Bernoulli}(1-p)",
-                      ("alpha",), ""),
-    "a_heads": ("alpha V", r"A_h = \alpha'_h V_h", ("alpha_dropped", "v_heads"), "Each head's context vectors."),
-    "a": ("a.permute(0, 2, 1, 3).contiguous().view(bs, -1, hid_dim)", r"A = [A_1 \mid \cdots \mid A_H]",
-          ("a_heads",), "Heads back beside each other: contiguous() because view needs memory in order."),
-    "output": ("fc_o(a)", r"O = A W_O^\top + b_O", ("a",), "Mixes the heads; same shape as x."),
-}
+def linear_formula(out: str, inp: str, weight: str, bias: bool) -> str:
+    """An nn.Linear in the app's notation: 'Q = x W_Q (+ b_Q)'. fc.weight holds W_Qᵀ (out × in), so
+    fc(x) = x · fc.weightᵀ (+ fc.bias) = x W_Q (+ b_Q). The bias term only when the module has one."""
+    return rf"{out} = {inp}\, W_{weight}" + (rf" + b_{weight}" if bias else "")
+
+
+def step_text(key: str, bias: bool, mode: str, masked: bool, p: float, n_heads: int) -> tuple[str, str, tuple, str]:
+    """(title, LaTeX, inputs, why) of one step of the module, in the app's notation (docs/notation.md):
+    Ŝ / S̃ the scores, A the weights, C the context, O the output, heads h = 0 … H−1; torch's names
+    (energy, alpha, a) in the titles, which quote the code. Built from the module that ran: biases only
+    when it has them, the dropout formula only when it drops, S̃ only when a mask was applied."""
+    names = {"q": "Q", "k": "K", "v": "V"}
+    heads = r"h = 0, \dots, H-1" + (rf" = {n_heads - 1}" if n_heads > 1 else "")
+    if key == "x":
+        return ("x", r"x = X \text{ with a batch axis: } x \in \mathbb{R}^{1 \times n \times \text{hid\_dim}}", (),
+                "A batch of one sentence (the sidebar's X): PyTorch code keeps a batch axis first.")
+    if key in names:
+        name = names[key]
+        return (f"{name} = fc_{key}(x)", linear_formula(name, "x", name, bias), ("x",),
+                f"nn.Linear stores its weight transposed: fc_{key}.weight holds W_{name}ᵀ (out × in), and "
+                f"fc_{key}(x) = x · fc_{key}.weightᵀ" + (f" + fc_{key}.bias = x W_{name} + b_{name}" if bias else
+                                                         f" = x W_{name} (built with bias=False: no b_{name})")
+                + ". One matrix for all heads at once.")
+    if key in ("q_heads", "k_heads", "v_heads"):
+        name = names[key[0]]
+        title = {"q": "Q.view(bs, -1, heads, head_dim).permute(0, 2, 1, 3)", "k": "K split into heads",
+                 "v": "V split into heads"}[key[0]]
+        why = ("view cuts hid_dim into H heads × head_dim; permute brings heads before len, so each head h is a "
+               "separate (len, head_dim) matrix." if key == "q_heads" else
+               f"The same split for the {'keys' if key == 'k_heads' else 'values'}.")
+        return (title, rf"{name}_h = {name}_{{[0,\,:,\, h d_k : (h+1) d_k]}},\quad d_k = \text{{head\_dim}} = "
+                       rf"\text{{hid\_dim}} / H,\quad {heads}", (key[0],), why)
+    if key == "k_t":
+        return ("K.permute(0, 1, 3, 2)", r"K_h^\top", ("k_heads",), "Transpose the last two axes for the product.")
+    if key == "energy":
+        return ("energy = Q Kᵀ / √head_dim", r"\hat S_h = \frac{Q_h K_h^\top}{\sqrt{d_k}}", ("q_heads", "k_t"),
+                "The scaled scores (the code calls them energy): torch.matmul multiplies the last two axes and "
+                "batches over (batch, heads).")
+    if key == "masked_energy":
+        return ("energy.masked_fill(mask == 0, -1e10)",
+                r"\tilde S_{h,ij} = \begin{cases} \hat S_{h,ij} & \text{mask}_j = 1 \text{ (a real token)} \\ "
+                r"-10^{10} & \text{mask}_j = 0 \text{ (padding)} \end{cases}",
+                ("energy",), "Padding keys get −10¹⁰ rather than −∞: after softmax their weight underflows to "
+                             "exactly 0, as long as one key is real.")
+    if key == "alpha":
+        arg = r"\tilde S_h" if masked else r"\hat S_h"
+        return ("alpha = softmax(energy, dim=-1)", rf"A_h = \mathrm{{softmax}}({arg})",
+                ("masked_energy",) if masked else ("energy",),
+                "The weights (the code calls them alpha): each row a distribution over the keys.")
+    if key == "alpha_dropped":
+        title = "F.dropout(alpha, p)" if mode == "pitfall" else "F.dropout(alpha, p, training=self.training)"
+        if mode == "eval":
+            return (title, r"A'_h = A_h", ("alpha",),
+                    "module.eval(): F.dropout(..., training=self.training) passes the weights through unchanged.")
+        drop = rf"A'_h = \frac{{m \odot A_h}}{{1 - p}},\ m_{{ij}} \sim \mathrm{{Bernoulli}}(1 - p),\ p = {p:g}"
+        if mode == "train":
+            return (title, drop, ("alpha",), f"Training: each weight is zeroed with probability {p:g} and the rest "
+                                             f"scaled by 1/(1 − p), so rows no longer sum to 1.")
+        return (title, drop, ("alpha",), "Tutorial 3's line F.dropout(alpha, p) has no training flag; it defaults "
+                                         "to True, so weights are dropped even in eval mode: the pitfall.")
+    if key == "a_heads":
+        return ("alpha V", r"C_h = A'_h V_h", ("alpha_dropped", "v_heads"),
+                "Each head's context vectors (the code calls them a).")
+    if key == "a":
+        return ("a.permute(0, 2, 1, 3).contiguous().view(bs, -1, hid_dim)",
+                r"C = \left[\,C_0 \mid \cdots \mid C_{H-1}\,\right]" if n_heads > 1 else r"C = C_0",
+                ("a_heads",), "Heads back beside each other: contiguous() because view needs memory in order.")
+    if key == "output":
+        return ("fc_o(a)", linear_formula("O", "C", "O", bias), ("a",),
+                "fc_o.weight holds W_Oᵀ; fc_o mixes the heads into a row as wide as x"
+                + ("." if bias else " (built with bias=False: no b_O)."))
+    raise KeyError(key)
 
 
 def pytorch_trace(x, n_heads: int, seed: int = 0, pad=(), p: float = 0.1, mode: str = "eval",
-                  dropout_seed: int = 0, labels=None) -> Trace:
+                  dropout_seed: int = 0, labels=None, bias: bool = LAYER_BIAS) -> Trace:
     """The torch module's intermediates as a Trace, with their PyTorch shapes (batch axis kept).
 
-    x (n, hid_dim); weights from seeded_weights(hid_dim, seed), no biases. mode: 'eval'
-    (dropout off), 'train' (dropout on), 'pitfall' (seed 002's module in eval mode).
+    x (n, hid_dim); weights from seeded_weights(hid_dim, seed); biases from seeded_biases with
+    bias=True, none by default (the page's layer). mode: 'eval' (dropout off), 'train' (dropout on),
+    'pitfall' (seed 002's module in eval mode). The formulas are the module's own (step_text):
+    facts["bias"] says whether it has biases.
     """
     if mode not in MODES:
         raise ConfigError(f"mode={mode!r} is not one of {', '.join(MODES)}.")
@@ -218,21 +272,20 @@ def pytorch_trace(x, n_heads: int, seed: int = 0, pad=(), p: float = 0.1, mode: 
     bad = [i for i in pad if not 0 <= i < n]
     if bad:
         raise ConfigError(f"Padding position {bad[0]} is outside the sentence (positions 0 to {n - 1}).")
-    module = from_numpy_weights(*seeded_weights(x.shape[1], seed), n_heads, dropout=p, pitfall=mode == "pitfall")
+    module = from_numpy_weights(*seeded_weights(x.shape[1], seed), n_heads,
+                                biases=seeded_biases(x.shape[1], seed) if bias else None,
+                                dropout=p, pitfall=mode == "pitfall")
+    has_bias = module.fc_q.bias is not None
     steps = _run(module, x, tuple(pad), mode, dropout_seed)
     trace = Trace(tuple(labels) if labels is not None else tuple(str(i) for i in range(n)))
-    dropout_why = {"eval": "module.eval(): F.dropout(..., training=self.training) passes alpha through unchanged.",
-                   "train": f"Training: each weight is zeroed with probability {p:g} and the rest scaled by "
-                            f"1/(1 − p), so rows no longer sum to 1.",
-                   "pitfall": "Seed 002's line F.dropout(alpha, p) has no training flag; it defaults to True, "
-                              "so weights are dropped even in eval mode: the pitfall."}[mode]
     for key, value in steps.items():
-        title, formula, inputs, why = STEP_TEXT[key]
-        if key == "alpha" and "masked_energy" in steps:
-            inputs = ("masked_energy",)
-        trace.add(key, title, value, STEP_AXES[key], formula, inputs, why or dropout_why,
+        title, formula, inputs, why = step_text(key, has_bias, mode, "masked_energy" in steps, p, n_heads)
+        if key == "masked_energy" and np.all(value <= -1e9):
+            why = ("Every key is padding: every score is −10¹⁰, so softmax spreads the weight evenly over the "
+                   "padding instead of giving it 0.")
+        trace.add(key, title, value, STEP_AXES[key], formula, inputs, why,
                   scale="sequential" if key.startswith("alpha") else "diverging")
-    trace.facts.update(n_heads=n_heads, head_dim=x.shape[1] // n_heads, mode=mode, p=p)
+    trace.facts.update(n_heads=n_heads, head_dim=x.shape[1] // n_heads, mode=mode, p=p, bias=has_bias)
     return trace
 
 
@@ -253,20 +306,20 @@ def score_costs(n_q: int, n_k: int, d_k: int, d_a: int) -> list[dict]:
         _check_int(name, value, 1, 1_000_000)
     nn = n_q * n_k
     return [
-        {"name": "dot", "score": r"e_{ij} = q_i^\top k_j",
+        {"name": "dot", "score": r"S_{ij} = q_i \cdot k_j",
          "flops_formula": r"2\, n_q n_k d_k", "flops": 2 * nn * d_k,
          "params_formula": "0", "params": 0,
          "memory_formula": r"n_q n_k", "memory": nn},
-        {"name": "scaled_dot", "score": r"e_{ij} = q_i^\top k_j / \sqrt{d_k}",
+        {"name": "scaled_dot", "score": r"\hat S_{ij} = q_i \cdot k_j / \sqrt{d_k}",
          "flops_formula": r"2\, n_q n_k d_k + n_q n_k", "flops": 2 * nn * d_k + nn,
          "params_formula": "0", "params": 0,
          "memory_formula": r"n_q n_k", "memory": nn},
-        {"name": "additive", "score": r"e_{ij} = v^\top \tanh(W_1 q_i + W_2 k_j)",
+        {"name": "additive", "score": r"S_{ij} = v^\top \tanh(W_1^\top q_i + W_2^\top k_j)",
          "flops_formula": r"2\, d_k d_a (n_q + n_k) + 4\, n_q n_k d_a",
          "flops": 2 * d_k * d_a * (n_q + n_k) + 4 * nn * d_a,
          "params_formula": r"2\, d_k d_a + d_a", "params": 2 * d_k * d_a + d_a,
          "memory_formula": r"n_q n_k d_a", "memory": nn * d_a},
-        {"name": "bilinear", "score": r"e_{ij} = q_i^\top W k_j",
+        {"name": "bilinear", "score": r"S_{ij} = q_i^\top W k_j",
          "flops_formula": r"2\, n_q d_k^2 + 2\, n_q n_k d_k", "flops": 2 * n_q * d_k * d_k + 2 * nn * d_k,
          "params_formula": r"d_k^2", "params": d_k * d_k,
          "memory_formula": r"\max(n_q d_k,\ n_q n_k)", "memory": max(n_q * d_k, nn)},

@@ -167,3 +167,50 @@ def test_alignment_trace_and_bad_inputs(trained):
     for bad in (np.zeros((3, 3)), np.zeros((0, 2)), [[0, 1], [1, float("nan")]], [["a", "b"]], np.zeros((500, 2))):
         with pytest.raises(ConfigError):
             b.sort_sequence(model, bad)
+
+
+# ---- counted from 0, as the rest of the app: h_0 … h_{n−1}, s_0 the start ------------------------------------
+
+def test_step_trace_counts_inputs_from_0():
+    """H = [h_0; …; h_{n−1}], sums over j = 0 … n−1, and facts['best'] is the 0-based row of H that the
+    page names 'h_best' (the row the weights' argmax is on)."""
+    params = b.init_params(2, 2, 20, seed=5, scale=0.5)
+    x, y = b.toy_sequence(6, 3)
+    t = b.step_trace(y[2], x, params)
+    assert r"h_0 \\ \vdots \\ h_{n-1}" in t["h"].formula and "h_1" not in t["h"].formula
+    assert r"\sum_{k=0}^{n-1}" in t["weights"].formula and r"\sum_{j=0}^{n-1}" in t["context"].formula
+    best = t.facts["best"]
+    assert t["weights"].value[best] == t["weights"].value.max() and t.tokens[best] == b.pair_label(x[best])
+    # Σ_{j=0}^{n-1}: every row of H, the first (h_0 = the start [0, 1]) included
+    np.testing.assert_allclose(t["context"].value, sum(t["weights"].value[j] * x[j] for j in range(len(x))))
+    assert x[0].tolist() == [0.0, 1.0] and "tutorial 3" in t["scores"].why
+    for s in t:
+        assert "seed 00" not in f"{s.title} {s.formula} {s.why}".lower(), s.key
+
+
+def test_alignment_trace_counts_states_from_s_0():
+    """Output i = 1 … n−1 reads s_{i−1} (s_0 = h_0 = [0, 1], the start) and becomes s_i: the formula's
+    indices are the code's."""
+    params = b.init_params(2, 2, 8, seed=1, scale=0.5)
+    x, _ = b.toy_sequence(5, 2)
+    t = b.alignment_trace(params, x)
+    assert t["inputs"].formula == r"h_0, \dots, h_{n-1}"
+    assert t["outputs"].formula.startswith(r"s_i = \mathrm{round}(c_i)") and r"i = 1, \dots, n-1" in t["outputs"].formula
+    assert r"s_{i-1} W + h_j U" in t["alignment"].formula and r"j = 0, \dots, n-1" in t["alignment"].formula
+    outputs, alignment = t["outputs"].value, t["alignment"].value
+    assert outputs.shape == (len(x) - 1, 2)                                      # s_1 … s_{n−1}
+    states = np.vstack([x[:1], outputs])                                         # s_0 = h_0, s_1, …
+    for i in range(1, len(x)):                                                   # row i − 1 is output i
+        _, w = b.additive_attention(states[i - 1], x, params)
+        np.testing.assert_allclose(alignment[i - 1], w, atol=1e-15)
+        np.testing.assert_array_equal(outputs[i - 1], np.round(w @ x))
+
+
+def test_learning_rate_schedule_as_stated():
+    """lr_at is what train uses; the last sequence trains at (f + (1 − f)/steps)·lr, f·lr only after it."""
+    s = b.ToySettings(steps=7, min_len=1, max_len=2, d_a=4)
+    progress = list(b.train(b.make_model(s), s))
+    assert [p.lr for p in progress] == [b.lr_at(k, s) for k in range(1, 8)]
+    np.testing.assert_allclose(b.lr_at(7, s), (0.1 + 0.9 / 7) * s.lr, rtol=1e-15)
+    np.testing.assert_allclose(b.lr_at(8, s), 0.1 * s.lr, rtol=1e-15)
+    np.testing.assert_allclose(np.diff([p.lr for p in progress]), -0.9 * s.lr / 7, rtol=1e-12)

@@ -159,3 +159,65 @@ def test_named_queries_validated():
         g.named_queries([])
     q = g.named_queries(["red", "round"], sharpness=3.0)
     np.testing.assert_allclose(np.linalg.norm(q, axis=1), 3.0)
+
+
+# ---- the words are the code's numbers ------------------------------------------------------------------
+
+def _solid(colour, size: int = 12) -> np.ndarray:
+    return np.broadcast_to(np.asarray(colour, dtype=np.float64), (size, size, 3)).copy()
+
+
+def test_redness_numbers_stated_are_the_filter_banks_output():
+    """Every number the redness description states is what cell_features gives a cell of that colour
+    (issue 12: it said 0.8 for pure red, which gives 1, and 0 for yellow, which gives 0.1 here)."""
+    import re
+    text = g.FEATURES["redness"]
+    some = text.split(": ", 1)[1].split("; 0 for ")[0]
+    stated = {name: float(v) for v, name in re.findall(r"([0-9.]+) for (.+?)(?=, [0-9.]+ for |$)", some)}
+    assert set(stated) == {name for name, _ in g.REDNESS_EXAMPLES}
+    for name, colour in g.REDNESS_EXAMPLES:
+        x = g.cell_features(_solid(colour), (3, 3))[:, col("redness")]
+        np.testing.assert_allclose(x, stated[name], rtol=0, atol=5e-4)          # stated to 3 significant digits
+    assert stated["pure red (1, 0, 0)"] == 1.0 and stated["their yellow"] == 0.1 and stated["the scenes' red"] == 0.8
+    zero = text.split("; 0 for ")[1]
+    for name, colour in g.REDNESS_ZERO:
+        assert name in zero
+        np.testing.assert_array_equal(g.cell_features(_solid(colour), (2, 2))[:, col("redness")], 0.0)
+    assert "0.8 for pure red" not in text
+    # the scenes draw these colours: the scenes' red disc's middle cell reads 0.8
+    shapes = g.make_grid("shapes", (12, 12))
+    assert g.RED in [c for *_, c in g.SCENES["shapes"]]
+    np.testing.assert_allclose(shapes.x[:, col("redness")].max(), 0.8, atol=1e-12)
+
+
+def test_edge_features_as_described():
+    """'1 ≈ one full-contrast edge straight across' (divided by the cell's width / height) and 'round' ~0 on
+    axis-aligned edges: one black/white boundary across a cell gives exactly 1, in the direction described."""
+    image = np.zeros((8, 8, 3))
+    image[4:] = 1.0                                         # a horizontal boundary across the single cell
+    x = g.cell_features(image, (1, 1))[0]
+    assert x[col("h_edges")] == 1.0 and x[col("v_edges")] == 0.0 and x[col("round")] == 0.0
+    x = g.cell_features(np.swapaxes(image, 0, 1).copy(), (1, 1))[0]
+    assert x[col("v_edges")] == 1.0 and x[col("h_edges")] == 0.0
+    assert "divided by the cell's width" in g.FEATURES["h_edges"] and "height" in g.FEATURES["v_edges"]
+
+
+def test_traces_speak_the_apps_notation():
+    """S / Ŝ scores, A weights, C context (docs/notation.md); d_k the key width; tutorial 4, no seed file."""
+    grid = g.make_grid("shapes")
+    one = g.one_query(grid, g.named_queries(["red"])[0], "red")
+    many = g.many_queries(grid, g.named_queries(["red", "blue"]), ["red", "blue"])
+    cross = g.cross_attention(grid, g.named_queries(["red", "blue"]), ["red", "blue"])
+    assert one["scores"].formula == r"s_j = x_j \cdot q" and one["context"].title == "Context c = a X"
+    assert many["scores"].formula == r"S = Q X^\top" and many["context"].formula == "C = A X"
+    assert cross["scores"].formula.startswith(r"\hat S = \frac{Q K^\top}{\sqrt{d_k}}")
+    assert cross["weights"].formula.startswith(r"A = \mathrm{softmax}(\hat S)") and cross["context"].formula == "C = A V"
+    assert cross["queries"].axes == ("n_q", "d_k") and cross["k"].axes == ("n_x", "d_k")
+    # the weights grid formula: cell (r, c) is entry r·cols + c of a
+    w = one["weights_grid"].value
+    assert w[2, 3] == one["weights"].value[2 * grid.shape[1] + 3]
+    for t in (one, many, cross):
+        for s in t:
+            words = f"{s.title} {s.formula} {s.why}"
+            assert "seed 00" not in words.lower() and "E =" not in words and "Y =" not in words, s.key
+    assert "tutorial 4" in one["scores"].why

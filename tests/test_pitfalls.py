@@ -6,8 +6,8 @@ import pytest
 
 from attention_core import Config, run_forward, sinusoidal_encoding, softmax
 from old_defaults import toy_config
-from attention_core.pitfalls import (PITFALLS, PITFALLS_BY_KEY, PitfallResult, difference, naive_softmax,
-                                     seed_001_encoding, small_attention)
+from attention_core.pitfalls import (FROM_TUTORIALS, PITFALLS, PITFALLS_BY_KEY, PitfallResult, difference,
+                                     naive_softmax, seed_001_encoding, small_attention, symbols)
 
 CONFIGS = {
     "default": Config(),
@@ -48,6 +48,13 @@ def test_registry_in_order_with_sources():
         "softmax_axis": "common", "no_scaling": "common", "neg_inf_nan": "common", "dropout_at_inference": "002",
         "scores_times_v": "001", "one_jacobian": "000", "sqrt_len_q": "000", "odd_pe_zero": "001"}
     assert PITFALLS_BY_KEY["one_jacobian"] is PITFALLS[5]
+    # the learner reads the tutorial's number (docs/notation.md: 000 is tutorial 1, ...), never a seed file
+    assert {p.key: p.source for p in PITFALLS} == {
+        "softmax_axis": "a classic", "no_scaling": "a classic", "neg_inf_nan": "a classic",
+        "dropout_at_inference": "from tutorial 3", "scores_times_v": "from tutorial 2", "one_jacobian": "from tutorial 1",
+        "sqrt_len_q": "from tutorial 1", "odd_pe_zero": "from tutorial 2"}
+    assert [p.key for p in FROM_TUTORIALS] == ["dropout_at_inference", "scores_times_v", "one_jacobian", "sqrt_len_q",
+                                               "odd_pe_zero"]
 
 
 def test_a_trace_gives_the_same_result_as_its_config():
@@ -165,3 +172,142 @@ def test_difference_counts_nan_as_infinite():
     assert difference(np.array([0.0]), np.array([np.nan])) == math.inf
     assert difference(np.array([np.nan]), np.array([np.nan])) == 0.0
     assert difference(np.array([-np.inf]), np.array([-np.inf])) == 0.0
+
+
+# ---- the words say what the code does ------------------------------------------------------------------
+
+@pytest.mark.parametrize("config_name", CONFIGS)
+def test_softmax_axis_words_name_the_axes_the_code_uses(results, config_name):
+    """The description says softmax(…, axis=−2) for the mistake and axis=−1 for the fix: the code's axes,
+    also with heads (where axis 0 would be the head axis, and softmax over it something else again)."""
+    config = CONFIGS[config_name]
+    trace = run_forward(config)
+    text = PITFALLS_BY_KEY["softmax_axis"].text(config)
+    arg = symbols(config)["arg"]
+    assert f"softmax({arg}, axis=−2)" in text and f"softmax({arg}, axis=−1)" in text
+    logits, t = trace[trace.facts["softmax_input"]].value, config.temperature
+    r = results[config_name, "softmax_axis"]
+    np.testing.assert_array_equal(r.wrong, softmax(logits, axis=-2, temperature=t))
+    np.testing.assert_array_equal(r.correct, softmax(logits, axis=-1, temperature=t))
+    if config.n_heads > 1:      # "with heads, axis 0 is the head axis": softmax over axis 0 is another thing
+        assert logits.ndim == 3 and not np.allclose(softmax(logits, axis=0, temperature=t), r.wrong)
+        assert "axis 0 is the head axis" in text
+
+
+@pytest.mark.parametrize("config_name", CONFIGS)
+def test_descriptions_name_the_scores_the_code_reads(config_name):
+    """S, Ŝ or S̃ and / T as docs/notation.md names them, from the settings: the symbol of the step the code reads."""
+    config = CONFIGS[config_name]
+    trace = run_forward(config)
+    sym = symbols(config)
+    assert sym == symbols(trace)                                        # the same from the Trace as from the Config
+    name = {"scores": "S", "scaled_scores": "Ŝ", "masked_scores": "S̃"}[trace.facts["softmax_input"]]
+    assert sym["arg"] == (name if config.temperature == 1 else f"{name} / {config.temperature:g}")
+    # scores @ V reads the unmasked scores: Ŝ for the scaled dot product, S otherwise
+    assert sym["scores"] == ("Ŝ" if "scaled_scores" in trace else "S")
+    r = PITFALLS_BY_KEY["scores_times_v"].compute(trace)
+    v = trace["v_heads" if config.n_heads > 1 else "v"].value
+    np.testing.assert_allclose(r.wrong, trace["scaled_scores" if sym["scores"] == "Ŝ" else "scores"].value @ v,
+                               atol=1e-12)
+    text = PITFALLS_BY_KEY["scores_times_v"].text(config)
+    assert f"{sym['scores']} V" in text and f"A = softmax({sym['arg']})" in text
+    np.testing.assert_allclose(r.correct, trace["context"].value, atol=1e-12)
+
+
+def test_softmax_axis_detail_numbers_are_the_column_sums():
+    """'columns sum to 1 instead', with padding: a hidden key's column is all 0 and the detail says so."""
+    config = CONFIGS["bilinear-padding-temperature"]
+    r = PITFALLS_BY_KEY["softmax_axis"].compute(config)
+    sums = r.wrong.sum(axis=0)
+    np.testing.assert_array_equal(sums[1], 0.0)                          # key 1 is padding: no query sees it
+    np.testing.assert_allclose(np.delete(sums, 1), 1.0, atol=1e-12)
+    assert "the 1 key(s) no query may see keep a column of zeros" in r.check_detail
+    assert "column of zeros" not in PITFALLS_BY_KEY["softmax_axis"].compute(CONFIGS["default"]).check_detail
+
+
+def test_one_jacobian_detail_describes_the_layer_it_differentiates():
+    """The detail says 'scaled dot product, head 0, no mask, no bias, T = 1': check each on a config that has
+    none of these (dot scores, causal mask, bias, T ≠ 1, two heads): the gradient is that layer's."""
+    torch = pytest.importorskip("torch")
+    config = Config(sentence="the cat sat on the mat", embedding="random", d_model=8, n_heads=2, score="dot",
+                    mask="causal", bias=True, temperature=0.5)
+    trace = run_forward(config)
+    r = PITFALLS_BY_KEY["one_jacobian"].compute(trace)
+    assert "softmax(Q_0 K_0ᵀ/√d_k) V_0" in r.check_detail and "no mask, no bias, T = 1" in r.check_detail
+    assert r.what == "∂L/∂W_Q (head 0's columns)"
+    d_k = config.d_k
+    w_q = torch.tensor(trace["w_q"].value[:, :d_k], requires_grad=True)
+    x = torch.tensor(trace["x"].value)
+    w_k, w_v = (torch.tensor(trace[k].value[:, :d]) for k, d in (("w_k", d_k), ("w_v", config.d_v)))
+    g = torch.tensor(small_attention(trace).g)
+    (torch.softmax((x @ w_q) @ (x @ w_k).T / math.sqrt(d_k), dim=-1) @ (x @ w_v) * g).sum().backward()
+    np.testing.assert_allclose(r.correct, w_q.grad.numpy(), atol=1e-12)
+
+
+def test_sqrt_len_q_names_its_weights_when_they_are_not_the_learners():
+    plain = PITFALLS_BY_KEY["sqrt_len_q"].compute(CONFIGS["default"])
+    assert plain.what == "attention weights"
+    np.testing.assert_allclose(plain.correct, run_forward(CONFIGS["default"])["weights"].value, atol=1e-15)
+    other = PITFALLS_BY_KEY["sqrt_len_q"].compute(CONFIGS["bilinear-padding-temperature"])
+    assert other.what == "weights softmax(Q Kᵀ/√d_k) of your Q and K (no mask, T = 1)"
+    assert not np.allclose(other.correct, run_forward(CONFIGS["bilinear-padding-temperature"])["weights"].value)
+
+
+def _texts(r: PitfallResult) -> str:
+    return " ".join((r.check_name, r.check_detail, r.what))
+
+
+@pytest.mark.parametrize("config_name", CONFIGS)
+def test_no_learner_visible_text_names_a_seed_file(results, config_name):
+    """Learners read 'tutorial 3', never 'seed 002' (the sidebar's Seed is something else)."""
+    for p in PITFALLS:
+        text = " ".join((p.title, p.source, p.text(CONFIGS[config_name]), _texts(results[config_name, p.key])))
+        assert "seed 00" not in text.lower() and "seed-00" not in text.lower(), (p.key, text)
+
+
+# ---- the page --------------------------------------------------------------------------------------------
+
+def _page_text(at) -> str:
+    parts = [m.value for m in list(at.markdown) + list(at.caption)]
+    parts += [str(o) for r in at.radio for o in r.options] + [m.label + " " + m.value for m in at.metric]
+    return "\n".join(parts)
+
+
+def test_pitfalls_page_counts_the_tutorials_pitfalls_from_the_data():
+    from tests.apptest_util import no_exception, open_page
+    at = open_page("app_pages/30_pitfalls.py")
+    no_exception(at)
+    intro = next(m.value for m in at.markdown if "mistakes appear" in m.value)
+    assert f"Each of these {len(PITFALLS)} mistakes" in intro
+    assert f"{len(FROM_TUTORIALS)} of them come from the tutorials" in intro and len(FROM_TUTORIALS) == 5
+    assert "(tutorials 1, 2 and 3)" in intro
+    options = at.radio(key="pitfall").options
+    assert sum("(from tutorial " in o for o in options) == len(FROM_TUTORIALS)
+    assert "Dropout left on at inference  (from tutorial 3)" in options
+    assert sum("(a classic)" in o for o in options) == len(PITFALLS) - len(FROM_TUTORIALS)
+
+
+@pytest.mark.parametrize("query", [{}, {"score": "dot", "mask": "causal", "temperature": "0.5", "n_heads": "2"}])
+def test_pitfalls_page_text_has_no_seed_file_and_describes_these_settings(query):
+    from tests.apptest_util import no_exception, open_page
+    at = open_page("app_pages/30_pitfalls.py", query=query)
+    config = Config(**{k: float(v) if k == "temperature" else int(v) if k == "n_heads" else v for k, v in query.items()})
+    for p in PITFALLS:
+        at.radio(key="pitfall").set_value(p.key).run()
+        no_exception(at)
+        text = _page_text(at)
+        assert "seed 00" not in text.lower(), p.key
+        assert p.text(config) in [m.value for m in at.markdown], p.key     # the description, for these settings
+    at.radio(key="pitfall").set_value("softmax_axis").run()
+    want = "softmax(S̃ / 0.5, axis=−1)" if query else "softmax(Ŝ, axis=−1)"     # what these settings' softmax reads
+    assert want in _page_text(at)
+
+
+def test_nan_detail_names_the_queries_whose_row_is_nan():
+    """'a NaN row for query 3 in each of the 2 heads': the detail names the rows the naive softmax fills with NaN."""
+    r = PITFALLS_BY_KEY["neg_inf_nan"].compute(Config(mask="padding", padding=(1,), n_heads=2))
+    nan_rows = np.isnan(r.wrong).any(axis=-1)                                # (heads, n)
+    assert nan_rows[:, 3].all() and not nan_rows[:, :3].any()
+    assert "a NaN row for query 3 in each of the 2 heads" in r.check_detail
+    r = PITFALLS_BY_KEY["neg_inf_nan"].compute(Config(sentence="i love you", mask="padding", padding=(0, 1, 2)))
+    assert np.isnan(r.wrong).all(axis=-1).all() and "a NaN row for queries 0, 1, 2," in r.check_detail

@@ -270,3 +270,135 @@ def test_score_function_weights_at_any_temperature_equal_the_forward_pass(query)
         scores = trace["scaled_scores" if score == "scaled_dot" else "scores"].value
         assert drawn(at, weights), score
         assert drawn(at, scores[0] if config.n_heads > 1 else scores), score
+
+
+# ---- what a learner reads: the words and formulas of these pages -----------------------------------------
+
+def visible_text(at) -> str:
+    """Every text a learner can read on the page: Markdown (with its formulas), captions, notices, titles,
+    widget labels and options, metrics, table indexes, code, image captions and chart titles."""
+    parts = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning", "success", "error",
+                 "latex", "code"):
+        parts += [str(e.value) for e in at.get(kind)]
+    for kind in ("radio", "selectbox", "multiselect", "slider", "select_slider", "number_input", "toggle",
+                 "segmented_control", "button", "checkbox", "text_input"):
+        for w in at.get(kind):
+            parts.append(str(getattr(w, "label", "")))
+            parts += [str(o) for o in getattr(w, "options", []) or []]
+            parts.append(str(getattr(w, "help", "") or ""))
+    parts += [f"{m.label} {m.value} {m.proto.help}" for m in at.metric]
+    parts += [" ".join(map(str, t.value.index)) + " " + " ".join(map(str, t.value.columns)) for t in at.table]
+    parts += [c for im in at.image for c in im.captions]
+    parts += [json_text(sp.get("title", "")) for sp in charts(at)]
+    return "\n".join(parts)
+
+
+PYTORCH_TABS = ["1 · Project", "2 · Split into heads", "3 · Score, mask, softmax, dropout", "4 · Back together"]
+
+
+def pytorch_everywhere(at):
+    """Yield the page after each tab and mode, every expander open: everything it can show."""
+    for mode in ("eval", "train", "pitfall"):
+        for k, tab in enumerate(PYTORCH_TABS):
+            at.session_state["mha.group"] = tab
+            at.session_state[f"mha.also.{k}"] = True
+            at.session_state["mha.mode"] = mode
+            at.run()
+            no_exception(at)
+            yield mode, tab
+
+
+def test_pytorch_page_formulas_are_the_modules_in_the_apps_notation():
+    """No bias terms (the layer is built with bias=False), W_Q the app's matrix (fc_q.weight = W_Qᵀ),
+    A the weights, C the context, heads h = 0 … H−1; no seed file named anywhere."""
+    from attention_core import torch_mha as tm
+    at = open_page("app_pages/23_pytorch_mha.py", query={"embedding": "random", "d_model": "8", "weights": "random"})
+    at.selectbox(key="mha.heads").set_value(2)
+    at.multiselect(key="mha.pad").set_value([1]).run()
+    assert tm.LAYER_BIAS is False
+    seen = set()
+    for mode, tab in pytorch_everywhere(at):
+        shown = formulas(at)
+        seen.update(shown)
+        assert not any("b_" in f for f in shown), (mode, tab, shown)
+        assert not any(r"W_Q^\top" in f or r"W_O^\top" in f for f in shown), shown
+        text = visible_text(at)
+        assert "seed 00" not in text.lower(), (mode, tab)
+        assert "fc_q.weight` holds W_Qᵀ" in text and "= x W_Q, with no b_Q (no biases)" in text
+        assert "Head h to draw" in text and "h = 0 … 1" in text
+    for want in (r"Q = x\, W_Q", r"O = C\, W_O", r"C_h = A'_h V_h", r"A_h = \mathrm{softmax}(\tilde S_h)",
+                 r"C = \left[\,C_0 \mid \cdots \mid C_{H-1}\,\right]", r"\hat S_h = \frac{Q_h K_h^\top}{\sqrt{d_k}}",
+                 "A'_h = A_h", r"\frac{m \odot A_h}{1 - p}"):
+        assert any(want in f for f in seen), want
+    assert at.selectbox(key="mha.pit_head").options == ["0", "1"]
+
+
+def test_grid_page_words_are_the_codes_numbers_and_notation():
+    """The features table states redness() numbers (1 for pure red, 0.1 for the scenes' yellow), the scores,
+    weights and context are S / Ŝ, A, C in every tab, and no text names a seed file."""
+    from attention_core import grid as g
+    at = open_page("app_pages/22_grid.py")
+    no_exception(at)
+    table = next(t.value for t in at.table if "what it measures in a cell" in t.value.columns)
+    assert table.loc["redness", "what it measures in a cell"] == g.FEATURES["redness"]
+    assert "1 for pure red (1, 0, 0)" in g.FEATURES["redness"] and "0.1 for their yellow" in g.FEATURES["redness"]
+    texts = []
+    for tab in ("(a) One query", "(b) Many queries", "(c) Learned K and V: cross-attention"):
+        at.session_state["grid.tab"] = tab
+        for transforms in ("hand", "random"):
+            at.session_state["grid.transforms"] = transforms
+            at.run()
+            no_exception(at)
+            texts.append(visible_text(at))
+    text = "\n".join(texts)
+    assert "seed 00" not in text.lower() and "tutorial 4" in text
+    for want in (r"s_j = x_j \cdot q", r"S = Q X^\top", "C = A X", r"\hat S = \frac{Q K^\top}{\sqrt{d_k}}", "C = A V"):
+        assert want in text, want
+    assert "E = Q" not in text and "Y = A" not in text
+    assert f"same {g.D_X}-feature space" in text
+    assert "(" + ", ".join(g.VALUE_FEATURES) + ")" in text                        # hand-set W_V keeps these
+    assert f"mixes all {g.D_X} features into each of the 5 value columns v0…v4" in text
+
+
+def test_alignment_page_counts_from_0_and_states_the_codes_numbers():
+    """h_0 … h_{n−1} and s_0 the start, the largest weight named by its 0-based input h_j, the learning rate's
+    last value from lr_at, tutorial 5 not a seed file."""
+    sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    at = open_page("app_pages/21_alignment.py")
+    no_exception(at)
+    s = b.ToySettings()
+    inputs, targets = b.toy_sequence(6, np.random.default_rng([6, 2014]))
+    step = b.step_trace(targets[2], inputs, b.init_params(2, 2, s.d_a, s.seed, s.init_scale))     # i = 3
+    best = step.facts["best"]
+    answer = int(np.flatnonzero(np.all(inputs == targets[3], axis=1))[0])
+    info = next(m.value for m in at.info if "largest weight" in m.value)
+    assert f"is on input h{str(best).translate(sub)} = {b.pair_label(inputs[best])};" in info
+    assert f"the right answer is h{str(answer).translate(sub)} = {b.pair_label(targets[3])}." in info
+    text = visible_text(at)
+    assert "h₀ … hₙ₋₁" in text and "s₀ (its start)" in text and "from tutorial 5" in text
+    assert f"s₂ = {b.pair_label(targets[2])}" in text
+    at.slider(key="align.step_i").set_value(1).run()
+    assert "the previous state is **s₀ = [0, 1]** (the start)" in visible_text(at)
+    at.number_input(key="align.steps").set_value(40)
+    at.form_submit_button[0].click().run()
+    no_exception(at)
+    trained = at.session_state["align.model"]["settings"]
+    text = visible_text(at)
+    assert f"falling linearly to {b.lr_at(40, trained):.3g} at the last sequence" in text
+    assert "Mean over the last 2 training sequences (5% of them)" in text
+    assert "seed 00" not in text.lower() and "h_1, \\dots, h_n" not in text and "\\sum_{j=1}" not in text
+    at.toggle(key="align.sort_table").set_value(True).run()
+    rows = next(d.value for d in at.dataframe if "most attended input" in d.value.columns)
+    assert rows["most attended input"].str.match(r"h_\d+ = \[").all()
+    assert list(rows["output i"]) == list(range(1, len(rows) + 1))              # output i becomes s_i, s_0 the start
+
+
+@pytest.mark.parametrize("page", PAGES + ["app_pages/30_pitfalls.py"])
+def test_no_learner_visible_text_names_a_seed_file(page):
+    """Learners read 'tutorial 3', never 'seed 002': the sidebar's Seed is something else (docs/notation.md)."""
+    at = open_page(page)
+    no_exception(at)
+    text = visible_text(at)
+    assert text and "seed 00" not in text.lower() and "seed tutorial" not in text.lower()
+    assert "tutorial " in text                         # each of these pages names the tutorial it follows

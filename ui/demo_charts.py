@@ -28,7 +28,7 @@ def spread_chart() -> dict:
     data = [{"d_k": r["d_k"], "variance": r[name], "scores": name}
             for r in spread for name in ("variance of q·k", "variance of q·k/√d_k")]
     return fill_width(line_spec(data, "d_k", "variance", "scores", width=300, log=True,
-                                title="Variance of 2,000 random dot products"))
+                                title="Variance of 2,000 dot products of random unit-variance vectors"))
 
 
 @functools.lru_cache(maxsize=len(D_VALUES))

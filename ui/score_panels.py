@@ -12,6 +12,7 @@ import functools
 
 from attention_core import Config, Step, Trace
 from attention_core import attention as att
+from attention_core import notation
 
 from .cache import get_trace
 
@@ -27,3 +28,17 @@ def score_panel(config: Config, score: str) -> tuple[Trace, Step]:
     weights = Step(w.key, w.title, att.softmax(logits.value, temperature=config.temperature), w.axes, w.formula,
                    w.inputs, w.why, w.scale)
     return base, weights
+
+
+PLAIN = {notation.S: "S", notation.S_SCALED: "Ŝ", notation.S_MASKED: "S̃"}     # the LaTeX symbols as plain text
+
+
+def scores_symbol(score: str) -> str:
+    """What the score step gives, as docs/notation.md names it: Ŝ for the scaled dot product, else S."""
+    return "Ŝ" if score == "scaled_dot" else "S"
+
+
+def softmax_text(config: Config) -> str:
+    """'softmax(S̃ / 0.5)': what run_forward's softmax reads under these settings (notation.softmax_argument)."""
+    arg = PLAIN[notation.softmax_input(config)]
+    return f"softmax({arg if config.temperature == 1 else f'{arg} / {config.temperature:g}'})"
