@@ -200,7 +200,7 @@ def test_clicking_a_cell_on_the_grid_page_shows_its_value(app_server, student):
 
     tab = student()
     open_page(tab, app_server, "grid")
-    heading = tab.get_by_role("heading", name=re.compile(r"^Scores e"))
+    heading = tab.get_by_role("heading", name=re.compile(r"^Scores s"))
     expect(heading.first).to_be_visible(timeout=30_000)
     box = tab.locator("[data-testid='stVerticalBlock']").filter(has=heading).last
     cells = box.locator(f"{CHART} svg.marks g.mark-rect.role-mark path")
