@@ -72,8 +72,9 @@ def _agreement_note(config: Config, labels: list[str], weights: np.ndarray) -> s
         return ""
     top = np.bincount(rows.argmax(axis=1), minlength=weights.shape[-1])  # (n_k,): rows whose largest weight is key j
     j = int(top.argmax())
+    heads = f" (all {weights.shape[0]} heads)" if weights.ndim == 3 else ""
     return (f" W_Q and W_K were trained for a sentiment classifier that averages every word's row: here "
-            f"{int(top[j])} of {len(rows)} rows put their largest weight on “{labels[j]}”.")
+            f"{int(top[j])} of the {len(rows)} rows{heads} put their largest weight on “{labels[j]}”.")
 
 
 def _heads(h: int, *axes: str) -> tuple[str, ...]:

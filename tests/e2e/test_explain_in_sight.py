@@ -74,7 +74,7 @@ def test_a_clicked_score_is_explained_in_the_viewport(app_server, laptop):
     click_cell(tab, card, 2 * 3 + 1)                     # row 2, column 1 of the 3 × 3 scores
     shown = card.get_by_text("was made", exact=False).first
     expect(shown).to_be_visible(timeout=15_000)
-    assert "[2, 1]" in shown.inner_text()
+    assert "[2,1]" in shown.inner_text()
     tab.wait_for_timeout(600)                          # the scroll helper runs 60 and 400 ms after drawing
     explanation = card.locator("[class*='st-key-xp-']").first
     where = in_viewport(tab, explanation)
@@ -110,7 +110,7 @@ def test_a_click_in_a_half_width_card_scrolls_its_explanation_into_view(app_serv
     click_cell(tab, card, {36: 5 * 6 + 4, 21: 15 + 4}[cells.count()])
     shown = card.get_by_text("was made", exact=False).first
     expect(shown).to_be_visible(timeout=15_000)
-    assert "[5, 4]" in shown.inner_text()
+    assert "[5,4]" in shown.inner_text()
     tab.wait_for_timeout(600)
     where = in_viewport(tab, card.locator("[class*='st-key-xp-']").first)
     assert where["inside"], where
