@@ -11,11 +11,10 @@ h, d_k, d_v, n, d_model = config.n_heads, config.d_k, config.d_v, trace.n, trace
 st.markdown("Several attention **heads** run side by side, each with its own slice of Q, K and V, so that, "
             "once trained, one head can follow one relation between words and another head another. Their outputs are concatenated and "
             "mixed back to d_model columns by W_O.")
-st.latex(attention_formula(config, heads=h > 1))          # built from the settings: score, scale, mask, T
-st.latex(multi_head_formula(config))
-if h > 1:
-    st.caption(f"H = {h} heads, counted from 0 as on the heatmaps: head h is one of head 0 … head {h - 1}. "
-               "Every head uses the same mask and temperature.")
+# the formulas built from the settings (score, scale, mask, T, heads) and the head count: one element
+heads = (f"\n\n:small[:gray[H = {h} heads, counted from 0 as on the heatmaps: head h is one of head 0 … "
+         f"head {h - 1}. Every head uses the same mask and temperature.]]" if h > 1 else "")
+st.markdown(f"$$\n{attention_formula(config, heads=h > 1)}\n$$\n\n$$\n{multi_head_formula(config)}\n$$" + heads)
 st.markdown("**Shapes along the way**")
 st.code(f"X                  (n={n}, d_model={d_model})\n"
         f"Q = X W_Q          (n={n}, H·d_k={h * d_k})\n"

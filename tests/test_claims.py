@@ -22,6 +22,7 @@ from attention_core import Config, run_forward, sinusoidal_encoding
 from attention_core.claims import CLAIMS, holds, say, shown_outside
 from attention_core.embeddings import cosine_similarity, glove_vocabulary
 from attention_core.notation import attention_formula, multi_head_formula
+from tests.apptest_util import formulas
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -234,7 +235,7 @@ def test_no_page_shows_a_claim_where_it_does_not_hold(config):
         assert shown_outside(text, config) == [], (page, config)
         assert not SEED_NAME.search(text), (page, SEED_NAME.search(text).group(0))
         if page.endswith("7_multi_head.py"):
-            latex = [e.value.strip("$\n") for e in at.latex]
+            latex = formulas(at)
             assert attention_formula(config, heads=config.n_heads > 1) in latex
             assert multi_head_formula(config) in latex
 

@@ -148,7 +148,7 @@ def test_multi_head_counts_heads_from_zero_with_H_the_count():
     latex = "\n".join(formulas(at))
     assert r"h = 0, \dots, H-1 = 2" in latex and r"C_0 \mid \cdots \mid C_{H-1}" in latex
     assert "C_{h-1}" not in latex and "C_h}" not in latex and r"C_1 \mid C_2" not in latex
-    assert "head 0 … head 2" in "\n".join(c.value for c in at.caption)
+    assert "head 0 … head 2" in "\n".join(m.value for m in at.markdown)
 
 
 # -- charts fit their cards --------------------------------------------------------------------------
