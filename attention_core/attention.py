@@ -43,7 +43,7 @@ def dot_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 def scaled_dot_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Ŝ = Q Kᵀ / √d_k: stops the scores' spread growing with d_k (for q and k with unit-variance
-    entries, Q Kᵀ has variance d_k and Ŝ variance 1: tests/test_claims.py::test_scaling_keeps_unit_variance_scores_at_1)."""
+    entries, Q Kᵀ has variance d_k and Ŝ variance 1: tests/test_explain.py::test_unit_variance_entries_give_scaled_scores_of_variance_one)."""
     return dot_scores(q, k) / np.sqrt(q.shape[-1])
 
 

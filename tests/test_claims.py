@@ -181,8 +181,7 @@ def test_the_grid_covers_every_value_of_every_setting():
     assert seen("n_heads") == {1, 2, 4} and seen("d_model") == {7, 8} and seen("bias") == {True, False}
     widths = {run_forward(c).facts["d_embed"] % 2 for c in GRID if c.positional == "sinusoidal"}
     assert widths == {0, 1}                              # odd and even encodings both walked
-    pairs = {(c.score, c.positional) for c in GRID} | set()
-    assert len({(c.score, c.positional) for c in GRID[:16]}) == 16 and len(pairs) >= 16
+    assert len({(c.score, c.positional) for c in GRID[:16]}) == 16      # the array: every pair once
 
 
 def page_text(at) -> str:
@@ -240,22 +239,7 @@ def test_no_page_shows_a_claim_where_it_does_not_hold(config):
             assert multi_head_formula(config) in latex
 
 
-# ---- sentences that state their condition: the condition is enough ------------------------------
-
-def test_scaling_keeps_unit_variance_scores_at_1():
-    """/scores: "If the entries of q and k have variance 1, their dot product … has variance d_k …
-    Dividing by √d_k brings the variance back to 1." True under its condition; not otherwise."""
-    rng = np.random.default_rng(0)
-    for d_k in (4, 64, 512):
-        q, k = rng.standard_normal((4000, d_k)), rng.standard_normal((4000, d_k))
-        dots = np.einsum("nd,nd->n", q, k)
-        assert abs(dots.var() / d_k - 1) < 0.1 and abs((dots / np.sqrt(d_k)).var() - 1) < 0.1
-    # without unit variance the scaled spread is not near 1 (but it still does not grow with d_k)
-    spread = [np.std(np.einsum("nd,nd->n", *(3 * rng.standard_normal((2, 4000, d)))) / np.sqrt(d)) for d in (4, 256)]
-    assert all(abs(s - 9) < 1 for s in spread)
-    index = run_forward(Config(positional="index", sentence=" ".join(["i", "love", "you", "today"] * 3) + " i"))
-    assert float(np.std(index["scaled_scores"].value)) > 2      # the index column makes q, k far from unit variance
-
+# ---- the unit-variance sentences (proved in tests/test_explain.py and test_score_functions.py) ----
 
 def test_no_sentence_says_the_spread_is_near_1_without_its_condition():
     """The words "near 1 whatever d_k" are false for inputs without unit variance: nowhere in the app."""

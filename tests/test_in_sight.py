@@ -40,16 +40,8 @@ def test_sinusoidal_similarity_depends_on_distance_alone_only_for_even_widths():
     assert diagonal_spread(3) > 1e-3 and diagonal_spread(5) > 1e-4
 
 
-def shuffled_rows_move_with_their_words(mask: str) -> bool:
-    a = run_forward(Config(sentence="the cat sat on a mat", positional="none", mask=mask))
-    b = run_forward(Config(sentence="a mat sat on the cat", positional="none", mask=mask))
-    order = [a.tokens.index(w) for w in b.tokens]
-    return bool(np.allclose(a["output"].value[order], b["output"].value))
-
-
-def test_without_positions_a_shuffle_only_reorders_rows_unless_a_mask_looks_at_positions():
-    assert shuffled_rows_move_with_their_words("none")
-    assert not shuffled_rows_move_with_their_words("causal")
+# (that a shuffle only reorders the rows without positions and without a mask: tests/test_claims.py,
+# test_order_blind_is_permutation_equivariance)
 
 
 # -- positional page ---------------------------------------------------------------------------------
