@@ -8,7 +8,13 @@ No Streamlit here, and no torch at import: usable from a notebook.
     'n_q=4 × n_k=4'
 """
 from .attention import (apply_mask, causal_mask, entropy, merge_heads, multi_head_attention,
-                        padding_mask, scaled_dot_product_attention, softmax, split_heads)
+                        padding_mask, scaled_dot_product_attention, sliding_window_mask, softmax,
+                        softmax_with_sink, split_heads)
+from .alibi import alibi_bias, alibi_slopes
+from .gqa import grouped_query_attention
+from .kv_cache import kv_cache_decode
+from .online_softmax import online_softmax_attention
+from .rope import rotary_embedding
 from .config import Config, ConfigError
 from .embeddings import glove_vocabulary, nearest, parse_vectors, toy_vocabulary, vocabulary_limit
 from .forward import run_forward
@@ -31,4 +37,6 @@ __all__ = [
     "bahdanau", "classifier", "grid", "pretrained", "torch_mha", "TrainingDiverged", "trained_weights",
     "explain", "Explanation", "can_explain", "npz_bytes", "csv_files", "python_script",
     "config_to_query", "config_from_query", "PITFALLS", "make_questions", "grade",
+    "rotary_embedding", "alibi_slopes", "alibi_bias", "sliding_window_mask", "softmax_with_sink",
+    "grouped_query_attention", "online_softmax_attention", "kv_cache_decode",
 ]

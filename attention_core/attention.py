@@ -28,6 +28,26 @@ def softmax(x, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
+def softmax_with_sink(x, sink, axis: int = -1) -> np.ndarray:
+    """exp(x_j) / (exp(s) + Σ_j' exp(x_j')): softmax with one more logit s in the denominator only.
+
+    A learned attention sink (one logit per head, as in gpt-oss): the sink takes a share of the weight
+    and gives no value back, so a row sums to 1 − exp(s)/(exp(s) + Σ exp(x)) < 1, and a head can attend
+    to nothing. sink broadcasts against x with `axis` of size 1 (a scalar, or one per head: (H, 1, 1)).
+    Equals softmax over [x, s] with the sink's column dropped. A row of −∞ gives zeros.
+
+    >>> softmax_with_sink(np.array([0.0, 0.0]), 0.0).round(4)      # three equal logits, one of them the sink
+    array([0.3333, 0.3333])
+    """
+    x = np.asarray(x, dtype=np.float64)
+    shape = list(x.shape)
+    shape[axis] = 1
+    s = np.broadcast_to(np.asarray(sink, dtype=np.float64), shape)     # one logit per row
+    m = np.maximum(np.max(x, axis=axis, keepdims=True), s)              # s is finite: so is m
+    e = np.exp(x - m)
+    return e / (e.sum(axis=axis, keepdims=True) + np.exp(s - m))
+
+
 def entropy(weights: np.ndarray) -> np.ndarray:
     """-Σ w log w of each row, in nats; (..., n_q). 0 = all on one key, log(n_k) = uniform."""
     w = np.asarray(weights, dtype=np.float64)
@@ -78,6 +98,26 @@ def padding_mask(n_q: int, n_k: int, hidden_keys) -> np.ndarray:
     mask = np.ones((n_q, n_k), dtype=bool)
     mask[:, list(hidden_keys)] = False
     return mask
+
+
+def sliding_window_mask(n_q: int, window: int, n_k: int | None = None) -> np.ndarray:
+    """True iff 0 ≤ i − j < window: query i sees itself and the window − 1 tokens before it; (n_q, n_k) bool.
+
+    A window of W keys, the query included (Longformer's and torch's reading). Mistral's paper writes
+    the window as positions i − W … i, which is W + 1 keys: pass window + 1 for that reading.
+
+    >>> sliding_window_mask(4, 2).astype(int)
+    array([[1, 0, 0, 0],
+           [1, 1, 0, 0],
+           [0, 1, 1, 0],
+           [0, 0, 1, 1]])
+    """
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+        from .config import ConfigError
+        raise ConfigError(f"The window must be a whole number of keys, at least 1 (the query itself), not {window!r}.")
+    i = np.arange(n_q)[:, None]
+    j = np.arange(n_q if n_k is None else n_k)[None, :]
+    return (i - j >= 0) & (i - j < window)
 
 
 def apply_mask(scores: np.ndarray, mask: np.ndarray | None) -> np.ndarray:

@@ -35,6 +35,12 @@ SECTIONS = [
         ("app_pages/22_grid.py", "Cross-attention on a grid", ":material/grid_on:", "grid"),
         ("app_pages/23_pytorch_mha.py", "Multi-head in PyTorch", ":material/code:", "pytorch_mha"),
     ]),
+    ("Today's attention", [
+        ("app_pages/40_rope.py", "RoPE: rotary positions", ":material/rotate_right:", "rope"),
+        ("app_pages/41_masks.py", "Masks & biases", ":material/filter_alt:", "masks"),
+        ("app_pages/42_kv_cache.py", "KV cache & decoding", ":material/memory:", "kv_cache"),
+        ("app_pages/43_online_softmax.py", "FlashAttention's online softmax", ":material/bolt:", "online_softmax"),
+    ]),
     ("Labs", [
         ("app_pages/30_pitfalls.py", "Pitfalls lab", ":material/bug_report:", "pitfalls"),
         ("app_pages/31_quiz.py", "Predict, then reveal", ":material/quiz:", "quiz"),

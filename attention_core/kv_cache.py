@@ -1,0 +1,83 @@
+"""Decoding with a KV cache: one new token at a time, its key and value rows appended to the cache.
+
+At step t the model has one new row x_t. Its query q_t = x_t W_Q meets the keys of tokens 0 … t, but
+those of 0 … t − 1 were computed at earlier steps and kept: only k_t = x_t W_K and v_t = x_t W_V are
+new. So a step costs one row of projections and one row of scores (t + 1 entries) instead of the
+whole (t + 1) × (t + 1) pass, and the outputs are exactly those of the full causal pass: causal
+attention never lets a row see a later token, so nothing cached ever changes.
+
+The cache holds H_kv heads (grouped-query attention shrinks it by g = H / H_kv); with a sliding
+window of W keys it keeps only the last W tokens (a rolling buffer, as Mistral's).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .attention import merge_heads, softmax
+from .config import ConfigError
+from .gqa import check_groups, expand_kv
+from .rope import rotary_embedding
+
+
+def kv_cache_decode(x, w_q, w_k, w_v, w_o, n_heads: int, n_kv_heads: int | None = None,
+                    window: int | None = None, prefill: int = 0, rope_base: float | None = None):
+    """Feed x's rows through attention one at a time with a KV cache; returns (outputs, cache).
+
+    x (n, d_model); w_q (d_model, H·d_head), w_k (d_model, H_kv·d_head), w_v (d_model, H_kv·d_v),
+    w_o (H·d_v, d_model). prefill: the first rows are processed together (the prompt), then the rest
+    one by one; the numbers are the same either way. rope_base: rotate Q and K by their positions
+    (RoPE, interleaved) before caching, as rotary models cache rotated keys.
+
+    outputs (n, d_model) equal causal (windowed) attention over x. cache["k"] (H_kv, kept, d_head),
+    cache["v"] (H_kv, kept, d_v), cache["positions"] the tokens kept, and cache["steps"]: one dict
+    per decoded token t with "q" (H, d_head), "positions", "scores" and "weights" (H, kept) against
+    the cache, and the cache's length after it.
+
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((5, 4))
+    >>> w = [rng.standard_normal(s) for s in ((4, 4), (4, 2), (4, 2), (4, 4))]
+    >>> outputs, cache = kv_cache_decode(x, *w, n_heads=2, n_kv_heads=1, window=3)
+    >>> outputs.shape, cache["k"].shape, cache["positions"]
+    ((5, 4), (1, 3, 2), [2, 3, 4])
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n = x.shape[0]
+    n_kv = n_heads if n_kv_heads is None else n_kv_heads
+    check_groups(n_heads, n_kv)
+    if window is not None and (isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1):
+        raise ConfigError(f"The window must be at least 1 key (the token itself), not {window!r}.")
+    if not 0 <= prefill <= n:
+        raise ConfigError(f"The prompt (prefill) must be 0 to {n} tokens, not {prefill!r}.")
+    d_head, d_v = w_q.shape[1] // n_heads, w_v.shape[1] // n_kv
+    rotate = (lambda a, p: rotary_embedding(a, np.asarray(p), rope_base)) if rope_base else (lambda a, p: a)
+    k_cache = np.zeros((n_kv, 0, d_head))
+    v_cache = np.zeros((n_kv, 0, d_v))
+    positions: list[int] = []
+    outputs = np.zeros((n, w_o.shape[1]))
+    steps = []
+    chunks = ([list(range(prefill))] if prefill else []) + [[t] for t in range(prefill, n)]
+    for rows in chunks:
+        xs = x[rows]                                                          # (r, d_model): the prompt, or one token
+        q = rotate((xs @ w_q).reshape(len(rows), n_heads, d_head).transpose(1, 0, 2), rows)    # (H, r, d_head)
+        k = rotate((xs @ w_k).reshape(len(rows), n_kv, d_head).transpose(1, 0, 2), rows)       # (H_kv, r, d_head)
+        v = (xs @ w_v).reshape(len(rows), n_kv, d_v).transpose(1, 0, 2)                      # (H_kv, r, d_v)
+        k_cache = np.concatenate([k_cache, k], axis=1)                        # append: the cache grows by r rows
+        v_cache = np.concatenate([v_cache, v], axis=1)
+        positions += rows
+        kept = len(positions)
+        p = np.array(positions)
+        allowed = (np.array(rows)[:, None] >= p[None, :])                    # causal: (r, kept)
+        if window is not None:
+            allowed &= np.array(rows)[:, None] - p[None, :] < window
+        scores = q @ np.swapaxes(expand_kv(k_cache, n_heads), -1, -2) / np.sqrt(d_head)   # (H, r, kept)
+        weights = softmax(np.where(allowed, scores, -np.inf))                 # (H, r, kept)
+        context = weights @ expand_kv(v_cache, n_heads)                       # (H, r, d_v)
+        outputs[rows] = merge_heads(context) @ w_o
+        for r, t in enumerate(rows):
+            steps.append(dict(t=t, prefill=len(rows) > 1, q=q[:, r], positions=list(positions),
+                              scores=np.where(allowed[r], scores[:, r], -np.inf), weights=weights[:, r],
+                              cache_len=kept))
+        if window is not None and kept > window:                              # a rolling buffer: drop the oldest
+            drop = kept - window
+            k_cache, v_cache, positions = k_cache[:, drop:], v_cache[:, drop:], positions[drop:]
+    return outputs, {"k": k_cache, "v": v_cache, "positions": positions, "steps": steps}
