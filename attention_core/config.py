@@ -10,10 +10,10 @@ from dataclasses import dataclass, field, fields, replace
 
 EMBEDDINGS = ("toy", "glove", "random", "upload")
 UNKNOWN_POLICIES = ("drop", "unk")
-POSITIONALS = ("sinusoidal", "learned", "index", "none")
+POSITIONALS = ("sinusoidal", "learned", "index", "none", "rope", "alibi")
 COMBINES = ("add", "concat")
 SCORES = ("dot", "scaled_dot", "additive", "bilinear")
-MASKS = ("none", "causal", "padding")
+MASKS = ("none", "causal", "padding", "sliding_window")
 WEIGHTS = ("trained", "random")        # W_q, W_k, W_v: trained on data/sentiment.csv, or the seeded random start
 
 MAX_CHARS = 1000        # characters in a sentence
@@ -46,15 +46,17 @@ class Config:
     d_model: int = 8                  # embedding width of the random source (toy: 3, GloVe: 50)
     glove_vocab: int = 20_000         # use the first N GloVe words (they are sorted by frequency)
     unknown: str = "drop"             # unknown words: drop them, or map them to an <unk> vector
-    positional: str = "sinusoidal"    # sinusoidal | learned | index | none
+    positional: str = "sinusoidal"    # sinusoidal | learned | index | none | rope (rotates Q, K) | alibi (biases scores)
     combine: str = "add"              # sinusoidal / learned: add to X, or concatenate to it
-    pe_base: float = 10_000.0
+    pe_base: float = 10_000.0         # the sinusoids' base, or RoPE's
     d_k: int = 4                      # per head
     d_v: int = 4                      # per head
     n_heads: int = 1
+    n_kv_heads: int = 0               # key/value heads H_kv (grouped-query attention); 0: one per query head (MHA)
     score: str = "scaled_dot"         # dot | scaled_dot | additive | bilinear
-    mask: str = "none"                # none | causal | padding
+    mask: str = "none"                # none | causal | padding | sliding_window
     padding: tuple[int, ...] = ()     # key positions hidden when mask == "padding"
+    window: int = 3                   # W keys, the query included, when mask == "sliding_window"
     temperature: float = 1.0
     bias: bool = False
     weights: str = "trained"          # W_q, W_k, W_v: trained (on data/sentiment.csv) | random (seeded start)
@@ -85,6 +87,15 @@ class Config:
         _check_int("d_v", self.d_v, 1, MAX_DIM)
         _check_int("n_heads", self.n_heads, 1, MAX_HEADS)
         _check_int("seed", self.seed, 0, 2**32 - 1)
+        _check_int("n_kv_heads", self.n_kv_heads, 0, MAX_HEADS)
+        _check_int("window", self.window, 1, MAX_TOKENS)
+        if self.n_kv_heads and self.n_heads % self.n_kv_heads:
+            raise ConfigError(f"{self.n_heads} query heads cannot be shared evenly by {self.n_kv_heads} KV heads: each "
+                              f"KV head serves a group of the same size. Set the KV heads to "
+                              f"{say_list(divisors(self.n_heads))}.")
+        if self.positional == "rope" and self.d_k % 2:
+            raise ConfigError(f"RoPE rotates pairs of columns of Q and K, so d_k must be even; d_k={self.d_k} is odd. "
+                              f"Set d_k to {self.d_k - 1 if self.d_k > 1 else 2} or {self.d_k + 1}.")
         if self.n_heads * self.d_k > MAX_DIM or self.n_heads * self.d_v > MAX_DIM:
             raise ConfigError(f"n_heads × d_k and n_heads × d_v must stay ≤ {MAX_DIM}; "
                               f"lower d_k, d_v or the number of heads.")
@@ -107,6 +118,11 @@ class Config:
             if len(self.vectors.encode("utf-8", "replace")) > MAX_UPLOAD_BYTES:
                 raise ConfigError(f"The vectors file is larger than {MAX_UPLOAD_BYTES // 1_000_000} MB; "
                                   f"keep the words you need.")
+
+    @property
+    def kv_heads(self) -> int:
+        """H_kv: the key/value heads in force (n_kv_heads, or one per query head)."""
+        return self.n_kv_heads or self.n_heads
 
     def replace(self, **changes) -> "Config":
         return replace(self, **changes)

@@ -435,7 +435,7 @@ def python_script(config: Config, weights: str = "seeded") -> str:
 QUERY_FIELDS = tuple(f.name for f in fields(Config) if f.name != "vectors")
 CHOICES = {"embedding": EMBEDDINGS, "unknown": UNKNOWN_POLICIES, "positional": POSITIONALS,
            "combine": COMBINES, "score": SCORES, "mask": MASKS, "weights": WEIGHTS}
-INTS = ("d_model", "glove_vocab", "d_k", "d_v", "n_heads", "seed")
+INTS = ("d_model", "glove_vocab", "d_k", "d_v", "n_heads", "n_kv_heads", "window", "seed")
 FLOATS = ("pe_base", "temperature")
 _INT = re.compile(r"[+-]?\d{1,12}")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

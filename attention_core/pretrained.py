@@ -78,7 +78,12 @@ class TrainedWeights:
 def training_key(config: Config) -> Config:
     """The settings with everything that does not change the trained weights set to its default."""
     base = Config()
-    return base.replace(**{name: getattr(config, name) for name in TRAINING_FIELDS})
+    key = base.replace(**{name: getattr(config, name) for name in TRAINING_FIELDS})
+    if key.positional in ("rope", "alibi"):       # X = X_emb: RoPE and ALiBi act after the projections
+        key = key.replace(positional="none")
+    if key.positional != "sinusoidal":            # the base and how PE is combined change nothing then
+        key = key.replace(pe_base=base.pe_base, combine=base.combine if key.positional != "learned" else key.combine)
+    return key
 
 
 def trained_weights(config: Config) -> TrainedWeights:
