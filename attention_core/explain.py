@@ -77,10 +77,13 @@ SYMBOLS: dict[str, tuple[str, str]] = {
     "w_a_q": ("W_1", "W_1"), "w_a_k": ("W_2", "W_2"), "v_a": ("v", "v"), "w_b": ("W", "W"),
     "mask": (notation.M, "M"), "weights": (notation.A, "A"), "context": (notation.C, "C"),
     "concat": (notation.C, "C"), "w_o": ("W_O", "W_O"), "b_o": ("b_O", "b_O"), "output": (notation.O, "O"),
+    "q_rot": ("Q^R", "Q^R"), "k_rot": ("K^R", "K^R"), "alibi": ("B", "B"),
+    "biased_scores": (r"(\hat S + B)", "(Ŝ+B)"),
 }
 # Steps with a head axis whose head is written as the notation's subscript h (Q_h, S_h, Ŝ_h, A_h, C_h);
 # the score functions' own parameters per head (W_1, W_2, v, W) carry it as a superscript (h) instead.
-HEAD_SUBSCRIPT = ("q_heads", "k_heads", "v_heads", "scores", "scaled_scores", "masked_scores", "weights", "context")
+HEAD_SUBSCRIPT = ("q_heads", "k_heads", "v_heads", "scores", "scaled_scores", "masked_scores", "weights", "context",
+                  "q_rot", "k_rot", "alibi", "biased_scores")
 
 _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
                   "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}",
@@ -298,13 +301,23 @@ class Context:
         s = self.num_text(v)
         return f"({s})" if float(v) < 0 else s
 
+    def symbol(self, key: str) -> tuple[str, str]:
+        """(LaTeX, text) of a step's symbol: the trace's own (facts["symbols"]) first, then the notation's."""
+        own = self.trace.facts.get("symbols", {}).get(key)
+        return own or SYMBOLS.get(key, (latex_text(key), key))
+
+    def kv_head(self, h: int) -> int:
+        """The KV head query head h reads: ⌊h / g⌋, g = H / H_kv (h itself without grouped-query attention)."""
+        f = self.trace.facts
+        return h // (f.get("n_heads", 1) // (f.get("n_kv_heads") or f.get("n_heads", 1)))
+
     def has_heads(self, key: str) -> bool:
         return key in self.trace and self.trace[key].axes[:1] == ("head",)
 
     def ref(self, key: str, index: tuple) -> str:
         """LaTeX for one cell: ref('scores', (1, 2, 'j')) -> '(S_{1})_{2,j}' when scores has a head axis
         (head 1, counted from 0, as the notation's S_h); a score parameter per head: '(W_1^{(1)})_{:,a}'."""
-        symbol = SYMBOLS.get(key, (latex_text(key), key))[0]
+        symbol = self.symbol(key)[0]
         index = tuple(index)
         if self.has_heads(key) and len(index) == self.trace[key].value.ndim:
             head, index = index[0], index[1:]
@@ -318,7 +331,7 @@ class Context:
 
     def ref_text(self, key: str, index: tuple) -> str:
         """Plain text for one cell: 'S_1[2,3]' (head 1's S_h), 'W_1^(1)[:,a]' (head 1's W_1)."""
-        symbol = SYMBOLS.get(key, (key, key))[1]
+        symbol = self.symbol(key)[1]
         index = tuple(index)
         if self.has_heads(key) and len(index) == self.trace[key].value.ndim:
             head, index = index[0], index[1:]
@@ -656,6 +669,9 @@ def _head_split(ctx: Context, key: str, cell):
 # ---- scores --------------------------------------------------------------------------------------------
 
 def _qk(ctx: Context) -> tuple[str, str]:
+    """The query and key steps the scores read: rotated by RoPE if the trace has them, per head with heads."""
+    if "q_rot" in ctx.trace:
+        return "q_rot", "k_rot"
     return ("q_heads", "k_heads") if ctx.settings.n_heads > 1 else ("q", "k")
 
 
@@ -663,7 +679,7 @@ def _rows(ctx: Context, key: str, cell) -> tuple[tuple, tuple, int, int]:
     """(query index prefix, key index prefix, i, j) for a (head?, i, j) cell of a score-shaped step."""
     if len(cell) == 3:
         h, i, j = cell
-        return (h, i), (h, j), i, j
+        return (h, i), (ctx.kv_head(h), j), i, j          # query head h reads KV head ⌊h/g⌋
     i, j = cell
     return (i,), (j,), i, j
 
@@ -719,8 +735,9 @@ def _scaled_scores(ctx: Context, cell):
     settings = ctx.config if ctx.config is not None else Config(score="scaled_dot")   # a scaled_scores step: scaled dot
     why = [say("scaling_stops_growth", settings), say("scaling_unit_spread", settings)]
     measured = (f"Here the entries of {SYMBOLS[q_key][1]}{'_' + str(hp[0]) if hp else ''} and "
-                f"{SYMBOLS[k_key][1]}{'_' + str(hp[0]) if hp else ''} have standard deviations "
-                f"{fmt(spread(ctx.value(q_key)[hp]), 2, False)} and {fmt(spread(ctx.value(k_key)[hp]), 2, False)}, "
+                f"{SYMBOLS[k_key][1]}{'_' + str(ctx.kv_head(hp[0])) if hp else ''} have standard deviations "
+                f"{fmt(spread(ctx.value(q_key)[hp]), 2, False)} and "
+                f"{fmt(spread(ctx.value(k_key)[tuple(ctx.kv_head(h) for h in hp)]), 2, False)}, "
                 f"and row {i} of {sym}{'_' + str(hp[0]) if hp else ''} has standard deviation "
                 f"{fmt(spread(ctx.value('scaled_scores')[(*hp, i)]), 2, False)}.")
     note = (_pair_note(ctx, i, j) + f" The raw score {raw_text} divided by √d_k = √{d_k} = "
@@ -798,6 +815,9 @@ def _mask_rule(ctx: Context, i: int, j: int) -> tuple[float | None, str]:
         return None, "as given"
     if ctx.config.mask == "causal":
         return float(j <= i), f"causal: key {j} {'≤' if j <= i else '>'} query {i}"
+    if ctx.config.mask == "sliding_window":
+        w = ctx.config.window
+        return float(0 <= i - j < w), f"sliding window: 0 ≤ i − j = {i - j} < W = {w} is {0 <= i - j < w}"
     hidden = j in ctx.config.padding
     return float(not hidden), f"padding: key {j} is {'' if hidden else 'not '}a padding position"
 
@@ -894,14 +914,15 @@ def _context(ctx: Context, cell):
     v_key = "v_heads" if ctx.settings.n_heads > 1 else "v"
     *hp, i, m = cell
     hp = tuple(hp)
-    a, v = ctx.value("weights")[(*hp, i)], ctx.value(v_key)[hp]             # (n_k,), (n_k, d_v)
+    vp = tuple(ctx.kv_head(h) for h in hp)                                 # KV head ⌊h/g⌋ with grouped-query attention
+    a, v = ctx.value("weights")[(*hp, i)], ctx.value(v_key)[vp]             # (n_k,), (n_k, d_v)
     terms = [(ctx.ref("weights", (*hp, i, j)), ctx.ref_text("weights", (*hp, i, j)), a[j],
-              ctx.ref(v_key, (*hp, j, m)), ctx.ref_text(v_key, (*hp, j, m)), v[j, m],
-              ("weights", (*hp, i, j)), (v_key, (*hp, j, m))) for j in range(a.shape[0])]
+              ctx.ref(v_key, (*vp, j, m)), ctx.ref_text(v_key, (*vp, j, m)), v[j, m],
+              ("weights", (*hp, i, j)), (v_key, (*vp, j, m))) for j in range(a.shape[0])]
     rhs = (rf"\sum_{{j=0}}^{{{a.shape[0] - 1}}} {ctx.ref('weights', (*hp, i, 'j'))}\, "
-           rf"{ctx.ref(v_key, (*hp, 'j', m))}")
-    rhs_text = f"Σ_j {ctx.ref_text('weights', (*hp, i, 'j'))}·{ctx.ref_text(v_key, (*hp, 'j', m))}"
-    v_name = f"V_{hp[0]}" if hp else "V"
+           rf"{ctx.ref(v_key, (*vp, 'j', m))}")
+    rhs_text = f"Σ_j {ctx.ref_text('weights', (*hp, i, 'j'))}·{ctx.ref_text(v_key, (*vp, 'j', m))}"
+    v_name = f"V_{vp[0]}" if vp else "V"
     total = math.fsum(float(x) for x in a)
     if total == 0:
         note = (f"Every key is hidden for query {i}: row {i} of the weights is all 0, so this context entry is 0 "
@@ -969,3 +990,88 @@ def _output(ctx: Context, cell):
 for _key in ("q", "k", "v"):
     register(_key)(_projection_explainer(_key))
     register(f"{_key}_heads")(_head_split_explainer(f"{_key}_heads"))
+
+
+# ---- today's attention in the forward pass: RoPE's rotation, ALiBi's bias --------------------------------
+
+def _rotation_explainer(key: str) -> Explainer:
+    return lambda ctx, cell: _rotation(ctx, key, cell)
+
+
+def _rotation(ctx: Context, key: str, cell):
+    """(q^R_p)_{2i} = q_{p,2i} cos(pθ_i) − q_{p,2i+1} sin(pθ_i); (q^R_p)_{2i+1} = q_{p,2i} sin(pθ_i) + q_{p,2i+1} cos(pθ_i)."""
+    src = ctx.trace[key].inputs[0]
+    *hp, p, col = cell
+    row = ctx.value(src)[(*hp, p)]                                        # (d_k,)
+    d = row.shape[0]
+    i, odd = divmod(col, 2)
+    base = ctx.config.pe_base if ctx.config is not None else float(ctx.trace.facts.get("pe_base", 10_000.0))
+    theta = base ** (-2.0 * i / d)
+    angle = p * theta
+    a, b = float(row[2 * i]), float(row[2 * i + 1])
+    c, s_ = math.cos(angle), math.sin(angle)
+    value = a * s_ + b * c if odd else a * c - b * s_
+    lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
+    x0, x1 = ctx.ref(src, (*hp, p, 2 * i)), ctx.ref(src, (*hp, p, 2 * i + 1))
+    t0, t1 = ctx.ref_text(src, (*hp, p, 2 * i)), ctx.ref_text(src, (*hp, p, 2 * i + 1))
+    if odd:
+        symbolic = rf"{lhs} = {x0} \sin(p\theta_{{{i}}}) + {x1} \cos(p\theta_{{{i}}})"
+        shown = rf"{ctx.factor(a)} \cdot {ctx.factor(s_)} + {ctx.factor(b)} \cdot {ctx.factor(c)}"
+        text_sym, text_shown = (f"{t0}·sin(pθ_{i}) + {t1}·cos(pθ_{i})",
+                                f"{ctx.factor_text(a)}·{ctx.factor_text(s_)} + {ctx.factor_text(b)}·{ctx.factor_text(c)}")
+    else:
+        symbolic = rf"{lhs} = {x0} \cos(p\theta_{{{i}}}) - {x1} \sin(p\theta_{{{i}}})"
+        shown = rf"{ctx.factor(a)} \cdot {ctx.factor(c)} - {ctx.factor(b)} \cdot {ctx.factor(s_)}"
+        text_sym, text_shown = (f"{t0}·cos(pθ_{i}) − {t1}·sin(pθ_{i})",
+                                f"{ctx.factor_text(a)}·{ctx.factor_text(c)} − {ctx.factor_text(b)}·{ctx.factor_text(s_)}")
+    note = (f"Token {p} (“{ctx.word(p)}”) sits at position p = {p}. Pair i = {i} (columns {2 * i}, {2 * i + 1}) turns "
+            f"at θ_{i} = {fmt(base, 6, False)}^(−2·{i}/{d}) = {fmt(theta, ctx.precision, False)} radians per position, "
+            f"so by p·θ_{i} = {fmt(angle, ctx.precision, False)} radians here: cos = {fmt(c, ctx.precision, False)}, "
+            f"sin = {fmt(s_, ctx.precision, False)}.")
+    return Explanation(key, cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value,
+                       f"{lhs_text} = {text_sym}\n  = {text_shown}\n  = {ctx.num_text(value)}", note=note,
+                       n_terms=2, reads=((src, (*hp, p, 2 * i)), (src, (*hp, p, 2 * i + 1))))
+
+
+@register("alibi")
+def _alibi(ctx: Context, cell):
+    """B_ij = −m_h·|i − j|, m_h the paper's slope of head h."""
+    from .alibi import alibi_slopes
+    *hp, i, j = cell
+    h = hp[0] if hp else 0
+    n_heads = ctx.settings.n_heads
+    m = float(alibi_slopes(n_heads)[h])
+    value = 0.0 - m * abs(i - j)
+    lhs, lhs_text = ctx.ref("alibi", cell), ctx.ref_text("alibi", cell)
+    c = 2 ** int(math.floor(math.log2(n_heads)))
+    if h < c:
+        rule = f"m_{h} = 2^(−8·{h + 1}/{c}) = {fmt(m, ctx.precision, False)}"
+    else:
+        k = 2 * (h - c) + 1
+        rule = (f"{n_heads} is not a power of two: head {h} takes every other slope of the {2 * c}-head sequence, "
+                f"m_{h} = 2^(−8·{k}/{2 * c}) = {fmt(m, ctx.precision, False)}")
+    return Explanation("alibi", cell, rf"{lhs} = -m_{{{h}}}\, |{i} - {j}|",
+                       rf"-{ctx.factor(m)} \cdot {abs(i - j)}", f"{lhs} = {ctx.num(value)}", value,
+                       f"{lhs_text} = −m_{h}·|{i} − {j}|\n  = −{ctx.factor_text(m)}·{abs(i - j)}\n  = {ctx.num_text(value)}",
+                       note=f"Head {h}'s slope (heads counted from 0; the ALiBi paper counts from 1): {rule}. Key {j} is "
+                            f"{abs(i - j)} token{'s' if abs(i - j) != 1 else ''} from query {i}, so its score is lowered "
+                            f"by {abs(i - j)} × m_{h}.", independent=True)
+
+
+@register("biased_scores")
+def _biased(ctx: Context, cell):
+    src = ctx.trace["biased_scores"].inputs[0]
+    s_, b = float(ctx.value(src)[cell]), float(ctx.value("alibi")[cell])
+    value = s_ + b
+    lhs, lhs_text = ctx.ref("biased_scores", cell), ctx.ref_text("biased_scores", cell)
+    i, j = cell[-2:]
+    return Explanation("biased_scores", cell, rf"{lhs} = {ctx.ref(src, cell)} + {ctx.ref('alibi', cell)}",
+                       rf"{ctx.num(s_)} + {ctx.factor(b)}", f"{lhs} = {ctx.num(value)}", value,
+                       f"{lhs_text} = {ctx.ref_text(src, cell)} + {ctx.ref_text('alibi', cell)}\n"
+                       f"  = {ctx.num_text(s_)} + {ctx.factor_text(b)}\n  = {ctx.num_text(value)}",
+                       note=_pair_note(ctx, i, j) + " The score plus ALiBi's distance penalty.",
+                       n_terms=2, reads=((src, cell), ("alibi", cell)))
+
+
+for _key in ("q_rot", "k_rot"):
+    register(_key)(_rotation_explainer(_key))

@@ -309,9 +309,10 @@ def score(p: Pass) -> None:
     sq = "_h" if h > 1 else ""
     kh = (r"_{\lfloor h/g \rfloor}" if h_kv < h else "_h") if h > 1 else ""
     r = "^R" if rot else ""
+    kt = f"{{K{r}{kh}}}" if r else f"K{r}{kh}"                             # {K^R_h}^⊤: one superscript at a time
     if config.score in ("dot", "scaled_dot"):
         scores = att.dot_scores(q, k)
-        trace.add("scores", "Scores QKᵀ", scores, _heads(h, "n_q", "n_k"), rf"S{sq} = Q{r}{sq} K{r}{kh}^\top", qkv,
+        trace.add("scores", "Scores QKᵀ", scores, _heads(h, "n_q", "n_k"), rf"S{sq} = Q{r}{sq} {kt}^\top", qkv,
                   why="Entry (i, j) is the dot product of query i with key j: large when they point the same way."
                       + (" With RoPE, of the rotated rows: the angle between them now depends on j − i."
                          if rot else "")
@@ -320,7 +321,7 @@ def score(p: Pass) -> None:
         if config.score == "scaled_dot":
             scaled = scores / np.sqrt(d_k)
             trace.add("scaled_scores", "Scaled scores", scaled, _heads(h, "n_q", "n_k"),
-                      rf"\hat S{sq} = \frac{{S{sq}}}{{\sqrt{{d_k}}}} = \frac{{Q{r}{sq} K{r}{kh}^\top}}{{\sqrt{{{d_k}}}}}",
+                      rf"\hat S{sq} = \frac{{S{sq}}}{{\sqrt{{d_k}}}} = \frac{{Q{r}{sq} {kt}^\top}}{{\sqrt{{{d_k}}}}}",
                       ("scores",), why=_scaling_why(d_k, scaled, config.weights))
             p.logits = "scaled_scores"
     elif config.score == "additive":
@@ -349,7 +350,7 @@ def score(p: Pass) -> None:
                          else "no weight here is trained)."))
         scores = att.bilinear_scores(q, k, w_b)
         trace.add("scores", "Bilinear scores", scores, _heads(h, "n_q", "n_k"),
-                  rf"S{sq} = Q{r}{sq}\, W{'^{(h)}' if h > 1 else ''}\, K{r}{kh}^\top",
+                  rf"S{sq} = Q{r}{sq}\, W{'^{(h)}' if h > 1 else ''}\, {kt}^\top",
                   qkv + ("w_b",), why="Luong's general score: a learned matrix between query and key.")
         p.logits = "scores"
 

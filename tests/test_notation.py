@@ -27,7 +27,10 @@ def test_the_document_counts_from_0_and_keeps_H_for_the_count():
 
 
 SETTINGS = [Config(), Config(score="dot"), Config(score="additive", mask="causal"), Config(score="bilinear", temperature=2.0),
-            Config(n_heads=2, mask="padding", padding=(1,), temperature=0.5), Config(n_heads=4, score="dot", mask="causal")]
+            Config(n_heads=2, mask="padding", padding=(1,), temperature=0.5), Config(n_heads=4, score="dot", mask="causal"),
+            Config(positional="rope", n_heads=4, n_kv_heads=2), Config(positional="alibi", n_heads=2, temperature=2.0),
+            Config(positional="alibi", score="dot", mask="sliding_window", window=2),
+            Config(positional="rope", score="bilinear", n_heads=2, n_kv_heads=1, mask="causal")]
 
 
 @pytest.mark.parametrize("config", SETTINGS)
@@ -39,7 +42,14 @@ def test_the_forward_formulas_use_the_notation(config):
     if "masked_scores" in trace:
         assert trace["masked_scores"].formula.startswith(r"\tilde S")
     assert softmax_input(config) == {"scores": "S", "scaled_scores": r"\hat S",
+                                     "biased_scores": r"\hat S + B" if config.score == "scaled_dot" else "S + B",
                                      "masked_scores": r"\tilde S"}[trace.facts["softmax_input"]]
+    if config.positional == "rope":                                    # the scores read the rotated rows
+        assert "Q^R" in trace["scores"].formula and "{K^R" in trace["scores"].formula
+        assert trace["scores"].inputs[:2] == ("q_rot", "k_rot")
+    if config.kv_heads < config.n_heads:                               # query head h reads KV head ⌊h/g⌋
+        assert r"\lfloor h/g \rfloor" in trace["scores"].formula + trace.steps.get("scaled_scores", trace["scores"]).formula
+        assert trace["k_heads"].shape[0] == config.kv_heads
     assert rf"\mathrm{{softmax}}({softmax_argument(config)})" in trace["weights"].formula
     assert attention_formula(config).startswith(rf"A = \mathrm{{softmax}}\!\left({softmax_argument(config)}\right)")
     if config.n_heads > 1:
