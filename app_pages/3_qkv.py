@@ -18,6 +18,12 @@ def one_word(trace, bias: bool) -> None:
     shapes = ", ".join(f"{name}_{i}: {trace[name].axes[1]}={trace[name].value[i].size}" for name in ("q", "k", "v"))
     st.caption(f"q_{i}, k_{i} and v_{i}, one row each ({shapes}):")
     ui.views.vector_rows({f"{name}_{i}": trace[name].value[i] for name in ("q", "k", "v")})
+    if "q_rot" in trace:                                     # RoPE: the same rows turned by position i
+        st.caption(f"RoPE turns q_{i} and k_{i} by their position p = {i} (pair i of columns by p·θ_i; head 0 shown "
+                   "with several heads): q^R and k^R are what the scores read.")
+        rot = {f"{name}^R_{i}": trace[f"{name}_rot"].value[(0, i) if trace[f"{name}_rot"].value.ndim == 3 else i]
+               for name in ("q", "k")}
+        ui.views.vector_rows(rot)
 
 
 @st.fragment
@@ -33,6 +39,13 @@ def all_words(trace, bias: bool) -> None:
             ui.views.step_box(trace, f"w_{name}")
         with c2:
             ui.views.step_box(trace, name)
+    if "q_rot" in trace:                                     # RoPE: Q and K before (above) and after rotation
+        st.markdown("**RoPE: Q and K rotated by position.** Nothing was added to X; instead each row of Q and K "
+                    "is turned by its position, so the scores Q^R K^Rᵀ depend on how far apart two tokens are.")
+        c1, c2 = st.columns(2)
+        for col, name in ((c1, "q_rot"), (c2, "k_rot")):
+            with col:
+                ui.views.step_box(trace, name)
 
 
 config, trace = ui.page(PAGE, "Queries, keys and values")

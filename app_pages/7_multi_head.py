@@ -15,10 +15,15 @@ st.markdown("Several attention **heads** run side by side, each with its own sli
 heads = (f"\n\n:small[:gray[H = {h} heads, counted from 0 as on the heatmaps: head h is one of head 0 … "
          f"head {h - 1}. Every head uses the same mask and temperature.]]" if h > 1 else "")
 st.markdown(f"$$\n{attention_formula(config, heads=h > 1)}\n$$\n\n$$\n{multi_head_formula(config)}\n$$" + heads)
+h_kv = config.kv_heads
 st.markdown("**Shapes along the way**")
+kv_lines = (f"K = X W_K, V = X W_V (n={n}, H_kv·d_k={h_kv * d_k}), (n={n}, H_kv·d_v={h_kv * d_v})\n"
+            f"K, V into KV heads (H_kv={h_kv}, n={n}, d_k={d_k})   query head h reads KV head ⌊h/{h // h_kv}⌋\n"
+            if h_kv < h else "")
 st.code(f"X                  (n={n}, d_model={d_model})\n"
         f"Q = X W_Q          (n={n}, H·d_k={h * d_k})\n"
         f"split into heads   (H={h}, n={n}, d_k={d_k})      head h takes columns h·{d_k} … (h+1)·{d_k}−1\n"
+        + kv_lines +
         f"scores, weights    (H={h}, n={n}, n={n})\n"
         f"context per head   (H={h}, n={n}, d_v={d_v})\n"
         f"concatenate        (n={n}, H·d_v={h * d_v})\n"
@@ -26,6 +31,14 @@ st.code(f"X                  (n={n}, d_model={d_model})\n"
 if h == 1:
     st.info("One head: nothing to split. Set Heads in the sidebar to 2 or more to see several (each head gets its own d_k columns).",
             icon=":material/info:")
-steps = ["q", "weights", "context"] if h == 1 else ["q", "q_heads", "weights", "context", "concat"]
+if h_kv < h:
+    g = h // h_kv
+    st.info(f"Grouped-query attention: {h} query heads share {h_kv} key/value head{'s' if h_kv > 1 else ''}, "
+            f"{g} query heads each: " + "; ".join(f"query heads {a * g}–{a * g + g - 1} read KV head {a}"
+                                               for a in range(h_kv)) + ". K and V are "
+            f"{h // h_kv} times narrower than Q, and so is a decoder's KV cache (the KV cache page).",
+            icon=":material/call_split:")
+steps = (["q", "weights", "context"] if h == 1 else
+         ["q", "q_heads"] + (["k_heads"] if h_kv < h else []) + ["weights", "context", "concat"])
 ui.views.step_boxes(trace, steps + ["w_o", "output"])         # one fragment for the boxes (ui.views.step_boxes)
 ui.step_nav(PAGE, config)

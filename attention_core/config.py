@@ -89,6 +89,8 @@ class Config:
         _check_int("seed", self.seed, 0, 2**32 - 1)
         _check_int("n_kv_heads", self.n_kv_heads, 0, MAX_HEADS)
         _check_int("window", self.window, 1, MAX_TOKENS)
+        if self.n_kv_heads == self.n_heads:           # H_kv = H is plain multi-head: one spelling, one Config
+            object.__setattr__(self, "n_kv_heads", 0)
         if self.n_kv_heads and self.n_heads % self.n_kv_heads:
             raise ConfigError(f"{self.n_heads} query heads cannot be shared evenly by {self.n_kv_heads} KV heads: each "
                               f"KV head serves a group of the same size. Set the KV heads to "

@@ -12,7 +12,7 @@ from dataclasses import fields
 import streamlit as st
 
 from attention_core import Config, ConfigError
-from attention_core.config import MAX_TOKENS
+from attention_core.config import MAX_TOKENS, divisors
 from attention_core.embeddings import vocabulary_limit
 from attention_core.export import config_from_query, config_to_query
 from attention_core.text import tokenize
@@ -25,10 +25,11 @@ EMBEDDING_LABELS = {"glove": "GloVe 50-d (English words)", "random": "Seeded ran
                     "upload": "Upload your own"}
 WEIGHTS_LABELS = {"trained": "Trained on sentiment data", "random": "Seeded random start"}
 POSITIONAL_LABELS = {"sinusoidal": "Sinusoidal", "learned": "Learned table", "index": "Index feature (tutorial 1)",
-                     "none": "None"}
+                     "none": "None", "rope": "RoPE (rotates Q and K)", "alibi": "ALiBi (a bias on the scores)"}
 SCORE_LABELS = {"scaled_dot": "Scaled dot  QKᵀ/√d_k", "dot": "Dot  QKᵀ", "additive": "Additive (Bahdanau)",
                 "bilinear": "Bilinear  QWKᵀ"}
-MASK_LABELS = {"none": "None", "causal": "Causal (no peeking ahead)", "padding": "Padding (hide chosen keys)"}
+MASK_LABELS = {"none": "None", "causal": "Causal (no peeking ahead)", "padding": "Padding (hide chosen keys)",
+               "sliding_window": "Sliding window (the last W tokens)"}
 
 
 def init_state() -> None:
@@ -72,6 +73,12 @@ def _copy_out(name: str) -> None:
     if name == "padding":
         value = tuple(sorted(value))
     st.session_state[f"s.{name}"] = value
+    kv = st.session_state.get("s.n_kv_heads") or 0
+    if name == "n_heads" and kv and value % kv:            # the KV heads no longer divide the query heads
+        st.session_state["s.n_kv_heads"] = 0
+        st.session_state["s.reseed"] = (st.session_state.get("s.reseed") or set()) | {"n_kv_heads"}
+        st.session_state["s.kv_notice"] = (f"{kv} KV heads cannot be shared evenly by {value} query heads: KV heads "
+                                           "set back to one per query head (multi-head).")
 
 
 def _fit(name: str, value, kwargs: dict):
@@ -198,6 +205,13 @@ def shape_controls() -> None:
     """Heads and the per-head widths: the shape of attention."""
     widget(st.slider, "n_heads", "Heads", min_value=1, max_value=8,
             help="H, the number of heads. Each head has its own d_k-wide queries and keys: W_Q is d_model × H·d_k.")
+    if stored("n_heads") > 1:
+        h = stored("n_heads")
+        widget(st.selectbox, "n_kv_heads", "KV heads H_kv", options=[0] + [d for d in divisors(h) if d < h],
+               format_func=lambda k: f"{h}: one per query head (multi-head)" if k == 0 else
+               f"{k}: {'multi-query (MQA)' if k == 1 else 'grouped-query (GQA)'}, {h // k} query heads each",
+               help="Grouped-query attention: query head h reads key/value head ⌊h / g⌋, g = H / H_kv. "
+                    "K and V (and a decoder's KV cache) shrink to H_kv heads.")
     c1, c2 = st.columns(2)
     with c1:
         widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1,
@@ -223,10 +237,12 @@ def position_controls() -> None:
     widget(st.selectbox, "positional", "Positional encoding", options=list(POSITIONAL_LABELS),
             format_func=POSITIONAL_LABELS.get)
     widget(st.radio, "combine", "Combine with X", options=["add", "concat"], horizontal=True,
-            disabled=s("positional") in ("index", "none"),
-            help="Adding keeps d_model; concatenating doubles it. The index feature is always appended.")
-    widget(st.number_input, "pe_base", "Sinusoid base", min_value=2.0, max_value=1e6, step=1000.0,
-            disabled=s("positional") != "sinusoidal", help="10,000 in the Transformer paper.")
+            disabled=s("positional") in ("index", "none", "rope", "alibi"),
+            help="Adding keeps d_model; concatenating doubles it. The index feature is always appended. "
+                 "RoPE and ALiBi add nothing to X.")
+    widget(st.number_input, "pe_base", "Base (sinusoid or RoPE)", min_value=2.0, max_value=1e6, step=1000.0,
+            disabled=s("positional") not in ("sinusoidal", "rope"),
+            help="10,000 in the Transformer paper and RoFormer (Llama 2); RoPE: 500,000 in Llama 3, 1,000,000 in Qwen2.5.")
 
 
 def score_controls() -> None:
@@ -242,6 +258,9 @@ def mask_controls() -> None:
         options = list(range(max(len(words), 1 + max(s("padding"), default=-1))))
         widget(st.multiselect, "padding", "Hidden key positions", options=options,
                 format_func=lambda p: f"{p}: {words[p]}" if p < len(words) else str(p))
+    if s("mask") == "sliding_window":
+        widget(st.number_input, "window", "Window W (keys, the query included)", min_value=1, max_value=MAX_TOKENS,
+               step=1, help="Query i sees keys j with 0 ≤ i − j < W. Mistral's paper writes i − W … i: W + 1 keys.")
     widget(st.slider, "temperature", "Softmax temperature", min_value=0.05, max_value=5.0, step=0.05,
             help="T in A = softmax(scores / T), the scores being S, Ŝ or S̃ as the settings make them: below 1 sharpens, above 1 flattens.")
 
@@ -299,6 +318,9 @@ def sidebar_settings(page_file: str = "") -> tuple[Config, object]:
         st.warning(notice, icon=":material/link_off:")
     if st.session_state.get("s.upload_error"):
         st.error(st.session_state["s.upload_error"], icon=":material/error:")
+    kv_notice = st.session_state.pop("s.kv_notice", None)   # set when the heads changed under the KV heads
+    if kv_notice:
+        st.info(kv_notice, icon=":material/info:")
     kept = st.session_state.pop("s.config_error", None)     # set by _put_back before its rerun
     if kept:
         st.error(kept, icon=":material/error:")
@@ -335,16 +357,18 @@ def settings_summary(config: Config, group: str) -> None:
     if group == "position":
         how = {"add": "added to X", "concat": "concatenated to X"}[config.combine]
         text = POSITIONAL_LABELS[config.positional] + (
-            "" if config.positional in ("index", "none") else f", {how}") + (
-            f", base {config.pe_base:,g}" if config.positional == "sinusoidal" else "")
+            "" if config.positional in ("index", "none", "rope", "alibi") else f", {how}") + (
+            f", base {config.pe_base:,g}" if config.positional in ("sinusoidal", "rope") else "")
         where = "Position"
     elif group == "mask":
-        hidden = f" (keys {', '.join(map(str, config.padding))} hidden)" if config.mask == "padding" else ""
+        hidden = (f" (keys {', '.join(map(str, config.padding))} hidden)" if config.mask == "padding" else
+                  f" (W = {config.window})" if config.mask == "sliding_window" else "")
         mask = "no mask" if config.mask == "none" else f"mask {MASK_LABELS[config.mask]}"
         text = f"{mask}{hidden} · temperature {config.temperature:g}"
         where = "Score, mask & temperature"
     elif group == "shape":
-        text = f"heads {config.n_heads} · d_k {config.d_k} · d_v {config.d_v}"
+        kv = f" · KV heads {config.kv_heads}" if config.kv_heads < config.n_heads else ""
+        text = f"heads {config.n_heads}{kv} · d_k {config.d_k} · d_v {config.d_v}"
         where = "the top"
     else:
         raise KeyError(group)
