@@ -89,6 +89,13 @@ claim("rows_sum_to_one",
       "tests/test_claims.py::test_weight_rows_sum_to_one_unless_every_key_is_hidden",
       otherwise="non-negative; a row that sees at least one key sums to 1, a row whose keys are all hidden is all 0")
 
+claim("rope_relative",
+      "q^R_i · k^R_j = q_i · R_{{j−i}} k_j, so position enters the score only through j − i",
+      lambda c: c.positional == "rope" and c.score in ("dot", "scaled_dot"),
+      "RoPE with a dot-product score (scaled or not): a rotation by p then by p′ is one by p′ − p; an additive or "
+      "bilinear score mixes the rotated columns first, and the distance alone no longer decides",
+      "tests/test_forward_today.py::test_rope_scores_depend_on_the_distance_only")
+
 # ---- explanations of a clicked cell, and the export (explain.py, explain_gradients.py' forward part, export.py) ----
 
 claim("scaling_stops_growth",

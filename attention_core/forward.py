@@ -314,8 +314,7 @@ def score(p: Pass) -> None:
         scores = att.dot_scores(q, k)
         trace.add("scores", "Scores QKᵀ", scores, _heads(h, "n_q", "n_k"), rf"S{sq} = Q{r}{sq} {kt}^\top", qkv,
                   why="Entry (i, j) is the dot product of query i with key j: large when they point the same way."
-                      + (" With RoPE, of the rotated rows: the angle between them now depends on j − i."
-                         if rot else "")
+                      + (f" With RoPE, of the rotated rows: {say('rope_relative', config)}." if rot else "")
                       + (f" Query head h reads KV head ⌊h/{h // h_kv}⌋." if h > 1 and h_kv < h else ""))
         p.logits = "scores"
         if config.score == "scaled_dot":
@@ -371,7 +370,8 @@ def bias(p: Pass) -> None:
               rf"(B{sq})_{{ij}} = -m{sq if h > 1 else '_0'}\, |i - j|,\quad m_h = 2^{{-8(h+1)/{h}}}"
               if h & (h - 1) == 0 else rf"(B{sq})_{{ij}} = -m_h\, |i - j|",
               why=f"Each key's score is lowered by its distance from the query, by a slope per head ({listed}): "
-                  f"{'the' if h == 1 else 'each'} head prefers nearby keys. Nothing is added to X.")
+                  f"all else equal, nearer keys get more weight, and a head with a larger slope looks nearer. "
+                  f"Nothing is added to X.")
     trace.add("biased_scores", "Scores with ALiBi", before.value + (b if h > 1 else b[0]), before.axes,
               rf"{sym}{sq} + B{sq}", (p.logits, "alibi"),
               why="The scores plus the bias: the same query–key match counts for less the further back the key is.")

@@ -360,6 +360,8 @@ def _softmax_blocks(trace: Trace):
     one block per head (one block with one head); S̃ is whichever scores softmax reads (S, Ŝ or S̃)."""
     symbol, s = softmax_scores(trace)
     v = trace["v_heads" if "v_heads" in trace else "v"].value if "context" in trace else None
+    if v is not None and "v_heads" in trace and v.shape[0] < trace["weights"].shape[0]:   # grouped-query: V_{⌊h/g⌋}
+        v = np.repeat(v, trace["weights"].shape[0] // v.shape[0], axis=0)
     return (symbol, _by_head(s), _by_head(trace["weights"].value), None if v is None else _by_head(v),
             _by_head(trace["context"].value) if "context" in trace else None, _temperature(trace))
 

@@ -48,9 +48,12 @@ def test_order_blind_is_permutation_equivariance(changes):
     shown = base.replace(positional="none", mask="none")
     assert holds("order_blind", shown) and output_moves_with_its_words(shown, a, b)
     # outside its condition the words would be false: a causal mask, or any positional encoding
+    c = "you today i love"            # not a reversal: ALiBi's |i − j| without a mask keeps a reversed sentence's distances
     for other in (shown.replace(mask="causal"), shown.replace(positional="sinusoidal"),
-                  shown.replace(positional="index"), shown.replace(positional="learned")):
-        assert not holds("order_blind", other) and not output_moves_with_its_words(other, a, b)
+                  shown.replace(positional="index"), shown.replace(positional="learned"),
+                  shown.replace(positional="rope"), shown.replace(positional="alibi"),
+                  shown.replace(mask="sliding_window", window=2)):
+        assert not holds("order_blind", other) and not output_moves_with_its_words(other, a, c)
     padded = shown.replace(mask="padding", padding=(0,))
     assert not holds("order_blind", padded) and not output_moves_with_its_words(padded, a, b)
 
@@ -159,7 +162,13 @@ def settings_grid() -> list[Config]:
             d_k=3 if odd else 4, weights="random"))
     out += [Config(mask="causal", positional="none", n_heads=4, score="additive", embedding="random", weights="random"),
             Config(mask="padding", padding=(0, 1, 2, 3), positional="none", n_heads=2, weights="random"),
-            Config()]                                                  # the defaults, trained weights
+            Config(),                                                  # the defaults, trained weights
+            # today's attention: RoPE + grouped KV heads + a window; ALiBi with a non-power-of-two head count;
+            # RoPE + MQA + additive; ALiBi + a window as wide as the sentence (the same as causal)
+            Config(positional="rope", n_heads=4, n_kv_heads=2, mask="sliding_window", window=2),
+            Config(positional="alibi", n_heads=3, mask="causal", embedding="random", weights="random", temperature=2.0),
+            Config(positional="rope", n_heads=2, n_kv_heads=1, score="additive", weights="random", d_k=6),
+            Config(positional="alibi", mask="sliding_window", window=9, score="dot", bias=True)]
     return out
 
 
@@ -176,9 +185,11 @@ SEED_NAME = re.compile(r"\bseed 00\d", re.I)
 def test_the_grid_covers_every_value_of_every_setting():
     seen = lambda f: {getattr(c, f) for c in GRID}
     assert seen("score") == {"dot", "scaled_dot", "additive", "bilinear"}
-    assert seen("positional") == {"sinusoidal", "learned", "index", "none"}
-    assert seen("embedding") == {"toy", "glove", "random", "upload"} and seen("mask") == {"none", "causal", "padding"}
-    assert seen("n_heads") == {1, 2, 4} and seen("d_model") == {7, 8} and seen("bias") == {True, False}
+    assert seen("positional") == {"sinusoidal", "learned", "index", "none", "rope", "alibi"}
+    assert seen("embedding") == {"toy", "glove", "random", "upload"}
+    assert seen("mask") == {"none", "causal", "padding", "sliding_window"}
+    assert seen("n_heads") == {1, 2, 3, 4} and seen("d_model") == {7, 8} and seen("bias") == {True, False}
+    assert {(c.n_heads, c.kv_heads) for c in GRID} >= {(4, 2), (2, 1), (4, 4)}   # GQA, MQA and MHA walked
     widths = {run_forward(c).facts["d_embed"] % 2 for c in GRID if c.positional == "sinusoidal"}
     assert widths == {0, 1}                              # odd and even encodings both walked
     assert len({(c.score, c.positional) for c in GRID[:16]}) == 16      # the array: every pair once
