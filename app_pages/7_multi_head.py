@@ -1,7 +1,7 @@
 import streamlit as st
 
 import ui
-from attention_core.notation import attention_formula, multi_head_formula
+from attention_core.notation import attention_parts, multi_head_formula
 
 PAGE = "app_pages/7_multi_head.py"
 config, trace = ui.page(PAGE, "Multi-head attention")
@@ -14,7 +14,9 @@ st.markdown("Several attention **heads** run side by side, each with its own sli
 # the formulas built from the settings (score, scale, mask, T, heads) and the head count: one element
 heads = (f"\n\n:small[:gray[H = {h} heads, counted from 0 as on the heatmaps: head h is one of head 0 … "
          f"head {h - 1}. Every head uses the same mask and temperature.]]" if h > 1 else "")
-st.markdown(f"$$\n{attention_formula(config, heads=h > 1)}\n$$\n\n$$\n{multi_head_formula(config)}\n$$" + heads)
+parts = attention_parts(config, heads=h > 1)                  # two parts a line: a long one would overflow
+lines = [r",\quad ".join(parts[i:i + 2]) for i in range(0, len(parts), 2)] + [multi_head_formula(config)]
+st.markdown("\n\n".join(f"$$\n{line}\n$$" for line in lines) + heads)
 h_kv = config.kv_heads
 st.markdown("**Shapes along the way**")
 kv_lines = (f"K = X W_K, V = X W_V (n={n}, H_kv·d_k={h_kv * d_k}), (n={n}, H_kv·d_v={h_kv * d_v})\n"

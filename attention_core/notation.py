@@ -97,6 +97,11 @@ def softmax_argument(config, heads: bool = False) -> str:
 
 
 def attention_formula(config, heads: bool = False) -> str:
+    """The parts of attention_parts joined on one line."""
+    return r",\quad ".join(attention_parts(config, heads))
+
+
+def attention_parts(config, heads: bool = False) -> list[str]:
     """A = softmax(…) with its scores spelled out, built from the settings: score function, √d_k, RoPE,
     ALiBi, mask, T, grouped KV heads.
 
@@ -119,7 +124,7 @@ def attention_formula(config, heads: bool = False) -> str:
         if config.mask == "sliding_window":
             rule = rf"\text{{ with }} -\infty \text{{ unless }} 0 \le i - j < W = {config.window}"
         parts.append(rf"{_per_head(S_MASKED, heads)} = {before} {rule}")
-    return r",\quad ".join(parts)
+    return parts
 
 
 def multi_head_formula(config) -> str:

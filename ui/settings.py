@@ -208,8 +208,8 @@ def shape_controls() -> None:
     if stored("n_heads") > 1:
         h = stored("n_heads")
         widget(st.selectbox, "n_kv_heads", "KV heads H_kv", options=[0] + [d for d in divisors(h) if d < h],
-               format_func=lambda k: f"{h}: one per query head (multi-head)" if k == 0 else
-               f"{k}: {'multi-query (MQA)' if k == 1 else 'grouped-query (GQA)'}, {h // k} query heads each",
+               format_func=lambda k: f"{h} · one per query head (MHA)" if k == 0 else
+               f"{k} · {'MQA' if k == 1 else 'GQA'}, {h // k} query heads each",
                help="Grouped-query attention: query head h reads key/value head ⌊h / g⌋, g = H / H_kv. "
                     "K and V (and a decoder's KV cache) shrink to H_kv heads.")
     c1, c2 = st.columns(2)
