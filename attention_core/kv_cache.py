@@ -46,10 +46,10 @@ def kv_cache_decode(x, w_q, w_k, w_v, w_o, n_heads: int, n_kv_heads: int | None 
     check_groups(n_heads, n_kv)
     if window is not None and (isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1):
         raise ConfigError(f"The window must be at least 1 key (the token itself), not {window!r}.")
-    if not 0 <= prefill <= n:
+    if isinstance(prefill, bool) or not isinstance(prefill, (int, np.integer)) or not 0 <= prefill <= n:
         raise ConfigError(f"The prompt (prefill) must be 0 to {n} tokens, not {prefill!r}.")
     d_head, d_v = w_q.shape[1] // n_heads, w_v.shape[1] // n_kv
-    rotate = (lambda a, p: rotary_embedding(a, np.asarray(p), rope_base)) if rope_base else (lambda a, p: a)
+    rotate = (lambda a, p: rotary_embedding(a, np.asarray(p), rope_base)) if rope_base is not None else (lambda a, p: a)
     k_cache = np.zeros((n_kv, 0, d_head))
     v_cache = np.zeros((n_kv, 0, d_v))
     positions: list[int] = []

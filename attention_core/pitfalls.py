@@ -8,7 +8,8 @@ on the correct one and flags the wrong one.
     >>> from attention_core import Config
     >>> [p.key for p in PITFALLS]            # doctest: +NORMALIZE_WHITESPACE
     ['softmax_axis', 'no_scaling', 'neg_inf_nan', 'dropout_at_inference', 'scores_times_v',
-     'one_jacobian', 'sqrt_len_q', 'odd_pe_zero']
+     'one_jacobian', 'sqrt_len_q', 'odd_pe_zero', 'alibi_no_step', 'rope_pairing', 'causal_upper_left',
+     'window_w_plus_one', 'latent_cache_x2']
     >>> r = PITFALLS_BY_KEY["scores_times_v"].compute(Config())
     >>> r.check_passes_on_correct, r.check_flags_wrong
     (True, True)
@@ -462,6 +463,220 @@ def odd_pe_zero(source) -> PitfallResult:
                          ("n", "d_model"), "sinusoidal encoding")
 
 
+# ---- today's attention: RoPE, ALiBi, windows, the KV cache (docs/notation.md, "Today's attention") ----------
+
+def _heads_of(trace: Trace, name: str) -> np.ndarray:
+    """(H, n, d): every head's columns of Q, K or V (one head gets a leading axis of 1)."""
+    return trace[f"{name}_heads"].value if trace.facts["n_heads"] > 1 else trace[name].value[None]
+
+
+def _one_head_squeezed(a: np.ndarray, trace: Trace) -> np.ndarray:
+    """Drop the head axis again with one head, as the forward pass's own steps have none."""
+    return a if trace.facts["n_heads"] > 1 else a[0]
+
+
+def _count(k: int, word: str) -> str:
+    """'1 key', '3 keys'."""
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def _power(m: float) -> str:
+    """A slope 2^−x written as the paper writes it: 2^−1.5."""
+    return f"2^−{-math.log2(m):g}"
+
+
+# ---- 9. ALiBi slopes without [0::2] ---------------------------------------------------------------------
+
+ALIBI_HEADS_SHOWN = 12          # the brief's and the paper's non-power-of-two example when the learner's H is not one
+
+
+def alibi_slopes_without_step(n_heads: int) -> np.ndarray:
+    """The mistake: the H − c extra heads take the first H − c slopes of the 2c-head sequence, not every other one."""
+    c = 2 ** int(math.floor(math.log2(n_heads)))
+    slopes = [2.0 ** (-8.0 * h / c) for h in range(1, c + 1)]
+    slopes += [2.0 ** (-8.0 * h / (2 * c)) for h in range(1, 2 * c + 1)][: n_heads - c]      # no [0::2]
+    return np.array(slopes)
+
+
+def _alibi_heads(n_heads: int) -> int:
+    """The learner's H when the mistake changes a slope there (H − c ≥ 2), else 12."""
+    c = 2 ** int(math.floor(math.log2(n_heads)))
+    return n_heads if n_heads - c >= 2 else ALIBI_HEADS_SHOWN
+
+
+def alibi_no_step(source) -> PitfallResult:
+    """ALiBi's slopes for H not a power of two without the reference code's [0::2].
+
+    Shown on the last query of the learner's sentence (causal: it sees every key): ALiBi head h adds
+    −m_h·(i − j) to Q Kᵀ/√d_k of the learner's head h mod H. Heads counted from 0.
+    """
+    trace, _ = _trace(source)
+    from .alibi import alibi_slopes
+    h_learner = trace.facts["n_heads"]
+    n_alibi = _alibi_heads(h_learner)
+    right, bad = alibi_slopes(n_alibi), alibi_slopes_without_step(n_alibi)          # (H,), m_0 … m_{H−1}
+    q, k = _heads_of(trace, "q"), _heads_of(trace, "k")                             # (H_learner, n, d_k)
+    n, d_k = q.shape[1], q.shape[2]
+    which = np.arange(n_alibi) % h_learner                                          # ALiBi head h reads head h mod H
+    s = np.einsum("hd,hjd->hj", q[which, -1], k[which]) / np.sqrt(d_k)              # (H, n): q_{n−1} Kᵀ/√d_k
+    distance = (n - 1) - np.arange(n)                                                # i − j for i = n − 1
+    correct = att.softmax(s - right[:, None] * distance)                            # (H, n_k)
+    wrong = att.softmax(s - bad[:, None] * distance)
+    distinct = lambda m: len(set(m.tolist())) == len(m)
+    c = 2 ** int(math.floor(math.log2(n_alibi)))
+    repeats = [f"m_{h} = {_power(bad[h])} is head {int(np.flatnonzero(bad[:h] == bad[h])[0])}'s slope"
+               for h in range(c, n_alibi) if bad[h] in bad[:h]]
+    which_h = (f"your H = {h_learner}" if n_alibi == h_learner else
+               f"H = {n_alibi} ALiBi heads (your H = {h_learner} {'is a power of two' if h_learner == 2 ** int(math.log2(h_learner)) else 'has one head past a power of two'}, "
+               f"where the two agree)")
+    return PitfallResult(correct, wrong, difference(correct, wrong), "every head has its own slope",
+                         distinct(right),
+                         not distinct(bad),
+                         f"{which_h}: c = {c}, and heads {c} … {n_alibi - 1} get "
+                         f"{', '.join(_power(m) for m in right[c:])} with [0::2] (every slope distinct), "
+                         f"{', '.join(_power(m) for m in bad[c:])} without: {'; '.join(repeats)}, so those heads "
+                         f"look exactly as far back as an earlier one, and the small slopes "
+                         f"{', '.join(_power(m) for m in right[c:] if m not in bad)} (heads that look far back) are "
+                         f"missing. Weights of the last query ({_count(n, 'key')}) for each ALiBi head h: "
+                         f"softmax(q Kᵀ/√d_k − m_h·(i − j)) with the Q and K of your head "
+                         f"{'h mod ' + str(h_learner) if h_learner > 1 else '0'}.",
+                         ("ALiBi head h", "n_k"), f"weights A_h of the last token with ALiBi (H = {n_alibi})")
+
+
+# ---- 10. RoPE pairing mismatched with the weights ------------------------------------------------------
+
+def rope_pairing(source) -> PitfallResult:
+    """Weights converted for the half pairing (W_Q, W_K columns permuted) used with the interleaved rotation.
+
+    The learner's head-0 Q and K play the projections of a rotary model with interleaved pairs (Meta's
+    Llama code); their columns permuted by half_permutation are the converted checkpoint (Hugging Face's).
+    """
+    from .rope import half_permutation, rotary_embedding
+    trace, _ = _trace(source)
+    q, k = _heads_of(trace, "q")[0], _heads_of(trace, "k")[0]                       # (n, d_k): head 0
+    d_k = q.shape[1]
+    if d_k % 2:                                          # RoPE rotates pairs: an odd width loses its last column
+        q, k = (np.pad(a, ((0, 0), (0, 1))) if d_k == 1 else a[:, :-1] for a in (q, k))
+    d = q.shape[1]
+    perm = half_permutation(d)
+    scores = lambda a, b, pairing: rotary_embedding(a, pairing=pairing) @ rotary_embedding(b, pairing=pairing).T \
+        / np.sqrt(d)                                                                # (n, n): Ŝ of the rotated rows
+    original = scores(q, k, "interleaved")                                          # the model as trained
+    correct = scores(q[:, perm], k[:, perm], "half")                                # converted weights, half pairing
+    wrong = scores(q[:, perm], k[:, perm], "interleaved")                           # converted weights, interleaved
+    tol = 1e-9 * max(1.0, float(np.abs(original).max()))
+    gap_c, gap_w = float(np.abs(correct - original).max()), float(np.abs(wrong - original).max())
+    width = "" if d == d_k else (f" (RoPE needs an even width: your d_k = {d_k}, so "
+                                 + ("one zero column is added)" if d_k == 1 else f"its first {d} columns)"))
+    same = (" With d = 2 there is one pair and both pairings are the same: the two versions coincide."
+            if d == 2 else "")
+    return PitfallResult(correct, wrong, difference(correct, wrong), "the scores equal the original model's",
+                         gap_c <= tol, gap_w > tol,
+                         f"Head 0's Q and K{width} as a rotary model with interleaved pairs; its converted weights "
+                         f"permute the columns by {perm.tolist()}. Largest |Ŝ − original Ŝ|: {gap_c:.1e} with the "
+                         f"half pairing, {gap_w:.3g} with the interleaved one. Both are still functions of i − j "
+                         f"only, so nothing looks broken: only a comparison with the original model catches it."
+                         + same + (" With one token there is only position 0, which RoPE leaves unrotated: the "
+                                   "two versions coincide." if trace.n == 1 else ""),
+                         ("n_q", "n_k"), "scaled scores Ŝ = Q^R K^R⊤ / √d_k of head 0 (RoPE, base 10,000)")
+
+
+# ---- 11. is_causal=True with fewer queries than keys ----------------------------------------------------
+
+def causal_upper_left(source) -> PitfallResult:
+    """One new query against n cached keys with torch's is_causal=True: the mask is aligned to the upper left.
+
+    torch builds it as torch.ones(L, S).tril(): query 0 of the L new ones sees key 0 only. The new token t = n − 1
+    must see keys 0 … t: the lower-right alignment, tril(diagonal = S − L).
+    """
+    trace, _ = _trace(source)
+    q, k = _heads_of(trace, "q"), _heads_of(trace, "k")                             # (H, n, d_k)
+    n, d_k = q.shape[1], q.shape[2]
+    s = q[:, -1:] @ np.swapaxes(k, -1, -2) / np.sqrt(d_k)                           # (H, 1, n): the new query's Ŝ
+    lower_right = np.tril(np.ones((1, n), bool), k=n - 1)                           # sees keys 0 … n − 1
+    upper_left = np.tril(np.ones((1, n), bool))                                     # is_causal=True: key 0 only
+    correct = att.softmax(att.apply_mask(s, lower_right))[:, 0]                      # (H, n)
+    wrong = att.softmax(att.apply_mask(s, upper_left))[:, 0]
+    word = trace.tokens[-1]
+    return PitfallResult(_one_head_squeezed(correct, trace), _one_head_squeezed(wrong, trace),
+                         difference(correct, wrong), f"the new token t = {n - 1} sees every key 0 … {n - 1}",
+                         bool(lower_right.all()), not bool(upper_left.all()),
+                         f"L = 1 new query (token t = {n - 1}, “{word}”) against S = {_count(n, 'key')} in the cache. "
+                         f"Lower-right mask: {_count(int(lower_right.sum()), 'key')} visible, weight on key 0 "
+                         f"{float(correct[:, 0].max()):.3g}{' (largest over the heads)' if len(q) > 1 else ''}. "
+                         f"is_causal=True: {int(upper_left.sum())} key visible, so all the weight, 1, goes to key 0 "
+                         f"and the output is token 0's value whatever the sentence says."
+                         + (" With one token the cache is the token itself: the two versions coincide."
+                            if n == 1 else ""),
+                         (("head",) if len(q) > 1 else ()) + ("n_k",),
+                         f"weights of the new token t = {n - 1} over the cached keys (softmax(q_t Kᵀ/√d_k))")
+
+
+# ---- 12. a window of W keys read as W + 1 ---------------------------------------------------------------
+
+def window_w_plus_one(source) -> PitfallResult:
+    """The sliding window 0 ≤ i − j < W (W keys) written as i − j ≤ W (W + 1 keys, Mistral's paper's reading).
+
+    W is half the learner's tokens (at least 1), so that the window cuts; the weights are softmax(Q_h K_hᵀ/√d_k).
+    """
+    trace, _ = _trace(source)
+    q, k = _heads_of(trace, "q"), _heads_of(trace, "k")                             # (H, n, d_k)
+    n, d_k = q.shape[1], q.shape[2]
+    w = max(1, n // 2)
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(d_k)                                   # (H, n, n)
+    right, bad = att.sliding_window_mask(n, w), att.sliding_window_mask(n, w + 1)   # i − j < W; i − j ≤ W
+    correct = att.softmax(att.apply_mask(s, right))
+    wrong = att.softmax(att.apply_mask(s, bad))
+    extra = bad & ~right                                                            # the key j = i − W
+    seen_c, seen_w = int(right.sum(axis=1).max()), int(bad.sum(axis=1).max())
+    rows = np.flatnonzero(extra.any(axis=1))
+    return PitfallResult(_one_head_squeezed(correct, trace), _one_head_squeezed(wrong, trace),
+                         difference(correct, wrong), f"each query sees at most W = {w} keys, itself included",
+                         seen_c <= w, seen_w > w,
+                         f"W = {w} (half your {_count(n, 'token')}, at least 1). 0 ≤ i − j < W: at most "
+                         f"{_count(seen_c, 'key')} per query. i − j ≤ W: {seen_w}"
+                         + (f" for queries {rows[0]} … {rows[-1]}, whose extra key j = i − {w} takes weight up to "
+                            f"{float(wrong[:, extra].max()):.3g}." if rows.size else
+                            " as well: with one token there is no key before the query, so the two versions "
+                            "coincide."),
+                         trace["weights"].axes, f"weights with a sliding window of W = {w} keys")
+
+
+# ---- 13. a latent KV cache multiplied by 2 --------------------------------------------------------------
+
+DEEPSEEK_V3 = {"layers": 61, "latent": 512, "rope_key": 64, "bytes": 2}   # config.json: kv_lora_rank, qk_rope_head_dim; BF16
+
+
+def latent_cache_bytes_per_token(layers: int, latent: int, rope_key: int, bytes_per_value: int) -> int:
+    """MLA caches (d_c + d_h^R) values per layer per token (DeepSeek-V2's Table 1): the latent c_KV and one RoPE key."""
+    return layers * (latent + rope_key) * bytes_per_value
+
+
+def latent_cache_x2(source) -> PitfallResult:
+    """DeepSeek-V3's cache with the ×2 of the K-and-V formula: its latent serves as both, it is stored once."""
+    trace, _ = _trace(source)
+    n = trace.n
+    v3 = DEEPSEEK_V3
+    per_token = latent_cache_bytes_per_token(v3["layers"], v3["latent"], v3["rope_key"], v3["bytes"])
+    per_token_x2 = 2 * per_token                                                    # the K-and-V formula's 2 ·
+    tokens = np.arange(1, n + 1)                                                    # the cache after tokens 0 … t
+    correct, wrong = tokens * per_token / 1024, tokens * per_token_x2 / 1024         # (n,) KiB
+    paper = (v3["latent"] + v3["rope_key"]) * v3["layers"] * v3["bytes"]            # (d_c + d_h^R)·l elements
+    context = 131_072
+    gib = lambda b: b * context / 2 ** 30
+    mha = v3["layers"] * 128 * (192 + 128) * v3["bytes"]                            # 128 heads, K 192 wide, V 128
+    return PitfallResult(correct, wrong, difference(correct, wrong),
+                         "bytes per token = layers · (d_c + d_h^R) · bytes, the papers' (d_c + d_h^R)·l values",
+                         per_token == paper, per_token_x2 != paper,
+                         f"Per token: {v3['layers']} layers × ({v3['latent']} + {v3['rope_key']}) values × "
+                         f"{v3['bytes']} bytes (BF16) = {per_token:,} bytes = {per_token / 1024:.1f} KiB; ×2 gives "
+                         f"{per_token_x2 / 1024:.1f} KiB. Your {_count(n, 'token')}: {correct[-1]:.1f} KiB, not "
+                         f"{wrong[-1]:.1f}. At the full 128K context ({context:,} tokens): {gib(per_token):.2f} GiB, "
+                         f"not {gib(per_token_x2):.2f} GiB. (Caching full K and V of its 128 heads, K 192 and V 128 "
+                         f"wide, would take {mha / 2 ** 20:.2f} MiB per token.)",
+                         ("n",), "DeepSeek-V3's KV cache after each of your tokens, KiB (BF16)")
+
+
 PITFALLS: tuple[Pitfall, ...] = (
     Pitfall("softmax_axis", "Softmax over the wrong axis", "common",
             "softmax({arg}, axis=−2) normalises each key's column over the queries (axis −2 is the query axis; "
@@ -498,6 +713,38 @@ PITFALLS: tuple[Pitfall, ...] = (
             "The loop over i < int(d/2) writes columns 2i and 2i+1 only; with an odd d the last column is never "
             "written. Give column j the frequency of pair ⌊j/2⌋ (a sine for even j, a cosine for odd j).",
             _labelled(odd_pe_zero)),
+    Pitfall("alibi_no_step", "ALiBi slopes without [0::2]", "common",
+            "For H heads, H not a power of two, ALiBi takes the slopes m_h of the c = 2^⌊log₂ H⌋ heads of the "
+            "nearest power of two, then for the H − c heads left every other slope of the 2c-head sequence: "
+            "the reference code's `[0::2][:H − c]`. Without `[0::2]` the first H − c are taken instead, and every "
+            "second one of them is a slope an earlier head already has (for H = 12: heads 9 and 11 get 2^−1 and "
+            "2^−2, the slopes of heads 0 and 1).",
+            _labelled(alibi_no_step)),
+    Pitfall("rope_pairing", "RoPE pairing mismatched with the weights", "common",
+            "RoPE rotates pairs of columns of Q and K: columns 2i and 2i + 1 in Meta's Llama code, columns i and "
+            "i + d/2 in Hugging Face's rotate_half. A checkpoint converted from one to the other permutes the columns of W_Q "
+            "and W_K; used with the other rotation, every pair mixes two columns that were never a pair, and the "
+            "scores Ŝ = Q^R K^R⊤ / √d_k change. The rotation must be the one the weights were converted for.",
+            _labelled(rope_pairing)),
+    Pitfall("causal_upper_left", "is_causal=True with fewer queries than keys", "common",
+            "Decoding with a KV cache feeds one new query (L = 1) against all S cached keys. torch's "
+            "scaled_dot_product_attention(q, k, v, is_causal=True) builds its mask as torch.ones(L, S).tril(), "
+            "aligned to the upper left: the new token sees key 0 only. Query t must see keys 0 … t: the mask "
+            "aligned to the lower right, tril(diagonal = S − L) (torch.nn.attention.bias.causal_lower_right), or "
+            "no mask at all for a single new token.",
+            _labelled(causal_upper_left)),
+    Pitfall("window_w_plus_one", "A window of W keys read as W + 1", "common",
+            "A sliding window of W keys lets query i see keys j with 0 ≤ i − j < W: itself and the W − 1 tokens "
+            "before it (torch's masks and this app). Mistral's paper writes the window as positions i − W … i, "
+            "which is W + 1 keys. Mixing the two readings, e.g. i − j ≤ W for a model trained with W keys, gives "
+            "every query from i = W on one key too many.",
+            _labelled(window_w_plus_one)),
+    Pitfall("latent_cache_x2", "A latent KV cache multiplied by 2", "common",
+            "The usual cache size, 2 · layers · H_kv · d_head values per token, counts K and V. DeepSeek-V3's "
+            "multi-head latent attention caches neither: per layer it keeps one latent vector c_KV (512 values), "
+            "from which both K and V are expanded, and one shared RoPE key (64 values): 61 layers × 576 values "
+            "per token. Multiplying by 2 counts the latent twice.",
+            _labelled(latent_cache_x2)),
 )
 FROM_TUTORIALS: tuple[Pitfall, ...] = tuple(p for p in PITFALLS if p.tutorial is not None)
 PITFALLS_BY_KEY: dict[str, Pitfall] = {p.key: p for p in PITFALLS}

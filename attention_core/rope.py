@@ -31,7 +31,8 @@ def check_rope(d: int, base: float) -> None:
     if d % 2:
         raise ConfigError(f"RoPE rotates pairs of columns, so the width must be even; d={d} is odd. "
                           f"Set d_k to {d - 1 if d > 1 else 2} or {d + 1}.")
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or not base > 1:
+    if isinstance(base, bool) or not isinstance(base, (int, float, np.integer, np.floating)) or not math.isfinite(base) \
+            or not base > 1:
         raise ConfigError(f"The RoPE base must be a finite number above 1 (10,000 in RoFormer and Llama 2, "
                           f"500,000 in Llama 3), not {base!r}.")
 

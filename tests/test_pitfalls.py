@@ -9,6 +9,8 @@ from old_defaults import toy_config
 from attention_core.pitfalls import (FROM_TUTORIALS, PITFALLS, PITFALLS_BY_KEY, PitfallResult, difference,
                                      naive_softmax, seed_001_encoding, small_attention, symbols)
 
+TODAYS = ["alibi_no_step", "rope_pairing", "causal_upper_left", "window_w_plus_one", "latent_cache_x2"]
+
 CONFIGS = {
     "default": Config(),
     "heads-additive-causal-bias": Config(sentence="the cat sat on the mat", embedding="random", d_model=8,
@@ -43,16 +45,19 @@ def test_wrong_differs_and_the_check_flags_it(results, config_name, key):
 
 def test_registry_in_order_with_sources():
     assert [p.key for p in PITFALLS] == ["softmax_axis", "no_scaling", "neg_inf_nan", "dropout_at_inference",
-                                         "scores_times_v", "one_jacobian", "sqrt_len_q", "odd_pe_zero"]
+                                         "scores_times_v", "one_jacobian", "sqrt_len_q", "odd_pe_zero",
+                                         "alibi_no_step", "rope_pairing", "causal_upper_left", "window_w_plus_one",
+                                         "latent_cache_x2"]
     assert {p.key: p.seed_source for p in PITFALLS} == {
         "softmax_axis": "common", "no_scaling": "common", "neg_inf_nan": "common", "dropout_at_inference": "002",
-        "scores_times_v": "001", "one_jacobian": "000", "sqrt_len_q": "000", "odd_pe_zero": "001"}
+        "scores_times_v": "001", "one_jacobian": "000", "sqrt_len_q": "000", "odd_pe_zero": "001",
+        **{key: "common" for key in TODAYS}}
     assert PITFALLS_BY_KEY["one_jacobian"] is PITFALLS[5]
     # the learner reads the tutorial's number (docs/notation.md: 000 is tutorial 1, ...), never a seed file
     assert {p.key: p.source for p in PITFALLS} == {
         "softmax_axis": "a classic", "no_scaling": "a classic", "neg_inf_nan": "a classic",
         "dropout_at_inference": "from tutorial 3", "scores_times_v": "from tutorial 2", "one_jacobian": "from tutorial 1",
-        "sqrt_len_q": "from tutorial 1", "odd_pe_zero": "from tutorial 2"}
+        "sqrt_len_q": "from tutorial 1", "odd_pe_zero": "from tutorial 2", **{key: "a classic" for key in TODAYS}}
     assert [p.key for p in FROM_TUTORIALS] == ["dropout_at_inference", "scores_times_v", "one_jacobian", "sqrt_len_q",
                                                "odd_pe_zero"]
 
@@ -311,3 +316,117 @@ def test_nan_detail_names_the_queries_whose_row_is_nan():
     assert "a NaN row for query 3 in each of the 2 heads" in r.check_detail
     r = PITFALLS_BY_KEY["neg_inf_nan"].compute(Config(sentence="i love you", mask="padding", padding=(0, 1, 2)))
     assert np.isnan(r.wrong).all(axis=-1).all() and "a NaN row for queries 0, 1, 2," in r.check_detail
+
+
+# ---- today's attention: each right side against torch or the paper, each wrong side as the mistake writes it ----
+
+def _heads(trace, name):
+    return trace[f"{name}_heads"].value if trace.facts["n_heads"] > 1 else trace[name].value[None]
+
+
+def _sdpa_weights(torch, q, k, **kwargs):
+    """torch's SDPA weights: the output for V = I (one row per key)."""
+    T = lambda a: torch.tensor(np.asarray(a), dtype=torch.float64)
+    eye = torch.eye(k.shape[-2], dtype=torch.float64).expand(*k.shape[:-2], -1, -1)
+    return torch.nn.functional.scaled_dot_product_attention(T(q), T(k), eye, **kwargs).numpy()
+
+
+@pytest.mark.parametrize("config, n_alibi", [(Config(), 12), (Config(n_heads=2), 12), (Config(n_heads=3), 12),
+                                             (Config(embedding="random", d_model=12, d_k=2, n_heads=6), 6),
+                                             (Config(embedding="random", d_model=12, d_k=2, n_heads=12), 12)])
+def test_alibi_without_step_against_the_paper_and_torch(config, n_alibi):
+    torch = pytest.importorskip("torch")
+    from attention_core.alibi import alibi_slopes
+    from attention_core.pitfalls import alibi_slopes_without_step
+    assert alibi_slopes_without_step(12).tolist() == [2.0 ** -e for e in (1, 2, 3, 4, 5, 6, 7, 8, 0.5, 1, 1.5, 2)]
+    np.testing.assert_allclose(alibi_slopes(12)[8:], 2.0 ** -np.array([0.5, 1.5, 2.5, 3.5]), rtol=1e-15)  # the paper's
+    for h in (1, 2, 4, 8, 16):                                           # powers of two: the mistake changes nothing
+        np.testing.assert_array_equal(alibi_slopes_without_step(h), alibi_slopes(h))
+    trace = run_forward(config)
+    r = PITFALLS_BY_KEY["alibi_no_step"].compute(trace)
+    assert r.correct.shape == (n_alibi, trace.n) and r.axes == ("ALiBi head h", "n_k")
+    q, k = _heads(trace, "q"), _heads(trace, "k")
+    which = np.arange(n_alibi) % config.n_heads
+    n = trace.n
+    distance = (n - 1) - np.arange(n)
+    for slopes, got in ((alibi_slopes(n_alibi), r.correct), (alibi_slopes_without_step(n_alibi), r.wrong)):
+        bias = torch.tensor(-slopes[:, None, None] * distance[None, None, :])        # (H, 1, n): float attn_mask
+        want = _sdpa_weights(torch, q[which, -1:], k[which], attn_mask=bias)[:, 0]
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    c = 2 ** int(math.log2(n_alibi))
+    np.testing.assert_allclose(r.correct[:c + 1], r.wrong[:c + 1], atol=0)   # heads 0 … c agree, c + 1 on differ
+    assert np.abs(r.correct[c + 1] - r.wrong[c + 1]).max() > 0
+    assert f"{'your H = ' + str(n_alibi) if n_alibi == config.n_heads else 'H = 12 ALiBi heads'}" in r.check_detail
+
+
+@pytest.mark.parametrize("config", [Config(), CONFIGS["heads-additive-causal-bias"], CONFIGS["dot-index-wide"]])
+def test_rope_pairing_right_is_metas_model_and_wrong_is_still_relative(config):
+    torch = pytest.importorskip("torch")
+    from attention_core.rope import half_permutation, rotary_embedding
+    trace = run_forward(config)
+    r = PITFALLS_BY_KEY["rope_pairing"].compute(trace)
+    q, k = _heads(trace, "q")[0], _heads(trace, "k")[0]
+    n, d = q.shape
+    # the original model: Meta's complex form, interleaved pairs, in torch
+    freqs = 1.0 / (10000.0 ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    angles = torch.outer(torch.arange(n, dtype=torch.float64), freqs)
+    cis = torch.polar(torch.ones_like(angles), angles)
+    rot = lambda a: torch.view_as_real(torch.view_as_complex(torch.tensor(a).reshape(n, -1, 2)) * cis).flatten(-2)
+    original = (rot(q) @ rot(k).T / math.sqrt(d)).numpy()
+    np.testing.assert_allclose(r.correct, original, atol=1e-12)
+    perm = half_permutation(d)
+    np.testing.assert_allclose(r.wrong, rotary_embedding(q[:, perm]) @ rotary_embedding(k[:, perm]).T / math.sqrt(d),
+                               atol=1e-15)
+    assert np.abs(r.wrong - original).max() > 1e-3
+    # "both are still functions of i − j only": the wrong rotation is a RoPE too
+    a, b = np.random.default_rng(0).standard_normal((2, d))
+    rq, rk = rotary_embedding(np.tile(a[perm], (n + 3, 1))), rotary_embedding(np.tile(b[perm], (n + 3, 1)))
+    scores = rq @ rk.T
+    for offset in range(-2, 3):
+        diagonal = np.diagonal(scores, offset)
+        np.testing.assert_allclose(diagonal, diagonal[0], atol=1e-12)
+
+
+@pytest.mark.parametrize("config", [Config(), CONFIGS["heads-additive-causal-bias"]])
+def test_is_causal_upper_left_is_torchs_and_lower_right_is_decoding(config):
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention.bias import causal_lower_right
+    trace = run_forward(config)
+    r = PITFALLS_BY_KEY["causal_upper_left"].compute(trace)
+    q, k = _heads(trace, "q"), _heads(trace, "k")
+    n = trace.n
+    squeeze = (lambda a: a[:, 0]) if config.n_heads > 1 else (lambda a: a[0, 0])
+    np.testing.assert_allclose(r.wrong, squeeze(_sdpa_weights(torch, q[:, -1:], k, is_causal=True)), atol=1e-12)
+    np.testing.assert_allclose(r.correct, squeeze(_sdpa_weights(torch, q[:, -1:], k,
+                                                                attn_mask=causal_lower_right(1, n))), atol=1e-12)
+    full = _sdpa_weights(torch, q, k, is_causal=True)[:, -1]                 # the full causal pass's last row
+    np.testing.assert_allclose(r.correct, full if config.n_heads > 1 else full[0], atol=1e-12)
+    np.testing.assert_array_equal(r.wrong[..., 0], 1.0)                     # key 0 only
+
+
+@pytest.mark.parametrize("config", [Config(), CONFIGS["heads-additive-causal-bias"], CONFIGS["dot-index-wide"]])
+def test_window_w_plus_one_against_torch_masks(config):
+    torch = pytest.importorskip("torch")
+    trace = run_forward(config)
+    r = PITFALLS_BY_KEY["window_w_plus_one"].compute(trace)
+    q, k = _heads(trace, "q"), _heads(trace, "k")
+    n, w = trace.n, max(1, trace.n // 2)
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    squeeze = (lambda a: a) if config.n_heads > 1 else (lambda a: a[0])
+    np.testing.assert_allclose(r.correct, squeeze(_sdpa_weights(torch, q, k, attn_mask=(i - j >= 0) & (i - j < w))),
+                               atol=1e-12)
+    np.testing.assert_allclose(r.wrong, squeeze(_sdpa_weights(torch, q, k, attn_mask=(i - j >= 0) & (i - j <= w))),
+                               atol=1e-12)
+    assert ((r.correct > 0).sum(-1) <= w).all() and ((r.wrong > 0).sum(-1) == w + 1).any()
+
+
+def test_latent_cache_is_the_papers_d_c_plus_d_r_times_layers():
+    from attention_core.pitfalls import latent_cache_bytes_per_token
+    # DeepSeek-V2's Table 1: MLA caches (d_c + d_h^R)·l elements per token; DeepSeek-V3: d_c = 512, d_h^R = 64, l = 61
+    assert latent_cache_bytes_per_token(61, 512, 64, 1) == (512 + 64) * 61 == 35_136
+    config = CONFIGS["heads-additive-causal-bias"]
+    r = PITFALLS_BY_KEY["latent_cache_x2"].compute(config)
+    n = run_forward(config).n
+    np.testing.assert_allclose(r.correct, np.arange(1, n + 1) * 35_136 * 2 / 1024)    # KiB in BF16
+    np.testing.assert_allclose(r.wrong, 2 * r.correct)
+    assert "= 70,272 bytes = 68.6 KiB" in r.check_detail and "8.58 GiB, not 17.16 GiB" in r.check_detail
