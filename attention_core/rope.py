@@ -7,7 +7,7 @@ A rotation keeps lengths, and two rotations compose by adding angles, so
     (R_p q) · (R_p′ k) = q · R_{p′−p} k
 
 depends on the positions only through p′ − p: the score of a query with a key sees how far apart
-they are, not where they are (tests/test_rope.py checks it, and the complex-number form).
+they are, not where they are (tests/test_modern_core.py checks it, and the complex-number form).
 
 Two ways to pair the d columns are in use; they differ by a fixed permutation of the columns
 (`half_permutation`), so a checkpoint converted from one to the other permutes its W_Q, W_K columns:
