@@ -432,7 +432,7 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     hs = "_h" if h > 1 else ""                                    # per head: S_h = Q_h K_h^T, …
     kv = "_{⌊h/g⌋}" if grouped else hs                            # the KV head query head h reads
     r = "^R" if rope else ""
-    q_sym, k_sym = f"Q{r}{hs}", (f"(K{r}{kv})" if rope and kv else f"K{r}{kv}")   # (K^R_h)^T: one superscript at a time
+    q_sym, k_sym = f"Q{r}{hs}", (f"(K{r}{kv})" if rope else f"K{kv}")   # (K^R_h)^T: one superscript at a time
     shape = "(H, n_q, n_k)" if h > 1 else "(n_q, n_k)"
     if grouped:
         add(f"# -- grouped-query attention: query head h reads KV head ⌊h / g⌋, so each of the H_kv = {h_kv} KV heads")
