@@ -234,6 +234,26 @@ def _over_t(t: float) -> tuple[str, str]:
     return (" / T", f" / {t:g}") if t != 1 else ("", "")
 
 
+def symbols_caption(config) -> str:
+    """The quiz page's line on its symbols, built from the settings: which scores softmax reads here, and the
+    letters RoPE, ALiBi, grouped KV heads and the sliding window bring in."""
+    reads = PLAIN_SCORES[notation.softmax_input(config)]
+    text = ("Symbols as everywhere in the app: S raw scores, Ŝ = S/√d_k scaled, S̃ masked; softmax reads the last of "
+            f"these your settings make, here {reads}. A = softmax(…) the weights, C = A V the context, O the output; "
+            "with H heads, head h = 0 … H−1 has its own A_h and C_h. Tokens, keys and dimensions are counted from 0.")
+    if config.positional == "rope":
+        text += " RoPE: the scores read Q^R and K^R, the rows of Q and K rotated by their positions."
+    if config.positional == "alibi":
+        text += " ALiBi: B is the bias (B_h)[i,j] = −m_h |i − j|, added to the scores before the mask."
+    if config.kv_heads < config.n_heads:
+        g = config.n_heads // config.kv_heads
+        text += (f" H_kv = {config.kv_heads} key/value head{'s' if config.kv_heads > 1 else ''}: query head h reads "
+                 f"K_⌊h/g⌋ and V_⌊h/g⌋, g = H / H_kv = {g}.")
+    if config.mask == "sliding_window":
+        text += f" The sliding window W = {config.window} hides key j from query i unless 0 ≤ i − j < W."
+    return text
+
+
 # ---- questions ---------------------------------------------------------------------------------------
 
 SHAPE_STEPS = ("q", "k", "v", "w_q", "w_v", "scores", "weights", "context", "w_o", "output", "q_heads",
