@@ -19,8 +19,10 @@ are labelled with the words (a repeated word gets its position: "the (4)"), othe
 indices, every index counted from 0 as in the app's notation (docs/notation.md): h = 0 … H−1 is
 a head's index, H the number of heads. Numbers are written with repr(), so they read back exactly
 (−inf as "-inf"). The zip of all the CSV files carries a README.txt naming each file's symbol
-(S raw scores, Ŝ scaled, S̃ masked, A weights, C context, O output, Q_h one head's queries …);
-the .npz manifest carries the same symbols.
+(S raw scores, Ŝ scaled, S̃ masked, A weights, C context, O output, Q_h one head's queries; with RoPE
+Q^R, K^R the rotated queries and keys; with ALiBi B its bias and (Ŝ+B) the biased scores …); the .npz
+manifest carries the same symbols. With grouped KV heads, W_K, W_V, K, V have H_kv heads' columns and
+K_h, V_h one block per KV head.
 """
 from __future__ import annotations
 
@@ -233,7 +235,10 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     drawn exactly as the explorer draws them (weights="seeded": numpy.random.default_rng seeded
     with (seed, crc32(name)) per parameter) or written in as literals too (weights="literal", for
     a numpy whose generator streams differ). Under config.weights == "trained", W_Q, W_K, W_V
-    (and their biases) are the trained matrices, always written in as literals. The sentence and its tokens appear only as repr()'d
+    (and their biases) are the trained matrices, always written in as literals (with grouped KV heads,
+    W_K and W_V are the trained columns averaged per group, as the forward pass uses them). RoPE's
+    rotation, ALiBi's slopes and bias, the repeat of the KV heads and the sliding-window mask are written
+    out in numpy. The sentence and its tokens appear only as repr()'d
     string literals assigned to SENTENCE and TOKENS. Run it: `python script.py [steps.npz]`.
     """
     from .forward import exact_slope, init_bias, init_weight, run_forward
