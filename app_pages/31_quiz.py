@@ -1,7 +1,7 @@
 import streamlit as st
 
 import ui
-from attention_core.quiz import grade, make_questions, readable
+from attention_core.quiz import grade, make_questions, readable, symbols_caption
 from ui.text import md_escape
 
 PAGE = "app_pages/31_quiz.py"
@@ -9,9 +9,7 @@ config, trace = ui.page(PAGE, "Predict, then reveal")
 st.markdown("Before you look at a step, **predict it**: its shape, which word a row attends to, the sign "
             "of a change. The questions come from your current settings, so a new sentence or new sizes "
             "give new ones. Each answer reveals the step it was about.")
-st.caption("Symbols as everywhere in the app: S raw scores, Ŝ = S/√d_k scaled, S̃ masked (softmax reads the last "
-           "of these your settings make), A = softmax(…) the weights, C = A V the context, O the output; with "
-           "H heads, head h = 0 … H−1 has its own A_h and C_h. Tokens, keys and dimensions are counted from 0.")
+st.caption(md_escape(symbols_caption(config)))
 
 state = st.session_state.setdefault("quiz", {"round": 0, "graded": {}})
 top = st.columns([3, 1])

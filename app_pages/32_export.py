@@ -30,14 +30,23 @@ with c2:
     st.download_button("Every step as CSV (zip)", lambda: export_csv_zip(config), file_name="attention_trace_csv.zip",
                        mime="application/zip", icon=":material/download:",
                        help="One CSV per matrix, rows and columns labelled, counted from 0; a step with heads has a "
-                            "first column h (a head's index, 0 … H−1). README.txt names each file's symbol.")
+                            "first column h (a head's index, 0 … H−1"
+                            + (f"; K_h, V_h have one block per KV head, 0 … H_kv−1 = {config.kv_heads - 1}"
+                               if config.kv_heads < config.n_heads else "")
+                            + "). README.txt names each file's symbol.")
 files = csv_names(trace)
 name = st.selectbox("Or one matrix as CSV", list(files), key="export_csv")
 st.download_button(f"Download {name}", lambda key=files[name]: export_csv(config, key), file_name=name, mime="text/csv")
 
 st.subheader("A script that recomputes it all")
+written_out = [what for what, used in (("RoPE's rotation of Q and K", config.positional == "rope"),
+                                      ("ALiBi's slopes and bias", config.positional == "alibi"),
+                                      ("the grouped KV heads (np.repeat)", config.kv_heads < config.n_heads),
+                                      ("the sliding-window mask", config.mask == "sliding_window")) if used]
 st.markdown("A plain numpy script (no Streamlit, no torch) that rebuilds this configuration step by step "
-            "and prints every matrix: the same numbers as the pages. Run it with `python attention_steps.py`.")
+            "and prints every matrix: the same numbers as the pages. Run it with `python attention_steps.py`."
+            + (" It writes out " + (", ".join(written_out[:-1]) + " and " if len(written_out) > 1 else "")
+               + f"{written_out[-1]} in numpy too." if written_out else ""))
 st.download_button("Download the script", lambda: export_script(config), file_name="attention_steps.py",
                    mime="text/x-python", icon=":material/code:")
 with st.expander("Read the script", key="export_read", on_change="rerun") as reading:

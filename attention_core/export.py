@@ -19,8 +19,10 @@ are labelled with the words (a repeated word gets its position: "the (4)"), othe
 indices, every index counted from 0 as in the app's notation (docs/notation.md): h = 0 … H−1 is
 a head's index, H the number of heads. Numbers are written with repr(), so they read back exactly
 (−inf as "-inf"). The zip of all the CSV files carries a README.txt naming each file's symbol
-(S raw scores, Ŝ scaled, S̃ masked, A weights, C context, O output, Q_h one head's queries …);
-the .npz manifest carries the same symbols.
+(S raw scores, Ŝ scaled, S̃ masked, A weights, C context, O output, Q_h one head's queries; with RoPE
+Q^R, K^R the rotated queries and keys; with ALiBi B its bias and (Ŝ+B) the biased scores …); the .npz
+manifest carries the same symbols. With grouped KV heads, W_K, W_V, K, V have H_kv heads' columns and
+K_h, V_h one block per KV head.
 """
 from __future__ import annotations
 
@@ -44,16 +46,20 @@ STEP_SYMBOLS = {
     "b_q": "b_Q", "b_k": "b_K", "b_v": "b_V", "q": "Q", "k": "K", "v": "V",
     "q_heads": "Q_h", "k_heads": "K_h", "v_heads": "V_h",
     "w_a_q": "W_1", "w_a_k": "W_2", "v_a": "v", "w_b": "W",
+    "q_rot": "Q^R", "k_rot": "K^R", "alibi": "B", "biased_scores": "(Ŝ+B)",        # RoPE's rotated Q, K; ALiBi
     "scores": "S", "scaled_scores": "Ŝ", "mask": "M", "masked_scores": "S̃", "weights": "A", "context": "C",
     "concat": "C", "w_o": "W_O", "b_o": "b_O", "output": "O",
 }
-PER_HEAD = ("scores", "scaled_scores", "masked_scores", "weights", "context")     # S_h, Ŝ_h, S̃_h, A_h, C_h
+PER_HEAD = ("scores", "scaled_scores", "masked_scores", "weights", "context",     # S_h, Ŝ_h, S̃_h, A_h, C_h
+            "q_rot", "k_rot", "alibi", "biased_scores")                          # Q^R_h, K^R_h, B_h, (Ŝ+B)_h
 HEAD_COLUMN = "h"               # a head's index, 0 … H−1, in the CSV files' first column
 
 
 def step_symbol(step: Step) -> str:
     """The notation's symbol for a step: 'Ŝ', or 'Ŝ_h' when it has a head axis; '' for a step it does not name."""
     symbol = STEP_SYMBOLS.get(step.key, "")
+    if step.key == "biased_scores" and step.inputs[:1] != ("scaled_scores",):
+        symbol = "(S+B)"                                       # ALiBi on unscaled scores (dot, additive, bilinear)
     if symbol and step.key in PER_HEAD and step.axes[:1] == ("head",):
         return f"{symbol}_h"
     if symbol and step.key in ("w_a_q", "w_a_k", "v_a", "w_b") and step.axes[:1] == ("head",):
@@ -169,13 +175,36 @@ def csv_readme(trace: Trace) -> str:
              "Weights multiply from the right, as the Transformer paper writes it (Q = X W^Q) and as numpy",
              "code does: W_Q is (d_model, H·d_k). PyTorch's nn.Linear stores the transpose (its weight is",
              "(out, in) and it computes x Wᵀ).",
-             "A file with a first column h holds one block of rows per head.",
-             ""]
+             "A file with a first column h holds one block of rows per head."]
+    config = trace.facts.get("config")
+    if config is not None and trace.facts.get("kind") == "forward":
+        lines += _readme_settings(config)
+    lines.append("")
     for name, key in csv_names(trace).items():
         step = trace[key]
         symbol = step_symbol(step)
         lines.append(f"{name}  {symbol + '  ' if symbol else ''}{step.title}  ({step.shape_text})")
     return "\n".join(lines) + "\n"
+
+
+def _readme_settings(config: Config) -> list[str]:
+    """The README's words for RoPE, ALiBi, grouped KV heads and the sliding window, when the settings use them."""
+    lines = []
+    if config.positional == "rope":
+        lines += ["RoPE: Q^R, K^R are Q and K with row p rotated by R_p, pair i of its columns (2i, 2i+1) by the",
+                  f"angle p·θ_i, θ_i = base^(−2i/d_k), base = {config.pe_base:g}; the scores read Q^R and K^R."]
+    if config.positional == "alibi":
+        summed = "(Ŝ+B) = Ŝ + B" if config.score == "scaled_dot" else "(S+B) = S + B"
+        lines += ["ALiBi: B is the bias (B_h)[i, j] = −m_h |i − j| (m_h the slope of head h), added to the scores",
+                  f"before the mask: {summed}; nothing is added to X."]
+    if config.kv_heads < config.n_heads:
+        h, h_kv = config.n_heads, config.kv_heads
+        lines += [f"Grouped-query attention: W_K, W_V, K, V have the columns of H_kv = {h_kv} key/value heads, and the",
+                  f"files of K_h, V_h{', K^R_h' if config.positional == 'rope' else ''} one block per KV head, "
+                  f"h = 0 … {h_kv - 1}; query head h reads KV head ⌊h / g⌋, g = H / H_kv = {h // h_kv}."]
+    if config.mask == "sliding_window":
+        lines += [f"Sliding window: M[i, j] = 1 when 0 ≤ i − j < W = {config.window} (W keys, the query included)."]
+    return lines
 
 
 def csv_zip(trace: Trace) -> bytes:
@@ -206,16 +235,22 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     drawn exactly as the explorer draws them (weights="seeded": numpy.random.default_rng seeded
     with (seed, crc32(name)) per parameter) or written in as literals too (weights="literal", for
     a numpy whose generator streams differ). Under config.weights == "trained", W_Q, W_K, W_V
-    (and their biases) are the trained matrices, always written in as literals. The sentence and its tokens appear only as repr()'d
+    (and their biases) are the trained matrices, always written in as literals (with grouped KV heads,
+    W_K and W_V are the trained columns averaged per group, as the forward pass uses them). RoPE's
+    rotation, ALiBi's slopes and bias, the repeat of the KV heads and the sliding-window mask are written
+    out in numpy. The sentence and its tokens appear only as repr()'d
     string literals assigned to SENTENCE and TOKENS. Run it: `python script.py [steps.npz]`.
     """
-    from .forward import init_bias, init_weight, run_forward
+    from .forward import exact_slope, init_bias, init_weight, run_forward
     if weights not in ("seeded", "literal"):
         raise ValueError("weights must be 'seeded' or 'literal'")
     trace = run_forward(config)
     f = trace.facts
     n, d_embed, d_model = f["n"], f["d_embed"], f["d_model"]
     h, d_k, d_v, seed = config.n_heads, config.d_k, config.d_v, config.seed
+    h_kv = config.kv_heads                                      # H_kv: key/value heads (= H without GQA)
+    grouped = h_kv < h                                          # grouped-query attention: g = H / H_kv > 1
+    rope, alibi = config.positional == "rope", config.positional == "alibi"
     literal = weights == "literal"
     L: list[str] = []
     add = L.append
@@ -248,6 +283,18 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     add("head's index; S raw scores, Ŝ = S / √d_k scaled (scaled dot-product only), S̃ masked, A the weights,")
     add("C = A V the context, O the output. Each variable is named by its step key (the .npz and CSV names);")
     add("its symbol is in the comment beside it.")
+    if rope:
+        add("RoPE: q^R_p = R_p q_p, k^R_p = R_p k_p, each query and key row rotated by its position p, pair i of")
+        add("its columns by the angle p·θ_i, θ_i = base^(−2i/d_k); Q^R, K^R the rotated matrices, S = Q^R (K^R)^T.")
+    if alibi:
+        add("ALiBi: m_h the slope of head h, (B_h)[i, j] = −m_h |i − j| the bias added to the scores before")
+        add("the mask; nothing is added to X.")
+    if grouped:
+        add(f"Grouped-query attention: H_kv = {h_kv} key/value heads for the H = {h} query heads, g = H / H_kv = "
+            f"{h // h_kv};")
+        add("query head h reads KV head ⌊h / g⌋: K_{⌊h/g⌋}, V_{⌊h/g⌋}.")
+    if config.mask == "sliding_window":
+        add(f"Sliding window W = {config.window}: query i sees keys j with 0 ≤ i − j < W (W keys, itself included).")
     add("")
     add("Rows are tokens: X is (n, d_model). Weights multiply from the right, as the Transformer paper writes")
     add("it (Q = X W^Q) and as numpy code does: Q = X @ W_Q with W_Q of shape (d_model, H·d_k).")
@@ -263,6 +310,8 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     add(f"SEED = {seed!r}")
     add(f"N, D_MODEL, H, D_K, D_V = {n}, {d_model}, {h}, {d_k}, {d_v}  # n tokens, width of X, H heads, "
         f"a head's d_k and d_v")
+    if grouped:
+        add(f"H_KV, G = {h_kv}, {h // h_kv}  # H_kv key/value heads; g = H / H_kv query heads share each one")
     add("steps = {}  # step name -> array, in order")
     add("")
     if not literal:
@@ -312,7 +361,9 @@ def python_script(config: Config, weights: str = "seeded") -> str:
         add('steps["pe"] = pe')
         add("")
     if not d_pe:
-        add("x = x_embed  # X = X_emb: no positional information")
+        add("x = x_embed  # X = X_emb: " + {"rope": "nothing added to X (RoPE rotates Q and K below)",
+                                             "alibi": "nothing added to X (ALiBi biases the scores below)"}.get(
+            config.positional, "no positional information"))
     elif d_model != d_embed:
         add(f"x = np.concatenate([x_embed, pe], axis=1)  # X = [X_emb | PE]: (n, {d_embed} + {d_pe} = {d_model})")
     else:
@@ -322,10 +373,16 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     if trained:
         add(f"# W_Q, W_K, W_V{' and b_Q, b_K, b_V' if config.bias else ''} below were trained (on the explorer's "
             "data/sentiment.csv), so they are written in;")
+        if grouped:
+            add(f"# W_K, W_V{' (and b_K, b_V)' if config.bias else ''}: each KV head's columns are the mean of its "
+                f"group's g = {h // h_kv} trained heads' columns")
+            add("# (the GQA paper's conversion of a multi-head checkpoint), averaged by the explorer and written in.")
         add("# W_O and any score parameters are at their seeded random start.")
-    for name, width in (("q", h * d_k), ("k", h * d_k), ("v", h * d_v)):
+    for name, heads in (("q", h), ("k", h_kv), ("v", h_kv)):
         big, d_name = name.upper(), ("d_v" if name == "v" else "d_k")
-        cols = f"H·{d_name}={width}" if h > 1 else f"{d_name}={width}"
+        width = heads * (d_v if name == "v" else d_k)
+        count = "H" if name == "q" or not grouped else "H_kv"
+        cols = f"{count}·{d_name}={width}" if h > 1 else f"{d_name}={width}"
         add(f"# -- {big} = X W_{big}{' + b_' + big if config.bias else ''}  (n={n}, {cols})")
         add(f"w_{name} = {param(f'w_{name}', (d_model, width), d_model)}  # W_{big}: (d_model={d_model}, {cols})")
         add(f'steps["w_{name}"] = w_{name}')
@@ -338,15 +395,59 @@ def python_script(config: Config, weights: str = "seeded") -> str:
         add(f'steps["{name}"] = {name}')
         if h > 1:
             width_h = d_v if name == "v" else d_k
-            add(f"{name}_heads = {name}.reshape(N, H, {width_h}).transpose(1, 0, 2)  "
-                f"# {big}_h = {big}[:, h·{d_name} : (h+1)·{d_name}], h = 0 … H−1: (H, n, {d_name}={width_h})")
+            count_code = "H" if count == "H" else "H_KV"
+            add(f"{name}_heads = {name}.reshape(N, {count_code}, {width_h}).transpose(1, 0, 2)  "
+                f"# {big}_h = {big}[:, h·{d_name} : (h+1)·{d_name}], h = 0 … {count}−1: ({count}, n, {d_name}={width_h})")
             add(f'steps["{name}_heads"] = {name}_heads')
         add("")
+    if rope:
+        base = float(config.pe_base)
+        add(f"# -- RoPE: q^R_p = R_p q_p and k^R_p = R_p k_p, every row of Q{'_h' if h > 1 else ''} and "
+            f"K{'_h' if h > 1 else ''} turned by its position p = 0 … n−1.")
+        add("#    R_p has one 2×2 rotation block per pair i = 0 … d_k/2−1 of columns (2i, 2i+1) (interleaved pairs, as")
+        add("#    RoFormer and Meta's Llama code), by the angle p·θ_i with θ_i = base^(−2i/d_k):")
+        add("#      (q^R_p)[2i]   = q_p[2i] cos(p·θ_i) − q_p[2i+1] sin(p·θ_i)")
+        add("#      (q^R_p)[2i+1] = q_p[2i] sin(p·θ_i) + q_p[2i+1] cos(p·θ_i)")
+        add("#    Lengths do not change, and (R_p q)·(R_p′ k) = q·R_{p′−p} k: a score sees p′ − p, not p and p′.")
+        add(f"theta = np.power({base!r}, -2.0 * np.arange(D_K // 2) / D_K)  # θ_i = base^(−2i/d_k), "
+            f"base = {base:g}: (d_k/2,)")
+        add("rope_angles = np.arange(N, dtype=np.float64)[:, None] * theta[None, :]  # p·θ_i: (n, d_k/2)")
+        add("cos, sin = np.cos(rope_angles), np.sin(rope_angles)")
+        add("")
+        add("")
+        add("def rotate(x):")
+        add('    """R_p x_p for every row p of x (..., n, d_k): each pair (x[2i], x[2i+1]) turned by p·θ_i."""')
+        add("    even, odd = x[..., 0::2], x[..., 1::2]  # x[2i], x[2i+1]: (..., n, d_k/2)")
+        add("    out = np.empty_like(x)")
+        add("    out[..., 0::2] = even * cos - odd * sin")
+        add("    out[..., 1::2] = even * sin + odd * cos")
+        add("    return out")
+        add("")
+        add("")
+        for name, count in (("q", "H"), ("k", "H_kv" if grouped else "H")):
+            big = name.upper()
+            src = f"{name}_heads" if h > 1 else name
+            shp = f"({count}, n, d_k)" if h > 1 else "(n, d_k)"
+            add(f"{name}_rot = rotate({src})  # {big}^R{'_h' if h > 1 else ''}: row p is {name}^R_p = R_p {name}_p, {shp}")
+            add(f'steps["{name}_rot"] = {name}_rot')
+        add("")
     sq, sk, sv = ("q_heads", "k_heads", "v_heads") if h > 1 else ("q", "k", "v")
+    if rope:
+        sq, sk = "q_rot", "k_rot"
     hs = "_h" if h > 1 else ""                                    # per head: S_h = Q_h K_h^T, …
+    kv = "_{⌊h/g⌋}" if grouped else hs                            # the KV head query head h reads
+    r = "^R" if rope else ""
+    q_sym, k_sym = f"Q{r}{hs}", (f"(K{r}{kv})" if rope else f"K{kv}")   # (K^R_h)^T: one superscript at a time
     shape = "(H, n_q, n_k)" if h > 1 else "(n_q, n_k)"
+    if grouped:
+        add(f"# -- grouped-query attention: query head h reads KV head ⌊h / g⌋, so each of the H_kv = {h_kv} KV heads")
+        add(f"#    is repeated for its g = {h // h_kv} query heads (as torch's repeat_interleave / enable_gqa do)")
+        add(f"k_for_q = np.repeat({sk}, G, axis=0)  # K{r}_{{⌊h/g⌋}} for h = 0 … H−1: (H, n, d_k)")
+        add(f"v_for_q = np.repeat({sv}, G, axis=0)  # V_{{⌊h/g⌋}} for h = 0 … H−1: (H, n, d_v)")
+        add("")
+        sk, sv = "k_for_q", "v_for_q"
     if config.score in ("dot", "scaled_dot"):
-        add(f"# -- raw scores: S{hs} = Q{hs} K{hs}^T  {shape}")
+        add(f"# -- raw scores: S{hs} = {q_sym} {k_sym}^T  {shape}")
         add(f"scores = {sq} @ np.swapaxes({sk}, -1, -2)")
         add('steps["scores"] = scores')
         logits = "scores"
@@ -356,8 +457,8 @@ def python_script(config: Config, weights: str = "seeded") -> str:
             logits = "scaled_scores"
     elif config.score == "additive":
         shape_w, shape_v = (h, d_k, d_k)[h == 1:], (h, d_k)[h == 1:]
-        add(f"# -- raw scores, additive: S{hs}[i, j] = v^T tanh(W_1^T q_i + W_2^T k_j) = v · tanh(q_i W_1 + k_j W_2), "
-            f"q_i, k_j rows of Q{hs}, K{hs}  {shape}")
+        add(f"# -- raw scores, additive: S{hs}[i, j] = v^T tanh(W_1^T q{r}_i + W_2^T k{r}_j) = v · tanh(q{r}_i W_1 + "
+            f"k{r}_j W_2), q{r}_i, k{r}_j rows of {q_sym}, {k_sym}  {shape}")
         per = "one per head, " if h > 1 else ""
         for name, sym, shp in (("w_a_q", "W_1", shape_w), ("w_a_k", "W_2", shape_w), ("v_a", "v", shape_v)):
             add(f"{name} = {param(name, shp, d_k)}  # {sym}: {per}{shp}")
@@ -367,7 +468,7 @@ def python_script(config: Config, weights: str = "seeded") -> str:
         add('steps["scores"] = scores')
         logits = "scores"
     else:
-        add(f"# -- raw scores, bilinear: S{hs} = Q{hs} W K{hs}^T  {shape}")
+        add(f"# -- raw scores, bilinear: S{hs} = {q_sym} W {k_sym}^T  {shape}")
         add(f"w_b = {param('w_b', (h, d_k, d_k)[h == 1:], d_k)}  # W: {'one per head, ' if h > 1 else ''}"
             f"{(h, d_k, d_k)[h == 1:]}")
         add('steps["w_b"] = w_b')
@@ -375,29 +476,64 @@ def python_script(config: Config, weights: str = "seeded") -> str:
         add('steps["scores"] = scores')
         logits = "scores"
     add("")
+    before = "Ŝ" if logits == "scaled_scores" else "S"             # the scores the mask and softmax read
+    before_h = f"{before}{hs}"
+    if alibi:
+        add(f"# -- ALiBi: slopes m_h, h = 0 … H−1 (Press et al.): 2^(−8(h+1)/H) when H is a power of two (the paper")
+        add("#    counts heads from 1: 2^(−8h/H)); otherwise the c = 2^⌊log2 H⌋ slopes of c heads, then every other")
+        add("#    slope of the 2c-head sequence for the remaining H − c heads. Here: "
+            + ", ".join(f"m_{i} = {exact_slope(m)}" for i, m in enumerate(trace.facts["alibi_slopes"])))
+        add("")
+        add("")
+        add("def alibi_slopes(n_heads):")
+        add('    """m_0 … m_{H−1}: (H,)."""')
+        add("    def powers(c):  # 2^(−8k/c) for k = 1 … c")
+        add("        return [2.0 ** (-8.0 * k / c) for k in range(1, c + 1)]")
+        add("    c = 1 << (n_heads.bit_length() - 1)  # 2^⌊log2 H⌋")
+        add("    return np.array(powers(c) + powers(2 * c)[0::2][: n_heads - c])")
+        add("")
+        add("")
+        add("slopes = alibi_slopes(H)  # m_h: (H,)")
+        add("distance = np.abs(np.arange(N)[:, None] - np.arange(N)[None, :]).astype(np.float64)  # |i − j|: (n, n)")
+        if h > 1:
+            add("alibi = 0.0 - slopes[:, None, None] * distance[None]  # (B_h)[i, j] = −m_h |i − j|: (H, n, n)")
+        else:
+            add("alibi = 0.0 - slopes[0] * distance  # B[i, j] = −m_0 |i − j|: (n, n)")
+        add('steps["alibi"] = alibi')
+        add(f"biased_scores = {logits} + alibi  # {before_h} + B{hs}: a key further back scores lower")
+        add('steps["biased_scores"] = biased_scores')
+        add("")
+        logits = "biased_scores"
+        before_h = f"({before_h} + B{hs})"
     if config.mask != "none":
         if config.mask == "causal":
             add("# -- causal mask M: query i sees keys j = 0 … i")
             add("mask = np.tril(np.ones((N, N), dtype=bool))")
+        elif config.mask == "sliding_window":
+            add(f"# -- sliding-window mask M: query i sees keys j with 0 ≤ i − j < W, W = {config.window} keys, "
+                "itself included")
+            add("offset = np.arange(N)[:, None] - np.arange(N)[None, :]  # i − j: (n_q, n_k)")
+            add(f"mask = (offset >= 0) & (offset < {config.window})")
         else:
             add("# -- padding mask M: the listed key positions are hidden from every query")
             add("mask = np.ones((N, N), dtype=bool)")
             add(f"mask[:, {list(config.padding)!r}] = False")
         add('steps["mask"] = mask.astype(float)')
-        before = "Ŝ" if logits == "scaled_scores" else "S"
-        add(f"masked_scores = np.where(mask, {logits}, -np.inf)  # S̃{hs} = {before}{hs} with -inf where M[i, j] = 0"
+        add(f"masked_scores = np.where(mask, {logits}, -np.inf)  # S̃{hs} = {before_h} with -inf where M[i, j] = 0"
             + (" (the same M for every head)" if h > 1 else ""))
         add('steps["masked_scores"] = masked_scores')
         logits = "masked_scores"
         add("")
-    s_in = {"scores": "S", "scaled_scores": "Ŝ", "masked_scores": "S̃"}[logits] + hs
+    s_in = f"S̃{hs}" if logits == "masked_scores" else before_h.strip("()")
     t = float(config.temperature)
+    if t != 1 and " + " in s_in:
+        s_in = f"({s_in})"                                        # softmax((Ŝ + B) / T)
     add(f"# -- attention weights: A{hs} = softmax({s_in}{'' if t == 1 else ' / T'}), over each row (the keys j)"
         + ("" if t == 1 else f", temperature T = {t!r}"))
     add(f"weights = softmax({logits}, {t!r})")
     add('steps["weights"] = weights')
     add("")
-    add(f"context = weights @ {sv}  # C{hs} = A{hs} V{hs}: {'(H, n, d_v)' if h > 1 else '(n, d_v)'}")
+    add(f"context = weights @ {sv}  # C{hs} = A{hs} V{kv}: {'(H, n, d_v)' if h > 1 else '(n, d_v)'}")
     add('steps["context"] = context')
     c_name = "context"
     if h > 1:

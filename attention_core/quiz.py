@@ -13,7 +13,8 @@ strings (or one of `choices`), normalised before comparing: a shape as "4x6", "(
 ".5", "1/2"; a word in any case.
 
 The text follows docs/notation.md: everything counted from 0, head h of H, the scores softmax reads
-named as the settings make them (S, Ŝ or S̃), A the weights, C the context, O the output. A sign
+named as the settings make them (S, Ŝ, S + B or Ŝ + B with ALiBi's bias B, or S̃), A the weights, C the context,
+O the output; with grouped KV heads (H_kv < H) query head h reads V_{⌊h/g⌋}, g = H / H_kv. A sign
 question asks about one derivative, names it, and is graded by that derivative, computed in closed
 form from the trace; tests/test_quiz.py checks each against finite differences through softmax.
 
@@ -133,39 +134,81 @@ def grade(question: Question, answer) -> tuple[bool, str]:
 
 # ---- the notation, in plain text (docs/notation.md: the quiz writes text, not LaTeX) -------------------
 
-PLAIN_SCORES = {notation.S: "S", notation.S_SCALED: "Ŝ", notation.S_MASKED: "S̃"}
+PLAIN_SCORES = {notation.S: "S", notation.S_SCALED: "Ŝ", notation.S_MASKED: "S̃",
+                rf"{notation.S} + {notation.B}": "S + B", rf"{notation.S_SCALED} + {notation.B}": "Ŝ + B"}
 SCORE_STEPS = {"scores": "S", "scaled_scores": "Ŝ", "masked_scores": "S̃"}    # step key -> its symbol
 SYMBOLS = {"x_embed": "X_emb", "pe": "PE", "x": "X", "w_q": "W_Q", "w_k": "W_K", "w_v": "W_V", "w_o": "W_O",
            "q": "Q", "k": "K", "v": "V", "q_heads": "Q", "k_heads": "K", "v_heads": "V", **SCORE_STEPS,
+           "q_rot": "Q^R", "k_rot": "K^R", "alibi": "B",
            "weights": "A", "context": "C", "concat": "[C_0 | … | C_{H−1}]", "output": "O", "mask": "M",
            "w_b": "W", "w_a_q": "W_1", "w_a_k": "W_2"}
+KV_STEPS = ("k_heads", "v_heads", "k_rot")          # one block per KV head: H_kv of them with grouped-query attention
+
+
+def score_step_symbol(trace: Trace, key: str) -> str:
+    """The symbol of a scores step: S, Ŝ, S̃, or ALiBi's S + B / Ŝ + B (the scores it was added to)."""
+    if key == "biased_scores":
+        return f"{SCORE_STEPS[trace[key].inputs[0]]} + B"
+    return SCORE_STEPS[key]
 UP_DOWN = ("up (positive)", "down (negative)", "stay (zero)")     # how a sign question about a change is answered
 
 
 def _at(symbol: str, h: int | None, *index: int) -> str:
-    """'A[3,0]', or head h's 'A_1[3,0]' (A_h, C_h, S_h are head h's, as docs/notation.md writes them)."""
-    return f"{symbol}{'' if h is None else f'_{h}'}[{','.join(map(str, index))}]"
+    """'A[3,0]', or head h's 'A_1[3,0]' (A_h, C_h, S_h are head h's, as docs/notation.md writes them); a sum
+    such as ALiBi's 'Ŝ + B' is bracketed, each term with the head: '(Ŝ_1 + B_1)[3,0]'."""
+    sub = "" if h is None else f"_{h}"
+    where = f"[{','.join(map(str, index))}]"
+    if " + " in symbol:
+        return "(" + " + ".join(f"{part}{sub}" for part in symbol.split(" + ")) + ")" + where
+    return f"{symbol}{sub}{where}"
 
 
-def _name(step) -> str:
-    """A step as the quiz names it: its symbol ('C'; 'A_h of all H = 2 heads, stacked'), else its title."""
+def _config(trace: Trace):
+    return trace.facts.get("config")
+
+
+def _groups(trace: Trace) -> int:
+    """g = H / H_kv: the query heads that share one KV head (1 without grouped-query attention)."""
+    config = _config(trace)
+    return config.n_heads // config.kv_heads if config is not None else 1
+
+
+def _heads_letter(step, trace: Trace | None = None) -> str:
+    """What counts a step's head axis: H, or H_kv for K's and V's blocks under grouped-query attention."""
+    return "H_kv" if trace is not None and step.key in KV_STEPS and _groups(trace) > 1 else "H"
+
+
+def _name(step, trace: Trace | None = None) -> str:
+    """A step as the quiz names it: its symbol ('C'; 'A_h of all H = 2 heads, stacked'; 'K_h of all H_kv = 2 KV
+    heads, stacked'), else its title."""
     symbol = SYMBOLS.get(step.key)
+    if step.key == "biased_scores" and trace is not None:
+        symbol = f"({score_step_symbol(trace, step.key)})"
     if symbol is None:
         return step.title
-    return f"{symbol}_h of all H = {step.shape[0]} heads, stacked" if step.axes[:1] == ("head",) else symbol
+    if step.axes[:1] != ("head",):
+        return symbol
+    if _heads_letter(step, trace) == "H_kv":
+        return f"{symbol}_h of all H_kv = {step.shape[0]} KV heads, stacked"
+    if step.key in ("w_b", "w_a_q", "w_a_k"):                  # a head's own score parameters: W^(h), W_1^(h)
+        return f"{symbol}^(h) of all H = {step.shape[0]} heads, stacked"
+    return f"{symbol}_h of all H = {step.shape[0]} heads, stacked"
 
 
-def _shape_text(step) -> str:
-    """'n=4 × d_v=4'; a head axis is counted by H: 'H=2 × n=4 × n=4'."""
-    return " × ".join(f"{'H' if a == 'head' else a}={s}" for a, s in zip(step.axes, step.shape)) or "scalar"
+def _shape_text(step, trace: Trace | None = None) -> str:
+    """'n=4 × d_v=4'; a head axis is counted by H (or H_kv): 'H=2 × n=4 × n=4'."""
+    return " × ".join(f"{_heads_letter(step, trace) if a == 'head' else a}={s}"
+                      for a, s in zip(step.axes, step.shape)) or "scalar"
 
 
 def softmax_scores(trace: Trace) -> tuple[str, np.ndarray]:
     """(symbol, values (H?, n, n)): the scores softmax reads under the trace's settings: S, Ŝ or S̃
     (notation.softmax_input), before the division by T."""
-    key = trace.facts.get("softmax_input") or next(k for k in ("masked_scores", "scaled_scores", "scores") if k in trace)
+    key = trace.facts.get("softmax_input") or next(k for k in ("masked_scores", "biased_scores", "scaled_scores",
+                                                                 "scores") if k in trace)
     config = trace.facts.get("config")
-    return (PLAIN_SCORES[notation.softmax_input(config)] if config is not None else SCORE_STEPS[key]), trace[key].value
+    return (PLAIN_SCORES[notation.softmax_input(config)] if config is not None else score_step_symbol(trace, key)), \
+        trace[key].value
 
 
 def _temperature(trace: Trace) -> float:
@@ -191,10 +234,30 @@ def _over_t(t: float) -> tuple[str, str]:
     return (" / T", f" / {t:g}") if t != 1 else ("", "")
 
 
+def symbols_caption(config) -> str:
+    """The quiz page's line on its symbols, built from the settings: which scores softmax reads here, and the
+    letters RoPE, ALiBi, grouped KV heads and the sliding window bring in."""
+    reads = PLAIN_SCORES[notation.softmax_input(config)]
+    text = ("Symbols as everywhere in the app: S raw scores, Ŝ = S/√d_k scaled, S̃ masked; softmax reads the last of "
+            f"these your settings make, here {reads}. A = softmax(…) the weights, C = A V the context, O the output; "
+            "with H heads, head h = 0 … H−1 has its own A_h and C_h. Tokens, keys and dimensions are counted from 0.")
+    if config.positional == "rope":
+        text += " RoPE: the scores read Q^R and K^R, the rows of Q and K rotated by their positions."
+    if config.positional == "alibi":
+        text += " ALiBi: B is the bias (B_h)[i,j] = −m_h |i − j|, added to the scores before the mask."
+    if config.kv_heads < config.n_heads:
+        g = config.n_heads // config.kv_heads
+        text += (f" H_kv = {config.kv_heads} key/value head{'s' if config.kv_heads > 1 else ''}: query head h reads "
+                 f"K_⌊h/g⌋ and V_⌊h/g⌋, g = H / H_kv = {g}.")
+    if config.mask == "sliding_window":
+        text += f" The sliding window W = {config.window} hides key j from query i unless 0 ≤ i − j < W."
+    return text
+
+
 # ---- questions ---------------------------------------------------------------------------------------
 
 SHAPE_STEPS = ("q", "k", "v", "w_q", "w_v", "scores", "weights", "context", "w_o", "output", "q_heads",
-               "v_heads", "concat", "x", "pe", "w_b", "w_a_q", "masked_scores")
+               "v_heads", "concat", "x", "pe", "w_b", "w_a_q", "masked_scores", "w_k", "k_heads", "k_rot", "alibi")
 
 
 def _facts_line(trace: Trace) -> str:
@@ -205,6 +268,10 @@ def _facts_line(trace: Trace) -> str:
             parts.append(f"{name} = {f[name]}")
     if "n_heads" in f:
         parts.append(f"H = {f['n_heads']} head{'s' if f['n_heads'] != 1 else ''}")
+        config = _config(trace)
+        if config is not None and config.kv_heads < config.n_heads:
+            parts.append(f"H_kv = {config.kv_heads} key/value head{'s' if config.kv_heads != 1 else ''} "
+                         f"({'multi' if config.kv_heads == 1 else 'grouped'}-query attention)")
     return "Here " + ", ".join(parts) + "."
 
 
@@ -213,12 +280,12 @@ def shape_question(trace: Trace, rng: np.random.Generator) -> Question | None:
     if not keys:
         return None
     step = trace[keys[int(rng.integers(len(keys)))]]
-    shape, name = step.shape, _name(step)
+    shape, name = step.shape, _name(step, trace)
     return Question(
         f"shape:{step.key}", "shape",
         f"{_facts_line(trace)} What is the shape of {name}" + (f" ({step.title})?" if name != step.title else "?"),
         " × ".join(map(str, shape)), tuple(shape),
-        explanation=f"{name} is {_shape_text(step)}" + (f": {step.why}" if step.why else "."),
+        explanation=f"{name} is {_shape_text(step, trace)}" + (f": {step.why}" if step.why else "."),
         step_key=step.key, hint="Type the sizes, e.g. 4x6 or (4, 6).")
 
 
@@ -357,11 +424,12 @@ def output_sign_question(trace: Trace, rng) -> Question | None:
 
 def _softmax_blocks(trace: Trace):
     """(symbol, S̃ (H, n, n), A (H, n, n), V (H, n, d_v), C (H, n, d_v), T): what a softmax question needs,
-    one block per head (one block with one head); S̃ is whichever scores softmax reads (S, Ŝ or S̃)."""
+    one block per head (one block with one head); S̃ is whichever scores softmax reads (S, Ŝ, S + B, Ŝ + B or S̃).
+    V's block h is the one query head h reads: V_{⌊h/g⌋}, each KV head repeated for its g query heads."""
     symbol, s = softmax_scores(trace)
     v = trace["v_heads" if "v_heads" in trace else "v"].value if "context" in trace else None
-    if v is not None and "v_heads" in trace and v.shape[0] < trace["weights"].shape[0]:   # grouped-query: V_{⌊h/g⌋}
-        v = np.repeat(v, trace["weights"].shape[0] // v.shape[0], axis=0)
+    if v is not None and v.ndim == 3:
+        v = np.repeat(v, _groups(trace), axis=0)                         # (H_kv, n, d_v) -> (H, n, d_v)
     return (symbol, _by_head(s), _by_head(trace["weights"].value), None if v is None else _by_head(v),
             _by_head(trace["context"].value) if "context" in trace else None, _temperature(trace))
 
@@ -401,10 +469,15 @@ def context_question_at(trace: Trace, h: int, i: int, m: int, d: int) -> Questio
     symbol, s, a, v, c, t = _softmax_blocks(trace)
     value = context_change(trace, h, i, m, d)
     head = h if trace["weights"].value.ndim == 3 else None
+    g = _groups(trace)
+    kv = None if head is None else head // g                             # the KV head query head h reads
     labels = trace.token_labels()
-    score, a_im, v_md, c_id = _at(symbol, head, i, m), _at("A", head, i, m), _at("V", head, m, d), _at("C", head, i, d)
-    big_a, big_c, big_v = (x if head is None else f"{x}_{head}" for x in ("A", "C", "V"))
+    score, a_im, v_md, c_id = _at(symbol, head, i, m), _at("A", head, i, m), _at("V", kv, m, d), _at("C", head, i, d)
+    big_a, big_c = (x if head is None else f"{x}_{head}" for x in ("A", "C"))
+    big_v = "V" if kv is None else f"V_{kv}"
     where = f"In head {head}: " if head is not None else ""
+    shared = (f" Query head {head} reads KV head ⌊{head}/{g}⌋ = {kv}, so its values are {big_v}."
+              if g > 1 and head is not None else "")
     over_t, over_number = _over_t(t)
     if np.isfinite(s[h, i]).sum() == 1:                                   # the row's only visible key
         prompt = (f"{where}query “{labels[i]}” may see key “{labels[m]}” only (the mask hides the others). "
@@ -422,6 +495,7 @@ def context_question_at(trace: Trace, h: int, i: int, m: int, d: int) -> Questio
                f"{_num(c[h, i, d])}){over_number} = {_num(value)}. What decides is whether {v_md} is above or below "
                f"{c_id}, not the sign of {v_md} alone (that would hold the row's other weights still, and "
                f"softmax never does).")
+    why += shared
     prompt = prompt[0].upper() + prompt[1:]
     return _sign_question(f"sign:dC/dS:{head},{i},{m},{d}", prompt, value, why, "context",
                           ((head,) if head is not None else ()) + (i, m, d))
@@ -539,8 +613,32 @@ def which_head_question(trace: Trace, rng: np.random.Generator) -> Question | No
                     f"head {best[0]}", accepted,
                     choices=tuple(f"head {h}" for h in range(len(col))),
                     explanation=f"A_h[{i},{j}] by head: " + ", ".join(f"head {h} {col[h]:.3f}" for h in range(len(col)))
-                                + ". Each head has its own columns of W_Q, W_K, W_V, so each attends in its own way.",
+                                + ". " + _heads_differ(trace),
                     step_key="weights", cell=(best[0], i, j), hint="Pick a head, e.g. head 0.")
+
+
+def _heads_differ(trace: Trace) -> str:
+    """Why the heads attend differently, under the trace's settings (grouped KV heads, ALiBi's slopes)."""
+    config, g = _config(trace), _groups(trace)
+    if g > 1:
+        why = (f"Each head has its own columns of W_Q; the g = {g} query heads of a group share one KV head's columns "
+               f"of W_K, W_V (query head h reads KV head ⌊h/{g}⌋), so heads of a group differ through their queries "
+               f"alone.")
+    else:
+        why = "Each head has its own columns of W_Q, W_K, W_V, so each attends in its own way."
+    if config is not None and config.positional == "alibi":
+        why += " With ALiBi each head also has its own slope m_h: a larger slope lowers distant keys' scores more."
+    return why
+
+
+def _hidden_because(trace: Trace, i: int, j: int) -> str:
+    """Why the mask hides key j from query i: '(M[3,0] = 0)', with the window's rule when it is a sliding window."""
+    config = _config(trace)
+    if config is not None and config.mask == "sliding_window":
+        w = config.window
+        rule = (f"i − j = {i - j} ≥ W = {w}" if i - j >= w else f"j = {j} comes after i = {i}")
+        return f"the sliding window (0 ≤ i − j < W) hides it: {rule}, so M[{i},{j}] = 0"
+    return f"M[{i},{j}] = 0"
 
 
 def masked_weight_question(trace: Trace, rng: np.random.Generator) -> Question | None:
@@ -554,7 +652,7 @@ def masked_weight_question(trace: Trace, rng: np.random.Generator) -> Question |
     heads = trace["weights"].value.ndim == 3
     a = "A_h" if heads else "A"
     return Question(f"masked:{i},{j}", "number",
-                    f"The mask hides key “{labels[j]}” from query “{labels[i]}” (M[{i},{j}] = 0). What weight "
+                    f"The mask hides key “{labels[j]}” from query “{labels[i]}” ({_hidden_because(trace, i, j)}). What weight "
                     f"{a}[{i},{j}] does row {i} give to key {j}" + (" in each head h?" if heads else "?"),
                     "0", 0.0, tolerance=1e-9,
                     explanation=f"The masked score S̃{'_h' if heads else ''}[{i},{j}] is −∞, and exp(−∞) = 0: exactly zero weight"
@@ -574,8 +672,25 @@ def scaled_score_question(trace: Trace, rng: np.random.Generator) -> Question | 
     return Question(f"scaled:{','.join(map(str, cell))}", "number",
                     f"The raw score {raw} = {s[cell]:.3f} and d_k = {d_k}. What is the scaled score {scaled}?",
                     f"{value:.3f}", value, tolerance=max(5e-3, 1e-2 * abs(value)),
-                    explanation=f"Scaled dot product: {scaled} = {raw} / √d_k = {s[cell]:.3f} / {math.sqrt(d_k):.3f}.",
+                    explanation=f"Scaled dot product: {scaled} = {raw} / √d_k = {s[cell]:.3f} / {math.sqrt(d_k):.3f}, "
+                                f"where {_raw_scores(trace, head)}.",
                     step_key="scaled_scores", cell=cell, hint="Type a number, e.g. 0.25.")
+
+
+def _raw_scores(trace: Trace, head: int | None) -> str:
+    """'S = Q Kᵀ', 'S_1 = Q^R_1 (K^R_0)ᵀ': what the raw dot-product scores of a head multiply, under the settings
+    (RoPE's rotated rows; the KV head ⌊h/g⌋ query head h reads)."""
+    config = _config(trace)
+    r = "^R" if config is not None and config.positional == "rope" else ""
+    sub = "" if head is None else f"_{head}"
+    k_sub = "" if head is None else f"_{head // _groups(trace)}"
+    k = f"(K{r}{k_sub})" if r else f"K{k_sub}"
+    text = f"S{sub} = Q{r}{sub} {k}ᵀ"
+    if r:
+        text += ", the rows of Q and K rotated by their positions (RoPE)"
+    if head is not None and _groups(trace) > 1:
+        text += f"; query head {head} reads KV head ⌊{head}/{_groups(trace)}⌋ = {head // _groups(trace)}"
+    return text
 
 
 def parameter_count_question(trace: Trace, rng: np.random.Generator) -> Question | None:
@@ -585,9 +700,13 @@ def parameter_count_question(trace: Trace, rng: np.random.Generator) -> Question
     step = trace[keys[int(rng.integers(len(keys)))]]
     count = int(step.value.size)
     return Question(f"params:{step.key}", "number",
-                    f"{_facts_line(trace)} How many numbers does {_name(step)} hold?",
+                    f"{_facts_line(trace)} How many numbers does {_name(step, trace)} hold?",
                     str(count), float(count), tolerance=0.5,
-                    explanation=f"{_name(step)} is {_shape_text(step)} = {count} numbers, whatever the sentence length.",
+                    explanation=f"{_name(step, trace)} is {_shape_text(step, trace)} = {count} numbers, whatever the "
+                                f"sentence length" + (f": sharing KV heads shrinks W_K and W_V to the columns of "
+                                                      f"H_kv = {_config(trace).kv_heads} head"
+                                                      f"{'s' if _config(trace).kv_heads > 1 else ''}."
+                                                      if step.key in ("w_k", "w_v") and _groups(trace) > 1 else "."),
                     step_key=step.key, hint="Type a whole number.")
 
 

@@ -143,3 +143,99 @@ def test_share_link_without_a_browser_address_uses_the_server_address():
     link = at.code[0].value
     assert link.startswith("http://") and link.endswith("/context?seed=5"), link
     assert "did not say its address" in "\n".join(c.value for c in at.caption)
+
+
+# ---- issue 13: the Share & export page under RoPE, ALiBi, grouped KV heads and the sliding window -----------
+
+NEW_QUERIES = [
+    {"positional": "rope", "n_heads": "4", "n_kv_heads": "2", "mask": "causal", "sentence": "we love you"},
+    {"positional": "alibi", "n_heads": "3", "mask": "sliding_window", "window": "2", "sentence": "the cat sat on the mat"},
+    {"n_heads": "4", "n_kv_heads": "1", "score": "bilinear", "embedding": "random", "weights": "random"},
+]
+
+
+@pytest.mark.parametrize("query", NEW_QUERIES, ids=["rope-gqa-causal", "alibi3-window", "mqa-bilinear"])
+def test_export_page_under_the_new_settings_renders_and_its_downloads_hold_its_numbers(query, tmp_path):
+    """The page renders with no error; its link carries the settings back; the .npz, CSV, zip and script it offers
+    hold the page's own trace (the script run for real); each new step draws as a chart."""
+    import io
+    import subprocess
+    import sys
+    import zipfile
+
+    import numpy as np
+
+    from attention_core.export import array_from_csv, config_from_query, csv_names, load_npz
+    from ui.cache import export_csv, export_csv_zip, export_npz, export_script, get_trace
+    at = open_page("app_pages/32_export.py", query=query)
+    no_exception(at)
+    assert not at.error, messages(at)
+    config = at.session_state["s.last_good"]
+    assert all(str(getattr(config, k)) == v or k == "sentence" for k, v in query.items() if k != "n_kv_heads")
+    assert config.kv_heads == int(query.get("n_kv_heads", 0)) or config.kv_heads == config.n_heads
+    link = at.code[0].value
+    from urllib.parse import parse_qsl, urlsplit
+    back, notices = config_from_query(dict(parse_qsl(urlsplit(link).query)))
+    assert back == config and notices == []                                 # the link opens the same numbers
+    trace = get_trace(config)
+    new = [k for k in ("q_rot", "k_rot", "alibi", "biased_scores", "mask") if k in trace]
+    assert new or config.kv_heads < config.n_heads
+    arrays = load_npz(export_npz(config))
+    assert list(arrays) == trace.keys()
+    with zipfile.ZipFile(io.BytesIO(export_csv_zip(config))) as z:
+        for name, key in csv_names(trace).items():
+            np.testing.assert_array_equal(arrays[key], trace[key].value)
+            np.testing.assert_array_equal(array_from_csv(z.read(name).decode()), trace[key].value)
+            np.testing.assert_array_equal(array_from_csv(export_csv(config, key)), trace[key].value)
+        assert "README.txt" in z.namelist()
+    script = tmp_path / "attention_steps.py"
+    script.write_text(export_script(config), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "steps.npz")], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    with np.load(tmp_path / "steps.npz") as ran:
+        assert list(ran.files) == trace.keys()
+        for key in trace.keys():
+            finite = np.isfinite(trace[key].value)
+            assert np.array_equal(finite, np.isfinite(ran[key])), key
+            assert np.abs(ran[key][finite] - trace[key].value[finite]).max(initial=0) <= 1e-12, key
+    for key in new + ["k_heads", "v_heads"]:                                # the chart of each new step
+        if key in trace:
+            at.selectbox(key="export_chart").set_value(key).run()
+            no_exception(at)
+    names = csv_names(trace)
+    pick = next(n for n, k in names.items() if k in new + ["k_heads"])
+    at.selectbox(key="export_csv").set_value(pick).run()
+    no_exception(at)
+    assert f"Download {pick}" in [b.label for b in at.get("download_button")]
+    said = "\n".join(m.value for m in at.markdown)
+    words = {"rope": "RoPE's rotation of Q and K", "alibi": "ALiBi's slopes and bias"}.get(config.positional)
+    assert words is None or words in said
+    assert ("the grouped KV heads (np.repeat)" in said) == (config.kv_heads < config.n_heads)
+    assert ("the sliding-window mask" in said) == (config.mask == "sliding_window")
+
+
+def test_export_page_chart_pictures_of_the_new_steps():
+    """PNG and SVG of ALiBi's bias and RoPE's rotated keys render on the server, labelled with the tokens."""
+    import json
+
+    from attention_core import Config, run_forward
+    from ui.cache import chart_image
+    from ui.charts import heatmap_spec, standalone
+    for config, key in ((Config(positional="alibi", n_heads=3), "alibi"),
+                        (Config(positional="rope", n_heads=4, n_kv_heads=2), "k_rot")):
+        trace = run_forward(config)
+        spec = json.dumps(standalone(*heatmap_spec(trace, trace[key], head=0)), sort_keys=True)
+        png, svg = chart_image(spec, "png"), chart_image(spec, "svg").decode()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and "<svg" in svg and "love" in svg
+
+
+def test_export_page_with_a_tampered_link_falls_back_and_still_exports():
+    at = open_page("app_pages/32_export.py", query={"n_heads": "4", "n_kv_heads": "3", "mask": "sliding_window",
+                                                    "window": "0"})
+    no_exception(at)
+    shown = messages(at)
+    assert "“n_kv_heads”" in shown and "1, 2 or 4" in shown and "“window”" in shown
+    config = at.session_state["s.last_good"]
+    assert (config.n_heads, config.kv_heads, config.mask, config.window) == (4, 4, "sliding_window", 3)
+    assert [b.label for b in at.get("download_button")][:2] == ["Every step as .npz", "Every step as CSV (zip)"]

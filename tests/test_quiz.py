@@ -1,4 +1,5 @@
 """Quiz questions from the live trace: their answers are right, answers are normalised, wrong ones fail."""
+import itertools
 import math
 
 import numpy as np
@@ -6,9 +7,9 @@ import pytest
 
 from attention_core import Config, notation, run_forward
 from attention_core.claims import CLAIMS, shown_outside
-from attention_core.quiz import (PLAIN_SCORES, SCORE_STEPS, Question, context_question_at, context_sign_question,
-                                 grade, make_questions, output_sign_question, parse_number, parse_shape, parse_sign,
-                                 softmax_scores, softmax_sign_question)
+from attention_core.quiz import (PLAIN_SCORES, Question, _at, context_question_at, context_sign_question, grade,
+                                 make_questions, output_sign_question, parse_number, parse_shape, parse_sign,
+                                 score_step_symbol, softmax_scores, softmax_sign_question)
 from tests.old_defaults import toy_config
 
 CONFIGS = [
@@ -16,7 +17,16 @@ CONFIGS = [
     Config(sentence="the cat sat on the mat", embedding="random", d_model=8, n_heads=2, mask="causal", bias=True),
     Config(sentence="we like the dog today", score="additive", mask="padding", padding=(2,), temperature=0.5),
     Config(sentence="i love you", score="bilinear", positional="index", n_heads=2, embedding="random", d_model=7),
+    # issue 13: RoPE, ALiBi, grouped KV heads, the sliding window
+    Config(positional="rope", n_heads=4, n_kv_heads=2, mask="causal"),
+    Config(sentence="the cat sat on the mat", positional="alibi", n_heads=3, mask="sliding_window", window=2),
+    Config(sentence="we like the dog today", embedding="random", weights="random", d_model=8, n_heads=4, n_kv_heads=1,
+           score="bilinear"),
+    Config(positional="rope", score="additive", mask="padding", padding=(1,), d_k=6),
+    Config(positional="alibi", temperature=0.5),
 ]
+CONFIG_IDS = ["default", "heads-causal", "additive-padding", "bilinear-heads", "rope-gqa-causal", "alibi3-window",
+              "mqa-bilinear", "rope-additive-padding", "alibi-T0.5"]
 WRONG = {"shape": "999 x 1", "number": "12345", "yesno": None, "sign": None, "choice": "not a word here"}
 
 
@@ -28,7 +38,7 @@ def wrong_answer(q: Question) -> str:
     return WRONG[q.kind]
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=["default", "heads-causal", "additive-padding", "bilinear-heads"])
+@pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
 def test_every_question_grades_its_answer_right_and_a_wrong_one_wrong(config):
     trace = run_forward(config)
     questions = make_questions(trace, seed=1)
@@ -139,7 +149,21 @@ SETTINGS = [Config(sentence=sentence, n_heads=heads, score=score, mask=mask, pad
             for t, sentence, embedding, weights in ((0.5, "the cat sat on the mat", "random", "random"),
                                                      (2.0, "I love you today", "glove", "trained"),
                                                      (1.0, "we like the dog today", "glove", "random"))]
+TRIPLES = ((0.5, "the cat sat on the mat", "random", "random"), (2.0, "I love you today", "glove", "trained"),
+           (1.0, "we like the dog today", "glove", "random"))
+NEW_SETTINGS = [Config(sentence=sentence, n_heads=heads, n_kv_heads=kv, positional=positional, score=score, mask=mask,
+                       window=2, padding=(1, 3) if mask == "padding" else (), temperature=t, embedding=embedding,
+                       weights=weights, d_model=8)
+                for n, ((heads, kv), positional, score, mask) in enumerate(itertools.product(
+                    ((1, 0), (2, 1), (4, 2), (3, 0)), ("rope", "alibi"), ("dot", "scaled_dot", "additive", "bilinear"),
+                    ("none", "causal", "sliding_window", "padding")))
+                for t, sentence, embedding, weights in [TRIPLES[n % 3]]]          # issue 13's settings
 EPS = 1e-6
+
+
+def setting_id(c: Config) -> str:
+    kv = f"/{c.kv_heads}" if c.kv_heads < c.n_heads else ""
+    return f"H{c.n_heads}{kv}-{c.positional}-{c.score}-{c.mask}-T{c.temperature:g}"
 
 
 def plain_softmax(z):
@@ -149,12 +173,17 @@ def plain_softmax(z):
 
 
 def blocks(trace):
-    """(S̃ softmax reads, A, V, C), each (H, n, ·), and T: from the trace's own steps."""
+    """(S̃ softmax reads, A, V, C), each (H, n, ·), and T: from the trace's own steps. V's block h is the KV head
+    query head h reads, ⌊h/g⌋ (each KV head repeated for its g query heads), checked by C_h = A_h V_{⌊h/g⌋}."""
     config = trace.facts["config"]
     s = trace[trace.facts["softmax_input"]].value
     v = trace["v_heads" if config.n_heads > 1 else "v"].value
+    if config.n_heads > 1:
+        v = np.repeat(v, config.n_heads // config.kv_heads, axis=0)        # (H_kv, n, d_v) -> (H, n, d_v)
     a, c = trace["weights"].value, trace["context"].value
-    return [x if x.ndim == 3 else x[None] for x in (s, a, v, c)], config.temperature
+    out = [x if x.ndim == 3 else x[None] for x in (s, a, v, c)]
+    np.testing.assert_allclose(out[1] @ out[2], out[3], rtol=0, atol=1e-12)
+    return out, config.temperature
 
 
 def nudged(s_row, k, eps, t):
@@ -206,7 +235,7 @@ def test_context_question_on_the_defaults_is_not_graded_by_the_sign_of_v():
     assert check_sign(q, fd, a[0, 3, 0] * (v[0, 0, 3] - c[0, 3, 3]))
 
 
-@pytest.mark.parametrize("config", SETTINGS, ids=lambda c: f"H{c.n_heads}-{c.score}-{c.mask}-T{c.temperature:g}")
+@pytest.mark.parametrize("config", SETTINGS + NEW_SETTINGS, ids=setting_id)
 def test_sign_answers_match_finite_differences_through_softmax(config):
     """Over random questions: raise the score softmax reads by ε, re-run softmax and A V (or O = C W_O);
     the change has the graded sign and the explanation's value."""
@@ -260,19 +289,25 @@ def test_every_key_hidden_leaves_only_the_output_question_and_it_stays():
 
 
 def test_scores_are_named_as_softmax_reads_them():
-    """S (dot, additive, bilinear), Ŝ (scaled dot), S̃ (with a mask): notation.softmax_input decides, and
-    it is the step the forward pass hands to softmax; the questions differentiate by that one."""
-    for config in SETTINGS[::5]:
+    """S (dot, additive, bilinear), Ŝ (scaled dot), S + B or Ŝ + B (ALiBi's bias, no mask), S̃ (with a mask):
+    notation.softmax_input decides, and it is the step the forward pass hands to softmax; the questions
+    differentiate by that one ((Ŝ_h + B_h)[i,k] with ALiBi and heads)."""
+    for config in SETTINGS[::5] + NEW_SETTINGS[::3]:
         trace = run_forward(config)
         symbol, values = softmax_scores(trace)
-        assert symbol == PLAIN_SCORES[notation.softmax_input(config)] == SCORE_STEPS[trace.facts["softmax_input"]]
+        assert symbol == PLAIN_SCORES[notation.softmax_input(config)] == score_step_symbol(
+            trace, trace.facts["softmax_input"])
         assert values is trace[trace.facts["softmax_input"]].value
+        if config.positional == "alibi" and config.mask == "none":
+            assert symbol == ("Ŝ + B" if config.score == "scaled_dot" else "S + B")
         for seed in range(3):
             for make in (context_sign_question, softmax_sign_question):
                 q = make(trace, np.random.default_rng(seed))
-                head = f"_{q.cell[0]}" if config.n_heads > 1 else ""
-                assert f"/∂{symbol}{head}[" in q.prompt, q.prompt
-                assert f"{symbol}{head}[" in q.explanation or q.expected == "zero", q.explanation
+                cell = q.cell if config.n_heads > 1 else (None, *q.cell)
+                h, i, key = cell[0], cell[1], cell[2] if make is context_sign_question else cell[3]
+                score = _at(symbol, h, i, key)
+                assert f"/∂{score})?" in q.prompt, (score, q.prompt)
+                assert score in q.explanation or q.expected == "zero", q.explanation
                 assert "/∂A" not in q.prompt                               # the held-still ∂C/∂A is not asked
 
 
@@ -301,14 +336,29 @@ def test_gradient_sign_question_is_the_sign_torch_autograd_gives():
 def test_which_head_is_the_argmax_of_each_heads_softmax_in_torch():
     """The head question's answer against every head's weights recomputed by torch from Q_h, K_h."""
     torch = pytest.importorskip("torch")
+    from attention_core.rope import rotary_complex
     for config in (Config(n_heads=4, mask="causal", temperature=0.5), Config(n_heads=2, score="dot"),
-                   Config(n_heads=4, embedding="random", weights="random", sentence="the cat sat on the mat")):
+                   Config(n_heads=4, embedding="random", weights="random", sentence="the cat sat on the mat"),
+                   Config(n_heads=4, n_kv_heads=2, positional="rope", mask="causal"),
+                   Config(n_heads=3, positional="alibi", mask="sliding_window", window=2,
+                          sentence="the cat sat on the mat")):
         trace = run_forward(config)
-        q_h, k_h = (torch.tensor(trace[key].value) for key in ("q_heads", "k_heads"))    # (H, n, d_k)
+        q_h, k_h = (trace[key].value for key in ("q_heads", "k_heads"))   # (H, n, d_k), (H_kv, n, d_k)
+        if config.positional == "rope":                                   # RoPE's complex form, not the pass's code
+            q_h, k_h = rotary_complex(q_h, base=config.pe_base), rotary_complex(k_h, base=config.pe_base)
+        q_h, k_h = torch.tensor(q_h), torch.tensor(k_h).repeat_interleave(config.n_heads // config.kv_heads, dim=0)
         s = q_h @ k_h.transpose(-1, -2) / (math.sqrt(config.d_k) if config.score == "scaled_dot" else 1)
+        i = torch.arange(trace.n)
+        if config.positional == "alibi":                                  # the paper's slopes for H = 3
+            slopes = torch.tensor([2.0 ** -4, 2.0 ** -8, 2.0 ** -2], dtype=torch.float64)
+            s = s - slopes[:, None, None] * (i[:, None] - i[None, :]).abs()
         if config.mask == "causal":
             s = s.masked_fill(~torch.ones(trace.n, trace.n, dtype=torch.bool).tril(), float("-inf"))
+        if config.mask == "sliding_window":
+            offset = i[:, None] - i[None, :]
+            s = s.masked_fill(~((offset >= 0) & (offset < config.window)), float("-inf"))
         a = torch.softmax(s / config.temperature, dim=-1).numpy()          # (H, n, n)
+        np.testing.assert_allclose(a, trace["weights"].value, rtol=0, atol=1e-12)
         for seed in range(6):
             q = next(q for q in make_questions(trace, seed) if q.id.startswith("head:"))
             _, i, j = q.cell
@@ -322,7 +372,7 @@ def test_column_sum_explanation_says_rows_sum_to_one_only_where_they_do():
     hiding every key) every weight is 0, as its `otherwise` says; the question shows the one that is true."""
     claim = CLAIMS["quiz_rows_not_columns"]
     everything_hidden = Config(mask="padding", padding=(0, 1, 2, 3))
-    for config in [everything_hidden, Config(mask="padding", padding=(0, 2)), *SETTINGS[::7]]:
+    for config in [everything_hidden, Config(mask="padding", padding=(0, 2)), *SETTINGS[::7], *NEW_SETTINGS[::9]]:
         trace = run_forward(config)
         a = trace["weights"].value
         if claim.holds(config):
@@ -338,12 +388,15 @@ def test_column_sum_explanation_says_rows_sum_to_one_only_where_they_do():
 
 def test_question_text_follows_the_notation():
     """Heads counted from 0 (never head H), symbols C/O/A rather than 'context['/'output[', tutorials not seeds."""
-    for config in SETTINGS[::3]:
+    for config in SETTINGS[::3] + NEW_SETTINGS[::3]:
         trace = run_forward(config)
         for seed in range(4):
             for q in make_questions(trace, seed):
                 text = q.prompt + " " + q.explanation + " " + q.answer
                 assert f"head {config.n_heads}" not in text and f"A_{config.n_heads}[" not in text, text
+                assert f"V_{config.kv_heads}[" not in text and f"KV head {config.kv_heads}" not in text, text
+                if config.kv_heads < config.n_heads:
+                    assert "own columns of W_Q, W_K, W_V" not in text, text
                 assert "context[" not in text and "output[" not in text and "seed 00" not in text.lower(), text
                 assert "n_heads" not in text
                 if q.kind == "sign":
@@ -356,3 +409,68 @@ def test_unreadable_answers_say_how_to_type_them():
         assert not ok
         if q.kind != "choice":
             assert "could not be read" in feedback and q.hint in feedback
+
+
+# ---- issue 13: the questions under RoPE, ALiBi, grouped KV heads and the sliding window ------------------
+
+def test_grouped_kv_heads_are_named_and_counted_by_h_kv():
+    """With H_kv < H: the facts line gives H_kv, K's and W_K's shapes and sizes use H_kv·d_k, the context question
+    reads V_{⌊h/g⌋} (the KV head query head h reads), and the head question does not claim every head its own W_K."""
+    config = Config(positional="rope", n_heads=4, n_kv_heads=2, mask="causal")
+    trace = run_forward(config)
+    seen = set()
+    for seed in range(40):
+        for q in make_questions(trace, seed):
+            if q.id in ("shape:k", "shape:w_k", "shape:k_heads", "shape:k_rot", "params:w_k", "params:w_v"):
+                assert "H = 4 heads, H_kv = 2 key/value heads (grouped-query attention)" in q.prompt
+                assert q.expected == (trace[q.step_key].shape if q.kind == "shape" else trace[q.step_key].value.size)
+                seen.add(q.id)
+            if q.id == "shape:k":
+                assert q.expected == (trace.n, 2 * config.d_k) and "H_kv·d_k=8" in q.explanation
+            if q.id in ("shape:k_heads", "shape:k_rot"):
+                assert q.expected[0] == 2 and "all H_kv = 2 KV heads, stacked" in q.prompt
+                assert "H_kv=2 × n=4 × d_k=4" in q.explanation
+            if q.id.startswith("head:"):
+                assert "share one KV head's columns of W_K, W_V (query head h reads KV head ⌊h/2⌋)" in q.explanation
+            if q.id.startswith("scaled:"):
+                h = q.cell[0]
+                assert f"S_{h} = Q^R_{h} (K^R_{h // 2})ᵀ" in q.explanation
+    assert {"params:w_k", "params:w_v"} & seen and {"shape:k", "shape:w_k", "shape:k_heads", "shape:k_rot"} & seen
+    for h in range(4):                                                      # every query head's values: V_{⌊h/2⌋}
+        q = context_question_at(trace, h, 3, 1, 0)
+        assert f"V_{h // 2}[1,0]" in q.explanation and f"reads KV head ⌊{h}/2⌋ = {h // 2}" in q.explanation
+        (s, a, v, c), t = blocks(trace)
+        fd = (nudged(s[h, 3], 1, EPS, t) - nudged(s[h, 3], 1, -EPS, t)) @ v[h, :, 0] / (2 * EPS)
+        check_sign(q, fd, a[h, 3, 1] * (v[h, 1, 0] - c[h, 3, 0]) / t)
+
+
+def test_alibi_questions_read_the_biased_scores():
+    """ALiBi without a mask: softmax reads Ŝ + B, and a sign question raises (Ŝ + B)[i,k] or (Ŝ_h + B_h)[i,k]."""
+    for config, want in ((Config(positional="alibi"), "(Ŝ + B)["),
+                         (Config(positional="alibi", n_heads=3, score="dot", embedding="random", weights="random",
+                                 d_model=6), "(S_"),
+                         (Config(positional="alibi", mask="causal"), "S̃[")):
+        trace = run_forward(config)
+        for seed in range(4):
+            q = softmax_sign_question(trace, np.random.default_rng(seed))
+            assert want in q.prompt, q.prompt
+            if config.n_heads > 1:
+                h, i, _, k = q.cell
+                assert f"(S_{h} + B_{h})[{i},{k}]" in q.prompt
+            np.testing.assert_array_equal(softmax_scores(trace)[1], trace[trace.facts["softmax_input"]].value)
+
+
+def test_sliding_window_questions_say_why_a_key_is_hidden():
+    config = Config(sentence="the cat sat on the mat today", positional="alibi", n_heads=3, mask="sliding_window",
+                    window=2)
+    trace = run_forward(config)
+    asked = 0
+    for seed in range(12):
+        q = next(q for q in make_questions(trace, seed) if q.id.startswith("masked:"))
+        i, j = q.cell
+        assert trace["mask"].value[i, j] == 0 and not trace["weights"].value[:, i, j].any()
+        rule = f"i − j = {i - j} ≥ W = 2" if i - j >= 2 else f"j = {j} comes after i = {i}"
+        assert f"the sliding window (0 ≤ i − j < W) hides it: {rule}, so M[{i},{j}] = 0" in q.prompt
+        assert grade(q, "0")[0]
+        asked += 1
+    assert asked
