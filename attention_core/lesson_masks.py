@@ -26,7 +26,7 @@ from .explain import SYMBOLS, Context, Explanation, fmt, join_terms, register, s
 from .trace import Trace
 
 MASKS = ("causal", "sliding_window", "padding", "none")
-MAX_SINK = 20.0                     # |z_h| ≤ 20: e^{±20} stays far from overflow, the share from 0 and 1
+MAX_SINK = 30.0                     # |z_h| ≤ 30: e^{±30} is far from overflow
 KIND = "masks"
 
 

@@ -15,11 +15,15 @@ from attention_core.trace import Trace
 MASK_NAMES = {"causal": "causal", "sliding_window": "sliding window", "padding": "padding", "none": "none"}
 
 
-def _keep_in(key: str, low: int, high: int) -> None:
-    """A slider's remembered value clamped to its (new) range: a shorter sentence or fewer heads."""
-    v = st.session_state.get(key)
-    if isinstance(v, int) and not isinstance(v, bool) and not low <= v <= high:
-        st.session_state[key] = min(max(v, low), high)
+def _keep_in(key: str, low: int, high: int, default: int, name: str = "") -> None:
+    """A slider's value (its default the first time) clamped to its (new) range (a shorter sentence, fewer
+    heads, a tampered session); with a name, a warning says so. The slider then takes it from the state."""
+    v = st.session_state.setdefault(key, default)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and not low <= v <= high:
+        st.session_state[key] = min(max(int(v), low), high)
+        if name:
+            st.warning(f"{name} = {v} is out of range: use {low} to {high}. Showing {st.session_state[key]}.",
+                       icon=":material/warning:")
 
 
 def controls(tokens: tuple[str, ...]) -> dict:
@@ -31,8 +35,8 @@ def controls(tokens: tuple[str, ...]) -> dict:
                                       key="masks.mask") or "causal"
         window, hidden = 3, ()
         if mask == "sliding_window":
-            _keep_in("masks.window", 0, n + 2)
-            window = right.slider("Window W (keys a query sees, itself included)", 0, n + 2, min(3, n),
+            _keep_in("masks.window", 0, n + 2, min(3, n))
+            window = right.slider("Window W (keys a query sees, itself included)", 0, n + 2,
                                   key="masks.window", help="0 is allowed here so you can see what it would mean.")
         elif mask == "padding":
             st.session_state["masks.hidden"] = [j for j in st.session_state.get("masks.hidden", [n - 1]) if j < n]
@@ -41,13 +45,13 @@ def controls(tokens: tuple[str, ...]) -> dict:
         a, b, c, d = st.columns([2, 3, 3, 3])
         heads = head = 0
         if a.toggle("ALiBi", key="masks.alibi", help="Add ALiBi's bias −m_h·(i − j) to the scores."):
-            _keep_in("masks.heads", 1, MAX_HEADS)
-            heads = b.slider("ALiBi heads H", 1, MAX_HEADS, 8, key="masks.heads")
-            _keep_in("masks.head", 0, max(heads - 1, 0))
-            head = c.slider("Head h shown", 0, max(heads - 1, 1), 0, key="masks.head", disabled=heads == 1)
+            _keep_in("masks.heads", 1, MAX_HEADS, 8, "ALiBi heads H")
+            heads = b.slider("ALiBi heads H", 1, MAX_HEADS, key="masks.heads")
+            _keep_in("masks.head", 0, heads - 1, 0)
+            head = c.slider("Head h shown", 0, max(heads - 1, 1), key="masks.head", disabled=heads == 1)
         sink = None
         if a.toggle("Sink", key="masks.sink_on", help="A learned logit z_h in softmax's denominator."):
-            sink = float(d.slider("Sink logit z_h", -10.0, 10.0, 0.0, 0.5, key="masks.sink"))
+            sink = float(d.slider("Sink logit z_h", -30.0, 30.0, 0.0, 0.5, key="masks.sink"))
     return dict(mask=mask, window=window, hidden=hidden, heads=heads, head=head, sink=sink)
 
 
@@ -56,14 +60,15 @@ def slopes_markdown(heads: int) -> str:
     c = 2 ** int(math.floor(math.log2(heads)))
     more = r", \dots" if c > 4 else ""
     first = ", ".join(f"2^{{-{8 * (h + 1)}/{c}}}" for h in range(min(c, 4))) + more
-    values = ", ".join(fmt(v, 4) for v in alibi_slopes(c)[:4]) + more
+    values = ", ".join(f"{v:.4g}" for v in alibi_slopes(c)[:4]) + more
     text = (f"$$\nc = 2^{{\\lfloor \\log_2 {heads} \\rfloor}} = {c}:\\quad m_0, \\dots, m_{{{c - 1}}} = {first}"
             f" = {values}\n$$")
     if heads > c:
-        two_c = alibi_slopes(2 * c)
-        picked = ", ".join(fmt(v, 4) for v in two_c[0::2][:heads - c])
+        extra = range(heads - c)                                  # slope 2e of the 2c sequence: 2^(−8(2e+1)/2c)
+        powers = ", ".join(f"2^{{-{8 * (2 * e + 1)}/{2 * c}}}" for e in extra)
+        picked = ", ".join(f"{v:.4g}" for v in alibi_slopes(2 * c)[0::2][:heads - c])
         text += (f"\n\n$$\n\\text{{then }} m_{{{c}}}, \\dots, m_{{{heads - 1}}} = (\\text{{the {2 * c}-head slopes}})"
-                 f"[0::2][:{heads - c}] = {picked}\n$$")
+                 f"[0::2][:{heads - c}] = {powers} = {picked}\n$$")
     return text + ("\n\n:small[:gray[Heads counted from 0: m_h = 2^(−8(h+1)/H) for H a power of two; the paper "
                    "counts from 1 and writes 2^(−8h/H).]]")
 
