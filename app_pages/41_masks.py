@@ -3,7 +3,7 @@ import streamlit as st
 import ui
 from attention_core import ConfigError
 from attention_core.claims import say
-from attention_core.lesson_masks import masks_trace
+from attention_core.lesson_masks import masks_trace, sentence_scores
 from ui.masks_view import controls, sink_check, slopes_markdown, torch_check
 from ui.text import md_escape
 
@@ -15,6 +15,7 @@ st.markdown("Before softmax, today's models change the scaled scores Ŝ in two w
             "A **sink** then adds one logit to softmax's denominator. All on your sentence's head-0 Ŝ "
             "(sidebar settings); choose below.")
 try:
+    sentence_scores(config, trace)              # head 0's Q and K from the forward pass computed above
     opts = controls(trace.tokens)
     t = masks_trace(config, **opts)
 except ConfigError as err:

@@ -87,14 +87,24 @@ claim("masks_all_hidden", "every key is hidden: each row of A is all 0, not NaN 
 
 # ---- the computation ---------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=16)
-def sentence_scores(config: Config) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
-    """(tokens, Q_0 (n, d_k), K_0 (n, d_k)): head 0's queries and keys of the sentence's forward pass."""
-    from .forward import run_forward
-    trace = run_forward(config)
-    q, k = trace["q"].value, trace["k"].value                          # (n, H·d_k)
-    d_k = config.d_k
-    return trace.tokens, q[:, :d_k], k[:, :d_k]
+_SCORES: dict[Config, tuple] = {}          # config -> (tokens, Q_0, K_0); the last 16 configs
+
+
+def sentence_scores(config: Config, forward: Trace | None = None) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    """(tokens, Q_0 (n, d_k), K_0 (n, d_k)): head 0's queries and keys of the sentence's forward pass.
+
+    Pass the forward trace if you have it (the page does: ui.page computed it), else it is run here."""
+    hit = _SCORES.get(config)
+    if hit is None:
+        if forward is None:
+            from .forward import run_forward
+            forward = run_forward(config)
+        q, k = forward["q"].value, forward["k"].value                  # (n, H·d_k)
+        hit = (forward.tokens, q[:, :config.d_k], k[:, :config.d_k])
+        while len(_SCORES) >= 16:
+            _SCORES.pop(next(iter(_SCORES)), None)
+        _SCORES[config] = hit
+    return hit
 
 
 def mask_of(s: MaskSettings) -> np.ndarray:
