@@ -15,8 +15,8 @@ st.markdown("Before softmax, today's models change the scaled scores Ŝ in two w
             "A **sink** then adds one logit to softmax's denominator. All on your sentence's head-0 Ŝ "
             "(sidebar settings); choose below.")
 try:
-    sentence_scores(config, trace)              # head 0's Q and K from the forward pass computed above
-    opts = controls(trace.tokens)
+    _, q, k = sentence_scores(config, trace)     # head 0's Q and K from the forward pass computed above
+    opts = controls(trace.tokens, q @ k.T / q.shape[1] ** 0.5)
     t = masks_trace(config, **opts)
 except ConfigError as err:
     st.error(str(err), icon=":material/error:")

@@ -26,8 +26,15 @@ def _keep_in(key: str, low: int, high: int, default: int, name: str = "") -> Non
                        icon=":material/warning:")
 
 
-def controls(tokens: tuple[str, ...]) -> dict:
-    """The page's controls (keys masks.*) -> the arguments of lesson_masks.masks_trace."""
+def sink_default(scaled: np.ndarray) -> float:
+    """A sink logit where it is worth seeing: the median over rows of the largest visible (causal) score, so
+    that on a typical row the sink and the keys split the weight about evenly. On the 0.5 grid, in ±30."""
+    top = np.max(np.where(np.tril(np.ones_like(scaled, dtype=bool)), scaled, -np.inf), axis=1)     # (n,)
+    return float(np.clip(round(2 * float(np.median(top))) / 2, -30.0, 30.0))
+
+
+def controls(tokens: tuple[str, ...], scaled: np.ndarray) -> dict:
+    """The page's controls (keys masks.*) -> the arguments of lesson_masks.masks_trace. scaled: Ŝ (n, n)."""
     n = len(tokens)
     with st.container(border=True):
         left, right = st.columns([3, 2])
@@ -51,7 +58,10 @@ def controls(tokens: tuple[str, ...]) -> dict:
             head = c.slider("Head h shown", 0, max(heads - 1, 1), key="masks.head", disabled=heads == 1)
         sink = None
         if a.toggle("Sink", key="masks.sink_on", help="A learned logit z_h in softmax's denominator."):
-            sink = float(d.slider("Sink logit z_h", -30.0, 30.0, 0.0, 0.5, key="masks.sink"))
+            st.session_state.setdefault("masks.sink", sink_default(scaled))
+            sink = float(d.slider("Sink logit z_h", -30.0, 30.0, step=0.5, key="masks.sink",
+                                  help="Starts near the typical row's largest score, where the sink and the keys "
+                                       "share the weight about evenly."))
     return dict(mask=mask, window=window, hidden=hidden, heads=heads, head=head, sink=sink)
 
 
