@@ -44,9 +44,9 @@ st.subheader(f"The mask: {s.mask.replace('_', ' ')}")
 if s.mask == "sliding_window":
     left, right = st.columns(2)
     with left:
-        ui.views.step_box(t, "mask", title=f"W = {s.window} keys (Longformer, torch)", max_w=300)
+        ui.views.step_box(t, "mask", title=f"W = {s.window} keys (torch, Longformer)", max_w=300)
     with right:
-        ui.views.step_box(t, "mask_w1", title=f"[i − W, i]: W + 1 = {s.window + 1} keys (Mistral's paper)", max_w=300)
+        ui.views.step_box(t, "mask_w1", title=f"W + 1 = {s.window + 1} keys (Mistral's paper)", max_w=300)
     if s.window > s.n:
         st.info(f"W = {s.window} is longer than the sentence (n = {s.n}): nothing is cut off, the window is "
                 "the causal mask. It still works.", icon=":material/info:")

@@ -157,14 +157,15 @@ def masks_trace(config: Config, mask: str = "causal", window: int = 3, hidden: t
     logits = "scaled_scores"
     if heads:
         slopes = alibi_slopes(heads)                                           # (H,)
-        t.add("alibi_slopes", "ALiBi slopes m_h", slopes, ("head",),
-              r"m_h = 2^{-8(h+1)/H}\ (h = 0 \dots H-1,\ H \text{ a power of two})",
-              why="One slope per head, fixed, never learned: a steep slope looks near, a gentle one far.",
-              scale="sequential")
+        t.add("alibi_slopes", "ALiBi slopes m_h", slopes, ("h",), slopes_formula(heads),
+              why="One slope per head h (the columns), fixed, never learned: a steep slope looks near, a gentle "
+                  "one far.", scale="sequential")
         bias = alibi_bias(n, heads)[head]                                      # (n, n)
         t.add("alibi_bias", f"ALiBi bias B_{head} (head {head})", bias, ("n_q", "n_k"),
-              rf"(B_{{{head}}})_{{ij}} = -m_{{{head}}} \cdot (i - j),\quad m_{{{head}}} = {fmt(slopes[head], 5)}",
-              why="The further back key j is from query i, the more is taken off its score; nothing is added to X.")
+              rf"(B_{{{head}}})_{{ij}} = -m_{{{head}}} \cdot |i - j|,\quad m_{{{head}}} = {fmt(slopes[head], 5)}",
+              why="The further back key j is from query i, the more is taken off its score; nothing is added to X. "
+                  "On and below the diagonal (j ≤ i) this is the paper's −m_h·(i − j); above it, the keys after "
+                  "the query, it matters only without a causal mask.")
         t.add("biased_scores", "Biased scores Ŝ + B_h", scaled + bias, ("n_q", "n_k"),
               rf"\hat S + B_{{{head}}}", ("scaled_scores", "alibi_bias"), why="What the mask and softmax now read.")
         logits = "biased_scores"
@@ -199,6 +200,15 @@ def masks_trace(config: Config, mask: str = "causal", window: int = 3, hidden: t
           (final,), scale="sequential")
     t.facts["final"] = final
     return t
+
+
+def slopes_formula(heads: int) -> str:
+    """m_h in LaTeX for this H: one geometric sequence for a power of two, else the c and 2c pieces."""
+    c = 2 ** int(math.floor(math.log2(heads)))
+    if c == heads:
+        return rf"m_h = 2^{{-8(h+1)/{heads}}},\quad h = 0, \dots, {heads - 1}"
+    return (rf"m_h = \begin{{cases}} 2^{{-8(h+1)/{c}}} & h < c = {c} \\ 2^{{-8(2(h-{c})+1)/{2 * c}}} & "
+            rf"h = {c}, \dots, {heads - 1} \end{{cases}}")
 
 
 MASK_FORMULA = {

@@ -229,6 +229,9 @@ def test_every_key_hidden_gives_zero_rows(sink):
 def test_claims_name_the_masks_page():
     ours = [c for c in CLAIMS.values() if c.about == "masks"]
     assert len(ours) == 8 and all(c.proof.startswith("tests/test_masks.py::") for c in ours)
+    for c in ours:                                              # each names a test of this file, and its words
+        assert callable(globals().get(c.proof.split("::")[1])), c.proof       # are findable and not in 'otherwise'
+        assert len(c.marker) >= 12 and c.marker.lower() not in c.otherwise.lower()
 
 
 # ---- every number on the page, clicked -----------------------------------------------------------------
@@ -296,7 +299,7 @@ def test_page_defaults_causal_then_window_readings_side_by_side(page):
     at.slider(key="masks.window").set_value(2).run()
     no_exception(at)
     text = shown(at)
-    assert "W = 2 keys (Longformer, torch)" in text and "W + 1 = 3 keys (Mistral's paper)" in text
+    assert "W = 2 keys (torch, Longformer)" in text and "W + 1 = 3 keys (Mistral's paper)" in text
     assert "The two readings differ" in text and "equals the causal mask" not in text
     at.slider(key="masks.window").set_value(8).run()                                  # n = 6 < W
     no_exception(at)
