@@ -74,3 +74,26 @@ def test_the_sink_takes_a_share_of_every_row(app_server, student):
     assert len(values) == 2 * N and all(abs(values[2 * i] + values[2 * i + 1] - 1) <= 0.011 for i in range(N)), values
     assert any(0.05 < v < 0.95 for v in values), values     # z_h starts where the sink and the keys share a row
     assert tab.locator(CHART).count() >= 5 and tab.locator(EXCEPTION).count() == 0
+
+
+def test_clicking_a_bias_cell_shows_minus_m_h_times_the_distance(app_server, student):
+    """With ALiBi on (H = 8, head 0: m_0 = 1/2), cell (4, 1) of B_0 is explained as −m_0·(4 − 1) = −1.5."""
+    import re
+
+    tab = student()
+    open_page(tab, app_server, "masks", {"sentence": SENTENCE})
+    alibi = tab.locator("[data-testid='stCheckbox']").filter(has_text="ALiBi")
+    after_run(tab, lambda: alibi.first.click(), timeout_ms=60_000)
+    heading = tab.get_by_role("heading", name=re.compile(r"^ALiBi bias B_0"))
+    expect(heading.first).to_be_visible(timeout=60_000)
+    box = tab.locator("[data-testid='stVerticalBlock']").filter(has=heading).last
+    cells = box.locator(f"{CHART} svg.marks g.mark-rect.role-mark path")
+    expect(cells.first).to_be_attached(timeout=30_000)
+    assert cells.count() == N * N, cells.count()
+    after_run(tab, lambda: cells.nth(4 * N + 1).click(), timeout_ms=60_000)      # row 4, column 1
+    shown = tab.get_by_text("was made", exact=False)
+    expect(shown.first).to_be_visible(timeout=15_000)
+    assert "B_0[4,1]" in shown.first.inner_text()
+    expect(tab.get_by_text("Key 1 is 3 tokens before query 4", exact=False).first).to_be_visible()
+    expect(tab.get_by_text("✓ recomputed from the terms above: -1.5; the cell holds -1.5", exact=False).first).to_be_visible()
+    assert tab.locator(EXCEPTION).count() == 0
