@@ -153,7 +153,11 @@ def masks_trace(config: Config, mask: str = "causal", window: int = 3, hidden: t
     scaled = att.scaled_dot_scores(q, k)                                       # (n, n)
     t.add("scaled_scores", "Scaled scores Ŝ", scaled, ("n_q", "n_k"), r"\hat S = \frac{Q_0 K_0^\top}{\sqrt{d_k}}",
           ("q", "k"), why="The sentence's head-0 scores from the forward pass (the sidebar's settings), before "
-                          "any bias or mask." + (" Every ALiBi head here starts from this same Ŝ." if heads else ""))
+                          "any bias or mask." + (" Every ALiBi head here starts from this same Ŝ." if heads else "")
+                          + (f" The sidebar's score is {config.score.replace('_', ' ')}; this page always takes the "
+                             "scaled dot product of the same Q and K." if config.score != "scaled_dot" else "")
+                          + " The sidebar's mask and temperature are not used here: the page has its own mask, "
+                            "and softmax runs at T = 1.")
     logits = "scaled_scores"
     if heads:
         slopes = alibi_slopes(heads)                                           # (H,)
