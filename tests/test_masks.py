@@ -326,7 +326,7 @@ def test_page_alibi_slopes_for_six_heads_and_the_sink(page):
     at.slider(key="masks.sink").set_value(-2.0).run()
     no_exception(at)
     text = shown(at)
-    assert "A learned sink, z_5 = -2" in text and "with a sink every row sums to less than 1" in text.lower()
+    assert "Weights with a sink, z_5 = -2" in text and "with a sink every row sums to less than 1" in text.lower()
     assert "Every row of A sums to 1" not in text
     assert "column dropped, live: max difference" in text
     at.slider(key="masks.heads").set_value(8).run()                                   # a power of two again

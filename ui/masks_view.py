@@ -83,6 +83,25 @@ def slopes_markdown(heads: int) -> str:
                    "counts from 1 and writes 2^(−8h/H).]]")
 
 
+@st.fragment
+def panels(trace: Trace, items: list) -> None:
+    """The page's step boxes in order, in one fragment (a click or a table toggle reruns these, not the page).
+    An item is Markdown (str), a box (key, why[, step_box options]) or a list of boxes side by side."""
+    from .views import step_box
+
+    def box(key, why, options=None):
+        step_box(trace, key, why=why, **(options or {}))
+    for item in items:
+        if isinstance(item, str):
+            st.markdown(item)
+        elif isinstance(item, list):
+            for col, part in zip(st.columns(len(item)), item):
+                with col:
+                    box(*part)
+        else:
+            box(*item)
+
+
 def sink_check(trace: Trace) -> float:
     """max |A_sink − softmax([S̃_i, z_h])[:-1]|: the sink as an ordinary softmax over one more column, dropped."""
     s = trace["masked_scores"].value                                            # (n, n)
