@@ -1,0 +1,130 @@
+"""The RoPE page's views: its controls, one pair turning, the shift check, the pairing panel, torch's check."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import streamlit as st
+
+from attention_core.claims import say
+from attention_core.explain import fmt
+from attention_core.lesson_rope import (BASES, FAMILIES, MAX_OFFSET, ShiftSettings, pair_path, parse_base,
+                                        shift_check, torch_checks)
+
+from . import views
+from .text import md_escape
+
+CUSTOM = "custom"
+
+
+def controls() -> tuple[object, str]:
+    """The base (a preset or typed) and the pairing: (base as given, pairing). parse_base checks a typed one."""
+    with st.container(border=True):
+        left, right = st.columns([3, 2])
+        choice = left.radio("Base (θ_i = base^(−2i/d_k))", [*BASES, CUSTOM], horizontal=True, key="rope.base",
+                            format_func=lambda k: BASES[k][1] if k in BASES else "custom")
+        pairing = right.radio("Pairing of the columns", list(FAMILIES), horizontal=True, key="rope.pairing",
+                              format_func={"interleaved": "interleaved: (x_2i, x_2i+1)", "half": "half: (x_i, x_i+d/2)"}.get)
+        if choice == CUSTOM:
+            return left.text_input("Custom base", "10000", key="rope.custom", max_chars=40,
+                                   help="A number above 1, up to 10¹² (e.g. 2e6)."), pairing
+    return BASES[choice][0], pairing
+
+
+def pair_spec(path: list[dict], radius: float, title: str) -> dict:
+    """The pair's vector at positions 0 … p (dots on a circle), the one at p as an arrow from the origin."""
+    r = radius * 1.15 or 1.0
+    scale = {"domain": [-r, r], "nice": False}
+    axis = lambda t: {"field": t, "type": "quantitative", "scale": scale, "title": t}
+    now = {"filter": "datum.now"}
+    return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": title, "width": 260,
+            "height": 260, "data": {"values": path},
+            "layer": [
+                {"mark": {"type": "point", "filled": True, "opacity": 0.45, "color": "#1f5fa8"},
+                 "encoding": {"x": axis("x"), "y": axis("y"),
+                              "tooltip": [{"field": "position"}, {"field": "x", "format": ".3f"},
+                                          {"field": "y", "format": ".3f"}]}},
+                {"transform": [{"filter": "datum.position == 0"}], "mark": {"type": "rule", "strokeDash": [4, 3],
+                                                                            "color": "#888"},
+                 "encoding": {"x": {"datum": 0}, "y": {"datum": 0}, "x2": {"field": "x"}, "y2": {"field": "y"}}},
+                {"transform": [now], "mark": {"type": "rule", "strokeWidth": 3, "color": "#c2560b"},
+                 "encoding": {"x": {"datum": 0}, "y": {"datum": 0}, "x2": {"field": "x"}, "y2": {"field": "y"}}},
+                {"transform": [now], "mark": {"type": "point", "filled": True, "size": 90, "color": "#c2560b"},
+                 "encoding": {"x": axis("x"), "y": axis("y")}},
+            ]}
+
+
+@st.fragment
+def pair_turning(t) -> None:
+    """One word's query pair turned by the position slider; only this part reruns."""
+    d, n = t.facts["d_k"], t.n
+    a, b, c = st.columns(3)
+    word = a.selectbox("Word (its query q)", range(n), format_func=lambda i: f"{i} · {t.tokens[i]}", key="rope.word")
+    i = b.selectbox("Pair i", range(d // 2), key="rope.pair")
+    p = c.slider("Position p", 0, 64, min(int(word), 64), key="rope.p")
+    c0, c1 = (2 * i, 2 * i + 1) if t.facts["pairing"] == "interleaved" else (i, i + d // 2)
+    q = t["q"].value[word]
+    theta = float(t.facts["theta"][i])
+    path = pair_path(np.array([q[c0], q[c1]]), theta, p)
+    angle, (x, y) = p * theta, (path[-1]["x"], path[-1]["y"])
+    left, right = st.columns([2, 3])
+    with left:
+        views.chart(pair_spec(path, math.hypot(q[c0], q[c1]), f"pair {i} of q (columns {c0}, {c1})"))
+    cos, sin = math.cos(angle), math.sin(angle)
+    f = lambda v: f"({fmt(v)})" if v < 0 else fmt(v)          # a factor: negatives in parentheses
+    right.markdown(
+        f"$$\np\\,\\theta_{{{i}}} = {p} \\cdot {fmt(theta, 4)} = {fmt(angle, 4)}\\ \\text{{rad}}"
+        f" = {math.degrees(angle):.1f}^\\circ\n$$\n$$\n\\begin{{bmatrix}}\\cos & -\\sin \\\\ \\sin & \\cos"
+        f"\\end{{bmatrix}}\\begin{{bmatrix}}{fmt(q[c0])} \\\\ {fmt(q[c1])}\\end{{bmatrix}} = "
+        f"\\begin{{bmatrix}}{f(q[c0])} \\cdot {f(cos)} - {f(q[c1])} \\cdot {f(sin)} \\\\ "
+        f"{f(q[c0])} \\cdot {f(sin)} + {f(q[c1])} \\cdot {f(cos)}\\end{{bmatrix}} = "
+        f"\\begin{{bmatrix}}{fmt(x)} \\\\ {fmt(y)}\\end{{bmatrix}}\n$$\n\n"
+        f":small[The query of “{md_escape(t.tokens[word])}” placed at position p: grey dots are positions 0 … p, "
+        f"the dashed line its pair at p = 0, the orange arrow at p. The length stays "
+        f"{math.hypot(q[c0], q[c1]):.3f}; pair {i} turns θ_{i} = {theta:.4g} rad per position"
+        + (", one radian: a full turn every 6.3 positions." if i == 0 else
+           f": a full turn every {2 * math.pi / theta:,.0f} positions.") + "]")
+
+
+@st.fragment
+def shift_panel(t, config, base, pairing: str) -> None:
+    """Positions p + offset: Q^R changes, the scores do not (and with an added PE they do)."""
+    offset = st.slider("Shift the whole sentence by (positions p + offset)", 0, 1000, 100, key="rope.offset")
+    offset = max(0, min(int(offset), MAX_OFFSET))
+    s = shift_check(config, base, pairing, offset)
+    rope, added = ShiftSettings("rope"), ShiftSettings("added")
+    st.markdown(
+        f"- **RoPE**: max |ΔQ^R| = {s['rot']:.3g} (the rotated rows move), max |ΔŜ| = **{s['rope']:.1e}**: "
+        f"{say('rope_shift_invariant', rope)}.\n"
+        f"- **Sinusoidal PE added to X** (same base, same W_Q, W_K): max |ΔŜ| = **{s['added']:.3g}**: "
+        f"{say('rope_shift_invariant', added)}.\n\n"
+        ":small[Maxima over all n × n scores. Checked against: the unshifted Ŝ above, recomputed by "
+        "`rotary_embedding` with positions p + offset; tests/test_rope.py proves the property for random q, k, "
+        "positions and bases (hypothesis), in numpy and torch.]")
+
+
+def pairing_panel(t) -> None:
+    f, d = t.facts, t.facts["d_k"]
+    perm = ", ".join(map(str, f["perm"]))
+    st.markdown(
+        f"Interleaved pairs columns (2i, 2i + 1): {FAMILIES['interleaved']}. Half pairs (i, i + d_k/2): "
+        f"{FAMILIES['half']}. Reordering the columns by\n\n$$\n\\pi = [{perm}]\n$$\n\nturns one into the other:\n"
+        f"- half(Q[:, π]) vs interleaved(Q)[:, π]: max difference **{f['perm_rotation_gap']:.1e}**;\n"
+        f"- the scores with W_Q, W_K's columns permuted by π under half vs unpermuted under interleaved: max "
+        f"difference **{f['perm_scores_gap']:.1e}** (a checkpoint converted between the two permutes its W_Q, W_K "
+        "columns, as Hugging Face's Llama conversion script does);\n"
+        f"- the same weights under the other pairing, not permuted: max difference **{f['mismatch_gap']:.3g}**: "
+        f"{say('rope_pairings_differ', d)}.")
+
+
+def torch_panel(t) -> None:
+    box = st.expander("Check against PyTorch now (Meta's complex form, Hugging Face's rotate_half)",
+                      key="rope.torch", on_change="rerun")
+    if box.open:
+        with box:
+            c = torch_checks(t)
+            st.markdown(
+                f"- torch.polar / view_as_complex (Meta's Llama `apply_rotary_emb`) on Q[:, π⁻¹] … vs this page's "
+                f"Q^R: max |Δ| = **{c['complex']:.1e}**\n- cos/sin with `rotate_half` (Hugging Face's "
+                f"`apply_rotary_pos_emb`) on the half-ordered columns: max |Δ| = **{c['rotate_half']:.1e}**\n"
+                f"- Ŝ from torch's Q^R, K^R: max |Δ| = **{c['scores']:.1e}** (float64)")
