@@ -80,6 +80,21 @@ def parse_base(text) -> float:
     return base
 
 
+def base_tex(base: float, latex: bool = True) -> str:
+    r"""The base as a power's base: 10000, 500000, 123.4, (2 \cdot 10^{7}) / '2·10^7' for a plain-text one.
+
+    >>> base_tex(10_000.0), base_tex(2e7), base_tex(2e7, latex=False), base_tex(1e12)
+    ('10000', '(2 \\cdot 10^{7})', '2·10^7', '10^{12}')
+    """
+    if base < 1e7:
+        return f"{base:.10g}"
+    mantissa, exponent = f"{base:.6e}".split("e")
+    mantissa, exponent = mantissa.rstrip("0").rstrip("."), int(exponent)
+    if latex:
+        return rf"10^{{{exponent}}}" if mantissa == "1" else rf"({mantissa} \cdot 10^{{{exponent}}})"
+    return f"10^{exponent}" if mantissa == "1" else f"{mantissa}·10^{exponent}"
+
+
 def check_even(d_k: int) -> None:
     if d_k % 2:
         raise ConfigError(f"RoPE needs an even d_k: it rotates pairs of columns, and d_k = {d_k} is odd. Set d_k "
@@ -145,7 +160,7 @@ def rope_trace(config: Config, base: float = 10_000.0, pairing: str = "interleav
     t.facts["theta"] = theta
     t.facts["axis_labels"] = {"d_k/2": [f"i={i}" for i in range(d // 2)]}
     t.add("angles", "Rotation angles p·θ_i", rope_angles(n, d, base), ("n", "d_k/2"),
-          rf"p\,\theta_i = p \cdot {fmt(base, 6)}^{{-2i/{d}}}", why=(
+          rf"p\,\theta_i = p \cdot {base_tex(base)}^{{-2i/{d}}}", why=(
               "Row p (the token at position p), column i (pair i): how far pair i of that token's q and k is "
               "turned, in radians. Pair 0 turns 1 radian per position; later pairs ever more slowly."),
           scale="sequential")
@@ -211,7 +226,7 @@ def pair_path(vector: np.ndarray, theta: float, p: int) -> list[dict]:
     out = []
     for s in range(p + 1):
         c, si = math.cos(s * theta), math.sin(s * theta)
-        out.append({"position": s, "x": a * c - b * si, "y": a * si + b * c, "now": s == p})
+        out.append({"position": s, "x": a * c - b * si, "y": a * si + b * c, "x0": 0.0, "y0": 0.0, "now": s == p})
     return out
 
 
@@ -289,11 +304,11 @@ def _angle(ctx: Context, cell):
     d, base = f["d_k"], float(f["base"])
     theta = base ** (-2.0 * i / d)
     value = p * theta
-    b = fmt(base, 6)
+    b = base_tex(base)
     symbolic = rf"p\,\theta_{{{i}}} = p \cdot b^{{-2i/d_k}},\ p={p},\ i={i},\ d_k={d},\ b={b}"
     shown = rf"{p} \cdot {b}^{{-{2 * i}/{d}}} = {p} \cdot {ctx.num(theta)}"
-    text = (f"p·θ_{i} = p · b^(−2i/d_k), p={p}, i={i}, d_k={d}, b={fmt(base, 6, False)}\n"
-            f"  = {p} · {fmt(base, 6, False)}^(−{2 * i}/{d}) = {p} · {ctx.num_text(theta)}\n  = {ctx.num_text(value)}")
+    text = (f"p·θ_{i} = p · b^(−2i/d_k), p={p}, i={i}, d_k={d}, b={base_tex(base, False)}\n"
+            f"  = {p} · {base_tex(base, False)}^(−{2 * i}/{d}) = {p} · {ctx.num_text(theta)}\n  = {ctx.num_text(value)}")
     turns = value / (2 * math.pi)
     note = (f"Token {p} (“{ctx.word(p)}”) stands at position p = {p}; pair {i} turns θ_{i} = "
             f"{fmt(theta, ctx.precision, False)} rad per position, so {fmt(value, ctx.precision, False)} rad here "

@@ -31,26 +31,31 @@ def controls() -> tuple[object, str]:
     return BASES[choice][0], pairing
 
 
-def pair_spec(path: list[dict], radius: float, title: str) -> dict:
+def pair_spec(path: list[dict], radius: float, title: str, columns: tuple[int, int]) -> dict:
     """The pair's vector at positions 0 … p (dots on a circle), the one at p as an arrow from the origin."""
     r = radius * 1.15 or 1.0
     scale = {"domain": [-r, r], "nice": False}
-    axis = lambda t: {"field": t, "type": "quantitative", "scale": scale, "title": t}
+    names = {"x": f"column {columns[0]}", "y": f"column {columns[1]}"}
+    axis = lambda f: {"field": f, "type": "quantitative", "scale": scale, "title": names[f[0]]}
     now = {"filter": "datum.now"}
     return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "title": title, "width": 260,
             "height": 260, "data": {"values": path},
             "layer": [
                 {"mark": {"type": "point", "filled": True, "opacity": 0.45, "color": "#1f5fa8"},
                  "encoding": {"x": axis("x"), "y": axis("y"),
-                              "tooltip": [{"field": "position"}, {"field": "x", "format": ".3f"},
-                                          {"field": "y", "format": ".3f"}]}},
+                              "tooltip": [{"field": "position", "type": "quantitative"},
+                                          {"field": "x", "type": "quantitative", "format": ".3f"},
+                                          {"field": "y", "type": "quantitative", "format": ".3f"}]}},
                 {"transform": [{"filter": "datum.position == 0"}], "mark": {"type": "rule", "strokeDash": [4, 3],
                                                                             "color": "#888"},
-                 "encoding": {"x": {"datum": 0}, "y": {"datum": 0}, "x2": {"field": "x"}, "y2": {"field": "y"}}},
+                 "encoding": {"x": axis("x0"), "y": axis("y0"), "x2": {"field": "x"}, "y2": {"field": "y"}}},
                 {"transform": [now], "mark": {"type": "rule", "strokeWidth": 3, "color": "#c2560b"},
-                 "encoding": {"x": {"datum": 0}, "y": {"datum": 0}, "x2": {"field": "x"}, "y2": {"field": "y"}}},
+                 "encoding": {"x": axis("x0"), "y": axis("y0"), "x2": {"field": "x"}, "y2": {"field": "y"}}},
                 {"transform": [now], "mark": {"type": "point", "filled": True, "size": 90, "color": "#c2560b"},
                  "encoding": {"x": axis("x"), "y": axis("y")}},
+                {"transform": [{"filter": "datum.position <= 12 || datum.now"}],        # positions as labels
+                 "mark": {"type": "text", "dx": 9, "dy": -7, "fontSize": 11, "color": "#333"},
+                 "encoding": {"x": axis("x"), "y": axis("y"), "text": {"field": "position", "type": "nominal"}}},
             ]}
 
 
@@ -61,7 +66,7 @@ def pair_turning(t) -> None:
     a, b, c = st.columns(3)
     word = a.selectbox("Word (its query q)", range(n), format_func=lambda i: f"{i} · {t.tokens[i]}", key="rope.word")
     i = b.selectbox("Pair i", range(d // 2), key="rope.pair")
-    p = c.slider("Position p", 0, 64, min(int(word), 64), key="rope.p")
+    p = c.slider("Position p", 0, 64, 3, key="rope.p")
     c0, c1 = (2 * i, 2 * i + 1) if t.facts["pairing"] == "interleaved" else (i, i + d // 2)
     q = t["q"].value[word]
     theta = float(t.facts["theta"][i])
@@ -69,17 +74,17 @@ def pair_turning(t) -> None:
     angle, (x, y) = p * theta, (path[-1]["x"], path[-1]["y"])
     left, right = st.columns([2, 3])
     with left:
-        views.chart(pair_spec(path, math.hypot(q[c0], q[c1]), f"pair {i} of q (columns {c0}, {c1})"))
+        views.chart(pair_spec(path, math.hypot(q[c0], q[c1]), f"pair {i} of q (columns {c0}, {c1})", (c0, c1)))
     cos, sin = math.cos(angle), math.sin(angle)
     f = lambda v: f"({fmt(v)})" if v < 0 else fmt(v)          # a factor: negatives in parentheses
     right.markdown(
         f"$$\np\\,\\theta_{{{i}}} = {p} \\cdot {fmt(theta, 4)} = {fmt(angle, 4)}\\ \\text{{rad}}"
-        f" = {math.degrees(angle):.1f}^\\circ\n$$\n$$\n\\begin{{bmatrix}}\\cos & -\\sin \\\\ \\sin & \\cos"
+        f" = {math.degrees(angle):.1f}^\\circ\n$$\n$$\n\\begin{{bmatrix}}\\cos {p}\\theta_{{{i}}} & -\\sin {p}\\theta_{{{i}}} \\\\ \\sin {p}\\theta_{{{i}}} & \\cos {p}\\theta_{{{i}}}"
         f"\\end{{bmatrix}}\\begin{{bmatrix}}{fmt(q[c0])} \\\\ {fmt(q[c1])}\\end{{bmatrix}} = "
         f"\\begin{{bmatrix}}{f(q[c0])} \\cdot {f(cos)} - {f(q[c1])} \\cdot {f(sin)} \\\\ "
         f"{f(q[c0])} \\cdot {f(sin)} + {f(q[c1])} \\cdot {f(cos)}\\end{{bmatrix}} = "
         f"\\begin{{bmatrix}}{fmt(x)} \\\\ {fmt(y)}\\end{{bmatrix}}\n$$\n\n"
-        f":small[The query of “{md_escape(t.tokens[word])}” placed at position p: grey dots are positions 0 … p, "
+        f":small[The query of “{md_escape(t.tokens[word])}” placed at position p: blue dots are positions 0 … p, "
         f"the dashed line its pair at p = 0, the orange arrow at p. The length stays "
         f"{math.hypot(q[c0], q[c1]):.3f}; pair {i} turns θ_{i} = {theta:.4g} rad per position"
         + (", one radian: a full turn every 6.3 positions." if i == 0 else
@@ -124,7 +129,8 @@ def torch_panel(t) -> None:
         with box:
             c = torch_checks(t)
             st.markdown(
-                f"- torch.polar / view_as_complex (Meta's Llama `apply_rotary_emb`) on Q[:, π⁻¹] … vs this page's "
-                f"Q^R: max |Δ| = **{c['complex']:.1e}**\n- cos/sin with `rotate_half` (Hugging Face's "
-                f"`apply_rotary_pos_emb`) on the half-ordered columns: max |Δ| = **{c['rotate_half']:.1e}**\n"
-                f"- Ŝ from torch's Q^R, K^R: max |Δ| = **{c['scores']:.1e}** (float64)")
+                f"- torch.polar / view_as_complex, as Meta's Llama `apply_rotary_emb`: max |Δ| from this page's "
+                f"Q^R, K^R = **{c['complex']:.1e}**\n- cos, sin and `rotate_half`, as Hugging Face's "
+                f"`apply_rotary_pos_emb`: max |Δ| = **{c['rotate_half']:.1e}**\n- Ŝ from torch's Q^R, K^R: max |Δ| = "
+                f"**{c['scores']:.1e}**\n\n:small[float64; each form is fed the column order it pairs (the other "
+                "order through π).]")
