@@ -127,20 +127,35 @@ def projections(config: Config) -> Trace:
     return run_forward(config.replace(positional="none"))
 
 
+def sentence_key(config: Config) -> Config:
+    """The settings Q and K depend on here: positional encoding, score, mask and temperature set to one value
+    (this page adds no position to X and computes its own scores), so moving them recomputes nothing."""
+    return config.replace(positional="none", combine="add", pe_base=10_000.0, score="scaled_dot", mask="none",
+                          padding=(), temperature=1.0)
+
+
+def rope_trace(config: Config, base: float = 10_000.0, pairing: str = "interleaved", offset: int = 0) -> Trace:
+    """Q, K, the angles, Q^R, K^R and Ŝ of the sentence, token p at position p + offset; the checks against
+    the complex form and the other pairing in facts. Raises ConfigError for an odd d_k, a bad base, pairing
+    or offset."""
+    check_even(config.d_k)
+    if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or not 0 <= offset <= MAX_OFFSET:
+        raise ConfigError(f"The offset must be a whole number from 0 to {MAX_OFFSET:,}, not {offset!r}.")
+    return _rope_trace(sentence_key(config), parse_base(base), pairing, int(offset))
+
+
 @functools.lru_cache(maxsize=64)
-def rope_trace(config: Config, base: float = 10_000.0, pairing: str = "interleaved") -> Trace:
-    """Q, K, the angles, Q^R, K^R and Ŝ of the sentence; the checks against the complex form and the
-    other pairing in facts. Raises ConfigError for an odd d_k, a bad base or pairing."""
+def _rope_trace(config: Config, base: float, pairing: str, offset: int) -> Trace:
     d = config.d_k
-    check_even(d)
-    base = parse_base(base)
     if pairing not in FAMILIES:
         raise ConfigError(f"pairing={pairing!r} is not 'interleaved' or 'half'.")
     plain = projections(config)
     n, h = plain.n, config.n_heads
     head = " (head 0's d_k columns)" if h > 1 else ""
     t = Trace(plain.tokens)
-    t.facts.update(kind="rope", config=config, base=base, pairing=pairing, d_k=d, n=n, n_heads=h)
+    t.facts.update(kind="rope", config=config, base=base, pairing=pairing, d_k=d, n=n, n_heads=h, offset=offset)
+    positions = np.arange(n) + offset                                           # (n,)
+    at = f" at positions p + {offset}" if offset else ""
     t.add("x_embed", "Embeddings X_emb", plain["x_embed"].value, ("n", "d_embed"), r"X = X_{\text{emb}}",
           why="No positional encoding is added: RoPE puts position into Q and K instead.")
     inputs = {}
@@ -159,7 +174,7 @@ def rope_trace(config: Config, base: float = 10_000.0, pairing: str = "interleav
     theta = rope_frequencies(d, base)                                            # (d/2,)
     t.facts["theta"] = theta
     t.facts["axis_labels"] = {"d_k/2": [f"i={i}" for i in range(d // 2)]}
-    t.add("angles", "Rotation angles p·θ_i", rope_angles(n, d, base), ("n", "d_k/2"),
+    t.add("angles", "Rotation angles p·θ_i" + at, rope_angles(positions, d, base), ("n", "d_k/2"),
           rf"p\,\theta_i = p \cdot {base_tex(base)}^{{-2i/{d}}}", why=(
               "Row p (the token at position p), column i (pair i): how far pair i of that token's q and k is "
               "turned, in radians. Pair 0 turns 1 radian per position; later pairs ever more slowly."),
@@ -168,16 +183,16 @@ def rope_trace(config: Config, base: float = 10_000.0, pairing: str = "interleav
     pairs = (r"(x_{2i},\, x_{2i+1})" if pairing == "interleaved" else rf"(x_i,\, x_{{i+{d // 2}}})")
     for name, x in (("q", q), ("k", k)):
         big = name.upper()
-        t.add(f"{name}_rot", f"{big} rotated: {big}^R", rotate(x, None, base, pairing), ("n", "d_k"),
+        t.add(f"{name}_rot", f"{big} rotated: {big}^R" + at, rotate(x, positions, base, pairing), ("n", "d_k"),
               rf"{name}^R_p = R_p\, {name}_p,\quad \text{{pair }} {pairs} \text{{ turned by }} p\,\theta_i",
               (name, "angles"), why=f"Each pair of row p's columns turned by its angle ({pairing} pairing, as in "
                                     f"{FAMILIES[pairing]}). Lengths stay; directions turn.")
     q_rot, k_rot = t["q_rot"].value, t["k_rot"].value
-    t.add("scaled_scores", "Scaled scores Ŝ of the rotated rows", scaled_scores(q_rot, k_rot), ("n_q", "n_k"),
+    t.add("scaled_scores", "Scaled scores Ŝ of the rotated rows" + at, scaled_scores(q_rot, k_rot), ("n_q", "n_k"),
           rf"\hat S = \frac{{Q^R K^{{R\top}}}}{{\sqrt{{d_k}}}} = \frac{{Q^R K^{{R\top}}}}{{\sqrt{{{d}}}}}",
           ("q_rot", "k_rot"), why="Entry (m, n): the rotated query of position m against the rotated key of "
                                  "position n. The rotations enter only through the angle between them, (n − m)·θ_i.")
-    t.facts["complex_gap"] = max(float(np.abs(complex_form(x, None, base, pairing) - t[f"{s}_rot"].value).max())
+    t.facts["complex_gap"] = max(float(np.abs(complex_form(x, positions, base, pairing) - t[f"{s}_rot"].value).max())
                                  for s, x in (("q", q), ("k", k)))
     t.facts.update(pairing_checks(q, k, base))
     return t
@@ -199,25 +214,27 @@ def pairing_checks(q: np.ndarray, k: np.ndarray, base: float) -> dict:
             "mismatch_gap": float(np.abs(half_same - inter).max())}
 
 
-@functools.lru_cache(maxsize=256)
 def shift_check(config: Config, base: float, pairing: str, offset: int) -> dict:
+    """See _shift_check; cached per (sentence_key, base, pairing, offset)."""
+    rope_trace(config, base, pairing, offset)                    # the checks: d_k, base, pairing, offset
+    return _shift_check(sentence_key(config), float(base), pairing, int(offset))
+
+
+@functools.lru_cache(maxsize=256)
+def _shift_check(config: Config, base: float, pairing: str, offset: int) -> dict:
     """Positions p + offset instead of p: how much Q^R and Ŝ move with RoPE, and how much Ŝ moves when a
-    sinusoidal PE (same base) is added to X instead. {"rot": max|ΔQ^R|, "rope": max|ΔŜ|, "added": max|ΔŜ|}."""
-    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
-        raise ConfigError(f"The offset must be a whole number from 0 to {MAX_OFFSET:,}, not {offset!r}.")
-    t = rope_trace(config, base, pairing)
-    q, k, n = t["q"].value, t["k"].value, t.n
-    shifted = np.arange(n) + offset
-    q_moved, k_moved = rotate(q, shifted, base, pairing), rotate(k, shifted, base, pairing)
+    sinusoidal PE (same base) is added to X instead: {"rot": max|ΔQ^R|, "rope": max|ΔŜ|, "added": max|ΔŜ|,
+    "trace": the rope trace at positions p + offset}."""
+    t, moved = rope_trace(config, base, pairing), rope_trace(config, base, pairing, offset)
+    n = t.n
     x, w_q, w_k = t["x_embed"].value, t["w_q"].value, t["w_k"].value
     pe = sinusoidal_encoding(n + offset, x.shape[1], base)                 # (n + offset, d_embed)
     b_q = t["b_q"].value if "b_q" in t else 0.0
     b_k = t["b_k"].value if "b_k" in t else 0.0
     added = [scaled_scores((x + p) @ w_q + b_q, (x + p) @ w_k + b_k) for p in (pe[:n], pe[offset:])]
-    return {"rot": float(np.abs(q_moved - t["q_rot"].value).max()),
-            "rope": float(np.abs(scaled_scores(q_moved, k_moved) - t["scaled_scores"].value).max()),
-            "added": float(np.abs(added[1] - added[0]).max()),
-            "rope_scores": scaled_scores(q_moved, k_moved)}
+    return {"rot": float(np.abs(moved["q_rot"].value - t["q_rot"].value).max()),
+            "rope": float(np.abs(moved["scaled_scores"].value - t["scaled_scores"].value).max()),
+            "added": float(np.abs(added[1] - added[0]).max()), "trace": moved}
 
 
 def pair_path(vector: np.ndarray, theta: float, p: int) -> list[dict]:
@@ -262,6 +279,7 @@ def torch_checks(t: Trace) -> dict:
     """This page's Q^R, K^R and Ŝ against both torch forms (each fed the column order it pairs):
     max absolute differences {"complex", "rotate_half", "scores"}."""
     base, pairing, d = float(t.facts["base"]), t.facts["pairing"], t.facts["d_k"]
+    at = np.arange(t.n) + t.facts.get("offset", 0)                          # the rows' positions
     perm = half_permutation(d)
     inverse = np.argsort(perm)
     out = {"complex": 0.0, "rotate_half": 0.0}
@@ -269,9 +287,11 @@ def torch_checks(t: Trace) -> dict:
     for name in ("q", "k"):
         x, mine = t[name].value, t[f"{name}_rot"].value
         if pairing == "interleaved":
-            via_complex, via_half = torch_rope_complex(x, None, base), torch_rope_rotate_half(x[:, perm], None, base)[:, inverse]
+            via_complex = torch_rope_complex(x, at, base)
+            via_half = torch_rope_rotate_half(x[:, perm], at, base)[:, inverse]
         else:
-            via_complex, via_half = torch_rope_complex(x[:, inverse], None, base)[:, perm], torch_rope_rotate_half(x, None, base)
+            via_complex = torch_rope_complex(x[:, inverse], at, base)[:, perm]
+            via_half = torch_rope_rotate_half(x, at, base)
         out["complex"] = max(out["complex"], float(np.abs(via_complex - mine).max()))
         out["rotate_half"] = max(out["rotate_half"], float(np.abs(via_half - mine).max()))
         rotated[name] = via_complex
@@ -299,8 +319,9 @@ for _key in ("q", "k"):
 
 @register("angles", kind="rope")
 def _angle(ctx: Context, cell):
-    p, i = cell
+    row, i = cell
     f = ctx.trace.facts
+    p = row + f.get("offset", 0)
     d, base = f["d_k"], float(f["base"])
     theta = base ** (-2.0 * i / d)
     value = p * theta
@@ -310,7 +331,7 @@ def _angle(ctx: Context, cell):
     text = (f"p·θ_{i} = p · b^(−2i/d_k), p={p}, i={i}, d_k={d}, b={base_tex(base, False)}\n"
             f"  = {p} · {base_tex(base, False)}^(−{2 * i}/{d}) = {p} · {ctx.num_text(theta)}\n  = {ctx.num_text(value)}")
     turns = value / (2 * math.pi)
-    note = (f"Token {p} (“{ctx.word(p)}”) stands at position p = {p}; pair {i} turns θ_{i} = "
+    note = (f"Token {row} (“{ctx.word(row)}”) stands at position p = {p}; pair {i} turns θ_{i} = "
             f"{fmt(theta, ctx.precision, False)} rad per position, so {fmt(value, ctx.precision, False)} rad here "
             f"({math.degrees(value) % 360:.1f}° after {int(turns)} whole turn{'s' if int(turns) != 1 else ''}).")
     return Explanation("angles", cell, symbolic, shown, rf"p\,\theta_{{{i}}} = {ctx.num(value)}", value, text,
@@ -319,8 +340,9 @@ def _angle(ctx: Context, cell):
 
 def _rotation_of(key: str):
     def explain_rotation(ctx: Context, cell):
-        p, col = cell
+        row, col = cell
         f = ctx.trace.facts
+        p = row + f.get("offset", 0)
         d, half = f["d_k"], f["d_k"] // 2
         src = key[0]
         if f["pairing"] == "interleaved":
@@ -329,13 +351,13 @@ def _rotation_of(key: str):
         else:
             i, second = col % half, col >= half
             c0, c1 = i, i + half
-        angle = float(ctx.value("angles")[p, i])
-        a, b = float(ctx.value(src)[p, c0]), float(ctx.value(src)[p, c1])
+        angle = float(ctx.value("angles")[row, i])
+        a, b = float(ctx.value(src)[row, c0]), float(ctx.value(src)[row, c1])
         cos, sin = math.cos(angle), math.sin(angle)
         value = math.fsum([a * sin, b * cos]) if second else math.fsum([a * cos, -b * sin])
         lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
-        x0, x1, t0, t1 = (ctx.ref(src, (p, c0)), ctx.ref(src, (p, c1)), ctx.ref_text(src, (p, c0)),
-                          ctx.ref_text(src, (p, c1)))
+        x0, x1, t0, t1 = (ctx.ref(src, (row, c0)), ctx.ref(src, (row, c1)), ctx.ref_text(src, (row, c0)),
+                          ctx.ref_text(src, (row, c1)))
         ang = rf"{p}\theta_{{{i}}}"
         if second:
             symbolic = rf"{lhs} = {x0} \sin {ang} + {x1} \cos {ang}"
@@ -347,13 +369,13 @@ def _rotation_of(key: str):
             shown = rf"{ctx.factor(a)} \cdot {ctx.factor(cos)} - {ctx.factor(b)} \cdot {ctx.factor(sin)}"
             text = (f"{lhs_text} = {t0}·cos({p}θ_{i}) − {t1}·sin({p}θ_{i})\n  = {ctx.factor_text(a)}·"
                     f"{ctx.factor_text(cos)} − {ctx.factor_text(b)}·{ctx.factor_text(sin)}\n  = {ctx.num_text(value)}")
-        note = (f"Pair {i} of row {p} (“{ctx.word(p)}”) is columns ({c0}, {c1}) in the {f['pairing']} pairing; it "
+        note = (f"Row {row} (“{ctx.word(row)}”) stands at position p = {p}. Its pair {i} is columns ({c0}, {c1}) in the {f['pairing']} pairing; it "
                 f"turns by p·θ_{i} = {fmt(angle, ctx.precision, False)} rad (cos = {fmt(cos, ctx.precision, False)}, "
                 f"sin = {fmt(sin, ctx.precision, False)}): the 2×2 rotation [[cos, −sin], [sin, cos]] times "
                 f"({fmt(a, ctx.precision, False)}, {fmt(b, ctx.precision, False)}); this cell is its "
                 f"{'second' if second else 'first'} entry.")
         return Explanation(key, cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value, text, note=note, n_terms=2,
-                           reads=((src, (p, c0)), (src, (p, c1)), ("angles", (p, i))))
+                           reads=((src, (row, c0)), (src, (row, c1)), ("angles", (row, i))))
     return explain_rotation
 
 

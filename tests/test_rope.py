@@ -173,10 +173,11 @@ def test_trace_is_the_sentences_q_and_k_rotated(config, pairing):
     assert max(checks.values()) < 1e-12, checks
 
 
-@pytest.mark.parametrize("config,pairing", [(Config(), "interleaved"), (Config(d_k=6, bias=True), "half"),
-                                            (Config(d_k=4, n_heads=2, weights="random"), "interleaved")])
-def test_every_explanation_reproduces_its_cell(config, pairing):
-    t = rope_trace(config, 10_000.0, pairing)
+@pytest.mark.parametrize("config,pairing,offset", [(Config(), "interleaved", 0), (Config(d_k=6, bias=True), "half", 0),
+                                                   (Config(d_k=4, n_heads=2, weights="random"), "interleaved", 0),
+                                                   (Config(d_k=6), "half", 137)])
+def test_every_explanation_reproduces_its_cell(config, pairing, offset):
+    t = rope_trace(config, 10_000.0, pairing, offset)
     for key in ("q", "k", "angles", "q_rot", "k_rot", "scaled_scores"):
         value = t[key].value
         for cell in itertools.product(*map(range, value.shape)):
@@ -194,6 +195,18 @@ def test_explanations_show_the_rotation_arithmetic():
     assert "3 · 10000^(−4/6)" in a.text and abs(a.value - 3 * 10_000 ** (-4 / 6)) < 1e-15
     s = explain(t, "scaled_scores", (1, 2))
     assert "√6" in s.text and s.n_terms == 6
+
+
+def test_the_shifted_trace_rotates_by_p_plus_offset_and_keeps_the_scores():
+    t, moved = rope_trace(Config(d_k=6), 5e5, "half"), rope_trace(Config(d_k=6), 5e5, "half", 250)
+    np.testing.assert_allclose(moved["angles"].value, rope_angles(np.arange(t.n) + 250, 6, 5e5))
+    np.testing.assert_allclose(moved["scaled_scores"].value, t["scaled_scores"].value, atol=1e-12)
+    assert np.abs(moved["q_rot"].value - t["q_rot"].value).max() > 1e-2
+    assert max(torch_checks(moved).values()) < 1e-12 and moved.facts["complex_gap"] < 1e-12
+    e = explain(moved, "angles", (1, 0))
+    assert "p=251" in e.text and abs(e.value - 251.0) < 1e-12
+    assert "sin(251θ_0)" in explain(moved, "q_rot", (1, 3)).text
+    assert shift_check(Config(d_k=6), 5e5, "half", 250)["trace"] is moved
 
 
 def test_pair_path_turns_by_theta_per_position():
@@ -233,7 +246,7 @@ def test_page_shows_the_steps_and_what_they_were_checked_against():
     gap = float(re.search(r"complex form\| = \*\*([0-9.e+-]+)\*\*", text).group(1))
     assert gap < 1e-12
     assert r"p\,\theta_i = p \cdot 10000^{-2i/4}" in formulas(at)
-    assert [h.value for h in at.header][0].startswith("1 · The angles")
+    assert "## 1 · The angles p·θ_i" in text and "## 6 · Interleaved or half" in text
 
 
 def shown_gaps(at) -> tuple[float, float]:
@@ -255,12 +268,12 @@ def test_shifting_the_sentence_keeps_the_scores_and_an_added_pe_does_not():
 
 def test_base_and_pairing_controls_change_the_math():
     at = open_page(PAGE)
-    at.radio(key="rope.base").set_value("5e5").run()
+    at.segmented_control(key="rope.base").set_value("5e5").run()
     assert r"p\,\theta_i = p \cdot 500000^{-2i/4}" in formulas(at)
-    at.radio(key="rope.pairing").set_value("half").run()
+    at.toggle(key="rope.half").set_value(True).run()
     no_exception(at)
     assert any(r"(x_i,\, x_{i+2})" in f for f in formulas(at))
-    at.radio(key="rope.base").set_value("custom").run()
+    at.segmented_control(key="rope.base").set_value("custom").run()
     at.text_input(key="rope.custom").input("2e6").run()
     assert r"p\,\theta_i = p \cdot 2000000^{-2i/4}" in formulas(at)
 
@@ -270,7 +283,7 @@ def test_the_position_slider_turns_the_pair_by_p_theta():
     for p in (0, 5):
         at.slider(key="rope.p").set_value(p).run()
         assert any(f"p\\,\\theta_{{0}} = {p} \\cdot 1 = {p}\\ \\text{{rad}}" in f for f in formulas(at))
-    at.selectbox(key="rope.pair").set_value(1).run()                    # θ_1 = 10000^(−2/4) = 0.01
+    at.slider(key="rope.pair").set_value(1).run()                    # θ_1 = 10000^(−2/4) = 0.01
     assert any(r"p\,\theta_{1} = 5 \cdot 0.0100 = 0.0500" in f for f in formulas(at))
 
 
@@ -278,7 +291,7 @@ def test_the_position_slider_turns_the_pair_by_p_theta():
                                          ("0.5", "above 1"), ("1e20", "too large")])
 def test_hostile_bases_get_a_message(typed, words):
     at = open_page(PAGE)
-    at.radio(key="rope.base").set_value("custom").run()
+    at.segmented_control(key="rope.base").set_value("custom").run()
     at.text_input(key="rope.custom").input(typed).run()
     no_exception(at)
     assert words in messages(at)
@@ -297,6 +310,15 @@ def test_d_k_2_says_the_pairings_agree_and_heads_say_head_0():
     assert CLAIMS["rope_pairings_differ"].marker not in text
     assert CLAIMS["rope_pairings_differ"].otherwise in text
     assert "head 0's d_k columns" in text
+
+
+def test_the_shifted_scores_open_cell_by_cell():
+    at = open_page(PAGE)
+    at.slider(key="rope.offset").set_value(40).run()
+    at.session_state["rope.shifted"] = True
+    at.run()
+    no_exception(at)
+    assert "Scaled scores Ŝ of the rotated rows at positions p + 40" in page_text(at)
 
 
 def test_torch_check_opens_on_demand():

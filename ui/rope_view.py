@@ -1,6 +1,7 @@
 """The RoPE page's views: its controls, one pair turning, the shift check, the pairing panel, torch's check."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -18,17 +19,19 @@ CUSTOM = "custom"
 
 
 def controls() -> tuple[object, str]:
-    """The base (a preset or typed) and the pairing: (base as given, pairing). parse_base checks a typed one."""
+    """The base (a preset or typed) and the pairing: (base as given, pairing). parse_base checks a typed one.
+    A segmented control and a toggle: a radio costs ~1.6 ms of every rerun, these ~1 and ~0.3 ms."""
     with st.container(border=True):
-        left, right = st.columns([3, 2])
-        choice = left.radio("Base (θ_i = base^(−2i/d_k))", [*BASES, CUSTOM], horizontal=True, key="rope.base",
-                            format_func=lambda k: BASES[k][1] if k in BASES else "custom")
-        pairing = right.radio("Pairing of the columns", list(FAMILIES), horizontal=True, key="rope.pairing",
-                              format_func={"interleaved": "interleaved: (x_2i, x_2i+1)", "half": "half: (x_i, x_i+d/2)"}.get)
-        if choice == CUSTOM:
-            return left.text_input("Custom base", "10000", key="rope.custom", max_chars=40,
-                                   help="A number above 1, up to 10¹² (e.g. 2e6)."), pairing
-    return BASES[choice][0], pairing
+        choice = st.segmented_control("Base of θ_i = base^(−2i/d_k) (rope_theta in a model's config)",
+                                      [*BASES, CUSTOM], default="1e4", required=True, key="rope.base",
+                                      format_func=lambda k: BASES[k][1] if k in BASES else "custom")
+        half = st.toggle("Half pairing (x_i, x_i+d/2) as GPT-NeoX and Hugging Face's Llama; off: interleaved "
+                         "(x_2i, x_2i+1) as RoFormer, GPT-J and Meta's Llama code", key="rope.half")
+        base = BASES.get(choice, (None,))[0]
+        if base is None:
+            base = st.text_input("Custom base", "10000", key="rope.custom", max_chars=40,
+                                 help="A number above 1, up to 10¹² (e.g. 2e6).")
+    return base, "half" if half else "interleaved"
 
 
 def pair_spec(path: list[dict], radius: float, title: str, columns: tuple[int, int]) -> dict:
@@ -59,13 +62,21 @@ def pair_spec(path: list[dict], radius: float, title: str, columns: tuple[int, i
             ]}
 
 
-@st.fragment
+@functools.lru_cache(maxsize=512)
+def pair_chart(a: float, b: float, theta: float, p: int, i: int, columns: tuple[int, int]):
+    """(Arrow rows, spec) of the pair picture, built once per content (shared by every session)."""
+    import pyarrow as pa
+    path = pair_path(np.array([a, b]), theta, p)
+    spec = pair_spec(path, math.hypot(a, b), f"pair {i} of q (columns {columns[0]}, {columns[1]})", columns)
+    return pa.Table.from_pylist(spec.pop("data")["values"]), spec
+
+
 def pair_turning(t) -> None:
-    """One word's query pair turned by the position slider; only this part reruns."""
+    """One word's query pair turned by the position slider (the page draws it inside a fragment)."""
     d, n = t.facts["d_k"], t.n
     a, b, c = st.columns(3)
     word = a.selectbox("Word (its query q)", range(n), format_func=lambda i: f"{i} · {t.tokens[i]}", key="rope.word")
-    i = b.selectbox("Pair i", range(d // 2), key="rope.pair")
+    i = b.slider("Pair i", 0, d // 2 - 1, 0, key="rope.pair") if d > 2 else 0
     p = c.slider("Position p", 0, 64, 3, key="rope.p")
     c0, c1 = (2 * i, 2 * i + 1) if t.facts["pairing"] == "interleaved" else (i, i + d // 2)
     q = t["q"].value[word]
@@ -74,7 +85,8 @@ def pair_turning(t) -> None:
     angle, (x, y) = p * theta, (path[-1]["x"], path[-1]["y"])
     left, right = st.columns([2, 3])
     with left:
-        views.chart(pair_spec(path, math.hypot(q[c0], q[c1]), f"pair {i} of q (columns {c0}, {c1})", (c0, c1)))
+        views.fit_css_in_fragment()
+        st.vega_lite_chart(*pair_chart(float(q[c0]), float(q[c1]), theta, p, i, (c0, c1)), width="content")
     cos, sin = math.cos(angle), math.sin(angle)
     f = lambda v: f"({fmt(v)})" if v < 0 else fmt(v)          # a factor: negatives in parentheses
     right.markdown(
@@ -106,13 +118,18 @@ def shift_panel(t, config, base, pairing: str) -> None:
         ":small[Maxima over all n × n scores. Checked against: the unshifted Ŝ above, recomputed by "
         "`rotary_embedding` with positions p + offset; tests/test_rope.py proves the property for random q, k, "
         "positions and bases (hypothesis), in numpy and torch.]")
+    box = st.expander(f"Ŝ at positions p + {offset}, cell by cell (click one for its dot product)",
+                      key="rope.shifted", on_change="rerun")
+    if box.open:
+        with box:
+            views.step_box(s["trace"], "scaled_scores", key_prefix="rope.shift.")
 
 
-def pairing_panel(t) -> None:
+def pairing_panel(t, heading: str) -> None:
     f, d = t.facts, t.facts["d_k"]
     perm = ", ".join(map(str, f["perm"]))
     st.markdown(
-        f"Interleaved pairs columns (2i, 2i + 1): {FAMILIES['interleaved']}. Half pairs (i, i + d_k/2): "
+        f"{heading}\n\nInterleaved pairs columns (2i, 2i + 1): {FAMILIES['interleaved']}. Half pairs (i, i + d_k/2): "
         f"{FAMILIES['half']}. Reordering the columns by\n\n$$\n\\pi = [{perm}]\n$$\n\nturns one into the other:\n"
         f"- half(Q[:, π]) vs interleaved(Q)[:, π]: max difference **{f['perm_rotation_gap']:.1e}**;\n"
         f"- the scores with W_Q, W_K's columns permuted by π under half vs unpermuted under interleaved: max "
