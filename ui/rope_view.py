@@ -96,7 +96,8 @@ def pair_turning(t) -> None:
         f"\\begin{{bmatrix}}{f(q[c0])} \\cdot {f(cos)} - {f(q[c1])} \\cdot {f(sin)} \\\\ "
         f"{f(q[c0])} \\cdot {f(sin)} + {f(q[c1])} \\cdot {f(cos)}\\end{{bmatrix}} = "
         f"\\begin{{bmatrix}}{fmt(x)} \\\\ {fmt(y)}\\end{{bmatrix}}\n$$\n\n"
-        f":small[The query of “{md_escape(t.tokens[word])}” placed at position p: blue dots are positions 0 … p, "
+        f":small[The query of “{md_escape(t.tokens[word])}” placed at position p = {p}, its pair {i} turned by "
+        f"{angle:.3f} rad: blue dots are positions 0 … p, "
         f"the dashed line its pair at p = 0, the orange arrow at p. The length stays "
         f"{math.hypot(q[c0], q[c1]):.3f}; pair {i} turns θ_{i} = {theta:.4g} rad per position"
         + (", one radian: a full turn every 6.3 positions." if i == 0 else
