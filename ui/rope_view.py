@@ -91,11 +91,11 @@ def pair_turning(t) -> None:
     f = lambda v: f"({fmt(v)})" if v < 0 else fmt(v)          # a factor: negatives in parentheses
     right.markdown(
         f"$$\np\\,\\theta_{{{i}}} = {p} \\cdot {fmt(theta, 4)} = {fmt(angle, 4)}\\ \\text{{rad}}"
-        f" = {math.degrees(angle):.1f}^\\circ\n$$\n$$\n\\begin{{bmatrix}}\\cos {p}\\theta_{{{i}}} & -\\sin {p}\\theta_{{{i}}} \\\\ \\sin {p}\\theta_{{{i}}} & \\cos {p}\\theta_{{{i}}}"
-        f"\\end{{bmatrix}}\\begin{{bmatrix}}{fmt(q[c0])} \\\\ {fmt(q[c1])}\\end{{bmatrix}} = "
-        f"\\begin{{bmatrix}}{f(q[c0])} \\cdot {f(cos)} - {f(q[c1])} \\cdot {f(sin)} \\\\ "
-        f"{f(q[c0])} \\cdot {f(sin)} + {f(q[c1])} \\cdot {f(cos)}\\end{{bmatrix}} = "
-        f"\\begin{{bmatrix}}{fmt(x)} \\\\ {fmt(y)}\\end{{bmatrix}}\n$$\n\n"
+        f" = {math.degrees(angle):.1f}^\\circ\n$$\n$$\n\\begin{{aligned}}"
+        f"(q^R)_{{{c0}}} &= q_{{{c0}}} \\cos {p}\\theta_{{{i}}} - q_{{{c1}}} \\sin {p}\\theta_{{{i}}}"
+        f" \\\\ &= {f(q[c0])} \\cdot {f(cos)} - {f(q[c1])} \\cdot {f(sin)} = {fmt(x)} \\\\[4pt] "
+        f"(q^R)_{{{c1}}} &= q_{{{c0}}} \\sin {p}\\theta_{{{i}}} + q_{{{c1}}} \\cos {p}\\theta_{{{i}}}"
+        f" \\\\ &= {f(q[c0])} \\cdot {f(sin)} + {f(q[c1])} \\cdot {f(cos)} = {fmt(y)}\\end{{aligned}}\n$$\n\n"
         f":small[The query of “{md_escape(t.tokens[word])}” placed at position p = {p}, its pair {i} turned by "
         f"{angle:.3f} rad: blue dots are positions 0 … p, "
         f"the dashed line its pair at p = 0, the orange arrow at p. The length stays "
