@@ -32,7 +32,8 @@ def rotated_and_scores(t, intro: str) -> None:
                 with right:
                     ui.views.step_box(t, f"{name}_rot", max_w=300)
     torch_panel(t)
-    st.markdown("## 4 · Scores of the rotated rows")
+    st.markdown("## 4 · Scores of the rotated rows\n\n:small[Checked against: the same Ŝ from torch's rotated rows "
+                "(the expander above, live) and, in tests/test_rope.py, torch's Meta and Hugging Face forms.]")
     ui.views.step_box(t, "scaled_scores")
 
 

@@ -209,10 +209,15 @@ def test_the_shifted_trace_rotates_by_p_plus_offset_and_keeps_the_scores():
     assert shift_check(Config(d_k=6), 5e5, "half", 250)["trace"] is moved
 
 
-def test_pair_path_turns_by_theta_per_position():
+def test_pair_path_turns_by_theta_per_position_as_rotary_embedding_does():
     path = pair_path(np.array([1.0, 0.0]), 0.5, 4)
     assert [r["position"] for r in path] == [0, 1, 2, 3, 4] and path[-1]["now"] and not path[0]["now"]
     assert abs(path[2]["x"] - math.cos(1.0)) < 1e-15 and abs(path[2]["y"] - math.sin(1.0)) < 1e-15
+    q = rows(5, 1, 8)
+    for pairing, (c0, c1) in (("interleaved", (4, 5)), ("half", (2, 6))):           # pair 2 in each pairing
+        end = pair_path(q[0, [c0, c1]], rope_frequencies(8, 5e5)[2], 37)[-1]
+        np.testing.assert_allclose([end["x"], end["y"]], rotary_embedding(q, [37], 5e5, pairing)[0, [c0, c1]],
+                                   atol=1e-12)
 
 
 def test_bad_d_k_and_bases_are_config_errors_that_say_what_to_change():

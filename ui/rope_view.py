@@ -101,7 +101,8 @@ def pair_turning(t) -> None:
         f"the dashed line its pair at p = 0, the orange arrow at p. The length stays "
         f"{math.hypot(q[c0], q[c1]):.3f}; pair {i} turns θ_{i} = {theta:.4g} rad per position"
         + (", one radian: a full turn every 6.3 positions." if i == 0 else
-           f": a full turn every {2 * math.pi / theta:,.0f} positions.") + "]")
+           f": a full turn every {2 * math.pi / theta:,.0f} positions.")
+        + " Checked against: RoPE's rotation of the same pair (rotary_embedding), in tests/test_rope.py.]")
 
 
 @st.fragment
@@ -137,7 +138,8 @@ def pairing_panel(t, heading: str) -> None:
         f"difference **{f['perm_scores_gap']:.1e}** (a checkpoint converted between the two permutes its W_Q, W_K "
         "columns, as Hugging Face's Llama conversion script does);\n"
         f"- the same weights under the other pairing, not permuted: max difference **{f['mismatch_gap']:.3g}**: "
-        f"{say('rope_pairings_differ', d)}.")
+        f"{say('rope_pairings_differ', d)}.\n\n:small[Checked live on this Q, K; tests/test_rope.py checks the same "
+        "identities for random widths, bases and rows (hypothesis), and each pairing against its torch form.]")
 
 
 def torch_panel(t) -> None:
