@@ -1,0 +1,135 @@
+"""The online-softmax page's views: the running state as a clickable table, the final division, the torch check."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from attention_core import ConfigError, Trace
+from attention_core.explain import explain, fmt
+from attention_core.lesson_online_softmax import check_block_size
+
+KEY_B, KEY_b, GOOD_B = "online_softmax.block_size", "online_softmax.block", "online_softmax.good_block_size"
+
+RECURRENCE = (
+    "$$\n\\begin{aligned} m_i' &= \\max\\big(m_i,\\ \\max_{j \\in b} (S_b)_{ij}\\big) \\\\ "
+    "\\ell_i' &= e^{m_i - m_i'}\\, \\ell_i + \\textstyle\\sum_{j \\in b} e^{(S_b)_{ij} - m_i'} \\\\ "
+    "o_i' &= e^{m_i - m_i'}\\, o_i + \\textstyle\\sum_{j \\in b} e^{(S_b)_{ij} - m_i'}\\, v_j \\end{aligned}"
+    "\\qquad \\begin{aligned} &m_i = -\\infty,\\ \\ell_i = 0,\\ o_i = 0 \\text{ before block 0} \\\\ "
+    "&C_i = o_i / \\ell_i \\text{ after the last block} \\\\ &m_i + \\log \\ell_i = \\log \\textstyle\\sum_j e^{\\hat S_{ij}} "
+    "\\end{aligned}\n$$\n\n"
+    ":small[FlashAttention-2's recurrence (Dao, 2023, Algorithm 1) in this app's notation: (S_b)_ij = q_i · k_j / √d_k "
+    "for the keys j of block b, −∞ where the mask hides key j from query i; a prime is the value after the block. "
+    "The paper's line 10 writes diag(e^(m − m′))**⁻¹** O: that ⁻¹ is a typo (flash-attention issue #991); the "
+    "factor multiplies, as here, and the code on this page and in the paper's own kernels does not invert it.]")
+
+HIGHLIGHT = "background-color: #fff3bf; font-weight: 600"     # a rescale factor < 1: the maximum rose
+PASSED = "color: #868e96"                                     # a skipped tile's row: nothing changed
+SMALL = 400                                                   # cells: a table this small gets the colours too
+
+
+def block_size_slider(where, n: int) -> int:
+    """B from 1 to n. A stored B that is no block size (0, −1, text: a tampered session) gets a message and the
+    last good B back; a B larger than n (the sentence got shorter) is kept: one block, and the page says so."""
+    raw = st.session_state.get(KEY_B)
+    if raw is not None:
+        try:
+            raw = check_block_size(raw, n)
+        except ConfigError as err:
+            st.error(f"{err} The last good block size is kept.", icon=":material/error:")
+            raw = st.session_state[KEY_B] = st.session_state.get(GOOD_B, 1)
+    top = max(n, 2, raw or 0)
+    B = where.slider("Block size B (keys per block)", 1, top, 1, key=KEY_B,
+                     help="How many keys are read at a time. FlashAttention picks it to fit a tile in on-chip memory.")
+    st.session_state[GOOD_B] = B
+    return B
+
+
+def block_slider(where, n_blocks: int) -> int:
+    """b from 0 to n_blocks − 1 (a stored b beyond the last block moves to the last); one block: no slider."""
+    raw = st.session_state.get(KEY_b, 0)
+    if not isinstance(raw, int) or isinstance(raw, bool) or not 0 <= raw < n_blocks:
+        st.session_state[KEY_b] = max(0, min(n_blocks - 1, raw if isinstance(raw, int) else 0))
+    if n_blocks == 1:
+        where.markdown(":small[One key block: b = 0.]")
+        return 0
+    return where.slider("Key block b", 0, n_blocks - 1, min(1, n_blocks - 1), key=KEY_b,
+                        help="Step through the blocks: the table shows every row's m, ℓ and o after block b.")
+
+
+def _cells(values) -> list[str]:
+    return [fmt(v, 3, latex=False).replace("-inf", "−∞") for v in values]
+
+
+def _clickable(lesson: Trace, columns: list[tuple[str, str, object]], key: str, marks=None, styles=None) -> None:
+    """A table of the lesson's numbers, one column per (label, step key, column index or None); a selected
+    cell's arithmetic under it. marks: (row, column) -> a sign put before the number; styles: (row, column) -> CSS,
+    used only on a small table (a pandas Styler costs ~0.03 ms per cell on every rerun: 185 ms at 100 × 68)."""
+    import pandas as pd
+    data = {f"c{n}": _cells(lesson[k].value if c is None else lesson[k].value[:, c]) for n, (_, k, c) in enumerate(columns)}
+    for (i, c), sign in (marks or {}).items():
+        data[f"c{c}"][i] = f"{sign} {data[f'c{c}'][i]}"
+    frame = pd.DataFrame(data, index=[f"{i}: {w}" for i, w in enumerate(lesson.tokens)])
+    config = {f"c{n}": st.column_config.TextColumn(label) for n, (label, _, _) in enumerate(columns)}
+    shown = frame
+    if styles and frame.size <= SMALL:
+        shown = frame.style.apply(lambda col: [styles.get((i, int(col.name[1:])), "") for i in range(len(col))])
+    state = st.dataframe(shown, column_config=config, key=key, on_select="rerun", selection_mode="single-cell",
+                         width="content")
+    cells = list(state.selection.cells) if "selection" in state else []
+    if cells:
+        from .explain_view import explanation
+        row, name = cells[0]
+        _, step, c = columns[int(str(name)[1:])]
+        cell = (int(row),) if c is None else (int(row), c)
+        explanation(explain(lesson, step, cell), float(lesson[step].value[cell]))
+
+
+@st.fragment
+def state_table(lesson: Trace) -> None:
+    """m_i before, then m_i′, e^(m_i − m_i′), ℓ_i′ and o_i′ after block b, one row per query: ▲ where the maximum
+    rose (and ▼ its factor < 1), ⤼ where the row's tile was skipped."""
+    f = lesson.facts
+    d_v = lesson["o"].shape[1]
+    columns = [("m_i before", "m_prev", None), ("m_i′", "m", None), ("e^(m_i − m_i′)", "rescale", None),
+               ("ℓ_i′", "l", None)] + [(f"o_i′[{c}]", "o", c) for c in range(d_v)]
+    marks = {(i, c): sign for i in f["rescaled"] for c, sign in ((1, "▲"), (2, "▼"))}
+    marks.update({(i, 1): "⤼" for i in f["skipped_here"]})
+    styles = {(i, c): HIGHLIGHT for i in f["rescaled"] for c in (1, 2)}
+    styles.update({(i, c): PASSED for i in f["skipped_here"] for c in range(len(columns))})
+    _clickable(lesson, columns, "online_softmax.state", marks, styles)
+    st.caption("▲ the running maximum rose in this block, ▼ so ℓ_i and o_i were first multiplied by this factor < 1"
+               + ("; ⤼ the row's tile was skipped: nothing changed" if f["skipped_here"] else "")
+               + ". −∞: no key seen yet. Select a number for its arithmetic.")
+
+
+@st.fragment
+def final_table(lesson: Trace) -> None:
+    """ℓ_i and C_i = o_i / ℓ_i after the last block, m_i + log ℓ_i and the plain logsumexp beside it."""
+    d_v = lesson["context"].shape[1]
+    columns = ([("ℓ_i", "l_final", None)] + [(f"C_i[{c}] = o_i[{c}] / ℓ_i", "context", c) for c in range(d_v)]
+               + [("m_i + log ℓ_i", "lse", None), ("logsumexp_j Ŝ_ij (plain)", "logsumexp", None)])
+    _clickable(lesson, columns, "online_softmax.final")
+
+
+def torch_check(lesson: Trace) -> None:
+    """The same head through torch: SDPA with the explicit bool mask, and torch.logsumexp of the masked scores."""
+    import torch
+    q, k, v = (torch.tensor(lesson[name].value) for name in ("q", "k", "v"))
+    mask = torch.tensor(lesson["mask"].value.astype(bool)) if "mask" in lesson else None
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask).numpy()
+    s = q @ k.T / lesson.facts["d_k"] ** 0.5
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1).numpy()
+    seen = np.isfinite(lse)                                        # a row that sees no key: left out below
+    c_gap = np.abs(lesson["context"].value[seen] - ref[seen]).max() if seen.any() else 0.0
+    l_gap = np.abs(lesson["lse"].value[seen] - lse[seen]).max() if seen.any() else 0.0
+    empty = np.flatnonzero(~seen)
+    torch_gives = "NaN" if np.isnan(ref[empty]).any() else "0"
+    st.markdown(
+        f"`torch.nn.functional.scaled_dot_product_attention(Q, K, V{', attn_mask=M' if mask is not None else ''})` "
+        f"in float64: max |C − torch| = **{c_gap:.1e}**.  \n`torch.logsumexp(Ŝ, dim=-1)`: max |(m_i + log ℓ_i) − "
+        f"torch| = **{l_gap:.1e}**."
+        + ("" if seen.all() else f"  \n:small[Rows {', '.join(map(str, empty))} see no key: torch {torch.__version__} "
+                                  f"gives {torch_gives} there, this app 0; logsumexp is −∞ on both sides. They are "
+                                  "left out of the two maxima.]"))
