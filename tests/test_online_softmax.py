@@ -351,7 +351,9 @@ def test_page_with_every_key_padded_gives_zero_and_says_why():
     no_exception(at)
     text = text_of(at)
     assert "may see no key at all" in text and "nan" not in text.lower().replace("0/0 = nan", "")
-    assert "4 of the 4 tiles" in text
+    assert "16 of the 16 tiles" in text                     # B = 1: every 1 × 1 tile
+    at.slider(key="online_softmax.block_size").set_value(2).run()
+    assert "4 of the 4 tiles" in text_of(at) and not at.error
 
 
 def test_page_keeps_a_block_size_larger_than_a_shortened_sentence_and_says_it_is_one_block():
