@@ -40,7 +40,7 @@ with c1:
                                title=f"S_{b}: every query × {KEYS}")
 with c2:
     ui.views.explained_heatmap(lesson, lesson["tiles"], key="online_softmax.hm.tiles", max_w=240,
-                               title="B × B tiles: 1 computed, 0 skipped")
+                               title=f"B × B tiles: 1 computed, 0 skipped (now: column b={b})")
 state_table(lesson)
 
 st.subheader("Memory: scores held at once")

@@ -387,3 +387,25 @@ def test_page_opens_the_torch_check():
     assert number_after("max |C − torch|", text) < 1e-12
     assert number_after("max |(m_i + log ℓ_i) − torch|", text) < 1e-12
     assert "torch.logsumexp" in text and "scaled_dot_product_attention(Q, K, V, attn_mask=M)" in text
+
+
+WALK = [Config(), Config(mask="causal", n_heads=2, d_k=3), Config(mask="padding", padding=(0, 2), score="additive"),
+        Config(sentence="the cat sat on a mat", mask="causal", temperature=2.0, positional="none")]
+
+
+@pytest.mark.parametrize("config", WALK, ids=["defaults", "causal-2-heads", "padding-additive", "causal-6-T2"])
+def test_no_sentence_of_the_page_is_shown_where_it_does_not_hold(config):
+    """The page under a few settings, every block size and block: its claims appear only where they hold."""
+    from tests.test_claims import page_text, walk
+    for _, _, at in walk(config, [PAGE]):
+        n = online_softmax_trace(config, 1, 0).n
+        for B in range(1, n + 1):
+            at.slider(key="online_softmax.block_size").set_value(B).run()
+            for b in range(-(-n // B)):
+                if b or B < n:
+                    at.slider(key="online_softmax.block").set_value(b).run()
+                no_exception(at)
+                assert not at.error, messages(at)
+                text = page_text(at)
+                assert shown_outside(text, Controls(config, B, b), about="online_softmax") == [], (B, b)
+                assert shown_outside(text, config) == [], (B, b)

@@ -97,9 +97,9 @@ def state_table(lesson: Trace) -> None:
     styles = {(i, c): HIGHLIGHT for i in f["rescaled"] for c in (1, 2)}
     styles.update({(i, c): PASSED for i in f["skipped_here"] for c in range(len(columns))})
     _clickable(lesson, columns, "online_softmax.state", marks, styles)
-    st.caption("▲ the running maximum rose in this block, ▼ so ℓ_i and o_i were first multiplied by this factor < 1"
-               + ("; ⤼ the row's tile was skipped: nothing changed" if f["skipped_here"] else "")
-               + ". −∞: no key seen yet. Select a number for its arithmetic.")
+    legend = (["▲ the running maximum rose in this block, ▼ the factor < 1 that first multiplied ℓ_i and o_i"]
+              if f["rescaled"] else []) + (["⤼ the row's tile was skipped"] if f["skipped_here"] else [])
+    st.caption("; ".join(legend + ["−∞: no key seen yet. Select a number for its arithmetic."]))
 
 
 @st.fragment
