@@ -292,8 +292,8 @@ def _leaf(name: str):
         hid = ctx.trace.facts["n_heads"] > 1
         sym = name.upper() + ("_0" if hid else "")
         value = float(run_forward(ctx.trace.facts["config"])[f"{name}_heads" if hid else name].value[(0,) * hid + cell])
-        return _expl(name, cell, rf"{sym}_{{{i},{m}}} = {sym}_{{{i},{m}}}", _num(value), value,
-                     f"{sym}[{i},{m}]", _txt(value), f"Read again from the forward pass ({'head 0 of ' if hid else ''}"
+        return _expl(name, cell, rf"{sym}_{{{i},{m}}} = ({sym} \text{{ of the forward pass}})_{{{i},{m}}}", _num(value),
+                     value, f"{sym}[{i},{m}] = {sym} of the forward pass [{i},{m}]", _txt(value), f"Read again from the forward pass ({'head 0 of ' if hid else ''}"
                      f"{name.upper()}); its own page shows how it was made.")
     return explain_leaf
 
@@ -384,8 +384,8 @@ def _factor(ctx: Context, i: int) -> tuple[float, str, str, str]:
 def _rescale(ctx: Context, cell):
     (i,) = cell
     value, shown, shown_text, note = _factor(ctx, i)
-    return _expl("rescale", cell, rf"e^{{m_{{{i}}} - m_{{{i}}}'}} = e^{{m_{{{i}}} - m_{{{i}}}'}}", shown, value,
-                 f"e^(m_{i} - m_{i}')", shown_text, note, reads=(("m_prev", cell), ("m", cell)))
+    return _expl("rescale", cell, rf"e^{{m_{{{i}}} - m_{{{i}}}'}} = \exp(m_{{{i}}} - m_{{{i}}}')", shown, value,
+                 f"e^(m_{i} - m_{i}') = exp(m_{i} - m_{i}')", shown_text, note, reads=(("m_prev", cell), ("m", cell)))
 
 
 def _update(ctx: Context, key: str, cell, prev: float, weights_of):
@@ -476,8 +476,9 @@ def _lse(ctx: Context, cell):
     (i,) = cell
     m, l = float(ctx.value("m_final")[i]), float(ctx.value("l_final")[i])
     value = m + math.log(l) if l > 0 else -math.inf
-    return _expl("lse", cell, rf"m_{{{i}}} + \log \ell_{{{i}}}", rf"{_num(m)} + \log {_num(l)}" if l > 0 else
-                 r"-\infty \ (\ell_i = 0)", value, f"m_{i} + log ℓ_{i}", f"{_txt(m)} + log {_txt(l)}",
+    return _expl("lse", cell, rf"\mathrm{{lse}}_{{{i}}} = m_{{{i}}} + \log \ell_{{{i}}}",
+                 rf"{_num(m)} + \log {_num(l)}" if l > 0 else r"-\infty \ (\ell_i = 0)", value,
+                 f"lse_{i} = m_{i} + log ℓ_{i}", f"{_txt(m)} + log {_txt(l)}" if l > 0 else "-inf (ℓ = 0)",
                  "ℓ_i = Σ_j e^(Ŝ_ij − m_i), so log ℓ_i + m_i = log Σ_j e^(Ŝ_ij): the row's logsumexp, which "
                  "FlashAttention keeps for the backward pass.", reads=(("m_final", cell), ("l_final", cell)))
 
@@ -496,7 +497,8 @@ def _logsumexp(ctx: Context, cell):
     value = top + math.log(total) if total > 0 else -math.inf
     shown, hidden = join_terms([rf"e^{{{_num(x)} {_sub(top)}}}" for x in finite] or ["0"])
     return _expl("logsumexp", cell, rf"\log \sum_j e^{{\hat S_{{{i},j}}}} = \mu + \log \sum_j e^{{\hat S_{{{i},j}} - \mu}}",
-                 rf"{_num(top)} + \log\big({shown}\big)", value, f"logsumexp_j Ŝ[{i},j]",
+                 rf"{_num(top)} + \log\big({shown}\big)", value,
+                 f"logsumexp_j Ŝ[{i},j] = μ + log Σ_j exp(Ŝ[{i},j] - μ)",
                  f"{_txt(top)} + log(Σ_j exp(Ŝ[{i},j] {_subtxt(top)}))",
                  "The check, computed the plain way: the whole row of Ŝ = q_i·k_j/√d_k at once (masked keys "
                  "left out), μ its maximum.", n_terms=len(finite), hidden=hidden)
@@ -527,5 +529,5 @@ def _mask(ctx: Context, cell):
     else:
         value, rule = float(j not in config.padding), f"padding: key {j} is {'' if j in config.padding else 'not '}padding"
     return _expl("mask", cell, rf"M_{{{i},{j}}} = [\text{{query }} {i} \text{{ may see key }} {j}]",
-                 rf"\text{{{rule}}}", value, f"M[{i},{j}]", rule,
+                 rf"\text{{{rule}}}", value, f"M[{i},{j}] = [query {i} may see key {j}]", rule,
                  "1: the score is used; 0: it becomes −∞ and its weight is exactly 0.")
