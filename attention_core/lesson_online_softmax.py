@@ -161,6 +161,9 @@ def _cached(config: Config, block_size: int, block: int) -> Trace:
     seen = np.isfinite(before["m"])
     t.facts.update(
         max_diff=float(np.abs(context - plain).max()),
+        s_diff=float(np.abs(np.where(np.isfinite(masked[:, start:stop]), masked[:, start:stop], 0.0)
+                            - np.where(np.isfinite(here["scores"]), here["scores"], 0.0)).max()),
+        s_same_mask=bool(np.array_equal(np.isfinite(masked[:, start:stop]), np.isfinite(here["scores"]))),
         lse_diff=float(gap.max()),
         n_tiles=int(tiles.size), n_skipped=int((tiles == 0).sum()),
         skipped_here=tuple(int(i) for i in np.flatnonzero(here["skipped"])),

@@ -64,6 +64,9 @@ def test_context_equals_plain_softmax_and_torch_sdpa(config, block_size):
     _, reference = plain(config)
     assert np.abs(lesson["context"].value - reference).max() < 1e-12
     assert lesson.facts["max_diff"] < 1e-12
+    for b in range(lesson.facts["n_blocks"]):
+        here = online_softmax_trace(config, block_size, b).facts
+        assert here["s_diff"] < 1e-12 and here["s_same_mask"]
     t = torch.nn.functional.scaled_dot_product_attention(
         torch.tensor(q), torch.tensor(k), torch.tensor(v),
         attn_mask=None if mask is None else torch.tensor(mask)).numpy()
