@@ -34,8 +34,8 @@ sentences = [say("os_first_block", ctl), say("os_rescaled", ctl, rows=rows_text(
              say("os_not_rescaled", ctl), say("os_skipped_here", ctl, rows=rows_text(trace.tokens, f["skipped_here"]))]
 st.markdown(". ".join(s[0].upper() + s[1:] for s in sentences if s) + f". :small[:gray[S_{b} checked against Ŝ "
             f"computed whole (its columns {start} … {stop - 1}): max |difference| = {f['s_diff']:.1e}, −∞ in "
-            f"{'the same' if f['s_same_mask'] else 'DIFFERENT'} places. Click a number in the table or a cell of S_b for its arithmetic; the explanation recomputes it "
-            "from its terms and checks it against the cell.]]")
+            f"{'the same' if f['s_same_mask'] else 'DIFFERENT'} places. Click a number in the table or a cell of "
+            "S_b for its arithmetic: the explanation recomputes it from its terms and checks it against the cell.]]")
 c1, c2 = st.columns([3, 2])
 with c1:
     ui.views.explained_heatmap(lesson, lesson["s_b"], key="online_softmax.hm.s_b", max_w=360,
@@ -49,8 +49,9 @@ st.subheader("Memory: scores held at once")
 st.markdown(
     f"At most **n_q × B = {n} × {min(B, n)} = {f['held']}** score entries exist at a time (every query row against "
     f"one block of keys); the plain softmax holds all **n_q × n_k = {f['full']}**. FlashAttention also cuts the "
-    f"queries into blocks, so one B × B tile ({f['tile']} score{'s' if f['tile'] > 1 else ''} here) sits in the GPU's fast on-chip memory; the "
-    "n × n matrix is never written to its main memory, which is what makes it fast and long contexts fit.  \n"
+    f"queries into blocks, so one B × B tile ({f['tile']} score{'s' if f['tile'] > 1 else ''} here) sits in the "
+    "GPU's fast on-chip memory; the n × n matrix is never written to its main memory, which is what makes it fast "
+    "and long contexts fit.  \n"
     + say("os_skipped", ctl, skipped=f["n_skipped"], tiles=f["n_tiles"],
           where=" (with the causal mask: entirely above the diagonal)" if config.mask == "causal" else "") + ".")
 

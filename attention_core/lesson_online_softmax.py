@@ -74,9 +74,9 @@ def run_blocks(config: Config, block_size: int):
 
     One call of online_softmax_attention over all rows gives the same numbers (to the last bits of the matrix
     product) as one call per query block that skips the masked tiles (tests/test_online_softmax.py checks it):
-    a row whose scores in a block are all −∞ gets e^(m − m′) = 1 and adds 0, so its m, ℓ, o pass through exactly. Only the rescale factor of a
-    row that has seen nothing yet differs (0 here, 1 in a skipped tile, multiplying ℓ = 0 either way): the
-    skipped tiles' 1 is shown."""
+    a row whose scores in a block are all −∞ gets e^(m − m′) = 1 and adds 0, so its m, ℓ, o pass through
+    exactly. Only the rescale factor of a row that has seen nothing yet differs (0 here, 1 in a skipped tile,
+    multiplying ℓ = 0 either way): the skipped tiles' 1 is shown."""
     tokens, q, k, v, mask = head_zero(config)
     n = len(tokens)
     context, blocks = online_softmax_attention(q, k, v, block_size, mask)
@@ -294,9 +294,10 @@ def _leaf(name: str):
         i, m = cell
         hid = ctx.trace.facts["n_heads"] > 1
         sym = name.upper() + ("_0" if hid else "")
-        value = float(run_forward(ctx.trace.facts["config"])[f"{name}_heads" if hid else name].value[(0,) * hid + cell])
-        return _expl(name, cell, rf"{sym}_{{{i},{m}}} = ({sym} \text{{ of the forward pass}})_{{{i},{m}}}", _num(value),
-                     value, f"{sym}[{i},{m}] = {sym} of the forward pass [{i},{m}]", _txt(value), f"Read again from the forward pass ({'head 0 of ' if hid else ''}"
+        value = float(head_zero(ctx.trace.facts["config"])[1 + "qkv".index(name)][cell])     # (cached) forward pass
+        return _expl(name, cell, rf"{sym}_{{{i},{m}}} = ({sym} \text{{ of the forward pass}})_{{{i},{m}}}",
+                     _num(value), value, f"{sym}[{i},{m}] = {sym} of the forward pass [{i},{m}]", _txt(value),
+                     f"Read again from the forward pass ({'head 0 of ' if hid else ''}"
                      f"{name.upper()}); its own page shows how it was made.")
     return explain_leaf
 
