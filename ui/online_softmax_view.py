@@ -1,6 +1,8 @@
 """The online-softmax page's views: the running state as a clickable table, the final division, the torch check."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import streamlit as st
 
@@ -22,9 +24,6 @@ RECURRENCE = (
     "The paper's line 10 writes diag(e^(m − m′))**⁻¹** O: that ⁻¹ is a typo (flash-attention issue #991); the "
     "factor multiplies, as here, and the code on this page and in the paper's own kernels does not invert it.]")
 
-HIGHLIGHT = "background-color: #fff3bf; font-weight: 600"     # a rescale factor < 1: the maximum rose
-PASSED = "color: #868e96"                                     # a skipped tile's row: nothing changed
-SMALL = 400                                                   # cells: a table this small gets the colours too
 
 
 def block_size_slider(where, n: int) -> int:
@@ -60,23 +59,45 @@ def _cells(values) -> list[str]:
     return [fmt(v, 3, latex=False).replace("-inf", "−∞") for v in values]
 
 
-def _clickable(lesson: Trace, columns: list[tuple[str, str, object]], key: str, marks=None, styles=None) -> None:
-    """A table of the lesson's numbers, one column per (label, step key, column index or None); a selected
-    cell's arithmetic under it. marks: (row, column) -> a sign put before the number; styles: (row, column) -> CSS,
-    used only on a small table (a pandas Styler costs ~0.03 ms per cell on every rerun: 185 ms at 100 × 68)."""
-    import pandas as pd
+def _state_columns(lesson: Trace) -> list[tuple[str, str, object]]:
+    d_v = lesson["o"].shape[1]
+    return ([("m_i before", "m_prev", None), ("m_i′", "m", None), ("e^(m_i − m_i′)", "rescale", None),
+             ("ℓ_i′", "l", None)] + [(f"o_i′[{c}]", "o", c) for c in range(d_v)])
+
+
+def _final_columns(lesson: Trace) -> list[tuple[str, str, object]]:
+    d_v = lesson["context"].shape[1]
+    return ([("ℓ_i", "l_final", None)] + [(f"C_i[{c}] = o_i[{c}] / ℓ_i", "context", c) for c in range(d_v)]
+            + [("m_i + log ℓ_i", "lse", None), ("logsumexp_j Ŝ_ij (plain)", "logsumexp", None)])
+
+
+@functools.lru_cache(maxsize=128)
+def _table(lesson: Trace, which: str):
+    """(columns, pyarrow Table of text cells, column config), once per cached lesson: a pyarrow Table goes to
+    the browser as is (a pandas frame is converted on every rerun, a Styler costs ~0.03 ms per cell). In the
+    state table ▲ marks a running maximum that rose and ▼ its factor < 1, ⤼ a row whose tile was skipped."""
+    import pyarrow as pa
+    f = lesson.facts
+    columns = _state_columns(lesson) if which == "state" else _final_columns(lesson)
     data = {f"c{n}": _cells(lesson[k].value if c is None else lesson[k].value[:, c]) for n, (_, k, c) in enumerate(columns)}
-    for (i, c), sign in (marks or {}).items():
-        data[f"c{c}"][i] = f"{sign} {data[f'c{c}'][i]}"
-    frame = pd.DataFrame(data, index=[f"{i}: {w}" for i, w in enumerate(lesson.tokens)])
-    config = {f"c{n}": st.column_config.TextColumn(label) for n, (label, _, _) in enumerate(columns)}
-    shown = frame
-    if styles and frame.size <= SMALL:
-        shown = frame.style.apply(lambda col: [styles.get((i, int(col.name[1:])), "") for i in range(len(col))])
-    state = st.dataframe(shown, column_config=config, key=key, on_select="rerun", selection_mode="single-cell",
-                         width="content")
+    if which == "state":
+        for i in f["rescaled"]:
+            data["c1"][i], data["c2"][i] = f"▲ {data['c1'][i]}", f"▼ {data['c2'][i]}"
+        for i in f["skipped_here"]:
+            data["c1"][i] = f"⤼ {data['c1'][i]}"
+    table = pa.table({"query": [f"{i}: {w}" for i, w in enumerate(lesson.tokens)], **data})
+    config = {"query": st.column_config.TextColumn("query i", pinned=True),
+              **{f"c{n}": st.column_config.TextColumn(label) for n, (label, _, _) in enumerate(columns)}}
+    return columns, table, config
+
+
+def _clickable(lesson: Trace, which: str, key: str) -> None:
+    """The lesson's numbers as a table, one row per query; a selected cell's arithmetic under it."""
+    columns, table, config = _table(lesson, which)
+    state = st.dataframe(table, column_config=config, key=key, on_select="rerun", selection_mode="single-cell",
+                         width="content", hide_index=True)
     cells = list(state.selection.cells) if "selection" in state else []
-    if cells:
+    if cells and str(cells[0][1]).startswith("c"):
         from .explain_view import explanation
         row, name = cells[0]
         _, step, c = columns[int(str(name)[1:])]
@@ -86,17 +107,9 @@ def _clickable(lesson: Trace, columns: list[tuple[str, str, object]], key: str, 
 
 @st.fragment
 def state_table(lesson: Trace) -> None:
-    """m_i before, then m_i′, e^(m_i − m_i′), ℓ_i′ and o_i′ after block b, one row per query: ▲ where the maximum
-    rose (and ▼ its factor < 1), ⤼ where the row's tile was skipped."""
+    """m_i before, then m_i′, e^(m_i − m_i′), ℓ_i′ and o_i′ after block b, one row per query."""
     f = lesson.facts
-    d_v = lesson["o"].shape[1]
-    columns = [("m_i before", "m_prev", None), ("m_i′", "m", None), ("e^(m_i − m_i′)", "rescale", None),
-               ("ℓ_i′", "l", None)] + [(f"o_i′[{c}]", "o", c) for c in range(d_v)]
-    marks = {(i, c): sign for i in f["rescaled"] for c, sign in ((1, "▲"), (2, "▼"))}
-    marks.update({(i, 1): "⤼" for i in f["skipped_here"]})
-    styles = {(i, c): HIGHLIGHT for i in f["rescaled"] for c in (1, 2)}
-    styles.update({(i, c): PASSED for i in f["skipped_here"] for c in range(len(columns))})
-    _clickable(lesson, columns, "online_softmax.state", marks, styles)
+    _clickable(lesson, "state", "online_softmax.state")
     legend = (["▲ the running maximum rose in this block, ▼ the factor < 1 that first multiplied ℓ_i and o_i"]
               if f["rescaled"] else []) + (["⤼ the row's tile was skipped"] if f["skipped_here"] else [])
     st.caption("; ".join(legend + ["−∞: no key seen yet. Select a number for its arithmetic."]))
@@ -105,10 +118,7 @@ def state_table(lesson: Trace) -> None:
 @st.fragment
 def final_table(lesson: Trace) -> None:
     """ℓ_i and C_i = o_i / ℓ_i after the last block, m_i + log ℓ_i and the plain logsumexp beside it."""
-    d_v = lesson["context"].shape[1]
-    columns = ([("ℓ_i", "l_final", None)] + [(f"C_i[{c}] = o_i[{c}] / ℓ_i", "context", c) for c in range(d_v)]
-               + [("m_i + log ℓ_i", "lse", None), ("logsumexp_j Ŝ_ij (plain)", "logsumexp", None)])
-    _clickable(lesson, columns, "online_softmax.final")
+    _clickable(lesson, "final", "online_softmax.final")
 
 
 def torch_check(lesson: Trace) -> None:
