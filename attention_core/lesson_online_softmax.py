@@ -207,7 +207,7 @@ claim("os_first_block",
       about=KIND)
 claim("os_rescaled",
       "the running maximum rose in this block for {rows}, so their ℓ_i and o_i were multiplied by "
-      "e^(m_i − m_i′) < 1 (highlighted) before the block's terms were added",
+      "e^(m_i − m_i′) < 1 (▼ in the table) before the block's terms were added",
       lambda c: bool(facts(c)["rescaled"]), "a block b > 0 in which some row's maximum rises above a finite m_i",
       PROOF + "test_rescaled_rows_are_exactly_those_whose_maximum_rose", about=KIND)
 claim("os_not_rescaled",
