@@ -122,8 +122,7 @@ def _cached(config: Config, block_size: int, block: int) -> Trace:
                        "k_b": labels[start:stop],
                        "query block": [f"{r}: {_words(tokens, r * block_size, (r + 1) * block_size)}"
                                        for r in range(tiles.shape[0])],
-                       "key block": [f"b={c}" for c in range(tiles.shape[1])],
-                       "state": None})
+                       "key block": [f"b={c}" for c in range(tiles.shape[1])]})
     hid = "" if config.n_heads == 1 else "_0"
     t.add("q", f"Queries Q{hid}", q, ("n", "d_k"), rf"Q{hid}", why="From the forward pass" + (", head 0." if hid else "."))
     t.add("k", f"Keys K{hid}", k, ("n", "d_k"), rf"K{hid}", why="From the forward pass" + (", head 0." if hid else "."))
