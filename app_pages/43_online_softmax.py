@@ -3,7 +3,8 @@ import streamlit as st
 import ui
 from attention_core.claims import say
 from attention_core.lesson_online_softmax import Controls, online_softmax_trace, rows_text
-from ui.online_softmax_view import RECURRENCE, block_size_slider, block_slider, final_table, state_table, torch_check
+from ui.online_softmax_view import (RECURRENCE, block_panel, block_size_slider, block_slider, final_table,
+                                   torch_check)
 
 PAGE = "app_pages/43_online_softmax.py"
 config, trace = ui.page(PAGE, "FlashAttention's online softmax")
@@ -36,14 +37,7 @@ st.markdown(". ".join(s[0].upper() + s[1:] for s in sentences if s) + f". :small
             f"computed whole (its columns {start} … {stop - 1}): max |difference| = {f['s_diff']:.1e}, −∞ in "
             f"{'the same' if f['s_same_mask'] else 'DIFFERENT'} places. Click a number in the table or a cell of "
             "S_b for its arithmetic: the explanation recomputes it from its terms and checks it against the cell.]]")
-c1, c2 = st.columns([3, 2])
-with c1:
-    ui.views.explained_heatmap(lesson, lesson["s_b"], key="online_softmax.hm.s_b", max_w=360,
-                               title=f"S_{b}: every query × {KEYS}")
-with c2:
-    ui.views.explained_heatmap(lesson, lesson["tiles"], key="online_softmax.hm.tiles", max_w=240,
-                               title=f"B × B tiles: 1 computed, 0 skipped (now: column b={b})")
-state_table(lesson)
+block_panel(lesson, f"S_{b}: every query × {KEYS}")
 
 st.subheader("Memory: scores held at once")
 st.markdown(

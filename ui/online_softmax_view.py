@@ -106,6 +106,20 @@ def _clickable(lesson: Trace, which: str, key: str) -> None:
 
 
 @st.fragment
+def block_panel(lesson: Trace, title: str) -> None:
+    """S_b and the tile map as heatmaps, then the state table, in one fragment: a click in any of them reruns
+    these three (not the page), and a page run pays for one fragment instead of three."""
+    from .views import explained_heatmap_box
+    b = lesson.facts["block"]
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        explained_heatmap_box(lesson, lesson["s_b"], key="online_softmax.hm.s_b", max_w=360, title=title)
+    with c2:
+        explained_heatmap_box(lesson, lesson["tiles"], key="online_softmax.hm.tiles", max_w=240,
+                              title=f"B × B tiles: 1 computed, 0 skipped (now: column b={b})")
+    state_table(lesson)
+
+
 def state_table(lesson: Trace) -> None:
     """m_i before, then m_i′, e^(m_i − m_i′), ℓ_i′ and o_i′ after block b, one row per query."""
     f = lesson.facts
