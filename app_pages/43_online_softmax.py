@@ -34,7 +34,7 @@ st.subheader(f"Block {b}: {KEYS} (“{' '.join(trace.tokens[start:stop])}”)")
 sentences = [say("os_first_block", ctl), say("os_rescaled", ctl, rows=rows_text(trace.tokens, f["rescaled"])),
              say("os_not_rescaled", ctl), say("os_skipped_here", ctl, rows=rows_text(trace.tokens, f["skipped_here"]))]
 st.markdown(". ".join(s[0].upper() + s[1:] for s in sentences if s) + f". :small[:gray[S_{b} checked against Ŝ "
-            f"computed whole (its columns {start} … {stop - 1}): max |difference| = {f['s_diff']:.1e}, −∞ in "
+            f"computed whole (its {KEYS.replace('key', 'column')}): max |difference| = {f['s_diff']:.1e}, −∞ in "
             f"{'the same' if f['s_same_mask'] else 'DIFFERENT'} places. Click a number in the table or a cell of "
             "S_b for its arithmetic: the explanation recomputes it from its terms and checks it against the cell.]]")
 block_panel(lesson, f"S_{b}: every query × {KEYS}")
