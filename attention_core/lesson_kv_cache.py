@@ -84,6 +84,7 @@ class Decoded:
     cache: dict                      # kv_cache_decode's: final "k", "v", "positions", and "steps"
     settings: KVSettings
     d_head: int
+    rows: dict                       # "k", "v" (n, H_kv·d_head): each token's row as the cache got it
 
 
 def seeded_weights(seed: int, d_model: int, n_heads: int, n_kv_heads: int, d_head: int) -> dict:
@@ -114,7 +115,9 @@ def _decode(config: Config, n_heads: int, n_kv_heads: int, window: int | None, p
     w = seeded_weights(config.seed, x.shape[1], n_heads, n_kv_heads, config.d_k)
     outputs, cache = kv_cache_decode(x, w["w_q"], w["w_k"], w["w_v"], w["w_o"], n_heads, n_kv_heads,
                                      window=window, prefill=prefill)
-    return Decoded(forward.tokens, x, w, outputs, cache, s, config.d_k)
+    chunks = ([list(range(prefill))] if prefill else []) + [[t] for t in range(prefill, s.n)]
+    rows = {k: np.concatenate([x[c] @ w[f"w_{k}"] for c in chunks]) for k in ("k", "v")}   # as kv_cache_decode
+    return Decoded(forward.tokens, x, w, outputs, cache, s, config.d_k, rows)
 
 
 def full_pass_mask(n: int, window: int | None) -> np.ndarray:
@@ -188,8 +191,8 @@ def _step_trace(config: Config, n_heads: int, n_kv_heads: int, window: int | Non
         cols = [r for r, p in enumerate(positions) if t - p < window]
         positions = [positions[r] for r in cols]
     w = d.weights
-    k_cache = _heads(d.x[positions] @ w["w_k"], n_kv_heads, dh)              # (H_kv, kept, d_head)
-    v_cache = _heads(d.x[positions] @ w["w_v"], n_kv_heads, dh)              # (H_kv, kept, d_head)
+    k_cache = _heads(d.rows["k"][positions], n_kv_heads, dh)                 # (H_kv, kept, d_head)
+    v_cache = _heads(d.rows["v"][positions], n_kv_heads, dh)                 # (H_kv, kept, d_head)
     weights, scores = step["weights"][:, cols], step["scores"][:, cols]      # (H, kept)
     context = np.einsum("hj,hjd->hd", weights, np.repeat(v_cache, g, axis=0))  # (H, d_head)
     output = context.reshape(-1) @ w["w_o"]                                 # (d_model,)
