@@ -12,8 +12,10 @@ n = trace.n
 st.markdown("A model writes one token at a time. At step t only the newest token's query q_t is new; the keys and "
             "values of tokens 0 … t − 1 were computed at earlier steps and **kept in a cache**, so each step adds "
             "one row to K and V and scores one row. Below, your sentence is decoded that way (X from the forward pass; W_Q, W_K, W_V, W_O drawn with the sidebar's seed, untrained).")
-if st.session_state.get("kv_cache.t", 0) > n - 1:              # a shorter sentence: the step stays a token of it
-    st.session_state["kv_cache.t"] = n - 1
+if st.session_state.get("kv_cache.n", n) != n:           # a new sentence: the step and the prompt stay inside it
+    st.session_state["kv_cache.t"] = min(st.session_state.get("kv_cache.t", 0), n - 1)
+    st.session_state["kv_cache.prefill"] = min(st.session_state.get("kv_cache.prefill", 0) or 0, n)
+st.session_state["kv_cache.n"] = n
 st.session_state.setdefault("kv_cache.prefill", min(2, n))
 st.session_state.setdefault("kv_cache.t", min(2, n - 1))
 with st.container(border=True):

@@ -200,7 +200,7 @@ def _step_trace(config: Config, n_heads: int, n_kv_heads: int, window: int | Non
     trace = Trace(d.tokens)
     words = [d.tokens[p] for p in positions]
     trace.facts.update(kind=KIND, config=config, settings=d.settings, t=t, positions=positions, d_head=dh,
-                       prefill=step["prefill"], g=g, axis_labels={
+                       prefill=t < prefill, g=g, axis_labels={
                            "query head": [str(h) for h in range(n_heads)],
                            "KV head": [str(k) for k in range(n_kv_heads)],
                            "cached": [f"{p} {wd}" for p, wd in zip(positions, words)]})
@@ -212,7 +212,7 @@ def _step_trace(config: Config, n_heads: int, n_kv_heads: int, window: int | Non
     trace.add("w_v", "W_V", w["w_v"], ("d_model", "H_kv·d_head"), rf"W_V \in \mathbb{{R}}^{{d_{{model}} \times {hk}}}")
     trace.add("w_o", "W_O", w["w_o"], ("H·d_head", "d_model"), rf"W_O \in \mathbb{{R}}^{{{hq} \times d_{{model}}}}")
     trace.add("heads_map", "Which KV head each query head reads", np.equal.outer(np.arange(n_heads) // g,
-              np.arange(n_kv_heads)).astype(float), ("query head", "KV head"), rf"h \mapsto \lfloor h / g \rfloor,\ g = H / H_kv = {g}",
+              np.arange(n_kv_heads)).astype(float), ("query head", "KV head"), rf"h \mapsto \lfloor h / g \rfloor,\ g = H / H_{{kv}} = {g}",
               why=f"Query heads in contiguous groups of g = {g}, as torch's enable_gqa and repeat_interleave.",
               scale="mask")
     trace.add("q_t", f"New query row q_{t}, one per head", step["q"], ("query head", "d_head"),
@@ -355,29 +355,29 @@ def _product(ctx: Context, key: str, cell, pairs, rhs: str, rhs_text: str, note:
     return ctx.sum_of_products(key, cell, rhs, rhs_text, terms, divisor=divisor, note=note)
 
 
-def _row_of_projection(ctx: Context, key: str, cell, w_key: str, head_of_col: int, i: int, col: int, what: str):
+def _row_of_projection(ctx: Context, key: str, cell, w_key: str, head: str, i: int, col: int, what: str):
+    """out = Σ_m X[i, m] W[m, col]: row i of X times column col of W (column cell[-1] of `head`'s block)."""
     d_model = ctx.value("x").shape[1]
     pairs = [("x", (i, m), w_key, (m, col)) for m in range(d_model)]
     w = SYMBOLS[w_key][0]
     return _product(ctx, key, cell, pairs, rf"\sum_{{m=0}}^{{{d_model - 1}}} X_{{{i},m}} ({w})_{{m,{col}}}",
                     f"Σ_m X[{i},m]·{SYMBOLS[w_key][1]}[m,{col}]",
-                    f"{what}: row {i} (“{ctx.word(i)}”) of X times column {col} of {SYMBOLS[w_key][1]}, which is "
-                    f"column {cell[-1]} of head {head_of_col}'s block.")
+                    f"{what}: row {i} (“{ctx.word(i)}”) of X times column {col} of {SYMBOLS[w_key][1]}, "
+                    f"column {cell[-1]} of {head}'s block of d_head = {ctx.trace.facts['d_head']} columns.")
 
 
 @register("q_t", kind=KIND)
 def _q_t(ctx: Context, cell):
     h, c = cell
     t, dh = ctx.trace.facts["t"], ctx.trace.facts["d_head"]
-    return _row_of_projection(ctx, "q_t", cell, "w_q", h, t, h * dh + c, f"Query head {h} of the new token t = {t}")
+    return _row_of_projection(ctx, "q_t", cell, "w_q", f"query head {h}", t, h * dh + c, f"The new token t = {t}")
 
 
 def _cache_row(key: str, w_key: str):
     def explain_cache(ctx: Context, cell):
         g, r, c = cell
         p, dh = ctx.trace.facts["positions"][r], ctx.trace.facts["d_head"]
-        e = _row_of_projection(ctx, key, cell, w_key, g, p, g * dh + c,
-                               f"Cached row {r} is token {p}; KV head {g}")
+        e = _row_of_projection(ctx, key, cell, w_key, f"KV head {g}", p, g * dh + c, f"Cached row {r} is token {p}")
         return replace(e, note=e.note + f" It was computed when token {p} came in and is read again at every later step.")
     return explain_cache
 

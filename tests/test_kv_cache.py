@@ -348,6 +348,12 @@ def test_a_shorter_sentence_keeps_the_step_inside_it():
     no_exception(at)
     assert not at.error, messages(at)
     assert at.slider(key="kv_cache.t").value == 1
+    at.number_input(key="kv_cache.prefill").set_value(2).run()
+    at.text_input(key="w.sentence").set_value("hello").run()            # one token: no step slider, prompt 1
+    no_exception(at)
+    assert not at.error, messages(at)
+    assert at.number_input(key="kv_cache.prefill").value == 1
+    assert "**t = 0 “hello”** is in the prompt" in next(m.value for m in at.markdown if "**t = 0" in m.value)
 
 
 def test_calculator_tab_shows_the_presets():
@@ -373,6 +379,11 @@ def test_calculator_tab_shows_the_presets():
     no_exception(at)
     shown = [m.value for m in at.markdown if "was made" in m.value]
     assert shown and "2 \\cdot 32 \\cdot 8 \\cdot 128 \\cdot 1 \\cdot 1" in shown[0]
+    at.session_state["kv_cache.calc.table"] = {"selection": {"rows": [], "columns": [],
+                                                             "cells": [(2, "MHA at 131,072")]}}
+    at.run()
+    shown = [m.value for m in at.markdown if "was made" in m.value]
+    assert "2 \\cdot 32 \\cdot 128 \\cdot 1 \\cdot (32 \\cdot \\min(131072, 4096))" in shown[0], shown
 
 
 def test_torch_expander_checks_live():

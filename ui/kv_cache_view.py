@@ -73,8 +73,11 @@ def status_text(trace) -> str:
     f = trace.facts
     t, s, positions = f["t"], f["settings"], f["positions"]
     word = trace.tokens[t]
-    kept = f"the cache holds tokens {positions[0]} … {positions[-1]} ({len(positions)} row{'s' if len(positions) > 1 else ''})"
+    kept = (f"the cache holds tokens {positions[0]} … {positions[-1]} ({len(positions)} rows)" if len(positions) > 1
+            else f"the cache holds token {positions[0]} (1 row)")
     if f["prefill"]:
+        if s.prefill == 1:
+            return f"**t = 0 “{word}”** is in the prompt, a prompt of one token: {kept}."
         return (f"**t = {t} “{word}”** is in the prompt: tokens 0 … {s.prefill - 1} went through together "
                 f"(prefill), their K and V rows entered the cache at once, and row {t} of the prompt's scores is "
                 f"masked after token {t}; {kept}.")
@@ -140,7 +143,8 @@ def memory_chart(bytes_per_value: int, max_tokens: int, chosen: str) -> dict:
     spec = alt.Chart(alt.Data(values=rows)).mark_line().encode(
         x=alt.X("tokens:Q", title="context length (tokens)", scale=alt.Scale(domain=[0, max_tokens])),
         y=alt.Y("GiB:Q", title="KV cache, GiB (one sequence)"),
-        color=alt.Color("preset:N", title=None, sort=list(kv.PRESETS), legend=alt.Legend(orient="right")),
+        color=alt.Color("preset:N", title=None, sort=list(kv.PRESETS), legend=alt.Legend(orient="right"),
+                        scale=alt.Scale(scheme="tableau10")),
         strokeDash=alt.StrokeDash("cache:N", title=None, sort=["as published", "MHA"]),
         strokeWidth=alt.condition(chosen_test, alt.value(3), alt.value(1.5)),
         opacity=alt.condition(chosen_test, alt.value(1.0), alt.value(0.45)),
@@ -156,26 +160,30 @@ def calculator_table(trace):
     for p, (per, now, mha) in zip(kv.PRESETS.values(), b):
         heads = "latent 512 + 64" if p.latent else f"{p.n_heads} / {p.n_kv_heads}"
         window = "—" if p.window is None else (f"{p.window:,}" if p.local_layers == p.layers
-                                                else f"{p.window:,} on {p.local_layers} of {p.layers}")
+                                                else f"{p.window:,}, {p.local_layers} of {p.layers} layers")
+        tokens = f"{trace.facts['tokens']:,}"
         rows.append({"layers": p.layers, "H / H_kv": heads, "d_head": p.d_head, "window": window,
-                     "per token": kv.human(per), "cache": kv.human(now), "as MHA": kv.human(mha)})
+                     "per token": kv.human(per), f"at {tokens} tokens": kv.human(now),
+                     f"MHA at {tokens}": kv.human(mha)})
     return pd.DataFrame(rows, index=list(kv.PRESETS))
 
 
-QUANTITY = {"per token": 0, "cache": 1, "as MHA": 2}
+NUMBERS = ("per token", "at ", "MHA at ")        # the explained columns: bytes per token, at L tokens, as MHA
 
 
 @st.fragment
 def calculator_cells(trace) -> None:
     """The presets' table; a selected cell's arithmetic (bytes per token, at L tokens, as MHA) under it."""
     state = st.dataframe(calculator_table(trace), key="kv_cache.calc.table", on_select="rerun",
-                         selection_mode="single-cell", width="content")
+                         selection_mode="single-cell", width="content",
+                         column_config={"window": st.column_config.TextColumn(width="medium")})
     cells = list(state.selection.cells) if state is not None and "selection" in state else []
     if not cells:
         st.caption(":material/touch_app: Select a number in the table to see its arithmetic.")
         return
     row, name = cells[0]
-    e = explain(trace, "cache_bytes", (int(row), QUANTITY.get(str(name), 0)))
+    quantity = next((q for q, start in reversed(list(enumerate(NUMBERS))) if str(name).startswith(start)), 0)
+    e = explain(trace, "cache_bytes", (int(row), quantity))
     explanation(e, float(trace["cache_bytes"].value[e.cell]))
 
 
