@@ -25,7 +25,7 @@ import numpy as np
 from .attention import causal_mask, merge_heads, sliding_window_mask
 from .claims import claim
 from .config import MAX_DIM, ConfigError, Config
-from .explain import SYMBOLS, Context, Explanation, latex_text, register, softmax_fraction
+from .explain import SYMBOLS, Context, Explanation, register, softmax_fraction
 from .forward import init_weight, param_rng, run_forward
 from .gqa import check_groups, grouped_query_attention
 from .kv_cache import kv_cache_decode
@@ -203,6 +203,7 @@ def _step_trace(config: Config, n_heads: int, n_kv_heads: int, window: int | Non
                        prefill=t < prefill, g=g, axis_labels={
                            "query head": [str(h) for h in range(n_heads)],
                            "KV head": [str(k) for k in range(n_kv_heads)],
+                           "2·d_head": [f"k{c}" for c in range(dh)] + [f"v{c}" for c in range(dh)],
                            "cached": [f"{p} {wd}" for p, wd in zip(positions, words)]})
     trace.add("x", "X (the forward pass's)", d.x, ("n", "d_model"), r"X = X_{\text{emb}} + PE",
               why="The sidebar's sentence as the forward pass builds it: one row per token.")
@@ -223,6 +224,11 @@ def _step_trace(config: Config, n_heads: int, n_kv_heads: int, window: int | Non
               why="A row per cached token, written once when that token came in and never changed.")
     trace.add("v_cache", "V cache", v_cache, ("KV head", "cached", "d_head"),
               r"V^{\text{cache}}_{g,\,j} = x_j (W_V)_{:,\,g d_{head} : (g+1) d_{head}}", inputs=("x", "w_v"))
+    trace.add("kv_cache", "K and V cache", np.concatenate([k_cache, v_cache], axis=2), ("KV head", "cached", "2·d_head"),
+              r"[K^{\text{cache}}_{g,\,j} \mid V^{\text{cache}}_{g,\,j}] = x_j\, [(W_K)_{:,\,g} \mid (W_V)_{:,\,g}]",
+              inputs=("x", "w_k", "w_v"),
+              why="Per KV head g, a row per cached token: its key k_j (d_head numbers) beside its value v_j, "
+                  "written once when token j came in and never changed.")
     trace.add("scores_t", f"Scores ŝ of q_{t}", scores, ("query head", "cached"),
               rf"\hat s_{{h,j}} = \frac{{(q_{t})_h \cdot K^{{\text{{cache}}}}_{{\lfloor h/g \rfloor,\,j}}}}{{\sqrt{{d_{{head}}}}}}",
               inputs=("q_t", "k_cache"),
@@ -287,7 +293,13 @@ def cache_bytes(p: Preset, tokens: int, bytes_per_value: int = 2, mha: bool = Fa
 
 
 def bytes_per_token(p: Preset, bytes_per_value: int = 2) -> int:
-    """Bytes a token adds while no window is full: 2 · layers · H_kv · d_head · bytes (latent: layers · latent · bytes)."""
+    """Bytes a token adds while no window is full: 2 · layers · H_kv · d_head · bytes (latent: layers · latent · bytes).
+
+    >>> bytes_per_token(PRESETS["Llama 3 8B"]), human(bytes_per_token(PRESETS["Llama 3 8B"]))   # 2·32·8·128·2
+    (131072, '128 KiB')
+    >>> bytes_per_token(PRESETS["DeepSeek-V3"])                                                 # 61·(512 + 64)·2
+    70272
+    """
     return cache_bytes(p, 1, bytes_per_value)
 
 
@@ -331,7 +343,7 @@ def memory_curves(bytes_per_value: int, max_tokens: int, points: int = 33) -> li
 
 # ---- click-a-cell -------------------------------------------------------------------------------------
 
-SYMBOLS.update({"q_t": ("q_t", "q_t"), "k_cache": (r"K^{\text{cache}}", "K_cache"),
+SYMBOLS.update({"q_t": ("q_t", "q_t"), "k_cache": (r"K^{\text{cache}}", "K_cache"), "kv_cache": ("[K|V]", "[K|V]"),
                 "v_cache": (r"V^{\text{cache}}", "V_cache"), "scores_t": (r"\hat s", "ŝ"), "weights_t": ("a", "a"),
                 "context_t": ("c", "c"), "output_t": ("o", "o"), "heads_map": ("G", "G"), "cache_bytes": ("B", "B")})
 
@@ -384,6 +396,15 @@ def _cache_row(key: str, w_key: str):
 
 register("k_cache", kind=KIND)(_cache_row("k_cache", "w_k"))
 register("v_cache", kind=KIND)(_cache_row("v_cache", "w_v"))
+
+
+@register("kv_cache", kind=KIND)
+def _kv_cache(ctx: Context, cell):
+    """[K | V] side by side: the left d_head columns are K's, the right ones V's."""
+    g, r, c = cell
+    dh = ctx.trace.facts["d_head"]
+    key = "k_cache" if c < dh else "v_cache"
+    return _cache_row(key, "w_k" if c < dh else "w_v")(ctx, (g, r, c % dh))
 
 
 @register("scores_t", kind=KIND)
@@ -452,7 +473,6 @@ def _output_t(ctx: Context, cell):
 @register("x", kind=KIND)
 def _x(ctx: Context, cell):
     i, m = cell
-    lhs, lhs_text = _ref(ctx, "x", cell)
     value = float(run_forward(ctx.config)["x"].value[cell]) if ctx.config else None
     return ctx.leaf("x", cell, r"X_{\text{forward}}" + f"_{{{i},{m}}}", f"X_forward[{i},{m}]", value,
                     ctx.num(ctx.value("x")[cell]), ctx.num_text(ctx.value("x")[cell]),

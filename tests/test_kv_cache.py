@@ -99,7 +99,7 @@ def test_sidebar_changes_that_do_not_touch_x_reuse_the_numbers():
                                                           (6, 3, 3, 2, 2)])
 def test_every_cell_is_explained_with_its_own_number(h, h_kv, window, prefill, t):
     trace = kv.kv_cache_trace(CONFIG, h, h_kv, window, prefill, t)
-    for key in ("x", "w_q", "w_k", "w_v", "w_o", "heads_map", "q_t", "k_cache", "v_cache", "scores_t", "weights_t",
+    for key in ("x", "w_q", "w_k", "w_v", "w_o", "heads_map", "q_t", "k_cache", "v_cache", "kv_cache", "scores_t", "weights_t",
                 "context_t", "output_t"):
         value = trace[key].value
         cells = list(np.ndindex(value.shape))
@@ -124,6 +124,9 @@ def test_a_cache_row_is_x_j_times_its_kv_heads_columns():
     e = explain(trace, "k_cache", (1, 0, 2))
     assert e.text.startswith("K_cache[1,0,2] = Σ_m X[2,m]·W_K[m,6]")   # token 2, column 1·4 + 2
     assert "token 2" in e.note and "KV head 1" in e.note
+    v = explain(trace, "kv_cache", (1, 0, 4 + 2))                 # the right half is V's
+    assert v.text.startswith("V_cache[1,0,2] = Σ_m X[2,m]·W_V[m,6]")
+    assert v.value == pytest.approx(trace["kv_cache"].value[1, 0, 6], abs=1e-14)
 
 
 # ---- the calculator --------------------------------------------------------------------------------------
@@ -285,19 +288,19 @@ def test_page_decodes_and_proves_it_live():
     outputs, weights = proof(at)
     assert outputs < 1e-12 and weights < 1e-12
     assert "causal_mask(n)" in next(s.value for s in at.success)
-    assert badge_of(at, "The cache: K and V") == ["KV head=2 × cached=3 × d_head=4"] * 2     # t = 2 after a 2-token prompt
+    assert badge_of(at, "The cache: K and V") == ["KV head=2 × cached=3 × 2·d_head=8"]     # t = 2 after a 2-token prompt
     assert "**t = 2 “you”** is decoded alone" in next(m.value for m in at.markdown if "**t = 2" in m.value)
-    assert len(charts(at)) == 1 + 4 + 2 + 2                  # q_t, K and V per KV head, ŝ and a, c and o
+    assert len(charts(at)) == 1 + 2 + 2 + 2                  # q_t, [K | V] per KV head, ŝ and a, c and o
 
 
 def test_step_slider_and_window_move_the_cache():
     at = open_page(PAGE)
     at.slider(key="kv_cache.t").set_value(3).run()
     no_exception(at)
-    assert badge_of(at, "The cache: K and V")[0] == "KV head=2 × cached=4 × d_head=4"
+    assert badge_of(at, "The cache: K and V")[0] == "KV head=2 × cached=4 × 2·d_head=8"
     at.number_input(key="kv_cache.window").set_value(2).run()
     no_exception(at)
-    assert badge_of(at, "The cache: K and V")[0] == "KV head=2 × cached=2 × d_head=4"
+    assert badge_of(at, "The cache: K and V")[0] == "KV head=2 × cached=2 × 2·d_head=8"
     text = next(m.value for m in at.markdown if "**t = 3" in m.value)
     assert "token 1's row falls out" in text and "The cache stops growing at W = 2 tokens" in text
     assert "sliding_window_mask(n, 2)" in next(s.value for s in at.success)
@@ -311,7 +314,7 @@ def test_kv_heads_change_the_cache_and_the_sharing():
     at = open_page(PAGE)
     at.slider(key="kv_cache.kv_heads").set_value(1).run()
     no_exception(at)
-    assert badge_of(at, "The cache: K and V")[0] == "KV head=1 × cached=3 × d_head=4"
+    assert badge_of(at, "The cache: K and V")[0] == "KV head=1 × cached=3 × 2·d_head=8"
     at.session_state["kv_cache.tab"] = "Which heads share K and V"
     at.run()
     no_exception(at)

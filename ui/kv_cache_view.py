@@ -2,6 +2,7 @@
 table and the cache-size calculator (chart specs and tables cached per content)."""
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -22,7 +23,7 @@ def _charts_of(trace, key: str, new_rows: list[int]):
         return [(s, None, s.title, None)]
     g = f["g"]
     outline = [(r, c) for r in new_rows for c in range(s.shape[2])]
-    return [(s, h, f"{s.title[0]} · KV head {h} (query head{'s' if g > 1 else ''} "
+    return [(s, h, f"KV head {h} (query head{'s' if g > 1 else ''} "
              + ", ".join(str(q) for q in range(h * g, (h + 1) * g)) + ")", outline) for h in range(s.shape[0])]
 
 
@@ -39,16 +40,14 @@ def group_box(trace, keys: tuple[str, ...], title: str, note: str, new_rows: lis
         rows = ([[c] for c in charts] if stack else [charts] if len(charts) <= 4
                 else [[c for c in charts if c[0].key == k] for k in keys])
         clicked = None
-        for row in rows:
-            per_row = min(len(row), 4)
-            for start in range(0, len(row), per_row):
-                for col, (s, h, name, outline) in zip(st.columns(per_row), row[start:start + per_row]):
+        for row in rows:                     # a wrapping horizontal container: one block, not a column each
+            with st.container(horizontal=True, gap="medium") if len(row) > 1 else contextlib.nullcontext():
+                for s, h, name, outline in row:
                     finite = s.value[np.isfinite(s.value)]
                     bound = float(np.abs(finite).max()) if finite.size and s.scale == "diverging" else 0.0
-                    with col:
-                        cell = heatmap(trace, s, h, title=name, key=f"kv_cache.hm.{s.key}.{h}",
-                                       max_w=(900 if stack else 600) / per_row,
-                                       domain=(-bound, bound) if bound > 0 else None, highlight=outline)
+                    cell = heatmap(trace, s, h, title=name, key=f"kv_cache.hm.{s.key}.{h}",
+                                   max_w=900 if len(row) == 1 else 280, highlight=outline,
+                                   domain=(-bound, bound) if bound > 0 else None)
                     if cell is not None:
                         clicked = (s.key, h, cell)
         if clicked is not None:
@@ -62,7 +61,7 @@ def decode_panels(trace) -> None:
     f = trace.facts
     new_rows = [r for r, p in enumerate(f["positions"]) if (p < f["settings"].prefill if f["prefill"] else p == f["t"])]
     step_box(trace, "q_t", key_prefix="kv_cache.")
-    group_box(trace, ("k_cache", "v_cache"), "The cache: K and V, a row per cached token", trace["k_cache"].why
+    group_box(trace, ("kv_cache",), "The cache: K and V, a row per cached token", trace["kv_cache"].why
               + f" Outlined: the row{'s' if len(new_rows) > 1 else ''} added at this step.", new_rows)
     group_box(trace, ("scores_t", "weights_t"), f"q_{f['t']} against the cache: scores and weights", trace["scores_t"].why)
     group_box(trace, ("context_t", "output_t"), f"The output row of token {f['t']}", trace["output_t"].why, stack=True)
