@@ -399,14 +399,16 @@ def test_torch_expander_checks_live():
     assert len(numbers) == 2 and max(numbers) < 1e-12
 
 
-def test_selecting_a_query_cell_explains_it():
+@pytest.mark.parametrize("key, cell, title", [("q_t.None", (1, 2), "q_t[1,2]"), ("kv_cache.1", (0, 5), "V_cache[1,0,1]"),
+                                              ("scores_t.None", (3, 1), "ŝ[3,1]")])
+def test_clicking_a_cell_explains_it(key, cell, title):
+    """A click on a heatmap cell (its selection state, as the browser sends it) shows that number's arithmetic."""
     at = open_page(PAGE)
-    at.toggle(key="kv_cache.tbl:q_t").set_value(True).run()
-    at.session_state["kv_cache.tb:q_t:None"] = {"selection": {"rows": [], "columns": [], "cells": [(1, "c2")]}}
+    at.session_state[f"kv_cache.hm.{key}"] = {"selection": {"cell": [{"i": cell[0], "j": cell[1]}]}}
     at.run()
     no_exception(at)
-    shown = [m.value for m in at.markdown if "was made" in m.value]
-    assert shown and "[1,2] was made" in shown[0].replace("\\", ""), shown
+    shown = [m.value.replace("\\", "") for m in at.markdown if "was made" in m.value]
+    assert shown and shown[0].startswith(f"**How {title} was made**"), shown
     assert any("✓ recomputed from the terms above" in c.value for c in at.caption)
 
 

@@ -13,7 +13,7 @@ from attention_core.claims import say
 from attention_core.explain import can_explain, explain
 
 from .explain_view import explanation
-from .views import _explain_cell, badge_text, click_hint, heatmap, step_box
+from .views import _explain_cell, badge_text, click_hint, heatmap
 
 
 def _charts_of(trace, key: str, new_rows: list[int]):
@@ -27,13 +27,14 @@ def _charts_of(trace, key: str, new_rows: list[int]):
              + ", ".join(str(q) for q in range(h * g, (h + 1) * g)) + ")", outline) for h in range(s.shape[0])]
 
 
-def group_box(trace, keys: tuple[str, ...], title: str, note: str, new_rows: list[int] = (), stack: bool = False) -> None:
+def group_box(trace, keys: tuple[str, ...], title: str, note: str, new_rows: list[int] = (), stack: bool = False,
+              lead: str = "") -> None:
     """Several steps in one card: one Markdown for the title, shapes and formulas, one caption, their heatmaps
     side by side (the cache: one per KV head, the rows added at this step outlined, one colour scale per
     step), a clicked cell's arithmetic under them. Fewer elements than a step box each."""
     steps = [trace[k] for k in keys]
     with st.container(border=True):
-        st.markdown(f"##### {title}\n\n" + " &nbsp; ".join(f"{s.title.split(' ·')[0]} {badge_text(s)}" for s in steps)
+        st.markdown(f"##### {title}\n\n" + (f"{lead}\n\n" if lead else "") + " &nbsp; ".join(f"{s.title.split(' ·')[0]} {badge_text(s)}" for s in steps)
                     + "\n\n$$\n" + r" \qquad ".join(s.formula for s in steps) + "\n$$")
         st.caption(f"{note} " + click_hint(all(can_explain(trace, k) for k in keys)))
         charts = [c for k in keys for c in _charts_of(trace, k, list(new_rows))]
@@ -45,7 +46,7 @@ def group_box(trace, keys: tuple[str, ...], title: str, note: str, new_rows: lis
                 for s, h, name, outline in row:
                     finite = s.value[np.isfinite(s.value)]
                     bound = float(np.abs(finite).max()) if finite.size and s.scale == "diverging" else 0.0
-                    cell = heatmap(trace, s, h, title=name, key=f"kv_cache.hm.{s.key}.{h}",
+                    cell = heatmap(trace, s, h, title=name if len(charts) > 1 else None, key=f"kv_cache.hm.{s.key}.{h}",
                                    max_w=900 if len(row) == 1 else 280, highlight=outline,
                                    domain=(-bound, bound) if bound > 0 else None)
                     if cell is not None:
@@ -55,12 +56,12 @@ def group_box(trace, keys: tuple[str, ...], title: str, note: str, new_rows: lis
 
 
 @st.fragment
-def decode_panels(trace) -> None:
-    """q_t, the K and V caches, the score row and its weights, the context and output rows: one fragment,
-    so a click or a table toggle reruns these panels only."""
+def decode_panels(trace, status: str) -> None:
+    """What step t does, q_t, the K and V caches, the score row and its weights, the context and output rows:
+    one fragment, so a click reruns these panels only."""
     f = trace.facts
     new_rows = [r for r, p in enumerate(f["positions"]) if (p < f["settings"].prefill if f["prefill"] else p == f["t"])]
-    step_box(trace, "q_t", key_prefix="kv_cache.")
+    group_box(trace, ("q_t",), f"Step t = {f['t']}: “{trace.tokens[f['t']]}”", trace["q_t"].why, lead=status)
     group_box(trace, ("kv_cache",), "The cache: K and V, a row per cached token", trace["kv_cache"].why
               + f" Outlined: the row{'s' if len(new_rows) > 1 else ''} added at this step.", new_rows)
     group_box(trace, ("scores_t", "weights_t"), f"q_{f['t']} against the cache: scores and weights", trace["scores_t"].why)
