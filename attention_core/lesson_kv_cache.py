@@ -578,7 +578,7 @@ claim("kv_stops_growing",
       "tests/test_kv_cache.py::test_cache_stops_growing_at_the_window", about=KIND,
       otherwise="without a window the cache grows by one row per token and never drops one")
 claim("kv_calc_window",
-      "the cache stops growing at {window:,} tokens",
+      "every layer's cache stops growing at {window:,} tokens",
       lambda p: p.window is not None and p.local_layers == p.layers, "every layer has a sliding window",
       "tests/test_kv_cache.py::test_calculator_window_presets_stop_growing", about="kv_cache_calc")
 claim("kv_calc_half_window",

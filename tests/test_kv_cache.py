@@ -373,7 +373,7 @@ def test_calculator_tab_shows_the_presets():
     at.selectbox(key="kv_cache.preset").set_value("Mistral 7B").run()
     at.select_slider(key="kv_cache.tokens").set_value(131072).run()
     text = next(m.value for m in at.markdown if m.value.startswith("**Mistral 7B:**"))
-    assert "**512 MiB** at 131,072 tokens" in text and "The cache stops growing at 4,096 tokens." in text
+    assert "**512 MiB** at 131,072 tokens" in text and "Every layer's cache stops growing at 4,096 tokens." in text
     at.radio(key="kv_cache.bytes").set_value(1).run()
     text = next(m.value for m in at.markdown if m.value.startswith("**Mistral 7B:**"))
     assert "64 KiB per token, **256 MiB**" in text
@@ -429,3 +429,17 @@ def test_claims_shown_only_where_they_hold():
             no_exception(at)
             text = "\n".join(m.value for m in at.markdown)
             assert not shown_outside(text, s, about="kv_cache"), (h, h_kv, w, tab)
+
+
+def test_calculator_claims_shown_only_for_their_presets():
+    from attention_core.claims import shown_outside
+    at = open_page(PAGE)
+    at.session_state["kv_cache.tab"] = "Cache size calculator"
+    at.run()
+    for name, p in kv.PRESETS.items():
+        at.selectbox(key="kv_cache.preset").set_value(name).run()
+        no_exception(at)
+        text = next(m.value for m in at.markdown if m.value.startswith(f"**{name}:**"))
+        assert not shown_outside(text, p, about="kv_cache_calc"), name
+        assert ("no factor 2" in text) == (name == "DeepSeek-V3")
+        assert ("keeps growing past 4,096" in text) == (name == "Gemma 2 9B")
