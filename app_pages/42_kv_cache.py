@@ -43,8 +43,8 @@ tabs = st.tabs(["Decoding, step by step", "Which heads share K and V", "Cache si
 
 with tabs[0]:
     if tabs[0].open is not False:
-        st.success(view.proof_text(check, s), icon=":material/check_circle:")
-        view.decode_panels(step, view.status_text(step) + " " + view.sentence(say("kv_stops_growing", s, window=window)))
+        view.decode_panels(step, view.status_text(step) + " " + view.sentence(say("kv_stops_growing", s, window=window)),
+                           view.proof_text(check, s))
         box = st.expander("Checked against PyTorch too", key="kv_cache.torch", on_change="rerun")
         if box.open:
             with box:

@@ -239,7 +239,7 @@ def _step_trace(config: Config, n_heads: int, n_kv_heads: int, window: int | Non
               r"c_h = \sum_j a_{h,j}\, V^{\text{cache}}_{\lfloor h/g \rfloor,\,j}", inputs=("weights_t", "v_cache"))
     trace.add("output_t", f"Output row o_{t}", output, ("d_model",),
               rf"o_{t} = [c_0, \dots, c_{{H-1}}]\, W_O", inputs=("context_t", "w_o"),
-              why="The same row the full causal pass gives for this token (checked below).")
+              why="The same row the full causal pass gives for this token (the check at the top of this tab).")
     return trace
 
 

@@ -271,7 +271,7 @@ def test_every_claim_of_the_page_names_a_test_here():
 # ---- the page --------------------------------------------------------------------------------------------
 
 def proof(at) -> tuple[float, float]:
-    box = next(s.value for s in at.success if "Decoding = the full pass" in s.value)
+    box = next(m.value for m in at.markdown if "Decoding = the full pass" in m.value)
     found = re.search(r"max \|o_decoded − o_full\| = \*\*(\S+)\*\*.*max \|a_t − A_full\[t\]\| = \*\*(\S+)\*\*", box)
     return float(found[1]), float(found[2])
 
@@ -287,7 +287,7 @@ def test_page_decodes_and_proves_it_live():
     assert not at.error, messages(at)
     outputs, weights = proof(at)
     assert outputs < 1e-12 and weights < 1e-12
-    assert "causal_mask(n)" in next(s.value for s in at.success)
+    assert "mask=causal_mask(n)" in next(m.value for m in at.markdown if "Decoding = the full pass" in m.value)
     assert badge_of(at, "The cache: K and V") == ["KV head=2 × cached=3 × 2·d_head=8"]     # t = 2 after a 2-token prompt
     assert "**t = 2 “you”** is decoded alone" in next(m.value for m in at.markdown if "**t = 2" in m.value)
     assert len(charts(at)) == 1 + 2 + 2 + 2                  # q_t, [K | V] per KV head, ŝ and a, c and o
@@ -303,7 +303,7 @@ def test_step_slider_and_window_move_the_cache():
     assert badge_of(at, "The cache: K and V")[0] == "KV head=2 × cached=2 × 2·d_head=8"
     text = next(m.value for m in at.markdown if "**t = 3" in m.value)
     assert "token 1's row falls out" in text and "The cache stops growing at W = 2 tokens" in text
-    assert "sliding_window_mask(n, 2)" in next(s.value for s in at.success)
+    assert "sliding_window_mask(n, 2)" in next(m.value for m in at.markdown if "Decoding = the full pass" in m.value)
     at.slider(key="kv_cache.t").set_value(0).run()
     text = next(m.value for m in at.markdown if "**t = 0" in m.value)
     assert "is in the prompt" in text and "masked after token 0" in text

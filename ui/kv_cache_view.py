@@ -55,13 +55,14 @@ def group_box(trace, keys: tuple[str, ...], title: str, note: str, new_rows: lis
             _explain_cell(trace, clicked[0], clicked[1:], anchor=f"kv_cache.{'.'.join(keys)}")
 
 
-@st.fragment
-def decode_panels(trace, status: str) -> None:
-    """What step t does, q_t, the K and V caches, the score row and its weights, the context and output rows:
-    one fragment, so a click reruns these panels only."""
+def decode_panels(trace, status: str, proof: str) -> None:
+    """The live proof, what step t does, q_t, the K and V caches, the score row and its weights, the context
+    and output rows. Not a fragment: a fragment costs ~0.7 ms on every page run, and here the step slider
+    (a whole-page rerun) is moved far more often than a cell is clicked."""
     f = trace.facts
     new_rows = [r for r, p in enumerate(f["positions"]) if (p < f["settings"].prefill if f["prefill"] else p == f["t"])]
-    group_box(trace, ("q_t",), f"Step t = {f['t']}: “{trace.tokens[f['t']]}”", trace["q_t"].why, lead=status)
+    group_box(trace, ("q_t",), f"Step t = {f['t']}: “{trace.tokens[f['t']]}”", trace["q_t"].why,
+              lead=f"{proof}\n\n{status}")
     group_box(trace, ("kv_cache",), "The cache: K and V, a row per cached token", trace["kv_cache"].why
               + f" Outlined: the row{'s' if len(new_rows) > 1 else ''} added at this step.", new_rows)
     group_box(trace, ("scores_t", "weights_t"), f"q_{f['t']} against the cache: scores and weights", trace["scores_t"].why)
@@ -94,7 +95,8 @@ def sentence(text: str) -> str:
 
 def proof_text(check: dict, s: kv.KVSettings) -> str:
     mask = "causal_mask(n)" if s.window is None else f"sliding_window_mask(n, {s.window})"
-    return (f"**Decoding = the full pass.** max |o_decoded − o_full| = **{check['outputs']:.2g}** over all "
+    return (f":green-background[:material/check_circle: **Decoding = the full pass.**] "
+            f"max |o_decoded − o_full| = **{check['outputs']:.2g}** over all "
             f"{s.n} output rows; max |a_t − A_full[t]| = **{check['weights']:.2g}** over every step's weights. "
             f":small[Checked live against grouped_query_attention(X, X, W_Q, W_K, W_V, W_O, H={s.n_heads}, "
             f"H_kv={s.n_kv_heads}, mask={mask}): the whole sentence at once, no cache.]")

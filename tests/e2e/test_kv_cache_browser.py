@@ -27,7 +27,7 @@ def markdown(tab, words: str):
 
 
 def proof(tab) -> float:
-    text = tab.locator("[data-testid='stAlertContentSuccess']").filter(has_text="Decoding = the full pass").inner_text()
+    text = markdown(tab, "Decoding = the full pass").inner_text()
     return float(re.search(r"max \|o_decoded − o_full\| = (\S+)", text)[1])
 
 
