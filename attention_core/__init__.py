@@ -22,7 +22,7 @@ from .positional import sinusoidal_encoding
 from .text import tokenize
 from .trace import Step, Trace
 from . import bahdanau, classifier, grid, pretrained, torch_mha   # modules (torch only inside their functions)
-from . import lesson_masks, lesson_online_softmax, lesson_rope   # today's attention pages' lessons (and their claims)
+from . import lesson_kv_cache, lesson_masks, lesson_online_softmax, lesson_rope   # today's attention pages' lessons (and their claims)
 from .pretrained import trained_weights
 from .classifier import TrainingDiverged
 from .explain import Explanation, can_explain, explain
