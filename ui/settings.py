@@ -66,9 +66,16 @@ def stored(name: str):
     return st.session_state[f"s.{name}"]
 
 
-def _copy_out(name: str) -> None:
-    value = st.session_state.get(f"w.{name}")
-    if value is None:                      # a stale or forged widget message: nothing to copy
+def widget_key(name: str) -> str:
+    """The widget's key. The KV-heads box offers other options for every H (divisors of H, labelled
+    with H): its key names H, so a change of H makes a new widget instead of handing the old one's
+    value (the browser sends back the old option's label) to a box whose options changed."""
+    return f"w.{name}.{stored('n_heads')}" if name == "n_kv_heads" else f"w.{name}"
+
+
+def _copy_out(name: str, key: str | None = None) -> None:
+    value = st.session_state.get(key or f"w.{name}")
+    if value is None or not _valid(name, value):   # a stale or forged widget message: nothing to copy
         return
     if name == "padding":
         value = tuple(sorted(value))
@@ -79,6 +86,18 @@ def _copy_out(name: str) -> None:
         st.session_state["s.reseed"] = (st.session_state.get("s.reseed") or set()) | {"n_kv_heads"}
         st.session_state["s.kv_notice"] = (f"{kv} KV heads cannot be shared evenly by {value} query heads: KV heads "
                                            "set back to one per query head (multi-head).")
+
+
+def _valid(name: str, value) -> bool:
+    """A widget's value has the setting's type (a stored setting is a value, never an option's label)."""
+    default = getattr(DEFAULT, name)
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, (int, float)):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, tuple):
+        return isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value)
+    return isinstance(value, str) or (default is None and value is None)
 
 
 def _fit(name: str, value, kwargs: dict):
@@ -102,14 +121,15 @@ def widget(make, name: str, label: str, **kwargs):
     widget returns is copied back, so the page computes with what the learner sees.
     """
     value = _fit(name, stored(name), kwargs)
+    key = widget_key(name)
     reseed = st.session_state.get("s.reseed") or set()
     if name in reseed:
         # After a ConfigError the setting was put back to the value in force: write it into the
         # widget's own state (this run, before the widget exists) so the browser shows it too;
         # a default alone would not move a widget the browser already holds.
         reseed.discard(name)
-        st.session_state[f"w.{name}"] = list(value) if make is st.multiselect else value
-        shown = make(label, key=f"w.{name}", on_change=_copy_out, args=(name,), **kwargs)
+        st.session_state[key] = list(value) if make is st.multiselect else value
+        shown = make(label, key=key, on_change=_copy_out, args=(name, key), **kwargs)
         st.session_state[f"s.{name}"] = tuple(sorted(shown)) if name == "padding" else shown
         return shown
     if make in (st.selectbox, st.radio):
@@ -118,8 +138,8 @@ def widget(make, name: str, label: str, **kwargs):
         kwargs["default"] = [v for v in value if v in kwargs["options"]]
     else:
         kwargs["value"] = value
-    shown = make(label, key=f"w.{name}", on_change=_copy_out, args=(name,), **kwargs)
-    if shown is not None:
+    shown = make(label, key=key, on_change=_copy_out, args=(name, key), **kwargs)
+    if shown is not None and _valid(name, shown):
         st.session_state[f"s.{name}"] = tuple(sorted(shown)) if name == "padding" else shown
     return shown
 
