@@ -243,6 +243,8 @@ def test_no_page_shows_a_claim_where_it_does_not_hold(config):
     pages = [p for p in PAGES if p not in OWN_SETTINGS or config == GRID[-1]]   # own-settings pages: once
     for page, text, at in walk(config, pages):
         assert shown_outside(text, config) == [], (page, config)
+        for about, settings in (at.session_state["s.claims"] if "s.claims" in at.session_state else {}).items():
+            assert shown_outside(text, settings, about) == [], (page, about, settings)   # a lesson page's own claims
         assert not SEED_NAME.search(text), (page, SEED_NAME.search(text).group(0))
         if page.endswith("7_multi_head.py"):
             latex = formulas(at)

@@ -132,6 +132,24 @@ def test_share_link_is_a_full_link_to_the_page_the_learner_came_from():
     assert "reads none of the shared settings" in "\n".join(c.value for c in at.caption)
 
 
+def test_share_link_carries_the_pages_own_controls_its_cell_and_presenter_only_when_asked():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for k, v in {"presenter": "1", "online_softmax.block_size": "2", "cell": "online_softmax.hm.s_b.1.0"}.items():
+        at.query_params[k] = v
+    _visit(at, "app_pages/43_online_softmax.py", "https://school.example/online_softmax")
+    no_exception(at)
+    assert at.session_state["s.presenter"] is True                     # the link opened in presenter mode …
+    assert dict(at.query_params) == {"online_softmax.block_size": "2", "cell": "online_softmax.hm.s_b.1.0"}  # … not kept
+    _visit(at, "app_pages/32_export.py", "https://school.example/export")
+    no_exception(at)
+    base = "https://school.example/online_softmax?online_softmax.block_size=2&cell=online_softmax.hm.s_b.1.0"
+    assert at.code[0].value == base                                     # a student's link: no presenter mode
+    at.toggle(key="export_share_presenter").set_value(True).run()
+    assert at.code[0].value == base + "&presenter=1"                    # the teacher's projector link
+    at.selectbox(key="export_share_page").set_value("app_pages/11_train.py").run()
+    assert at.code[0].value == "https://school.example/train?presenter=1"
+
+
 def test_share_link_without_a_browser_address_uses_the_server_address():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["seed"] = "5"

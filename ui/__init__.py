@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import nav
+from . import nav, page_state
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
 from .settings import init_state, query_for, settings_summary, sidebar_settings
@@ -18,32 +18,31 @@ def page(page_file: str, title: str, settings: bool = True):
     """Every page starts here: its title and (for the forward pass) the settings in the sidebar.
 
     The navigation is app.py's st.navigation (one message, not one element per link).
-    Returns (config, trace) with settings, or (None, None) without. The settings and presenter
-    mode are written to the URL, so the address bar is always a link to this view.
+    Returns (config, trace) with settings, or (None, None) without. The settings, the page's own
+    controls and its clicked cell (ui/page_state.py) are written to the URL, so the address bar is
+    always a link to this view. Presenter mode is not: it is a choice made on the Share page.
     """
     st.set_page_config(page_title=f"{title} · Attention Explorer")
     st.caption(f":material/location_on: {nav.where(page_file)}")      # where you are (one element)
     st.title(title)
     fit_css()                                  # the chart CSS, once per run (views.fit_css_in_fragment)
     config = trace = None
-    init_state()                               # once per session: settings and presenter from the URL
+    init_state()                               # once per session: settings, own controls, presenter from the URL
+    st.session_state["s.claims"] = {}          # a lesson's claims settings this run (views.claims_shown)
+    page_state.start(page_file)                # the page's own controls get their kept values
     if settings:
         config, trace = sidebar_settings(page_file)
-    url = query(config) if config is not None else ({"presenter": "1"} if st.session_state.get("s.presenter") else {})
-    if dict(st.query_params) != url:
-        st.query_params.from_dict(url)
+    st.session_state["s.query"] = query(config) if config is not None else {}
     if st.session_state.get("s.page", page_file) != page_file:     # the share page links back to it
         st.session_state["s.came_from"] = st.session_state["s.page"]
     st.session_state["s.page"] = page_file
+    page_state.sync()
     return config, trace
 
 
 def query(config) -> dict[str, str]:
-    """The settings as URL parameters (only what differs from the defaults), and presenter=1 if on."""
-    out = query_for(config)
-    if st.session_state.get("s.presenter"):
-        out["presenter"] = "1"
-    return out
+    """The settings as URL parameters (only what differs from the defaults)."""
+    return query_for(config)
 
 
 def step_nav(page_file: str, config=None) -> None:

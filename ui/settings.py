@@ -42,6 +42,8 @@ def init_state() -> None:
         st.session_state[f"s.{name}"] = getattr(config, name)
     presenter, notice = presenter_from_query(params)
     st.session_state["s.presenter"] = presenter
+    from . import page_state
+    notices += page_state.from_query(params)
     st.session_state["s.url_notices"] = notices + ([notice] if notice else [])
     st.session_state["s.ready"] = True
 
@@ -249,7 +251,7 @@ def display_controls() -> None:
     st.session_state["s.presenter"] = st.toggle(
         "Presenter mode", value=st.session_state.get("s.presenter", False), key="w.presenter",
         help="For a projector: larger heatmaps and labels, explanations as text, no table toggles. "
-             "Kept in the link (presenter=1).")
+             "Not in the address bar: the Share page makes a link that opens in presenter mode.")
 
 
 def position_controls() -> None:
@@ -297,6 +299,21 @@ def upload_vectors() -> None:
         return
     st.session_state["s.upload_error"] = None
     st.session_state["s.vectors"] = text
+
+
+def apply(changes: dict) -> None:
+    """Set sidebar settings from a page (a callback: before the rerun that draws them): the stored values
+    change and each widget is redrawn at its new value. Settings that cannot combine are refused on
+    the rerun as any other change is (the message, the previous settings kept)."""
+    for name, value in changes.items():
+        st.session_state[f"s.{name}"] = value
+    st.session_state["s.reseed"] = (st.session_state.get("s.reseed") or set()) | set(changes)
+
+
+def sidebar_button(label: str, changes: dict, key: str, help: str | None = None) -> None:
+    """One click that makes the sidebar's settings what a page's lesson needs (the page says why in sight):
+    the page never draws a second control for a sidebar setting."""
+    st.button(label, key=key, on_click=apply, args=(dict(changes),), icon=":material/tune:", help=help)
 
 
 def current_settings() -> dict:

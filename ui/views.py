@@ -9,6 +9,7 @@ import streamlit as st
 
 from attention_core import Step, Trace
 
+from . import page_state
 from .charts import heatmap_spec
 
 NAMES = {"x_embed": "X_emb", "pe": "PE", "x": "X", "w_q": "W_Q", "w_k": "W_K", "w_v": "W_V", "q": "Q", "k": "K",
@@ -111,9 +112,17 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     state = st.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                selection_mode="cell", width="content")
     points = (state or {}).get("selection", {}).get("cell") if state else None
-    if not points:
+    chart_key = key or f"hm:{step.key}:{head}"
+    cell = (int(points[0]["i"]), int(points[0]["j"])) if points else None
+    page_state.click(chart_key, cell)                  # the link carries the last clicked cell
+    if cell is None:
+        cell = page_state.restored(chart_key)          # … and opens it again
+        value = step.value if head is None else step.value[head]
+        rows, cols = value.shape if value.ndim == 2 else (1, value.shape[-1])
+        if cell is not None and not (cell[0] < rows and cell[1] < cols):
+            cell = None                                # a link's cell outside this matrix: none opened
+    if cell is None:
         return None
-    cell = int(points[0]["i"]), int(points[0]["j"])
     if explain:
         _explain_cell(trace, step.key, (head, cell), anchor=key)
     return cell
@@ -301,6 +310,22 @@ def _labels_of(trace: Trace, s: Step, head: int | None):
         return trace.labels(axes[0], shape[0]), trace.labels(axes[1], shape[1])
     except Exception:
         return None, None
+
+
+def checked_box(text, key: str) -> None:
+    """The page's one closed box "How this page is checked": what its numbers were checked against (torch,
+    another form of the same formula, published figures), in words a curious student follows. Lazy: `text`
+    may be a function, run only when the box is open."""
+    box = st.expander("How this page is checked", icon=":material/verified:", key=key, on_change="rerun")
+    if box.open:
+        with box:
+            st.markdown(text() if callable(text) else text)
+
+
+def claims_shown(about: str, settings) -> None:
+    """Record the settings a lesson page's claims (claims.py, about=`about`) were said under this run:
+    tests/test_claims.py's walk checks that no claim of `about` is on the page where it does not hold."""
+    st.session_state.setdefault("s.claims", {})[about] = settings
 
 
 def notices(trace: Trace) -> None:

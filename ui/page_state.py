@@ -1,0 +1,265 @@
+"""A page's own controls, its open tab and a clicked cell: kept for the session and carried in the link.
+
+The sidebar's settings travel in the link as the Config's fields (ui/settings.py). A page's own
+controls (the RoPE page's base, the KV cache page's step t, the online softmax's block size …) are
+declared here, page by page, as `Own` entries: the widget's key, which is also the link's parameter
+name ("kv_cache.t=6"), its default, and how to read it from a link. Then:
+
+- `start(page)` (ui.page calls it before the page draws anything) keeps the value of every declared
+  control that was drawn in the last run ("p.<key>", which outlives the widget when the learner
+  visits another page) and gives each control of this page its kept value before it is drawn;
+- the page draws the widget with `key=` the declared key and **no default of its own** (value=,
+  index=, default=): the declared default is the one default;
+- `params(page)` is the link's part for the page: every control that differs from its default, and
+  the clicked cell; ui.page writes it to the address bar with the settings, and the Share page
+  builds links with it;
+- a link's values are read once per session (`from_query`, with the settings): a value that is not
+  one the control can take falls back to the default with a notice, like a tampered setting.
+
+A clicked heatmap cell is one more parameter, `cell=<chart key>.<i>.<j>`: the views record the last
+click (`click`) and give it back to the chart it belongs to when the page opens from a link (`restored`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import streamlit as st
+
+
+@dataclass(frozen=True)
+class Own:
+    key: str                              # the widget's key and the link's parameter name
+    default: object
+    parse: Callable[[str], object]        # link text -> value; raises ValueError if the control cannot take it
+    text: Callable[[object], str] = str   # value -> link text
+    what: str = ""                        # the control in words, for a notice: "the step t"
+
+
+def integer(key: str, default: int | None, lo: int, hi: int, what: str = "", optional: bool = False) -> Own:
+    """A whole number from lo to hi (optional: empty in the link, or 'none', is None)."""
+    def parse(raw: str):
+        if optional and raw.strip().lower() in ("", "none"):
+            return None
+        value = int(raw)
+        if not lo <= value <= hi:
+            raise ValueError(f"must be from {lo} to {hi}")
+        return value
+    return Own(key, default, parse, lambda v: "none" if v is None else str(int(v)), what or key)
+
+
+def number(key: str, default: float, lo: float, hi: float, what: str = "") -> Own:
+    def parse(raw: str) -> float:
+        value = float(raw)
+        if not (math.isfinite(value) and lo <= value <= hi):
+            raise ValueError(f"must be a number from {lo:g} to {hi:g}")
+        return value
+    return Own(key, default, parse, lambda v: f"{float(v):g}", what or key)
+
+
+def choice(key: str, default, options, what: str = "") -> Own:
+    """One of `options` (strings or numbers), carried as its text."""
+    by_text = {str(o): o for o in options}
+
+    def parse(raw: str):
+        if raw not in by_text:
+            raise ValueError("must be one of " + ", ".join(by_text))
+        return by_text[raw]
+    return Own(key, default, parse, str, what or key)
+
+
+def flag(key: str, default: bool = False, what: str = "") -> Own:
+    def parse(raw: str) -> bool:
+        if raw not in ("1", "0"):
+            raise ValueError("must be 1 or 0")
+        return raw == "1"
+    return Own(key, default, parse, lambda v: "1" if v else "0", what or key)
+
+
+def tab(key: str, labels: tuple[str, ...], what: str = "the open tab") -> Own:
+    """A lazy st.tabs (key=…, on_change="rerun"): its state is the open tab's label; the link carries
+    its place, 0 for the first."""
+    def parse(raw: str) -> str:
+        index = int(raw)
+        if not 0 <= index < len(labels):
+            raise ValueError(f"must be from 0 to {len(labels) - 1}")
+        return labels[index]
+    return Own(key, labels[0], parse, lambda v: str(labels.index(v)) if v in labels else "0", what)
+
+
+# ---- the pages' own controls (page file -> its controls) ------------------------------------------------
+# A control's key starts with the page's prefix ("rope.", "masks.", "kv_cache.", "online_softmax."), so a
+# key says which page it belongs to. Keep each page's block on its own.
+
+OWN: dict[str, tuple[Own, ...]] = {}
+
+
+def declare(page_file: str, *controls: Own) -> None:
+    OWN[page_file] = tuple(controls)
+
+
+def controls_of(page_file: str) -> tuple[Own, ...]:
+    return OWN.get(page_file, ())
+
+
+def _all() -> dict[str, Own]:
+    return {c.key: c for controls in OWN.values() for c in controls}
+
+
+CELL = "cell"                               # the link's parameter for a clicked cell
+
+
+# ---- reading a link ---------------------------------------------------------------------------------
+
+def from_query(params: dict) -> list[str]:
+    """Once per session (ui.settings.init_state): the link's own-control values and clicked cell into the
+    session; returns the notices for values that could not be used."""
+    notices = []
+    for key, c in _all().items():
+        raw = params.get(key)
+        if raw is None:
+            continue
+        raw = raw[-1] if isinstance(raw, (list, tuple)) and raw else raw
+        try:
+            st.session_state[f"p.{key}"] = c.parse(str(raw))
+        except (ValueError, TypeError) as err:
+            reason = str(err) if "must" in str(err) else "is not a value it can take"
+            notices.append(f"Link setting “{key}” ({c.what}) {reason}, not {str(raw)[:40]!r}; using the default "
+                           f"({c.text(c.default)}).")
+    cell = params.get(CELL)
+    if cell is not None:
+        cell = cell[-1] if isinstance(cell, (list, tuple)) and cell else cell
+        parsed = parse_cell(str(cell))
+        if parsed is None:
+            notices.append(f"Link setting “cell” must name a chart and a row and column, not {str(cell)[:40]!r}; "
+                           "no cell is opened.")
+        else:
+            st.session_state["p.cell"] = (None, *parsed)      # its page: the first one the link opens
+    return notices
+
+
+def parse_cell(text: str) -> tuple[str, int, int] | None:
+    """'hm:scores:0.2.3' -> ('hm:scores:0', 2, 3); None if it is not that shape."""
+    chart, _, rest = text.rpartition(".")
+    chart, _, row = chart.rpartition(".")
+    try:
+        i, j = int(row), int(rest)
+    except ValueError:
+        return None
+    if not chart or i < 0 or j < 0 or len(chart) > 120:
+        return None
+    return chart, i, j
+
+
+# ---- a page run -------------------------------------------------------------------------------------
+
+def start(page_file: str) -> None:
+    """Before the page draws: keep the last run's values of every declared control, give this page's
+    controls their kept values (the widgets are then drawn without a default of their own)."""
+    state = st.session_state
+    for key in _all():
+        if key in state:
+            state[f"p.{key}"] = state[key]
+    for c in controls_of(page_file):
+        if c.key not in state:
+            state[c.key] = state.get(f"p.{c.key}", c.default)
+    if state.get("s.page") != page_file:        # another page: the charts' selections start empty
+        state["p.sel"] = {}
+    cell = state.get("p.cell")
+    if cell is not None and cell[0] is None:    # a link's cell: it belongs to the page the link opens
+        state["p.cell"] = (page_file, *cell[1:])
+
+
+def value(key: str):
+    """A control's value in force: the widget's this run, else the kept one, else the default."""
+    state = st.session_state
+    if key in state:
+        return state[key]
+    return state.get(f"p.{key}", _all()[key].default)
+
+
+def fit(key: str, lo, hi) -> None:
+    """Before drawing a control whose bounds depend on the sentence: keep its value inside them."""
+    v = value(key)
+    if v is not None and not lo <= v <= hi:
+        st.session_state[key] = min(max(v, lo), hi)
+
+
+def params(page_file: str) -> dict[str, str]:
+    """The link's part for a page: its controls that differ from their defaults, and its clicked cell."""
+    out = {}
+    state = st.session_state
+    for c in controls_of(page_file):
+        v = state[c.key] if c.key in state else state.get(f"p.{c.key}", c.default)
+        if v != c.default:
+            out[c.key] = c.text(v)
+    cell = state.get("p.cell")
+    if cell is not None and cell[0] == page_file:
+        _, chart, i, j = cell
+        out[CELL] = f"{chart}.{i}.{j}"
+    return out
+
+
+def click(chart: str, cell: tuple[int, int] | None) -> None:
+    """A chart's selection this run. When it changed, the learner clicked: a new cell is the one the
+    link carries; a cleared selection of the chart that holds it forgets it."""
+    state = st.session_state
+    seen = state.setdefault("p.sel", {})
+    if seen.get(chart) == cell:
+        return
+    seen[chart] = cell
+    page = state.get("s.page")
+    held = state.get("p.cell")
+    if cell is not None:
+        state["p.cell"] = (page, chart, *cell)
+    elif held is not None and held[:2] == (page, chart):
+        state["p.cell"] = None
+    sync()
+
+
+def restored(chart: str) -> tuple[int, int] | None:
+    """The cell the link (or an earlier visit of this page) opened in this chart, while the chart itself
+    has no selection."""
+    state = st.session_state
+    held = state.get("p.cell")
+    if held is not None and held[:2] == (state.get("s.page"), chart) and state.get("p.sel", {}).get(chart) is None:
+        return held[2], held[3]
+    return None
+
+
+def sync() -> None:
+    """Write the address bar: the settings (ui.page keeps them in "s.query") and this page's own part.
+    A click inside a fragment calls it too (the page's run, which writes it, does not happen then)."""
+    query = {**st.session_state.get("s.query", {}), **params(st.session_state.get("s.page"))}
+    if dict(st.query_params) != query:
+        st.query_params.from_dict(query)
+
+
+# ---- the pages' declarations (each page's block is its own; keys start with the page's prefix) ----------
+
+# /rope
+declare("app_pages/40_rope.py",
+        flag("rope.half", what="the half pairing"),
+        integer("rope.offset", 100, 0, 1000, "the shift of the whole sentence"),
+        integer("rope.p", 3, 0, 64, "the position p of the turning pair"),
+        tab("rope.qk", ("Queries: Q → Q^R", "Keys: K → K^R")))
+
+# /masks
+declare("app_pages/41_masks.py",
+        choice("masks.mask", "causal", ("causal", "sliding_window", "padding", "none"), "the page's mask"),
+        integer("masks.window", 3, 0, 128, "the window W"),
+        flag("masks.alibi", what="ALiBi"),
+        flag("masks.sink_on", what="the sink"),
+        number("masks.sink", 0.0, -30.0, 30.0, "the sink logit z_h"))
+
+# /kv_cache
+declare("app_pages/42_kv_cache.py",
+        integer("kv_cache.t", 2, 0, 127, "the decoding step t"),
+        integer("kv_cache.prefill", 2, 0, 128, "the prompt's length"),
+        tab("kv_cache.tab", ("Decoding, step by step", "Which heads share K and V", "Cache size calculator")))
+
+# /online_softmax
+declare("app_pages/43_online_softmax.py",
+        integer("online_softmax.block_size", 1, 1, 128, "the block size B"),
+        integer("online_softmax.block", 1, 0, 127, "the key block b"))
