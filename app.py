@@ -1,4 +1,5 @@
-"""The router: page config and the navigation (one message), then the chosen page runs.
+"""The router: page config and the navigation (one message), then the chosen page runs, then its
+previous / next links.
 
     streamlit run app.py
 """
@@ -8,3 +9,5 @@ from ui import nav
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 nav.navigation().run()
+# every page ends with its previous / next links along the navigation (a page that stopped early has none)
+nav.step_nav(st.session_state.get("s.page", nav.HOME), st.session_state.get("s.query"))

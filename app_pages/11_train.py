@@ -5,8 +5,7 @@ import ui
 from attention_core import ConfigError
 from attention_core import classifier as clf
 from attention_core.claims import say
-from ui.training import (encoded, initial_params, model_controls, params_from_npz, params_npz, shipped_examples,
-                         vocab)
+from ui.training import encoded, initial_params, model_controls, shipped_examples, trained_results
 
 PAGE = "app_pages/11_train.py"
 ui.page(PAGE, "Train a classifier", settings=False)
@@ -88,59 +87,5 @@ if st.button("Train", type="primary", icon=":material/play_arrow:", key="tr_go")
 run = runs.get(run_key)
 if run is None:
     st.info("Press **Train**. With the defaults it takes a few seconds.", icon=":material/info:")
-    st.stop()
-if run["error"]:
-    st.error(run["error"], icon=":material/warning:")
-if run["history"]:
-    last = run["history"][-1]
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Epochs run", last["epoch"])
-    c2.metric("Training accuracy", f"{last['train accuracy']:.0%}")
-    if test:
-        c3.metric("Test accuracy (never trained on)", f"{last['test accuracy']:.0%}")
-    ui.chart(ui.training_curves_spec(run["history"]))
-    st.caption("Loss: the mean cross-entropy over the sentences after each epoch. Chance accuracy is about 33%.")
-
-st.header("What did attention learn?")
-chosen = st.multiselect("Sentences", [smp.text for smp in samples], default=[smp.text for smp in samples[:2]],
-                        key="tr_show", max_selections=4)
-for text in chosen:
-    sample = next(smp for smp in samples if smp.text == text)
-    st.markdown(f"**“{' '.join(sample.tokens)}”** · label {clf.CLASSES[sample.y]}")
-    cols = st.columns(2)
-    for col, name, params in ((cols[0], "before training", run["params0"]), (cols[1], "after", run["params"])):
-        with col:
-            loss, trace = clf.forward(params, sample.x, sample.y, sample.tokens, settings)
-            st.caption(f"{name}: predicts {trace.facts['prediction']} (p = "
-                       f"{', '.join(f'{c} {p:.2f}' for c, p in zip(clf.CLASSES, trace['p'].value))})")
-            ui.heatmap(trace, trace["weights"], key=f"hm:tr:{name}:{text}", max_w=280)
-
-st.header("Try a sentence")
-typed = st.text_input("A new review", "the battery is terrible", key="tr_try")
-try:
-    tokens, x = clf.sentence_matrix(typed, vocab(s.embedding), s.positional)
-    p, weights = clf.predict(run["params"], x)
-    _, trace = clf.forward(run["params"], x, int(np.argmax(p)), tokens, settings)
-    st.markdown(f"Prediction: **{clf.CLASSES[int(np.argmax(p))]}**")
-    ui.chart(ui.grouped_bars_spec(
-        [{"class": c, "probability": float(v), "model": "trained"} for c, v in zip(clf.CLASSES, p)],
-        "class", "probability", "model", width=220, height=140))
-    ui.heatmap(trace, trace["weights"], key="hm:tr:try")
-except ConfigError as err:
-    st.error(str(err), icon=":material/error:")
-
-st.header("Keep the trained parameters")
-c1, c2 = st.columns(2)
-with c1:
-    st.download_button("Download parameters (.npz)", params_npz(run["params"], s), file_name="attention_classifier.npz",
-                       mime="application/octet-stream", icon=":material/download:")
-with c2:
-    up = st.file_uploader("Upload parameters saved here", type=["npz"], key="tr_params_up")
-    if up is not None:
-        try:
-            loaded = params_from_npz(up.getvalue(), s)
-            r = clf.evaluate(loaded, train_set)
-            run["params"] = loaded
-            st.success(f"Loaded. Training accuracy with these parameters: {r['accuracy']:.0%}.")
-        except ConfigError as err:
-            st.error(str(err), icon=":material/error:")
+else:
+    trained_results(run, s, samples, test, train_set, settings)

@@ -45,4 +45,3 @@ zero = [w for w, row in zip(trace.token_labels(), trace["x_embed"].value) if not
 if zero:
     st.caption(f"{md_escape(', '.join(zero))}: the zero vector here, which has no direction: its cosine with any word "
                "(itself included) is undefined, and is drawn as 0.")
-ui.step_nav(PAGE, config)

@@ -6,7 +6,7 @@ from attention_core import sinusoidal_encoding
 from attention_core.embeddings import cosine_similarity
 from attention_core.positional import learned_encoding
 from ui.demo_charts import pe_curves_chart
-from ui.page_text import swap_hint
+from ui.page_text import position_intro, swap_hint
 
 PAGE = "app_pages/2_positional.py"
 
@@ -41,15 +41,7 @@ def whole_table(trace, config, max_len: int) -> None:
 
 config, trace = ui.page(PAGE, "Positional encoding")
 
-if config.mask == "none":
-    st.markdown("Attention compares every token with every other, but nothing in Q Kᵀ knows **where** a token "
-                "is: without a positional encoding, shuffle the words and each row of the output just moves "
-                "with its word. A positional encoding writes the position into the numbers.")
-else:
-    st.markdown("Attention compares every token with every other, but nothing in Q Kᵀ knows **where** a token "
-                f"is. Only the {config.mask} mask looks at positions, and all it does is hide keys by their "
-                "index; what a token is and where it stands otherwise reach attention only through a "
-                "positional encoding, which writes the position into the numbers.")
+st.markdown(position_intro(config, ui.query(config)))
 ui.settings_summary(config, "position")
 max_len = st.slider("Positions to draw", min_value=4, max_value=128, value=max(32, trace.n),
                     key="pe_max_len", help="Only for the pictures below; the sentence uses its n rows.")
@@ -62,10 +54,9 @@ elif config.positional == "index":
     st.caption("Tutorial 1 appends the position number as one more column. It is simple, but its scale "
                "grows with n (the 30th word gets a 29 next to word values near ±1), which can swamp the "
                "word features.")
-else:
+elif config.positional == "none":
     st.warning("No positional encoding: the same word gets the same Q, K and V wherever it stands. "
                + swap_hint(config))
 
 st.subheader("This sentence")
 ui.views.step_boxes(trace, ["pe", "x"] if "pe" in trace else ["x"])       # one fragment for both boxes
-ui.step_nav(PAGE, config)

@@ -57,4 +57,3 @@ st.markdown(
     "that is how one attention layer handles sentences of any length.")
 
 ui.views.word_tabs("qkv.tab", lambda: one_word(trace, config.bias), lambda: all_words(trace, config.bias))   # only the open tab runs
-ui.step_nav(PAGE, config)

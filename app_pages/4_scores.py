@@ -77,4 +77,3 @@ if box.open:
                 st.markdown(f"**{score.replace('_', ' ')}**\n\n$$\n{formulas[score]}\n$$")   # name, formula: one element
                 ui.views.explained_heatmap(other, step, key=f"hm:cmp:{score}", max_w=220,
                                            head=0 if config.n_heads > 1 else None)
-ui.step_nav(PAGE, config)

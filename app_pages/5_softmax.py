@@ -53,4 +53,3 @@ for h in heads:
                  column_config={"row sum": st.column_config.NumberColumn(format="%.6f"),
                                 "entropy (nats)": st.column_config.NumberColumn(format="%.4f"),
                                 "its weight": st.column_config.NumberColumn(format="%.4f")})
-ui.step_nav(PAGE, config)

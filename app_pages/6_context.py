@@ -53,4 +53,3 @@ st.markdown("Each token's new representation is a **weighted average of the valu
 
 ui.views.word_tabs("context.tab", lambda: one_word(trace, config.n_heads),      # only the open tab runs
                    lambda: all_words(trace, config.n_heads))
-ui.step_nav(PAGE, config)

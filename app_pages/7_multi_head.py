@@ -38,9 +38,9 @@ if h_kv < h:
     st.info(f"Grouped-query attention: {h} query heads share {h_kv} key/value head{'s' if h_kv > 1 else ''}, "
             f"{g} query heads each: " + "; ".join(f"query heads {a * g}–{a * g + g - 1} read KV head {a}"
                                                for a in range(h_kv)) + ". K and V are "
-            f"{h // h_kv} times narrower than Q, and so is a decoder's KV cache (the KV cache page).",
+            f"{h // h_kv} times narrower than Q, and so is a decoder's KV cache ("
+            + ui.nav.md_link("app_pages/42_kv_cache.py", "the KV cache page", ui.query(config)) + ").",
             icon=":material/call_split:")
 steps = (["q", "weights", "context"] if h == 1 else
          ["q", "q_heads"] + (["k_heads"] if h_kv < h else []) + ["weights", "context", "concat"])
 ui.views.step_boxes(trace, steps + ["w_o", "output"])         # one fragment for the boxes (ui.views.step_boxes)
-ui.step_nav(PAGE, config)

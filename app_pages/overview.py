@@ -57,19 +57,21 @@ for i, (key, title, shape, page) in enumerate(b for b in boxes if b[3]):
             st.caption(shape)
 
 st.subheader("Then")
-then = [("Training", "one step backwards through every gradient, checked against PyTorch autograd; then a whole "
-                     "training run with a live loss curve."),
-        ("Attention variants", "score functions side by side, Bahdanau alignment, cross-attention over an image "
-                               "grid, multi-head as PyTorch writes it."),
-        ("Labs", "known mistakes next to the right computation; predict-then-reveal quizzes; links and downloads "
-                 "that reproduce every number.")]
-for col, (section, text) in zip(st.columns(3), then):
+then = {"Training": "one step backwards through every gradient, checked against PyTorch autograd; then a whole "
+                    "training run with a live loss curve.",
+        "Attention variants": "score functions side by side, Bahdanau alignment, cross-attention over an image "
+                              "grid, multi-head as PyTorch writes it.",
+        "Today's attention": "rotary positions, ALiBi and sliding windows, grouped KV heads and the KV cache, "
+                             "FlashAttention's online softmax: on your sentence, with the settings above.",
+        "Labs": "known mistakes next to the right computation; predict-then-reveal quizzes; links and downloads "
+                "that reproduce every number."}
+others = [(section, pages) for section, pages in ui.nav.SECTIONS[1:] if ui.nav.existing(pages)]
+for col, (section, pages) in zip(st.columns(len(others)), others):
     with col:
-        st.markdown(f"**{section}** — {text}")
-        for f, label, icon, _ in ui.nav.existing(dict(ui.nav.SECTIONS)[section]):
-            st.page_link(f, label=label, icon=icon)
+        st.markdown(f"**{section}** — {then[section]}")
+        for f, label, icon, _ in ui.nav.existing(pages):
+            st.page_link(f, label=label, icon=icon, query_params=ui.query(config) or None)
 st.caption("Conventions: rows are tokens, and Q = X W_Q with W_Q of shape (d_model, H·d_k), as the Transformer "
            "paper writes it (Q = XW^Q) and numpy code computes it; PyTorch's nn.Linear stores the transpose. "
            "Everything is counted from 0.")
 ui.views.notation_box()                 # docs/notation.md, in a lazy expander
-ui.step_nav(PAGE, config)

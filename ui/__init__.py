@@ -10,7 +10,7 @@ from .settings import init_state, query_for, settings_summary, sidebar_settings
 from .views import fit_css, chart, heatmap, notices, one_word_picker, shape_badge, step, table, vector_row
 
 __all__ = ["page", "chart", "query", "get_trace", "step", "heatmap", "table", "shape_badge", "notices", "one_word_picker",
-           "vector_row", "line_spec", "neighbours_spec", "grouped_bars_spec", "fmt", "step_nav", "nav",
+           "vector_row", "line_spec", "neighbours_spec", "grouped_bars_spec", "fmt", "nav",
            "settings_summary"]
 
 
@@ -44,6 +44,3 @@ def query(config) -> dict[str, str]:
     """The settings as URL parameters (only what differs from the defaults)."""
     return query_for(config)
 
-
-def step_nav(page_file: str, config=None) -> None:
-    nav.step_nav(page_file, query(config) if config is not None else None)

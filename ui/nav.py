@@ -106,18 +106,40 @@ def where(page_file: str) -> str:
     raise KeyError(page_file)
 
 
+def order() -> list[str]:
+    """Every page of the navigation, section after section: the path previous/next links follow."""
+    return [entry[0] for _, pages in SECTIONS for entry in existing(pages)]
+
+
+def section_of(page_file: str) -> str:
+    return next(section for section, pages in SECTIONS if any(e[0] == page_file for e in pages))
+
+
+def md_link(page_file: str, text: str, query: dict[str, str] | None = None) -> str:
+    """A Markdown link to a page, relative to the app's root (so it works behind a proxy's path), with the
+    settings: for a mention of another page inside a sentence."""
+    from urllib.parse import quote, urlencode
+    url = "./" + url_path_of(page_file) + ("?" + urlencode(query, quote_via=quote, safe=",") if query else "")
+    return f"[{text}]({url})"
+
+
 def step_nav(current: str, query: dict[str, str] | None = None) -> None:
-    """'← previous step / next step →' along the forward pass (two links; they carry the
-    settings, so a link opened in a new tab, a new session, shows the same numbers)."""
-    pages = [entry[0] for entry in existing(SECTIONS[0][1])]
+    """'← previous / next →' along the whole navigation, at the end of every page: the forward pass leads on
+    into the next section, and so on to the last page. Crossing into another section, a link names it. The
+    links carry the settings, so one opened in a new tab (a new session) shows the same numbers."""
+    pages = order()
+    if current not in pages:
+        return
     i = pages.index(current)
+    prev = pages[i - 1] if i > 0 else None
+    nxt = pages[i + 1] if i + 1 < len(pages) else None
     st.divider()
     # one row, the links at its two ends: 3 elements (the columns it replaced made 6)
-    nxt = pages[i + 1] if i + 1 < len(pages) else next(
-        (entry[0] for entry in existing(SECTIONS[1][1])), None)
-    row = st.container(horizontal=True, horizontal_alignment="distribute" if i > 0 and nxt else
-                       "left" if i > 0 else "right")
-    if i > 0:
-        row.page_link(pages[i - 1], label=f"← {label_of(pages[i - 1])}", query_params=query or None)
+    row = st.container(horizontal=True, horizontal_alignment="distribute" if prev and nxt else
+                       "left" if prev else "right")
+    here = section_of(current)
+    name = lambda f: label_of(f) if section_of(f) == here else f"{section_of(f)} › {label_of(f)}"
+    if prev:
+        row.page_link(prev, label=f"← {name(prev)}", query_params=query or None)
     if nxt:
-        row.page_link(nxt, label=f"{label_of(nxt)} →", query_params=query or None)
+        row.page_link(nxt, label=f"{name(nxt)} →", query_params=query or None)

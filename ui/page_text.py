@@ -45,3 +45,28 @@ def similarity_note(d: int, embedding: str, sim: np.ndarray) -> str:
                     f"positions 9 or more apart reach cosine {far:.2f}, more than neighbours ({near:.2f}): {wider}.")
 
 
+
+
+MASK_WORDS = {"causal": "causal mask", "padding": "padding mask", "sliding_window": "sliding window"}
+
+
+def position_intro(config, query: dict[str, str]) -> str:
+    """The positional page's first paragraph: where position enters attention under these settings."""
+    from . import nav
+    start = "Attention compares every token with every other, but nothing in Q Kᵀ knows **where** a token is"
+    if config.positional == "rope":
+        return (start + ": here the sidebar's Position is **RoPE**, which adds nothing to X. Position enters "
+                "after the projections: each query and key is turned by an angle proportional to its position "
+                "(page 3 shows Q^R and K^R; " + nav.md_link("app_pages/40_rope.py", "the RoPE page", query)
+                + " shows the rotation). X below is the word vectors alone.")
+    if config.positional == "alibi":
+        return (start + ": here the sidebar's Position is **ALiBi**, which adds nothing to X, Q, K or V. "
+                "Position enters at the scores: each head adds −m_h·|i − j|, less the further key j is from query "
+                "i (page 5 shows it; " + nav.md_link("app_pages/41_masks.py", "the Masks & biases page", query)
+                + " explains the slopes m_h). X below is the word vectors alone.")
+    if config.mask == "none":
+        return (start + ": without a positional encoding, shuffle the words and each row of the output just "
+                "moves with its word. A positional encoding writes the position into the numbers.")
+    return (start + f". The {MASK_WORDS[config.mask]} looks at positions, but all it does is hide keys by their "
+            "index; what a token is and where it stands otherwise reach attention only through a positional "
+            "encoding, which writes the position into the numbers.")

@@ -105,3 +105,67 @@ def params_from_npz(data: bytes, s: ModelSettings) -> dict:
             raise ConfigError(f"{name} must hold finite floating-point numbers.")
     return {name: arrays[name].astype(np.float64) for name in clf.PARAM_NAMES}
 
+
+
+def trained_results(run: dict, s: ModelSettings, samples, test, train_set, settings) -> None:
+    """After a run: its curves, what attention learned (before and after), a sentence to try, the
+    parameters to keep."""
+    import numpy as np
+
+    import ui
+    from attention_core import ConfigError
+    if run["error"]:
+        st.error(run["error"], icon=":material/warning:")
+    if run["history"]:
+        last = run["history"][-1]
+        c1, c2, c3 = st.columns(3)
+        c1.metric("Epochs run", last["epoch"])
+        c2.metric("Training accuracy", f"{last['train accuracy']:.0%}")
+        if test:
+            c3.metric("Test accuracy (never trained on)", f"{last['test accuracy']:.0%}")
+        ui.chart(ui.training_curves_spec(run["history"]))
+        st.caption("Loss: the mean cross-entropy over the sentences after each epoch. Chance accuracy is about 33%.")
+
+    st.header("What did attention learn?")
+    chosen = st.multiselect("Sentences", [smp.text for smp in samples], default=[smp.text for smp in samples[:2]],
+                            key="tr_show", max_selections=4)
+    for text in chosen:
+        sample = next(smp for smp in samples if smp.text == text)
+        st.markdown(f"**“{' '.join(sample.tokens)}”** · label {clf.CLASSES[sample.y]}")
+        cols = st.columns(2)
+        for col, name, params in ((cols[0], "before training", run["params0"]), (cols[1], "after", run["params"])):
+            with col:
+                loss, trace = clf.forward(params, sample.x, sample.y, sample.tokens, settings)
+                st.caption(f"{name}: predicts {trace.facts['prediction']} (p = "
+                           f"{', '.join(f'{c} {p:.2f}' for c, p in zip(clf.CLASSES, trace['p'].value))})")
+                ui.heatmap(trace, trace["weights"], key=f"hm:tr:{name}:{text}", max_w=280)
+
+    st.header("Try a sentence")
+    typed = st.text_input("A new review", "the battery is terrible", key="tr_try")
+    try:
+        tokens, x = clf.sentence_matrix(typed, vocab(s.embedding), s.positional)
+        p, weights = clf.predict(run["params"], x)
+        _, trace = clf.forward(run["params"], x, int(np.argmax(p)), tokens, settings)
+        st.markdown(f"Prediction: **{clf.CLASSES[int(np.argmax(p))]}**")
+        ui.chart(ui.grouped_bars_spec(
+            [{"class": c, "probability": float(v), "model": "trained"} for c, v in zip(clf.CLASSES, p)],
+            "class", "probability", "model", width=220, height=140))
+        ui.heatmap(trace, trace["weights"], key="hm:tr:try")
+    except ConfigError as err:
+        st.error(str(err), icon=":material/error:")
+
+    st.header("Keep the trained parameters")
+    c1, c2 = st.columns(2)
+    with c1:
+        st.download_button("Download parameters (.npz)", params_npz(run["params"], s), file_name="attention_classifier.npz",
+                           mime="application/octet-stream", icon=":material/download:")
+    with c2:
+        up = st.file_uploader("Upload parameters saved here", type=["npz"], key="tr_params_up")
+        if up is not None:
+            try:
+                loaded = params_from_npz(up.getvalue(), s)
+                r = clf.evaluate(loaded, train_set)
+                run["params"] = loaded
+                st.success(f"Loaded. Training accuracy with these parameters: {r['accuracy']:.0%}.")
+            except ConfigError as err:
+                st.error(str(err), icon=":material/error:")
