@@ -5,9 +5,11 @@ previous / next links.
 """
 import streamlit as st
 
-from ui import nav
+from ui import nav, page_state
 
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 nav.navigation().run()
 # every page ends with its previous / next links along the navigation (a page that stopped early has none)
 nav.step_nav(st.session_state.get("s.page", nav.HOME), st.session_state.get("s.query"))
+page_state.sync()           # the address bar again: a page may have moved a control into its bounds
+

@@ -168,7 +168,12 @@ def settings_grid() -> list[Config]:
             Config(positional="rope", n_heads=4, n_kv_heads=2, mask="sliding_window", window=2),
             Config(positional="alibi", n_heads=3, mask="causal", embedding="random", weights="random", temperature=2.0),
             Config(positional="rope", n_heads=2, n_kv_heads=1, score="additive", weights="random", d_k=6),
-            Config(positional="alibi", mask="sliding_window", window=9, score="dot", bias=True)]
+            Config(positional="alibi", mask="sliding_window", window=9, score="dot", bias=True),
+            # issue 20: ALiBi with H = 6 (not a power of two: head 4's slope 0.5 is above the first four's) and a
+            # window shorter than the sentence; RoPE with the biases on, MQA, and padding that hides every key
+            Config(positional="alibi", n_heads=6, mask="sliding_window", window=2, weights="random"),
+            Config(positional="rope", n_heads=2, n_kv_heads=1, bias=True, mask="padding", padding=(0, 1, 2, 3),
+                   pe_base=500_000.0)]
     return out
 
 
@@ -188,7 +193,7 @@ def test_the_grid_covers_every_value_of_every_setting():
     assert seen("positional") == {"sinusoidal", "learned", "index", "none", "rope", "alibi"}
     assert seen("embedding") == {"toy", "glove", "random", "upload"}
     assert seen("mask") == {"none", "causal", "padding", "sliding_window"}
-    assert seen("n_heads") == {1, 2, 3, 4} and seen("d_model") == {7, 8} and seen("bias") == {True, False}
+    assert seen("n_heads") == {1, 2, 3, 4, 6} and seen("d_model") == {7, 8} and seen("bias") == {True, False}
     assert {(c.n_heads, c.kv_heads) for c in GRID} >= {(4, 2), (2, 1), (4, 4)}   # GQA, MQA and MHA walked
     widths = {run_forward(c).facts["d_embed"] % 2 for c in GRID if c.positional == "sinusoidal"}
     assert widths == {0, 1}                              # odd and even encodings both walked

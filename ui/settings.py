@@ -236,8 +236,10 @@ def shape_controls() -> None:
                     "K and V (and a decoder's KV cache) shrink to H_kv heads.")
     c1, c2 = st.columns(2)
     with c1:
-        widget(st.number_input, "d_k", "d_k", min_value=1, max_value=64, step=1,
-                help="Width of each query and key (per head).")
+        rope = stored("positional") == "rope"           # RoPE turns pairs of columns: d_k even, stepped by 2
+        widget(st.number_input, "d_k", "d_k", min_value=2 if rope else 1, max_value=64, step=2 if rope else 1,
+                help="Width of each query and key (per head)." + (" RoPE turns its columns in pairs: even values."
+                                                                   if rope else ""))
     with c2:
         widget(st.number_input, "d_v", "d_v", min_value=1, max_value=64, step=1,
                 help="Width of each value and context vector (per head).")
