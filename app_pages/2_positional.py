@@ -43,8 +43,9 @@ config, trace = ui.page(PAGE, "Positional encoding")
 
 st.markdown(position_intro(config, ui.query(config)))
 ui.settings_summary(config, "position")
-max_len = st.slider("Positions to draw", min_value=4, max_value=128, value=max(32, trace.n),
-                    key="pe_max_len", help="Only for the pictures below; the sentence uses its n rows.")
+if config.positional in ("sinusoidal", "learned"):      # the table's pictures: only for a table
+    max_len = st.slider("Positions to draw", min_value=4, max_value=128, value=max(32, trace.n),
+                        key="pe_max_len", help="Only for the pictures below; the sentence uses its n rows.")
 ui.notices(trace)
 st.info(f"Position in X: {trace.facts['position']}.", icon=":material/straighten:")
 

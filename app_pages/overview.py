@@ -66,7 +66,7 @@ then = {"Training": "one step backwards through every gradient, checked against 
         "Labs": "known mistakes next to the right computation; predict-then-reveal quizzes; links and downloads "
                 "that reproduce every number."}
 others = [(section, pages) for section, pages in ui.nav.SECTIONS[1:] if ui.nav.existing(pages)]
-for col, (section, pages) in zip(st.columns(len(others)), others):
+for col, (section, pages) in zip([c for _ in range(0, len(others), 2) for c in st.columns(2)], others):
     with col:
         st.markdown(f"**{section}** — {then[section]}")
         for f, label, icon, _ in ui.nav.existing(pages):
