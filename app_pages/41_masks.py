@@ -12,7 +12,7 @@ ui.notices(trace)
 st.markdown(intro(config))
 with st.container(border=True):
     sidebar_part(config)                            # what the sidebar sets here, with one-click changes
-    head, sink = own_controls(config)               # the page's own: the head shown, the sink
+    head, sink = own_controls(config, trace)               # the page's own: the head shown, the sink
 try:
     t = masks_trace(config, head, sink, trace)     # head h of the forward pass above, and the page's sink
 except ConfigError as err:

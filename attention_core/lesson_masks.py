@@ -102,8 +102,8 @@ claim("masks_alibi_both_sides", "this mask lets some queries see keys after them
       "ALiBi, and a mask that leaves some key after its query visible (none, or padding that leaves a key "
       "j ≥ 1 visible)", _T + "test_alibi_reaches_keys_after_the_query_exactly_when_one_is_visible", about=KIND)
 claim("masks_alibi_one_side", "the mask hides every key after its query, so only the paper's −m_h·(i − j) on "
-      "and below the diagonal reaches softmax", lambda s: s.heads >= 1 and not s.sees_a_later_key(),
-      "ALiBi with a causal or window mask, or padding that hides every key after its query",
+      "and below the diagonal reaches softmax", lambda s: s.heads >= 1 and s.sees_a_key() and not s.sees_a_later_key(),
+      "ALiBi with a causal or window mask, or padding that hides every key after its query but not every key",
       _T + "test_alibi_reaches_keys_after_the_query_exactly_when_one_is_visible", about=KIND)
 claim("masks_all_hidden", "every key is hidden: each row of A is all 0, not NaN (there is nothing to average)",
       lambda s: not s.sees_a_key(), "a padding mask hiding every key", _T + "test_every_key_hidden_gives_zero_rows",
@@ -185,7 +185,7 @@ def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
         m = fwd["mask"].value                                                  # (n, n), 1 = may attend
         t.add("mask", "Mask M", m, ("n_q", "n_k"), mask_formula(config), why=MASK_WHY[config.mask](config),
               scale="mask")
-        before = rf"({sym}_{{{h}}} + B_{{{h}}})" if logits == "biased_scores" else f"{sym}_{{{h}}}"
+        before = rf"({sym}_{{{h}}} + B_{{{h}}})" if logits == "biased_scores" else rf"({sym}_{{{h}}})"
         t.add("masked_scores", f"Masked scores S̃_{h}", of("masked_scores"), ("n_q", "n_k"),
               rf"(\tilde S_{{{h}}})_{{ij}} = \begin{{cases}} {before}_{{ij}} & M_{{ij}} = 1 \\ -\infty & M_{{ij}} = 0 "
               r"\end{cases}", (logits, "mask"), why="Hidden entries become −∞, so exp gives them exactly 0.")
@@ -220,8 +220,7 @@ def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
     rules = t.facts["rules"]
     for key, (kind, arg_) in rules.items():
         t.add(key, COMPARE_TITLES[kind].format(w=config.window, w1=config.window + 1), rule_mask(kind, arg_, n),
-              ("n_q", "n_k"), rule_formula(kind, arg_), why=RULE_WHY[kind].format(w=config.window,
-                                                                               w1=config.window + 1, w_1=config.window - 1),
+              ("n_q", "n_k"), rule_formula(kind, arg_), why=RULE_WHY[kind],
               scale="mask")
     return t
 

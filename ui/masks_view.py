@@ -81,7 +81,24 @@ def sidebar_part(config: Config) -> None:
                            help="Sets the sidebar's mask to causal: each query sees itself and the keys before it.")
 
 
-def own_controls(config: Config) -> tuple[int, float | None]:
+def sink_start(forward: Trace, head: int) -> float:
+    """Where a sink is worth seeing first: the median over rows of the largest logit softmax reads (head h,
+    divided by T), so that on a typical row the sink and the keys split the weight about evenly. On the 0.5
+    grid, within ±30."""
+    x = forward[forward.facts["softmax_input"]].value
+    x = (x[head] if x.ndim == 3 else x) / forward.facts["config"].temperature                    # (n, n)
+    top = np.max(np.where(np.isfinite(x), x, -np.inf), axis=1)                                   # (n,)
+    top = top[np.isfinite(top)]
+    return float(np.clip(round(2 * float(np.median(top))) / 2, -30.0, 30.0)) if top.size else 0.0
+
+
+def _sink_on(start: float) -> None:
+    """The toggle's callback: switched on, the sink starts at `start` (the link then carries it)."""
+    if st.session_state.get("masks.sink_on"):
+        st.session_state["masks.sink"] = start
+
+
+def own_controls(config: Config, forward: Trace) -> tuple[int, float | None]:
     """The page's own controls (declared in ui/page_state.py): the head h shown and the sink. -> (h, z_h or None)."""
     h = config.n_heads
     page_state.fit("masks.head", 0, h - 1)
@@ -92,8 +109,10 @@ def own_controls(config: Config) -> tuple[int, float | None]:
                                                             else "") + "; the mask is the same for all.")
     head = int(page_state.value("masks.head")) if h > 1 else 0
     sink = None
-    if row.toggle("Sink", key="masks.sink_on", help="A learned logit z_h in softmax's denominator (not a sidebar "
-                                                    "setting: the forward pass has no sink)."):
+    if row.toggle("Sink", key="masks.sink_on", on_change=_sink_on, args=(sink_start(forward, head),),
+                  help="A learned logit z_h in softmax's denominator (not a sidebar setting: the forward pass has no "
+                       "sink). It starts near a typical row's largest score, where the sink and the keys share the "
+                       "weight about evenly."):
         sink = float(row.slider("Sink logit z_h", -30.0, 30.0, step=0.5, key="masks.sink", width=300,
                                 help="z_h = 0 counts like one more key with score 0."))
     return head, sink
@@ -272,7 +291,7 @@ def torch_difference(t: Trace) -> tuple[float, str]:
         a = torch.softmax(x, dim=-1).numpy()
         how = "PyTorch's softmax of the same scores (its attention function has no additive or bilinear score)"
     rows = mask.numpy().any(axis=1)
-    diff = float(np.abs(a[rows] - t["weights"].value[rows]).max()) if rows.any() else 0.0
+    diff = float(np.abs(a[rows] - t["weights"].value[rows]).max()) if rows.any() else math.nan
     return diff, how
 
 
@@ -284,18 +303,28 @@ def sink_difference(t: Trace) -> float:
     return float(np.abs(full[:, :-1] - t["sink_weights"].value).max())
 
 
+def _listed(t: Trace) -> str:
+    """'scores, ALiBi's bias, …, and weights': the forward steps this page shows under these settings."""
+    names = [n for key, n in (("scaled_scores", "scaled scores"), ("scores", "scores"), ("alibi", "ALiBi's bias"),
+                              ("biased_scores", "biased scores"), ("mask", "mask"),
+                              ("masked_scores", "masked scores"), ("weights", "weights")) if key in t]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def checked_text(t: Trace) -> str:
     """The page's checks in words, with the live numbers (torch is imported only when the box is open)."""
     diff, how = torch_difference(t)
     lines = [
-        "- **The numbers are the forward pass's own.** The scores, ALiBi's bias, the mask, the masked scores and "
-        "the weights above are head h of the same computation the forward pages draw, under the sidebar's "
-        "settings, not computed again here. The tests check that they are equal under RoPE, ALiBi, grouped "
-        "key/value heads, a window and padding.",
-        f"- **Against PyTorch, live:** head {t.facts['head']}'s weights computed by {how}: the largest difference "
-        f"from the A_h above is {diff:.1e}" + (" (rows whose every key is hidden are left out: torch gives "
-                                               "NaN there, this app 0)." if "mask" in t and not
-                                               t["mask"].value.any(axis=1).all() else "."),
+        f"- **The numbers are the forward pass's own.** The {_listed(t)} above are head {t.facts['head']} of the "
+        "same computation the forward pages draw, under the sidebar's settings, not computed again here. The "
+        "tests check that they are equal under RoPE, ALiBi, grouped key/value heads, a window and padding.",
+        (f"- **Against PyTorch, live:** head {t.facts['head']}'s weights computed by {how}: the largest "
+         f"difference from the A_h above is {diff:.1e}" + (" (rows whose every key is hidden are left out: torch "
+                                                           "gives NaN there, this app 0)." if "mask" in t and not
+                                                           t["mask"].value.any(axis=1).all() else ".")
+         if not math.isnan(diff) else
+         "- **Against PyTorch:** every key is hidden here, so there is nothing to compare live: torch gives NaN on "
+         "every row, this app 0 (the tests check that no NaN appears)."),
         "- **ALiBi's slopes:** against the paper's published slopes for 8 heads (1/2, 1/4, …, 1/256) and the "
         "slope function of the authors' reference code, for every H from 1 to 16.",
         "- **The two readings of a window:** against their definitions. Hugging Face transformers keeps key j "
