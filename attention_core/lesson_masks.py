@@ -219,7 +219,8 @@ def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
     # masks side by side (the comparisons): the sidebar's W in both readings, causal, padding
     rules = t.facts["rules"]
     for key, (kind, arg_) in rules.items():
-        t.add(key, COMPARE_TITLES[kind].format(w=config.window, w1=config.window + 1), rule_mask(kind, arg_, n),
+        title = COMPARE_TITLES[kind].format(w=config.window, w1=config.window + 1)
+        t.add(key, title.replace("(s)", "s" * (config.window != 1)), rule_mask(kind, arg_, n),
               ("n_q", "n_k"), rule_formula(kind, arg_), why=RULE_WHY[kind],
               scale="mask")
     return t
@@ -267,7 +268,7 @@ def rule_formula(kind: str, arg) -> str:
     return rf"M_{{ij}} = [\,j \notin \{{{', '.join(map(str, arg))}\}}\,]"
 
 
-COMPARE_TITLES = {"window": "W = {w} keys", "window1": "W + 1 = {w1} keys", "causal": "Causal",
+COMPARE_TITLES = {"window": "W = {w} key(s)", "window1": "W + 1 = {w1} keys", "causal": "Causal",
                   "padding": "Padding"}
 RULE_WHY = {
     "window": "Query i sees keys i − W + 1 … i: W keys, itself included. Hugging Face transformers keeps key j "
@@ -333,7 +334,7 @@ def mask_formula(config: Config) -> str:
 
 MASK_WHY = {
     "causal": lambda c: "A query sees itself and the keys before it: what a model writing left to right may read.",
-    "sliding_window": lambda c: (f"A query sees at most W = {c.window} keys, itself included"
+    "sliding_window": lambda c: (f"A query sees at most W = {c.window} key{'s' * (c.window != 1)}, itself included"
                                  + (f": keys i − {c.window - 1} … i." if c.window > 1 else ": only itself.") + " This is how Hugging Face transformers and flash-attn count a window; Mistral's "
                                  "paper counts one key more (the comparison below)."),
     "padding": lambda c: "The hidden keys (padding a batch added) are invisible to every query.",

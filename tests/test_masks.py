@@ -330,6 +330,8 @@ def test_explanations_show_the_numbers_the_lesson_asks_for():
     assert "-inf" in explain(t, "masked_scores", (0, 3)).text
     assert "0 ≤ i − j = 2 ≤ 2: yes" in explain(t, "mask_w1", (2, 0)).text
     assert "0 ≤ i − j = 2 < 2: no" in explain(t, "mask_w", (2, 0)).text
+    dot = masks_trace(CONFIGS["alibi3-none-dot-bias"], 1)                             # unscaled: (S + B), not (Ŝ + B)
+    assert explain(dot, "biased_scores", (1, 0)).text.startswith("(S+B)_1[1,0] = S_1[1,0] + B_1[1,0]")
 
 
 def test_a_softmax_under_a_window_shows_every_finite_term():
@@ -448,6 +450,8 @@ WALK = [  # (sidebar Config, own controls): the issue's unusual settings on this
     (Config(positional="alibi", n_heads=2, mask="padding", padding=(0, 1, 2, 3), temperature=2.0),
      {"masks.sink_on": True, "masks.sink": 0.5}),
     (Config(positional="alibi", n_heads=8, mask="none", score="additive"), {"masks.compare": "Causal or window"}),
+    (Config(positional="alibi", n_heads=7, mask="sliding_window", window=1, sentence="the cat sat on a mat"),
+     {"masks.head": 6, "masks.sink_on": True, "masks.sink": -3.0, "masks.compare": "Causal or window"}),
 ]
 
 

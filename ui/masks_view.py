@@ -10,7 +10,7 @@ import streamlit as st
 from attention_core.alibi import alibi_slopes
 from attention_core.attention import softmax
 from attention_core.claims import say
-from attention_core.config import Config
+from attention_core.config import MAX_TOKENS, Config
 from attention_core.lesson_masks import MaskSettings, padding_compared
 from attention_core.trace import Trace
 
@@ -22,13 +22,18 @@ MASK_NAMES = {"causal": "causal", "sliding_window": "a sliding window", "padding
 COMPARE_TABS = ("W or W + 1 keys", "Causal or window", "Causal or padding")
 
 
+def keys(w: int) -> str:
+    """'1 key', '3 keys'."""
+    return f"{w} key{'s' * (w != 1)}"
+
+
 def _position_name(config: Config) -> str:
     return POSITIONAL_LABELS[config.positional].split(" (")[0]
 
 
 def _mask_words(config: Config) -> str:
     if config.mask == "sliding_window":
-        return f"a sliding window of W = {config.window} keys"
+        return f"a sliding window of W = {keys(config.window)}"
     if config.mask == "padding":
         return f"padding hiding key{'s' * (len(set(config.padding)) != 1)} " + ", ".join(map(str, sorted(set(config.padding))))
     return MASK_NAMES[config.mask]
@@ -111,8 +116,8 @@ def own_controls(config: Config, forward: Trace) -> tuple[int, float | None]:
     sink = None
     if row.toggle("Sink", key="masks.sink_on", on_change=_sink_on, args=(sink_start(forward, head),),
                   help="A learned logit z_h in softmax's denominator (not a sidebar setting: the forward pass has no "
-                       "sink). It starts near a typical row's largest score, where the sink and the keys share the "
-                       "weight about evenly."):
+                       "sink). Switched on, it starts at the median of the rows' largest scores (what softmax reads), "
+                       "so that it takes a visible share of a typical row."):
         sink = float(row.slider("Sink logit z_h", -30.0, 30.0, step=0.5, key="masks.sink", width=300,
                                 help="z_h = 0 counts like one more key with score 0."))
     return head, sink
@@ -199,10 +204,11 @@ def compare(t: Trace, config: Config) -> None:
         elif which == 1:
             notes = [_in_force(config, "causal", {"mask": "causal"}, "masks.use_causal"),
                      _in_force(config, "sliding_window", {"mask": "sliding_window"}, "masks.use_window",
-                               f"a sliding window of W = {w} keys")]
-            _notes(notes, say("masks_window_is_causal", s))
+                               f"a sliding window of W = {keys(w)}")]
+            _notes(notes, say("masks_window_is_causal", s) or f"a window of W = {keys(w)} hides every key more than "
+                                                               f"W − 1 = {w - 1} before its query; causal keeps them all")
             panels(t, [[_compared(t, "mask_causal", "Causal"),
-                        _compared(t, "mask_w", f"Window of W = {w} keys")]])
+                        _compared(t, "mask_w", f"Window of W = {keys(w)}")]])
         else:
             hidden = padding_compared(config, n)
             notes = [_in_force(config, "causal", {"mask": "causal"}, "masks.use_causal"),
@@ -217,8 +223,8 @@ def compare(t: Trace, config: Config) -> None:
 
 def _in_force(config: Config, mask: str, changes: dict, key: str, words: str = "") -> tuple[str, dict, str] | None:
     """None when the sidebar's mask is this one (with these settings); else (words, changes, button key)."""
-    if config.mask == mask and all(getattr(config, f) == (tuple(v) if isinstance(v, (list, tuple)) else v)
-                                   for f, v in changes.items() if f != "mask"):
+    same = (lambda f, v: set(getattr(config, f)) == set(v)) if mask == "padding" else (lambda f, v: getattr(config, f) == v)
+    if config.mask == mask and all(same(f, v) for f, v in changes.items() if f != "mask"):
         return None
     return (words or MASK_NAMES[mask]), changes, key
 
@@ -248,19 +254,20 @@ def _readings(t: Trace, config: Config, s: MaskSettings) -> None:
     lines.append(("The left one is the sidebar's mask, in force above. " if in_force else
                   f"The sidebar's mask is {_mask_words(config)}; the left one is what its W = {w} gives as a "
                   "sliding window. ")
-                 + f"The right one is not a reading the sidebar has (its W counts the query): the sidebar makes "
-                   f"the same mask as a window of W = {w + 1} keys.")
+                 + "The right one is not a reading the sidebar has (its W counts the query)"
+                 + (f": the sidebar makes the same mask as a window of W = {w + 1} keys." if w + 1 <= MAX_TOKENS else
+                    f"; here it is the same mask as the left one."))
     st.markdown("  \n".join(lines))
     cols = st.columns(2)
     if not in_force:
         with cols[0]:
             sidebar_button(f"Mask = sliding window, W = {w}", {"mask": "sliding_window", "window": w},
                            key="masks.use_window_w")
-    if w + 1 <= 128:
+    if w + 1 <= MAX_TOKENS:
         with cols[1]:
             sidebar_button(f"Mask = sliding window, W = {w + 1}", {"mask": "sliding_window", "window": w + 1},
                            key="masks.use_window_w1")
-    panels(t, [[_compared(t, "mask_w", f"W = {w} keys (Hugging Face, flash-attn)"),
+    panels(t, [[_compared(t, "mask_w", f"W = {keys(w)} (Hugging Face, flash-attn)"),
                 _compared(t, "mask_w1", f"W + 1 = {w + 1} keys (Mistral's paper, PyTorch's example)")]])
 
 
