@@ -129,13 +129,15 @@ def slopes_markdown(heads: int) -> str:
     more = r", \dots" if c > 4 else ""
     first = ", ".join(f"2^{{-{8 * (h + 1)}/{c}}}" for h in range(min(c, 4))) + more
     values = ", ".join(f"{v:.4g}" for v in alibi_slopes(c)[:4]) + more
-    text = (f"$$\nc = 2^{{\\lfloor \\log_2 {heads} \\rfloor}} = {c}:\\quad m_0, \\dots, m_{{{c - 1}}} = {first}"
+    names = "m_0" if c == 1 else f"m_0, \\dots, m_{{{c - 1}}}"
+    text = (f"$$\nc = 2^{{\\lfloor \\log_2 {heads} \\rfloor}} = {c}:\\quad {names} = {first}"
             f" = {values}\n$$")
     if heads > c:
         extra = range(heads - c)                                  # slope 2e of the 2c sequence: 2^(−8(2e+1)/2c)
         powers = ", ".join(f"2^{{-{8 * (2 * e + 1)}/{2 * c}}}" for e in extra)
         picked = ", ".join(f"{v:.4g}" for v in alibi_slopes(2 * c)[0::2][:heads - c])
-        text += (f"\n\n$$\n\\text{{then }} m_{{{c}}}, \\dots, m_{{{heads - 1}}} = (\\text{{the {2 * c}-head slopes}})"
+        rest = f"m_{{{c}}}" if heads - c == 1 else f"m_{{{c}}}, \\dots, m_{{{heads - 1}}}"
+        text += (f"\n\n$$\n\\text{{then }} {rest} = (\\text{{the {2 * c}-head slopes}})"
                  f"[0::2][:{heads - c}] = {powers} = {picked}\n$$")
     return text + ("\n\n:small[:gray[Heads counted from 0: m_h = 2^(−8(h+1)/H) for H a power of two; the paper "
                    "counts from 1 and writes 2^(−8h/H).]]")
