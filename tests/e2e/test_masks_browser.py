@@ -50,15 +50,16 @@ def test_a_link_reopens_the_same_view_in_a_fresh_browser(app_server, student):
     expect(tab.locator("h1")).to_have_text("Masks & biases", timeout=30_000)
     head = tab.get_by_role("slider", name="Head h shown")
     expect(head).to_have_attribute("aria-valuetext", "0", timeout=30_000)
-    press(tab, head, "ArrowRight", 4)
+    press(tab, head, "End", 1)                                              # head 5, then one notch back: 4
+    press(tab, head, "ArrowLeft", 1)
     expect(head).to_have_attribute("aria-valuetext", "4", timeout=30_000)
     sink = tab.locator("[data-testid='stCheckbox']").filter(has_text="Sink")
     after_run(tab, lambda: sink.first.click(), timeout_ms=60_000)
     z = tab.get_by_role("slider", name="Sink logit z_h")
     expect(z).to_be_visible(timeout=30_000)
     start = float(z.get_attribute("aria-valuetext"))
-    press(tab, z, "ArrowRight", 3)                                          # three steps of 0.5: its own z_h
-    expect(z).to_have_attribute("aria-valuetext", f"{start + 1.5:.2f}", timeout=30_000)
+    press(tab, z, "ArrowRight", 1)                                          # one step of 0.5: a z_h of its own
+    expect(z).to_have_attribute("aria-valuetext", f"{start + 0.5:.2f}", timeout=30_000)
     after_run(tab, lambda: tab.get_by_role("tab", name="Causal or window").click(), timeout_ms=60_000)
     expect(tab.get_by_role("heading", name=re.compile(r"^Window of W = 2 keys"))).to_be_visible(timeout=30_000)
 
@@ -78,7 +79,7 @@ def test_a_link_reopens_the_same_view_in_a_fresh_browser(app_server, student):
                                        "masks.compare", "cell")} == {
         "positional": "alibi", "n_heads": "6", "mask": "sliding_window", "window": "2", "masks.head": "4",
         "masks.sink_on": "1", "masks.compare": "1", "cell": "hm:alibi:None.4.1"}, params
-    assert float(params["masks.sink"]) == start + 1.5
+    assert float(params["masks.sink"]) == start + 0.5
 
     fresh = student()                                                       # a new context: no cookies, no session
     after_run(fresh, lambda: fresh.goto(url, wait_until="domcontentloaded"), timeout_ms=60_000)
