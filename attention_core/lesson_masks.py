@@ -17,6 +17,7 @@ Masks are True = may attend; a shown mask M is 1/0.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -127,6 +128,7 @@ def logits_key(config: Config) -> str:
 
 
 _CACHE: dict[tuple, Trace] = {}             # (config, head, sink) -> the page's trace; the last 32
+_LOCK = threading.Lock()
 
 
 def masks_trace(config: Config, head: int = 0, sink: float | None = None, forward: Trace | None = None) -> Trace:
@@ -140,9 +142,10 @@ def masks_trace(config: Config, head: int = 0, sink: float | None = None, forwar
         from .forward import run_forward
         forward = run_forward(config)
     t = _build(config, forward, head, sink)
-    while len(_CACHE) >= 32:
-        _CACHE.pop(next(iter(_CACHE)), None)
-    _CACHE[key] = t
+    with _LOCK:                                                    # sessions run in threads
+        while len(_CACHE) >= 32:
+            _CACHE.pop(next(iter(_CACHE)), None)
+        _CACHE[key] = t
     return t
 
 
