@@ -160,7 +160,7 @@ def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
         return v[h] if v.ndim == 3 else v
 
     t = Trace(fwd.tokens)
-    rope, scaled = config.positional == "rope", config.score == "scaled_dot"
+    scaled = config.score == "scaled_dot"
     sym, sym_text = (r"\hat S", "Ŝ") if scaled else ("S", "S")
     t.facts.update(kind=KIND, settings=s, head=h, config=config, forward=fwd, t=config.temperature,
                    axis_labels={"H": [f"h={i}" for i in range(h_count)],
@@ -231,7 +231,8 @@ def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
 
 def _symbols(sym: str, sym_text: str, h: int) -> dict[str, tuple[str, str]]:
     """Head h's symbols for the page's own explainers (braced, so that a cell is ({Ŝ_2})_{i,j})."""
-    return {"scaled_scores": (rf"{{{sym}_{{{h}}}}}", f"{sym_text}_{h}"), "scores": (rf"{{{sym}_{{{h}}}}}", f"{sym_text}_{h}"),
+    head = (rf"{{{sym}_{{{h}}}}}", f"{sym_text}_{h}")
+    return {"scaled_scores": head, "scores": head,
             "alibi": (f"B_{{{h}}}", f"B_{h}"),
             "biased_scores": (rf"{{{sym}_{{{h}}} + B_{{{h}}}}}", f"({sym_text}_{h}+B_{h})"),
             "masked_scores": (rf"{{\tilde S_{{{h}}}}}", f"S̃_{h}"), "weights": (rf"{{A_{{{h}}}}}", f"A_{h}")}
@@ -338,8 +339,9 @@ def mask_formula(config: Config) -> str:
 MASK_WHY = {
     "causal": lambda c: "A query sees itself and the keys before it: what a model writing left to right may read.",
     "sliding_window": lambda c: (f"A query sees at most W = {c.window} key{'s' * (c.window != 1)}, itself included"
-                                 + (f": keys i − {c.window - 1} … i." if c.window > 1 else ": only itself.") + " This is how Hugging Face transformers and flash-attn count a window; Mistral's "
-                                 "paper counts one key more (the comparison below)."),
+                                 + (f": keys i − {c.window - 1} … i." if c.window > 1 else ": only itself.")
+                                 + " This is how Hugging Face transformers and flash-attn count a window; Mistral's "
+                                   "paper counts one key more (the comparison below)."),
     "padding": lambda c: "The hidden keys (padding a batch added) are invisible to every query.",
 }
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from attention_core import Config, ConfigError, run_forward
 from attention_core.alibi import alibi_slopes
-from attention_core.attention import causal_mask, sliding_window_mask, softmax
+from attention_core.attention import causal_mask, softmax
 from attention_core.claims import CLAIMS, holds, shown_outside
 from attention_core.explain import explain
 from attention_core.lesson_masks import KIND, MaskSettings, masks_trace, slope_parts

@@ -35,7 +35,8 @@ def _mask_words(config: Config) -> str:
     if config.mask == "sliding_window":
         return f"a sliding window of W = {keys(config.window)}"
     if config.mask == "padding":
-        return f"padding hiding key{'s' * (len(set(config.padding)) != 1)} " + ", ".join(map(str, sorted(set(config.padding))))
+        hidden = sorted(set(config.padding))
+        return f"padding hiding key{'s' * (len(hidden) != 1)} " + ", ".join(map(str, hidden))
     return MASK_NAMES[config.mask]
 
 
@@ -258,7 +259,7 @@ def _readings(t: Trace, config: Config, s: MaskSettings) -> None:
                   "sliding window. ")
                  + "The right one is not a reading the sidebar has (its W counts the query)"
                  + (f": the sidebar makes the same mask as a window of W = {w + 1} keys." if w + 1 <= MAX_TOKENS else
-                    f"; here it is the same mask as the left one."))
+                    "; here it is the same mask as the left one."))
     st.markdown("  \n".join(lines))
     cols = st.columns(2)
     if not in_force:
