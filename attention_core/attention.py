@@ -103,8 +103,10 @@ def padding_mask(n_q: int, n_k: int, hidden_keys) -> np.ndarray:
 def sliding_window_mask(n_q: int, window: int, n_k: int | None = None) -> np.ndarray:
     """True iff 0 ≤ i − j < window: query i sees itself and the window − 1 tokens before it; (n_q, n_k) bool.
 
-    A window of W keys, the query included (Longformer's and torch's reading). Mistral's paper writes
-    the window as positions i − W … i, which is W + 1 keys: pass window + 1 for that reading.
+    A window of W keys, the query included: Hugging Face transformers' reading (key j is kept when
+    j > i − W) and flash-attn's window_size=(W − 1, 0). Mistral's paper writes the window as positions
+    i − W … i, and PyTorch's own sliding-window example for flex_attention keeps q_idx − kv_idx <= W:
+    W + 1 keys; pass window + 1 for that reading. (Longformer's window is two-sided: not this mask.)
 
     >>> sliding_window_mask(4, 2).astype(int)
     array([[1, 0, 0, 0],

@@ -154,18 +154,74 @@ def join_terms(terms: list[str], latex: bool = True, sep: str = " + ") -> tuple[
     return sep.join(gap if t is None else t for t in kept), hidden
 
 
-def softmax_fraction(ctx, exps: list[str], exps_text: list[str], e, j: int, total: float) -> tuple[str, str, int]:
+def softmax_fraction(ctx, exps: list[str], exps_text: list[str], e, j: int, total: float,
+                     masked: list[bool] | None = None) -> tuple[str, str, int]:
     """One softmax entry as fractions: e^{s_j − m} / Σ e^{…}, then the exponentials' values, then the total.
-    (latex, text, number of denominator terms left out)."""
-    den, hidden = join_terms(exps)
-    den_text, _ = join_terms(exps_text, latex=False)
-    den_values, _ = join_terms([ctx.num(v) for v in e])
-    den_values_text, _ = join_terms([ctx.num_text(v) for v in e], latex=False)
+    (latex, text, number of denominator terms left out).
+
+    masked[k]: term k is a hidden key's e^{−∞} (default: its LaTeX says −∞). A finite term is never left out
+    while the row's finite terms fit (at most HEAD_TERMS + TAIL_TERMS + 1 of them): every one is shown, and a
+    run of three or more masked terms is written whole but short, "e^{−∞} + ⋯ + e^{−∞}" under "k masked" (all
+    equal, nothing left out). A row with more finite terms keeps its first HEAD_TERMS and last TAIL_TERMS finite
+    terms (term j is the numerator); a gap says how many terms it hides, and how many of them are finite and how many masked."""
+    n = len(exps)
+    masked = [r"-\infty" in x for x in exps] if masked is None else list(masked)
+    finite = [k for k in range(n) if not masked[k]]
+    if n <= HEAD_TERMS + TAIL_TERMS + 1 or len(finite) <= HEAD_TERMS + TAIL_TERMS + 1:
+        shown_finite = set(finite)
+    else:
+        shown_finite = set(finite[:HEAD_TERMS]) | set(finite[-TAIL_TERMS:])
+    values, values_text = [ctx.num(v) for v in e], [ctx.num_text(v) for v in e]
+    den, hidden = _denominator(exps, masked, shown_finite, latex=True)
+    den_text, _ = _denominator(exps_text, masked, shown_finite, latex=False)
+    den_values, _ = _denominator(values, masked, shown_finite, latex=True)
+    den_values_text, _ = _denominator(values_text, masked, shown_finite, latex=False)
     shown = (rf"\frac{{{exps[j]}}}{{{den}}} = \frac{{{ctx.num(e[j])}}}{{{den_values}}}"
              rf" = \frac{{{ctx.num(e[j])}}}{{{ctx.num(total)}}}")
     text = (f"{exps_text[j]} / ({den_text}) = {ctx.num_text(e[j])} / ({den_values_text})"
             f" = {ctx.num_text(e[j])} / {ctx.num_text(total)}")
     return shown, text, hidden
+
+
+def _denominator(terms: list[str], masked: list[bool], shown_finite: set[int], latex: bool) -> tuple[str, int]:
+    """softmax_fraction's denominator: (the terms joined with +, the number left out). Runs of masked terms
+    between shown ones are written short; runs of left-out terms become one gap that counts them."""
+    n, parts, k, hidden = len(terms), [], 0, 0
+    while k < n:
+        if masked[k]:                                              # a run of masked terms
+            end = k
+            while end < n and masked[end]:
+                end += 1
+            if parts and parts[-1][0] == "gap" and end < n and end not in shown_finite:                                         # between two left-out finite terms: one gap
+                parts[-1] = ("gap", parts[-1][1], parts[-1][2] + end - k)
+            elif end - k <= 2:                                     # one or two: as they are
+                parts += [("term", terms[q]) for q in range(k, end)]
+            else:
+                parts.append(("masked", terms[k], end - k))
+            k = end
+        elif k in shown_finite:
+            parts.append(("term", terms[k]))
+            k += 1
+        else:                                                      # a left-out finite term
+            if parts and parts[-1][0] == "gap":
+                parts[-1] = ("gap", parts[-1][1] + 1, parts[-1][2])
+            else:
+                parts.append(("gap", 1, 0))
+            k += 1
+    out = []
+    for part in parts:
+        if part[0] == "term":
+            out.append(part[1])
+        elif part[0] == "masked":
+            term, count = part[1], part[2]
+            out.append(rf"\underbrace{{{term} + \cdots + {term}}}_{{\text{{{count} masked}}}}" if latex
+                       else f"{term} + … + {term} ({count} masked)")
+        else:
+            count = part[1] + part[2]
+            hidden += count
+            label = f"{count} more" + (f": {part[1]} finite, {part[2]} masked" if part[2] else "")
+            out.append(rf"\underbrace{{\cdots}}_{{\text{{{label}}}}}" if latex else f"… {label} …")
+    return " + ".join(out), hidden
 
 
 def row_excerpt(items: list[str], keep: int, latex: bool = True) -> tuple[str, int]:

@@ -376,6 +376,8 @@ def bias(p: Pass) -> None:
               rf"{sym}{sq} + B{sq}", (p.logits, "alibi"),
               why="The scores plus the bias: the same query–key match counts for less the further back the key is.")
     trace.facts["alibi_slopes"] = tuple(float(s) for s in slopes)
+    if sym == "S":                               # the explainers' symbol: (S + B), not (Ŝ + B), for unscaled scores
+        trace.facts.setdefault("symbols", {})["biased_scores"] = ("(S + B)", "(S+B)")
     p.logits = "biased_scores"
 
 

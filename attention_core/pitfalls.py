@@ -615,7 +615,8 @@ def causal_upper_left(source) -> PitfallResult:
 # ---- 12. a window of W keys read as W + 1 ---------------------------------------------------------------
 
 def window_w_plus_one(source) -> PitfallResult:
-    """The sliding window 0 ≤ i − j < W (W keys) written as i − j ≤ W (W + 1 keys, Mistral's paper's reading).
+    """The sliding window 0 ≤ i − j < W (W keys: Hugging Face's, flash-attn's) written as i − j ≤ W (W + 1 keys:
+    Mistral's paper's reading, and PyTorch's flex-attention example's).
 
     W is half the learner's tokens (at least 1), so that the window cuts; the weights are softmax(Q_h K_hᵀ/√d_k).
     """
@@ -735,9 +736,11 @@ PITFALLS: tuple[Pitfall, ...] = (
             _labelled(causal_upper_left)),
     Pitfall("window_w_plus_one", "A window of W keys read as W + 1", "common",
             "A sliding window of W keys lets query i see keys j with 0 ≤ i − j < W: itself and the W − 1 tokens "
-            "before it (torch's masks and this app). Mistral's paper writes the window as positions i − W … i, "
-            "which is W + 1 keys. Mixing the two readings, e.g. i − j ≤ W for a model trained with W keys, gives "
-            "every query from i = W on one key too many.",
+            "before it (Hugging Face transformers keeps key j when j > i − W, flash-attn takes W − 1 keys to the "
+            "left; this app's window too). Mistral's paper writes the window as positions i − W … i, and PyTorch's "
+            "own sliding-window example for its flexible attention keeps a key when i − j ≤ W: W + 1 keys. Mixing "
+            "the two readings, e.g. i − j ≤ W for a model trained with W keys, gives every query from i = W on one "
+            "key too many.",
             _labelled(window_w_plus_one)),
     Pitfall("latent_cache_x2", "A latent KV cache multiplied by 2", "common",
             "The usual cache size, 2 · layers · H_kv · d_head values per token, counts K and V. DeepSeek-V3's "

@@ -1,26 +1,36 @@
-"""The masks-and-biases page: its core (attention_core/lesson_masks.py) against torch and the ALiBi paper,
-the properties behind its claims, every clickable number's arithmetic, and the page in AppTest."""
+"""The masks-and-biases page: its numbers are the forward pass's own (head h, under RoPE, ALiBi, grouped KV heads,
+a window, padding, a temperature), checked against torch and the ALiBi paper; the properties behind its claims;
+every clickable number's arithmetic; the softmax explanation under a window; the page in AppTest and its link."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from attention_core import Config, ConfigError
+from attention_core import Config, ConfigError, run_forward
 from attention_core.alibi import alibi_slopes
-from attention_core.attention import causal_mask, sliding_window_mask, softmax
-from attention_core.claims import CLAIMS, holds
+from attention_core.attention import causal_mask, softmax
+from attention_core.claims import CLAIMS, holds, shown_outside
 from attention_core.explain import explain
-from attention_core.lesson_masks import MaskSettings, masks_trace, slope_parts
+from attention_core.lesson_masks import KIND, MaskSettings, masks_trace, slope_parts
+from attention_core.rope import rotary_embedding
 
-RANDOM = Config(embedding="random", weights="random", d_model=6, d_k=3, seed=5)       # no GloVe, no training
+PAGE = "app_pages/41_masks.py"
+RANDOM = Config(embedding="random", weights="random", d_model=6, d_k=4, seed=5, mask="causal")   # no GloVe, no training
 SENTENCES = ["a b c d e f g", "one two three", "solo"]
 
 
 def cfg(sentence: str = SENTENCES[0], **changes) -> Config:
     return RANDOM.replace(sentence=sentence, **changes)
+
+
+def heads_of(trace, key):
+    """(H, n, width) of a forward step, one head or several."""
+    v = trace[key].value
+    return v if v.ndim == 3 else v[None]
 
 
 # ---- ALiBi's slopes: the paper's numbers and its reference code --------------------------------------
@@ -49,84 +59,129 @@ def test_slopes_are_the_papers_and_its_reference_codes():
 
 
 def test_slopes_are_geometric_exactly_for_powers_of_two():
+    """The interleaved claim's every clause: m_c = 2^(−4/c) above all of the first c, each later one between two
+    of them, neither geometric nor decreasing (at H = 6: m_4 = 0.5 > m_0 = 0.25)."""
+    assert alibi_slopes(6)[4] == 0.5 and alibi_slopes(6)[:4].max() == 0.25
     for h in range(1, 17):
         m = alibi_slopes(h)
         ratios = m[1:] / m[:-1]
         geometric = bool(np.allclose(ratios, 2 ** (-8 / h), rtol=1e-12)) if h > 1 else True
         s = MaskSettings(4, heads=h)
-        assert holds("masks_slopes_geometric", s) == geometric
+        assert holds("masks_slopes_geometric", s) == geometric == (h & (h - 1) == 0)
         assert holds("masks_slopes_interleaved", s) == (not geometric)
-        if not geometric:                           # the last H − c slopes fall between the first c ones
+        if not geometric:
             c = 2 ** int(math.log2(h))
-            assert len(set(np.round(np.log2(m), 9))) == h and not np.all(np.diff(m) < 0)
             assert np.allclose(m[c:], alibi_slopes(2 * c)[0::2][:h - c])
+            assert m[c] == pytest.approx(2 ** (-4 / c)) and m[c] > m[:c].max()
+            for e in range(1, h - c):
+                assert m[e - 1] > m[c + e] > m[e]
+            assert not np.all(np.diff(m) < 0)
     assert not holds("masks_slopes_geometric", MaskSettings(4, heads=0))
     assert not holds("masks_slopes_interleaved", MaskSettings(4, heads=0))
 
 
-# ---- against torch's scaled_dot_product_attention ---------------------------------------------------
+# ---- the page's numbers are the forward pass's own ---------------------------------------------------
 
-def torch_weights(trace, attn_mask):
-    """SDPA(Q₀, K₀, V = I) = A: the weights torch computes with this attn_mask (bool or float)."""
+CONFIGS = {
+    "rope-gqa-window": cfg(positional="rope", n_heads=4, n_kv_heads=2, mask="sliding_window", window=2),
+    "alibi6-window": cfg(positional="alibi", n_heads=6, mask="sliding_window", window=2, temperature=0.5),
+    "alibi3-none-dot-bias": cfg(positional="alibi", n_heads=3, mask="none", score="dot", bias=True),
+    "mqa-padding-additive": cfg(n_heads=2, n_kv_heads=1, mask="padding", padding=(1, 4), score="additive"),
+    "bilinear-causal": cfg(score="bilinear", n_heads=2, temperature=2.0),
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_every_step_is_head_h_of_the_forward_pass(name):
+    config = CONFIGS[name]
+    fwd = run_forward(config)
+    for h in range(config.n_heads):
+        t = masks_trace(config, h, None, fwd)
+        for key in ("scaled_scores", "scores", "alibi", "biased_scores", "masked_scores", "weights"):
+            if key in t:
+                assert np.array_equal(t[key].value, heads_of(fwd, key)[h]), (name, key, h)
+        assert ("alibi" in t) == (config.positional == "alibi") and ("mask" in t) == (config.mask != "none")
+        if "alibi" in t:
+            assert t["alibi_slopes"].value.tolist() == alibi_slopes(config.n_heads).tolist()
+
+
+def test_under_rope_the_scores_are_the_rotated_rows_not_the_projected_ones():
+    """The old page's false "from the forward pass": it scored the unrotated Q₀, K₀ under RoPE."""
+    config = CONFIGS["rope-gqa-window"]
+    fwd = run_forward(config)
+    q, k = heads_of(fwd, "q_heads"), heads_of(fwd, "k_heads")                   # (4, n, 4), (2, n, 4)
+    for h in range(4):
+        t = masks_trace(config, h, None, fwd)
+        qr, kr = rotary_embedding(q[h]), rotary_embedding(k[h // 2])           # query head h reads KV head ⌊h/2⌋
+        assert np.allclose(t["scaled_scores"].value, qr @ kr.T / 2.0, atol=1e-12)
+        assert np.abs(t["scaled_scores"].value - q[h] @ k[h // 2].T / 2.0).max() > 0.01
+        assert "RoPE rotated each query and key" in t["scaled_scores"].why and f"reads KV head ⌊{h}/2⌋" in \
+            t["scaled_scores"].why
+
+
+def sdpa_weights(config, t, fwd, h):
+    """torch's SDPA on head h's rotated / projected rows, ALiBi's bias and the mask as one float attn_mask,
+    scale 1/(√d_k·T): A_h as torch computes it."""
     import torch
     import torch.nn.functional as F
-    q, k = (torch.from_numpy(np.array(trace[key].value)) for key in ("q", "k"))
-    return F.scaled_dot_product_attention(q, k, torch.eye(q.shape[0], dtype=torch.float64), attn_mask=attn_mask).numpy()
+    q_key = "q_rot" if "q_rot" in fwd else "q_heads" if config.n_heads > 1 else "q"
+    q, k = heads_of(fwd, q_key)[h], heads_of(fwd, q_key.replace("q", "k", 1))[h // (config.n_heads // config.kv_heads)]
+    n = t.n
+    mask = torch.from_numpy(fwd["mask"].value == 1) if "mask" in fwd else torch.ones(n, n, dtype=torch.bool)
+    bias = torch.from_numpy(np.array(t["alibi"].value)) if "alibi" in t else torch.zeros(n, n, dtype=torch.float64)
+    scale = (1 / math.sqrt(config.d_k) if config.score == "scaled_dot" else 1.0) / config.temperature
+    return F.scaled_dot_product_attention(torch.from_numpy(np.array(q)), torch.from_numpy(np.array(k)),
+                                          torch.eye(n, dtype=torch.float64),
+                                          attn_mask=(bias / config.temperature).masked_fill(~mask, float("-inf")),
+                                          scale=scale).numpy()
 
 
-MASK_CASES = [dict(mask="causal"), dict(mask="none"), dict(mask="padding", hidden=(1, 4)),
-              dict(mask="sliding_window", window=1), dict(mask="sliding_window", window=3),
-              dict(mask="sliding_window", window=7), dict(mask="sliding_window", window=20)]
+@pytest.mark.parametrize("name", ["rope-gqa-window", "alibi6-window", "alibi3-none-dot-bias"])
+def test_weights_equal_torch_sdpa_with_the_bias_and_the_mask(name):
+    config = CONFIGS[name]
+    fwd = run_forward(config)
+    for h in range(config.n_heads):
+        t = masks_trace(config, h, None, fwd)
+        assert np.allclose(sdpa_weights(config, t, fwd, h), t["weights"].value, atol=1e-12), (name, h)
+        if "alibi" in t:                                           # −m_h·|i − j|, the paper's −m_h·(i − j) below
+            i, j = np.indices((t.n, t.n))
+            assert np.array_equal(t["alibi"].value, 0.0 - alibi_slopes(config.n_heads)[h] * np.abs(i - j))
 
 
-@pytest.mark.parametrize("case", MASK_CASES)
-def test_masked_weights_equal_torch_sdpa_with_an_explicit_bool_mask(case):
-    import torch
-    t = masks_trace(cfg(), **case)
-    mask = torch.from_numpy(t["mask"].value == 1)
-    assert np.allclose(torch_weights(t, mask), t["weights"].value, atol=1e-12)
-    assert np.allclose(t["scaled_scores"].value, t["q"].value @ t["k"].value.T / math.sqrt(3), atol=1e-13)
-    if case["mask"] == "sliding_window":                         # torch's own reading: W keys, the query included
-        w = case["window"]
-        i, j = np.indices((7, 7))
-        assert np.array_equal(t["mask"].value == 1, (i - j >= 0) & (i - j < w))
-        assert np.array_equal(t["mask_w1"].value == 1, (i - j >= 0) & (i - j <= w))     # Mistral's [i − W, i]
-
-
-@pytest.mark.parametrize("heads", [1, 3, 6, 8, 12, 16])
-@pytest.mark.parametrize("mask", ["causal", "none", "sliding_window"])
-def test_alibi_weights_equal_torch_sdpa_with_a_float_bias(heads, mask):
-    import torch
-    for head in sorted({0, heads // 2, heads - 1}):
-        t = masks_trace(cfg(), mask=mask, window=3, heads=heads, head=head)
-        n = t.n
-        i, j = np.indices((n, n))
-        m = alibi_slopes(heads)[head]
-        assert np.allclose(t["alibi_bias"].value[j <= i], -m * (i - j)[j <= i], atol=0)     # −m_h·(i − j)
-        bias = torch.from_numpy(np.array(t["alibi_bias"].value)).masked_fill(~torch.from_numpy(t["mask"].value == 1),
-                                                                               float("-inf"))
-        assert np.allclose(torch_weights(t, bias), t["weights"].value, atol=1e-12)
+def test_the_live_checks_agree():
+    from ui.masks_view import checked_text, sink_difference, torch_difference
+    for name in ("rope-gqa-window", "alibi6-window", "mqa-padding-additive", "bilinear-causal"):
+        t = masks_trace(CONFIGS[name], 1, 0.5)
+        diff, how = torch_difference(t)
+        assert diff < 1e-12 and sink_difference(t) < 1e-15, (name, diff)
+        assert ("softmax" in how) == (CONFIGS[name].score in ("additive", "bilinear"))
+    text = checked_text(masks_trace(CONFIGS["alibi6-window"], 4, 1.5))
+    assert "Hugging Face transformers keeps key j when j > i − W" in text and "i − j ≤ W: W + 1 keys" in text
+    assert not re.search(r"scaled_dot_product_attention|tests/|\.py|\(hypothesis\)|sliding_window", text)
 
 
 @pytest.mark.parametrize("z", [-8.0, 0.0, 2.5])
 def test_sink_equals_torch_with_one_more_key_and_the_dropped_column(z):
     """gpt-oss's sink as torch computes it: one extra key whose score is z (a zero key plus a float mask z),
-    a zero value; and as softmax over [S̃_i, z] with the sink's column dropped."""
+    a zero value; and as softmax over [x_i, z] (x: the scores softmax reads, / T) with the sink's column dropped."""
     import torch
     import torch.nn.functional as F
-    t = masks_trace(cfg(), mask="causal", heads=4, head=1, sink=z)
-    q, k = (torch.from_numpy(np.array(t[key].value)) for key in ("q", "k"))
-    n = q.shape[0]
-    k1 = torch.cat([k, torch.zeros(1, k.shape[1], dtype=torch.float64)])                   # (n + 1, d_k)
+    config = CONFIGS["alibi6-window"]
+    fwd = run_forward(config)
+    t = masks_trace(config, 4, z, fwd)
+    q, k = heads_of(fwd, "q_heads")[4], heads_of(fwd, "k_heads")[4]
+    n, temp = t.n, config.temperature
+    k1 = torch.cat([torch.from_numpy(np.array(k)), torch.zeros(1, 4, dtype=torch.float64)])           # (n + 1, d_k)
     v1 = torch.cat([torch.eye(n, dtype=torch.float64), torch.zeros(1, n, dtype=torch.float64)])
-    bias = torch.from_numpy(np.array(t["alibi_bias"].value)).masked_fill(~torch.from_numpy(t["mask"].value == 1),
-                                                                           float("-inf"))
-    bias1 = torch.cat([bias, torch.full((n, 1), z, dtype=torch.float64)], dim=1)     # the zero key's score: 0 + z
-    a = F.scaled_dot_product_attention(q, k1, v1, attn_mask=bias1).numpy()
+    bias = (torch.from_numpy(np.array(t["alibi"].value)) / temp).masked_fill(~torch.from_numpy(t["mask"].value == 1),
+                                                                             float("-inf"))
+    bias1 = torch.cat([bias, torch.full((n, 1), z, dtype=torch.float64)], dim=1)      # the zero key's score: 0 + z
+    a = F.scaled_dot_product_attention(torch.from_numpy(np.array(q)), k1, v1, attn_mask=bias1,
+                                       scale=1 / (2.0 * temp)).numpy()
     assert np.allclose(a, t["sink_weights"].value, atol=1e-12)
-    s = t["masked_scores"].value
-    dropped = softmax(np.concatenate([s, np.full((n, 1), z)], axis=1))[:, :-1]
-    assert np.allclose(dropped, t["sink_weights"].value, atol=1e-15)
+    x = t["masked_scores"].value / temp
+    assert np.allclose(softmax(np.concatenate([x, np.full((n, 1), z)], axis=1))[:, :-1], t["sink_weights"].value,
+                       atol=1e-15)
 
 
 # ---- the claims' properties --------------------------------------------------------------------------
@@ -136,20 +191,23 @@ controls = st.fixed_dictionaries({
     "mask": st.sampled_from(["causal", "sliding_window", "padding", "none"]),
     "window": st.integers(1, 9),
     "hidden": st.sets(st.integers(0, 6), max_size=7).map(lambda s: tuple(sorted(s))),
-    "heads": st.integers(0, 16),
+    "heads": st.sampled_from([1, 2, 3, 6]),
+    "alibi": st.booleans(),
+    "temperature": st.sampled_from([1.0, 0.5]),
     "sink": st.one_of(st.none(), st.floats(-30, 30)),
 })
 
 
 def trace_of(c):
     n = len(c["sentence"].split())
-    hidden = tuple(j for j in c["hidden"] if j < n)
-    t = masks_trace(cfg(c["sentence"]), mask=c["mask"], window=c["window"], hidden=hidden, heads=c["heads"],
-                    head=c["heads"] - 1 if c["heads"] else 0, sink=c["sink"])
+    hidden = tuple(j for j in c["hidden"] if j < n) if c["mask"] == "padding" else ()
+    config = cfg(c["sentence"], mask=c["mask"], window=c["window"], padding=hidden, n_heads=c["heads"],
+                 positional="alibi" if c["alibi"] else "sinusoidal", temperature=c["temperature"])
+    t = masks_trace(config, c["heads"] - 1, c["sink"])
     return t, t.facts["settings"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(controls)
 def test_rows_sum_to_one_only_without_sink_and_with_a_key(c):
     t, s = trace_of(c)
@@ -163,72 +221,84 @@ def test_rows_sum_to_one_only_without_sink_and_with_a_key(c):
             assert np.all(sums == 0.0)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(controls.filter(lambda c: c["sink"] is not None))
 def test_sink_rows_sum_to_one_minus_the_sink_share(c):
     t, s = trace_of(c)
     assert holds("masks_sink_below_one", s) and not holds("masks_sink_below_one", MaskSettings(s.n, sink=None))
-    logits = t["masked_scores"].value                                            # (n, n)
-    share = np.exp(s.sink) / (np.exp(s.sink) + np.exp(logits).sum(axis=1))       # e^z / (e^z + Σ_j e^S̃_ij)
+    x = t[t.facts["logits"]].value / t.facts["t"]                                 # (n, n): what softmax reads
+    share = np.exp(s.sink) / (np.exp(s.sink) + np.exp(x).sum(axis=1))            # e^z / the whole denominator
     sums = t["sink_weights"].value.sum(axis=1)
     assert np.allclose(sums, 1.0 - share, atol=1e-12)
     assert np.allclose(t["row_sums"].value[:, 1], share, atol=1e-12)
-    # below 1 wherever float64 can tell: the share is larger than its rounding (e^(z − max S̃) > 1e-15)
-    visible = np.isfinite(logits).any(axis=1)
-    tellable = s.sink - np.max(np.where(np.isfinite(logits), logits, -np.inf), axis=1, initial=-np.inf) > -34
+    # below 1 wherever float64 can tell: the share is larger than its rounding (e^(z − max x) > 1e-15)
+    visible = np.isfinite(x).any(axis=1)
+    tellable = s.sink - np.max(np.where(np.isfinite(x), x, -np.inf), axis=1, initial=-np.inf) > -34
     assert np.all(sums[tellable | ~visible] < 1.0)
 
 
 @pytest.mark.parametrize("sentence", SENTENCES)
 def test_window_equals_causal_exactly_when_w_reaches_n(sentence):
     n = len(sentence.split())
-    for w in range(1, n + 4):
-        t = masks_trace(cfg(sentence), mask="sliding_window", window=w)
+    causal = run_forward(cfg(sentence, mask="causal"))
+    for w in range(1, n + 3):
+        t = masks_trace(cfg(sentence, mask="sliding_window", window=w))
         equal = np.array_equal(t["mask"].value == 1, causal_mask(n))
+        assert np.array_equal(t["mask_w"].value, t["mask"].value)                 # the compared W is the sidebar's
         assert holds("masks_window_is_causal", t.facts["settings"]) == equal == (w >= n)
         if equal:
-            assert np.array_equal(t["weights"].value, masks_trace(cfg(sentence), mask="causal")["weights"].value)
-    assert not holds("masks_window_is_causal", MaskSettings(n, mask="causal", window=n + 5))
+            assert np.array_equal(t["weights"].value, causal["weights"].value)
 
 
 @pytest.mark.parametrize("sentence", SENTENCES)
 def test_the_two_window_readings_differ_exactly_when_w_below_n(sentence):
     n = len(sentence.split())
-    for w in range(1, n + 4):
-        s = MaskSettings(n, mask="sliding_window", window=w)
-        a, b = sliding_window_mask(n, w), sliding_window_mask(n, w + 1)
-        assert holds("masks_readings_differ", s) == (not np.array_equal(a, b)) == (w < n)
+    for w in range(1, n + 3):
+        t = masks_trace(cfg(sentence, mask="causal", window=w))                    # compared whatever the mask
+        a, b = t["mask_w"].value == 1, t["mask_w1"].value == 1
+        i, j = np.indices((n, n))
+        assert np.array_equal(a, (i - j >= 0) & (i - j < w)) and np.array_equal(b, (i - j >= 0) & (i - j <= w))
+        assert holds("masks_readings_differ", t.facts["settings"]) == (not np.array_equal(a, b)) == (w < n)
         extra = np.argwhere(b & ~a)                              # the keys the W + 1 reading adds
         assert all(i >= w and j == i - w for i, j in extra) and len(extra) == max(n - w, 0)
 
 
-@pytest.mark.parametrize("mask, hidden", [("none", ()), ("padding", (0,)), ("causal", ()), ("sliding_window", ())])
-def test_alibi_reaches_keys_after_the_query_only_without_a_causal_mask(mask, hidden):
-    t = masks_trace(cfg(), mask=mask, hidden=hidden, window=3, heads=5, head=4)
+@pytest.mark.parametrize("mask, hidden", [("none", ()), ("padding", (0,)), ("padding", (1, 2, 3, 4, 5, 6)),
+                                          ("padding", tuple(range(7))), ("causal", ()), ("sliding_window", ())])
+def test_alibi_reaches_keys_after_the_query_exactly_when_one_is_visible(mask, hidden):
+    """The bias above the diagonal lowers a visible key's score by m_h·|i − j| (a loss, not a gain), and the claim
+    says so exactly where some query sees a key after it (padding that hides every key after its query: no)."""
+    t = masks_trace(cfg(mask=mask, padding=hidden, window=3, positional="alibi", n_heads=5), 4)
     s = t.facts["settings"]
     n, m = t.n, alibi_slopes(5)[4]
     i, j = np.indices((n, n))
-    after = (j > i) & (t["mask"].value == 1)                     # visible keys after the query
+    visible = t["mask"].value == 1 if "mask" in t else np.ones((n, n), dtype=bool)
+    after = (j > i) & visible                                    # visible keys after the query
     assert holds("masks_alibi_both_sides", s) == bool(after.any())
-    expected = t["scaled_scores"].value - m * np.abs(i - j)
-    assert np.allclose(t["masked_scores"].value[after], expected[after], atol=1e-13)
+    assert holds("masks_alibi_one_side", s) == (not after.any() and bool(visible.any(axis=1).all()))
+    final = t["masked_scores"].value if "masked_scores" in t else t["biased_scores"].value
+    assert np.allclose(final[after], (t["scaled_scores"].value - m * np.abs(i - j))[after], atol=1e-13)
+    assert np.all(final[after] < t["scaled_scores"].value[after])          # lowered
     assert not holds("masks_alibi_both_sides", MaskSettings(n, mask=mask, heads=0))
 
 
 @pytest.mark.parametrize("sink", [None, 0.0])
 def test_every_key_hidden_gives_zero_rows(sink):
-    t = masks_trace(cfg(), mask="padding", hidden=tuple(range(7)), heads=3, sink=sink)
+    t = masks_trace(cfg(mask="padding", padding=tuple(range(7)), positional="alibi", n_heads=3), 2, sink)
     s = t.facts["settings"]
     assert holds("masks_all_hidden", s) and not holds("masks_rows_sum_to_one", s)
     final = t[t.facts["final"]].value
     assert np.all(final == 0.0) and not np.isnan(final).any() and np.all(t["row_sums"].value[:, 0] == 0.0)
+    if sink is not None:                                         # the sink takes every row whole
+        assert np.all(t["row_sums"].value[:, 1] == 1.0)
+        assert "the sink takes the whole row" in explain(t, "sink_weights", (3, 1)).note
     assert not holds("masks_all_hidden", MaskSettings(7, mask="padding", hidden=tuple(range(6))))
     assert not holds("masks_all_hidden", MaskSettings(7, mask="causal"))
 
 
 def test_claims_name_the_masks_page():
-    ours = [c for c in CLAIMS.values() if c.about == "masks"]
-    assert len(ours) == 8 and all(c.proof.startswith("tests/test_masks.py::") for c in ours)
+    ours = [c for c in CLAIMS.values() if c.about == KIND]
+    assert len(ours) == 9 and all(c.proof.startswith("tests/test_masks.py::") for c in ours)
     for c in ours:                                              # each names a test of this file, and its words
         assert callable(globals().get(c.proof.split("::")[1])), c.proof       # are findable and not in 'otherwise'
         assert len(c.marker) >= 12 and c.marker.lower() not in c.otherwise.lower()
@@ -236,130 +306,178 @@ def test_claims_name_the_masks_page():
 
 # ---- every number on the page, clicked -----------------------------------------------------------------
 
-@pytest.mark.parametrize("changes", [dict(), dict(bias=True, n_heads=2, d_k=2)])
-@pytest.mark.parametrize("case", [dict(mask="causal"), dict(mask="sliding_window", window=2, heads=6, head=5, sink=1.5),
-                                  dict(mask="padding", hidden=(0, 2), heads=12, head=9, sink=-3.0),
-                                  dict(mask="padding", hidden=tuple(range(7)), sink=0.0),
-                                  dict(mask="none", heads=16, head=0)])
-def test_every_explanation_reproduces_its_cell(changes, case):
-    t = masks_trace(cfg(**changes), **case)
+@pytest.mark.parametrize("name, head, sink", [("rope-gqa-window", 3, None), ("alibi6-window", 4, 1.5),
+                                              ("alibi3-none-dot-bias", 2, -3.0), ("mqa-padding-additive", 1, 0.0)])
+def test_every_explanation_reproduces_its_cell(name, head, sink):
+    t = masks_trace(CONFIGS[name], head, sink)
     for s in t:
         for cell in np.ndindex(s.shape):
             e = explain(t, s.key, cell)
             v = s.value[cell]
             assert e.value == v or abs(e.value - v) <= 1e-12 * max(1.0, abs(v)), (s.key, cell, e.value, v)
-            assert "nan" not in e.text.lower()
+            assert "nan" not in e.text.lower() and e.key == s.key and e.cell == cell
 
 
 def test_explanations_show_the_numbers_the_lesson_asks_for():
-    t = masks_trace(cfg(), mask="causal", heads=6, head=5, sink=1.0)
-    bias = explain(t, "alibi_bias", (4, 1))
-    assert "m_5" in bias.text and "·3" in bias.text                                   # −m_h·(i − j), i − j = 3
-    slope = explain(t, "alibi_slopes", (5,))                                           # head 5 of 6: [0::2][1] of 8
-    assert slope.value == pytest.approx(2 ** (-8 * 3 / 8)) and "[0::2][1]" in slope.note
-    assert "Ŝ[2,1] + B_5[2,1]" in explain(t, "biased_scores", (2, 1)).text
+    t = masks_trace(CONFIGS["alibi6-window"], 4, 1.0)
+    assert "−m_4·|4 − 1|" in explain(t, "alibi", (4, 1)).text                        # the forward pass's words
+    slope = explain(t, "alibi_slopes", (4,))                                          # head 4 of 6: [0::2][0] of 8
+    assert slope.value == 0.5 and "larger than all of the first 4" in slope.note
+    slope5 = explain(t, "alibi_slopes", (5,))
+    assert slope5.value == 0.125 and "between m_0 = 0.25 and m_1 = 0.0625" in slope5.note
     assert "[sink]" in explain(t, "sink_weights", (3, 0)).text and "[sink]" not in explain(t, "weights", (3, 0)).text
-    assert "−∞" in explain(t, "masked_scores", (0, 3)).text
+    assert "T = 0.5" in explain(t, "sink_weights", (3, 2)).note
+    assert "-inf" in explain(t, "masked_scores", (0, 3)).text
+    assert "0 ≤ i − j = 2 ≤ 2: yes" in explain(t, "mask_w1", (2, 0)).text
+    assert "0 ≤ i − j = 2 < 2: no" in explain(t, "mask_w", (2, 0)).text
+    dot = masks_trace(CONFIGS["alibi3-none-dot-bias"], 1)                             # unscaled: (S + B), not (Ŝ + B)
+    assert explain(dot, "biased_scores", (1, 0)).text.startswith("(S+B)_1[1,0] = S_1[1,0] + B_1[1,0]")
+
+
+def test_a_softmax_under_a_window_shows_every_finite_term():
+    """The old explanation elided exactly the finite terms: "e^−∞ + … (4 more) … = 0.002/1.002"."""
+    config = cfg(" ".join("abcdefghijkl"), mask="sliding_window", window=3)
+    t = masks_trace(config, 0, 2.0)
+    for key in ("weights", "sink_weights"):
+        e = explain(t, key, (11, 10))
+        assert e.n_elided == 0 and "more" not in e.text
+        assert e.text.count("e^(−∞)") + e.text.count("exp(-inf)") == 2 and "(9 masked)" in e.text
+        for jj in (9, 10, 11):                                   # every finite term, with its number
+            x = t[t.facts["logits"]].value[11, jj]
+            assert f"{x:.3f}" in e.text, (key, jj, e.text)
+    long = cfg(" ".join(f"w{k}" for k in range(30)), mask="causal")     # a long row: counts say what is left out
+    e = explain(masks_trace(long, 0), "weights", (20, 3))
+    assert "… 16 more …" in e.text and "(9 masked)" in e.text and e.n_elided == 16
+    mixed = cfg(" ".join(f"w{k}" for k in range(12)), mask="padding", padding=(4, 5, 6))
+    e = explain(masks_trace(mixed, 0), "weights", (0, 0))
+    assert "… 7 more: 4 finite, 3 masked …" in e.text and e.n_elided == 7      # finite 3, 7, 8, 9; masked 4, 5, 6
 
 
 def test_hostile_controls_raise_a_config_error_that_says_what_to_change():
-    for kwargs, words in [(dict(mask="sliding_window", window=0), "at least 1"),
-                          (dict(mask="sliding_window", window=-2), "at least 1"),
-                          (dict(heads=17), "1 to 16"), (dict(heads=-1), "1 to 16"),
-                          (dict(heads=4, head=4), "heads run 0 to 3"),
-                          (dict(mask="padding", hidden=(9,)), "past the last token"),
-                          (dict(sink=float("nan")), "sink"), (dict(sink=1e9), "sink"), (dict(mask="diagonal"), "not one of")]:
+    for kwargs, words in [(dict(head=4), "heads run 0 to 3"), (dict(head=-1), "heads run 0 to 3"),
+                          (dict(sink=float("nan")), "sink"), (dict(sink=1e9), "sink")]:
         with pytest.raises(ConfigError, match=words):
-            masks_trace(cfg(), **kwargs)
-    big = masks_trace(cfg(), mask="sliding_window", window=50)                       # W > n: works, = causal
-    assert np.array_equal(big["mask"].value == 1, causal_mask(7))
+            masks_trace(cfg(n_heads=4), **kwargs)
 
 
 # ---- the page (AppTest) -------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def page():
-    from tests.apptest_util import open_page
-    return open_page("app_pages/41_masks.py", query={"sentence": "the cat sat on the mat"})
-
-
 def shown(at) -> str:
-    return "\n".join([m.value for m in at.markdown] + [h.value for h in at.subheader] + [c.value for c in at.caption] + [e.value for e in at.error]
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
                      + [i.value for i in at.info])
 
 
-def test_page_defaults_causal_then_window_readings_side_by_side(page):
-    from tests.apptest_util import no_exception
-    at = page
-    no_exception(at)
-    text = shown(at)
-    assert "Every row of A sums to 1" in text and "M_{ij} = [\\,j \\le i\\,]" in text
-    at.session_state["masks.mask"] = "sliding_window"
-    at.run()
-    at.slider(key="masks.window").set_value(2).run()
-    no_exception(at)
-    text = shown(at)
-    assert "W = 2 keys (torch, Longformer)" in text and "W + 1 = 3 keys (Mistral's paper)" in text
-    assert "The two readings differ" in text and "equals the causal mask" not in text
-    at.slider(key="masks.window").set_value(8).run()                                  # n = 6 < W
-    no_exception(at)
-    text = shown(at)
-    assert "the window is the causal mask. It still works." in text and "equals the causal mask" in text
-    assert "The two readings differ" not in text
-    at.slider(key="masks.window").set_value(0).run()                                  # W = 0: a message, no traceback
-    no_exception(at)
-    assert any("at least 1" in e.value for e in at.error)
+def chart_values(at, index: int) -> np.ndarray:
+    """The numbers of the page's `index`-th heatmap, as a matrix (its cells carry the exact values)."""
+    from tests.apptest_util import charts
+    rows = charts(at)[index]["data"]["values"]
+    out = np.full((max(r["i"] for r in rows) + 1, max(r["j"] for r in rows) + 1), np.nan)
+    for r in rows:
+        out[r["i"], r["j"]] = r["v"] if r["v"] is not None else -np.inf
+    return out
 
 
-def test_page_alibi_slopes_for_six_heads_and_the_sink(page):
-    from tests.apptest_util import no_exception
-    at = page
-    at.session_state["masks.mask"] = "causal"
-    at.toggle(key="masks.alibi").set_value(True).run()
-    at.slider(key="masks.heads").set_value(6).run()
-    at.slider(key="masks.head").set_value(5).run()
+def test_page_alibi_six_heads_a_window_and_the_sink_from_the_sidebar():
+    from tests.apptest_util import no_exception, open_page
+    at = open_page(PAGE, query={"sentence": "the cat sat on the mat", "positional": "alibi", "n_heads": "6",
+                                "mask": "sliding_window", "window": "2", "masks.head": "4"})
     no_exception(at)
     text = shown(at)
     assert "[0::2][:2] = 2^{-8/8}, 2^{-24/8} = 0.5, 0.125" in text and "H is not a power of two" in text
-    assert "H is a power of two" not in text and "m_{5} = 0.125" in text
+    assert "is larger than all of the first c" in text and "fall between them" not in text
+    assert "m_{4} = 0.5" in text and "ALiBi is on (the sidebar's Position is ALiBi)" in text
+    assert "The mask hides every key after its query" in text and "lose −m_h" not in text
+    assert "W = 2 keys (Hugging Face, flash-attn)" in text and "torch, Longformer" not in text
+    assert not [b for b in at.button if b.label == "Position = ALiBi"] and not at.toggle(key="masks.sink_on").value
+    assert not [w for w in at.slider if "ALiBi heads" in w.label]               # no second control for H
+    fwd = run_forward(at.session_state["s.last_good"])
+    np.testing.assert_array_equal(chart_values(at, 0), heads_of(fwd, "scaled_scores")[4])     # Ŝ_4: the first chart
     at.toggle(key="masks.sink_on").set_value(True).run()
     at.slider(key="masks.sink").set_value(-2.0).run()
     no_exception(at)
     text = shown(at)
-    assert "Weights with a sink, z_5 = -2" in text and "with a sink every row sums to less than 1" in text.lower()
+    assert "Weights with a sink, z_4 = -2" in text and "with a sink every row sums to less than 1" in text.lower()
     assert "Every row of A sums to 1" not in text
-    assert "column dropped, live: max difference" in text
-    at.slider(key="masks.heads").set_value(8).run()                                   # a power of two again
-    no_exception(at)
-    assert "H is a power of two" in shown(at)
 
 
-def test_page_hostile_heads_and_a_padding_hiding_every_key():
+def test_page_defaults_say_where_alibi_and_the_mask_are_set():
     from tests.apptest_util import no_exception, open_page
-    at = open_page("app_pages/41_masks.py", query={"sentence": "the cat sat"})
-    at.session_state["masks.mask"] = "padding"
-    at.run()
-    at.multiselect(key="masks.hidden").set_value([0, 1, 2]).run()
+    at = open_page(PAGE, query={"sentence": "the cat sat on the mat", "positional": "rope", "n_heads": "4",
+                                "n_kv_heads": "2", "mask": "padding", "padding": "1,2,3,4,5"})
     no_exception(at)
     text = shown(at)
-    assert "Every key is hidden: each row of A is all 0, not NaN" in text
-    assert "nan" not in " ".join(str(c) for c in at.get("vega_lite_chart")).lower()
-    for bad in (0, 17):                              # a tampered session: the slider is drawn with it
-        at.session_state["masks.heads"] = bad
-        at.toggle(key="masks.alibi").set_value(True).run()
-        no_exception(at)
-        assert any(f"H = {bad} is out of range: use 1 to 16" in w.value for w in at.warning)
-        assert at.slider(key="masks.heads").value == min(max(bad, 1), 16)
-        at.toggle(key="masks.alibi").set_value(False).run()
+    assert "ALiBi is off: the sidebar's Position is RoPE" in text and "RoPE rotated each query and key" in text
+    assert "Every row of A sums to 1" in text and "sidebar's settings)" not in text
+    assert [b for b in at.button if b.label == "Position = ALiBi"]
+    at.button(key="masks.use_alibi").click().run()                               # one click: the sidebar's Position
+    no_exception(at)
+    assert at.session_state["s.last_good"].positional == "alibi"
+    text = shown(at)
+    assert "this mask lets some queries see keys after them" not in text         # padding hides every later key
+    assert "the mask hides every key after its query" in text.lower()
 
 
-def test_page_live_torch_check():
+def test_share_link_reopens_the_same_view_head_sink_tab_and_cell():
     from tests.apptest_util import no_exception, open_page
-    at = open_page("app_pages/41_masks.py", query={"sentence": "the cat sat on the mat"})
-    at.toggle(key="masks.alibi").set_value(True).run()
-    at.session_state["masks.torch"] = True           # the expander opened
+    query = {"sentence": "the cat sat on the mat", "positional": "alibi", "n_heads": "6", "mask": "sliding_window",
+             "window": "2"}
+    at = open_page(PAGE, query=query)
+    at.slider(key="masks.head").set_value(4).run()
+    at.toggle(key="masks.sink_on").set_value(True).run()
+    at.slider(key="masks.sink").set_value(1.5).run()
+    at.session_state["masks.compare"] = "Causal or window"
+    at.session_state["p.cell"] = (PAGE, "hm:sink_weights:None", 3, 2)          # as a click on A_4[3,2] records it
     at.run()
     no_exception(at)
-    line = next(m.value for m in at.markdown if "scaled_dot_product_attention" in m.value)
-    diff = float(line.split("max |A_torch − A| = ")[1].rstrip("."))
-    assert "float attn_mask" in line and diff < 1e-12
+    link = dict(at.query_params)
+    assert {k: link[k] for k in ("masks.head", "masks.sink_on", "masks.sink", "masks.compare", "cell")} == {
+        "masks.head": "4", "masks.sink_on": "1", "masks.sink": "1.5", "masks.compare": "1",
+        "cell": "hm:sink_weights:None.3.2"}
+    made = [m.value for m in at.markdown if "was made" in m.value]
+    again = open_page(PAGE, query=link)                                         # a fresh session from the link
+    no_exception(again)
+    assert again.slider(key="masks.head").value == 4 and again.slider(key="masks.sink").value == 1.5
+    assert [m.value for m in again.markdown if "was made" in m.value] == made and r"A\_4\[3,2\]" in made[0]
+    assert "Window of W = 2 keys" in shown(again) and "(Mistral's paper, PyTorch's example)" not in shown(again)
+
+
+WALK = [  # (sidebar Config, own controls): the issue's unusual settings on this page
+    (Config(positional="rope", n_heads=4, n_kv_heads=2, mask="sliding_window", window=2), {"masks.head": 3}),
+    (Config(positional="alibi", n_heads=6, mask="sliding_window", window=9, score="dot", bias=True),
+     {"masks.head": 4, "masks.compare": "W or W + 1 keys"}),
+    (Config(positional="alibi", n_heads=3, mask="padding", padding=(1, 2, 3), weights="random"),
+     {"masks.head": 2, "masks.compare": "Causal or padding"}),
+    (Config(positional="alibi", n_heads=2, mask="padding", padding=(0, 1, 2, 3), temperature=2.0),
+     {"masks.sink_on": True, "masks.sink": 0.5}),
+    (Config(positional="alibi", n_heads=8, mask="none", score="additive"), {"masks.compare": "Causal or window"}),
+    (Config(positional="alibi", n_heads=7, mask="sliding_window", window=1, sentence="the cat sat on a mat"),
+     {"masks.head": 6, "masks.sink_on": True, "masks.sink": -3.0, "masks.compare": "Causal or window"}),
+]
+
+
+def test_no_claim_is_shown_where_it_does_not_hold():
+    """The claims walk on this page: its own claims (about="masks") and the forward pass's, under RoPE + GQA, a
+    window below and above n, H not a power of two, padding hiding every key or every key after its query, a sink
+    with every key hidden, bias on, no mask."""
+    from dataclasses import fields
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_util import ROOT
+    from tests.test_claims import page_text
+    for config, own in WALK:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at.session_state["s.ready"], at.session_state["s.presenter"], at.session_state["s.url_notices"] = True, False, []
+        for f in fields(Config):
+            at.session_state[f"s.{f.name}"] = getattr(config, f.name)
+        for key, value in own.items():
+            at.session_state[key] = value
+        at.switch_page(PAGE)
+        at.run()
+        assert not at.exception, (config, [e.value for e in at.exception])
+        text = page_text(at)
+        said = at.session_state["s.claims"][KIND]
+        assert said.head == own.get("masks.head", 0) and said.heads == (config.n_heads if config.positional == "alibi"
+                                                                        else 0)
+        assert shown_outside(text, config) == [] and shown_outside(text, said, about=KIND) == [], (config, own)
+        assert not re.search(r"Longformer|torch's reading|sliding_window|\.py\b|h=\d+ heads", text), config

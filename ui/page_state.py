@@ -247,11 +247,10 @@ declare("app_pages/40_rope.py",
 
 # /masks
 declare("app_pages/41_masks.py",
-        choice("masks.mask", "causal", ("causal", "sliding_window", "padding", "none"), "the page's mask"),
-        integer("masks.window", 3, 0, 128, "the window W"),
-        flag("masks.alibi", what="ALiBi"),
+        integer("masks.head", 0, 0, 15, "the head h shown"),
         flag("masks.sink_on", what="the sink"),
-        number("masks.sink", 0.0, -30.0, 30.0, "the sink logit z_h"))
+        number("masks.sink", 0.0, -30.0, 30.0, "the sink logit z_h"),
+        tab("masks.compare", ("W or W + 1 keys", "Causal or window", "Causal or padding"), "the masks compared"))
 
 # /kv_cache
 declare("app_pages/42_kv_cache.py",

@@ -1,9 +1,11 @@
-"""/masks in the browser: choose the sliding window, move W, and the two readings' masks gain the keys the
-math says (W keys counting the query: n − W more ones per step; W + 1 keys: one step ahead); at W = n the
-page says the window equals the causal mask; the sink makes the row sums drop below 1."""
+"""/masks in the browser: a non-default view (the sidebar's Position = ALiBi with 6 heads and a window of W = 2
+keys, head 4 shown, the sink on at a z_h of its own, the "Causal or window" comparison open, a clicked cell of
+B_4) travels in the address bar: the same link opened in a fresh browser context shows the same controls, the
+same tab and the same explanation; and the sink takes a share of every row."""
 from __future__ import annotations
 
 import re
+from urllib.parse import parse_qs, urlsplit
 
 try:
     from playwright.sync_api import expect
@@ -15,52 +17,80 @@ from tests.e2e.conftest import open_page
 
 SENTENCE = "the cat sat on a mat"            # common words: none dropped, n = 6
 N = 6
+SIDEBAR = {"sentence": SENTENCE, "positional": "alibi", "n_heads": "6", "mask": "sliding_window", "window": "2"}
 
 
-def ones_in_window(n: int, w: int) -> int:
-    """Entries of the sliding-window mask (0 ≤ i − j < w) that are 1."""
-    return sum(min(i + 1, w) for i in range(n))
+def press(tab, slider, key: str, times: int) -> None:
+    for _ in range(times):
+        after_run(tab, lambda: (slider.focus(), slider.press(key)), timeout_ms=60_000)
 
 
-def mask_charts(tab) -> list[dict]:
-    """The two mask heatmaps (W, then W + 1), drawn: their cell texts are 0 and 1 only."""
-    def ok(cs):
-        drawn = [c for c in cs if c["visible"] and c["rendered"] and c["y"] == SENTENCE.split()]
-        return len(drawn) >= 3
-    found = [c for c in wait_for_charts(tab, ok, timeout_ms=60_000) if c["visible"] and c["rendered"]]
-    return [c for c in found if c["y"] == SENTENCE.split() and set(c["texts"]) - set(SENTENCE.split())
-            <= {"0", "1", "key (token)", "query (token)"}][:2]
+def bias_box(tab):
+    heading = tab.get_by_role("heading", name=re.compile(r"^ALiBi bias B_4"))
+    expect(heading.first).to_be_visible(timeout=60_000)
+    return tab.locator("[data-testid='stVerticalBlock']").filter(has=heading).last
 
 
-def ones(chart: dict) -> int:
-    return chart["texts"].count("1")
+def view(tab) -> dict:
+    """What the learner sees of the view: the controls, the open comparison, the explanation."""
+    box = bias_box(tab)
+    shown = box.get_by_text("was made", exact=False).first
+    expect(shown).to_be_visible(timeout=30_000)
+    explanation = box.locator("[class*='st-key-xp-']").first
+    return {"head": tab.get_by_role("slider", name="Head h shown").get_attribute("aria-valuetext"),
+            "sink": tab.get_by_role("slider", name="Sink logit z_h").get_attribute("aria-valuetext"),
+            "sink_on": tab.locator("[data-testid='stCheckbox']").filter(has_text="Sink").locator("input").first.is_checked(),
+            "tab": tab.get_by_role("tab", selected=True).inner_text().strip(),
+            "explanation": explanation.inner_text().strip()}
 
 
-def test_moving_the_window_adds_the_keys_the_math_says(app_server, student):
+def test_a_link_reopens_the_same_view_in_a_fresh_browser(app_server, student):
     tab = student()
-    open_page(tab, app_server, "masks", {"sentence": SENTENCE})
+    open_page(tab, app_server, "masks", SIDEBAR)
     expect(tab.locator("h1")).to_have_text("Masks & biases", timeout=30_000)
-    choice = tab.locator("[data-testid='stButtonGroup'] button").filter(has_text="sliding window")
-    after_run(tab, lambda: choice.first.click(), timeout_ms=60_000)
-    slider = tab.get_by_role("slider", name="Window W")
-    expect(slider).to_have_attribute("aria-valuetext", "3", timeout=30_000)
-    w, w1 = mask_charts(tab)
-    assert (ones(w), ones(w1)) == (ones_in_window(N, 3), ones_in_window(N, 4)), (w["texts"], w1["texts"])
+    head = tab.get_by_role("slider", name="Head h shown")
+    expect(head).to_have_attribute("aria-valuetext", "0", timeout=30_000)
+    press(tab, head, "End", 1)                                              # head 5, then one notch back: 4
+    press(tab, head, "ArrowLeft", 1)
+    expect(head).to_have_attribute("aria-valuetext", "4", timeout=30_000)
+    sink = tab.locator("[data-testid='stCheckbox']").filter(has_text="Sink")
+    after_run(tab, lambda: sink.first.click(), timeout_ms=60_000)
+    z = tab.get_by_role("slider", name="Sink logit z_h")
+    expect(z).to_be_visible(timeout=30_000)
+    start = float(z.get_attribute("aria-valuetext"))
+    press(tab, z, "ArrowRight", 1)                                          # one step of 0.5: a z_h of its own
+    expect(z).to_have_attribute("aria-valuetext", f"{start + 0.5:.2f}", timeout=30_000)
+    after_run(tab, lambda: tab.get_by_role("tab", name="Causal or window").click(), timeout_ms=60_000)
+    expect(tab.get_by_role("heading", name=re.compile(r"^Window of W = 2 keys"))).to_be_visible(timeout=30_000)
 
-    for new in (4, 5, 6):
-        after_run(tab, lambda: (slider.focus(), slider.press("ArrowRight")), timeout_ms=60_000)
-        expect(slider).to_have_attribute("aria-valuetext", str(new), timeout=30_000)
-        tab.wait_for_timeout(300)
-        w, w1 = mask_charts(tab)
-        assert ones(w) == ones_in_window(N, new) and ones(w1) == ones_in_window(N, new + 1), (new, ones(w), ones(w1))
-    assert ones(w) == N * (N + 1) // 2                          # W = n: the causal mask's n(n + 1)/2 ones
-    expect(tab.get_by_text("equals the causal mask", exact=False)).to_be_visible(timeout=30_000)
-    assert tab.locator(EXCEPTION).count() == 0
+    box = bias_box(tab)                                                     # B_4's cell (4, 1): −m_4·|4 − 1| = −1.5
+    cells = box.locator(f"{CHART} svg.marks g.mark-rect.role-mark path")
+    expect(cells.first).to_be_attached(timeout=30_000)
+    assert cells.count() == N * N, cells.count()
+    after_run(tab, lambda: cells.nth(4 * N + 1).click(), timeout_ms=60_000)
+    expect(box.get_by_text("Key 1 is 3 tokens from query 4", exact=False).first).to_be_visible(timeout=15_000)
+    expect(box.get_by_text("the cell holds -1.5", exact=False).first).to_be_visible()
+    before = view(tab)
+    assert before["head"] == "4" and before["sink_on"] and before["tab"] == "Causal or window", before
+
+    url = tab.url
+    params = {k: v[-1] for k, v in parse_qs(urlsplit(url).query).items()}
+    assert {k: params.get(k) for k in ("positional", "n_heads", "mask", "window", "masks.head", "masks.sink_on",
+                                       "masks.compare", "cell")} == {
+        "positional": "alibi", "n_heads": "6", "mask": "sliding_window", "window": "2", "masks.head": "4",
+        "masks.sink_on": "1", "masks.compare": "1", "cell": "hm:alibi:None.4.1"}, params
+    assert float(params["masks.sink"]) == start + 0.5
+
+    fresh = student()                                                       # a new context: no cookies, no session
+    after_run(fresh, lambda: fresh.goto(url, wait_until="domcontentloaded"), timeout_ms=60_000)
+    expect(fresh.locator("h1")).to_have_text("Masks & biases", timeout=30_000)
+    assert view(fresh) == before
+    assert tab.locator(EXCEPTION).count() == 0 and fresh.locator(EXCEPTION).count() == 0
 
 
 def test_the_sink_takes_a_share_of_every_row(app_server, student):
     tab = student()
-    open_page(tab, app_server, "masks", {"sentence": SENTENCE})
+    open_page(tab, app_server, "masks", {"sentence": SENTENCE, "mask": "causal"})
     expect(tab.get_by_text("Every row of A sums to 1", exact=False)).to_be_visible(timeout=30_000)
     sink = tab.locator("[data-testid='stCheckbox']").filter(has_text="Sink")
     after_run(tab, lambda: sink.first.click(), timeout_ms=60_000)
@@ -74,26 +104,3 @@ def test_the_sink_takes_a_share_of_every_row(app_server, student):
     assert len(values) == 2 * N and all(abs(values[2 * i] + values[2 * i + 1] - 1) <= 0.011 for i in range(N)), values
     assert any(0.05 < v < 0.95 for v in values), values     # z_h starts where the sink and the keys share a row
     assert tab.locator(CHART).count() >= 5 and tab.locator(EXCEPTION).count() == 0
-
-
-def test_clicking_a_bias_cell_shows_minus_m_h_times_the_distance(app_server, student):
-    """With ALiBi on (H = 8, head 0: m_0 = 1/2), cell (4, 1) of B_0 is explained as −m_0·(4 − 1) = −1.5."""
-    import re
-
-    tab = student()
-    open_page(tab, app_server, "masks", {"sentence": SENTENCE})
-    alibi = tab.locator("[data-testid='stCheckbox']").filter(has_text="ALiBi")
-    after_run(tab, lambda: alibi.first.click(), timeout_ms=60_000)
-    heading = tab.get_by_role("heading", name=re.compile(r"^ALiBi bias B_0"))
-    expect(heading.first).to_be_visible(timeout=60_000)
-    box = tab.locator("[data-testid='stVerticalBlock']").filter(has=heading).last
-    cells = box.locator(f"{CHART} svg.marks g.mark-rect.role-mark path")
-    expect(cells.first).to_be_attached(timeout=30_000)
-    assert cells.count() == N * N, cells.count()
-    after_run(tab, lambda: cells.nth(4 * N + 1).click(), timeout_ms=60_000)      # row 4, column 1
-    shown = tab.get_by_text("was made", exact=False)
-    expect(shown.first).to_be_visible(timeout=15_000)
-    assert "B_0[4,1]" in shown.first.inner_text()
-    expect(tab.get_by_text("Key 1 is 3 tokens before query 4", exact=False).first).to_be_visible()
-    expect(tab.get_by_text("✓ recomputed from the terms above: -1.5; the cell holds -1.5", exact=False).first).to_be_visible()
-    assert tab.locator(EXCEPTION).count() == 0
