@@ -119,7 +119,7 @@ def decode(config: Config, prefill: int) -> Decoded:
     return _decode(decoding_config(config), prefill)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64, typed=True)   # True is not the prompt length 1
 def _decode(config: Config, prefill: int) -> Decoded:
     fwd = forward_pass(config)
     check_prefill(prefill, fwd.n)
@@ -144,7 +144,7 @@ def check_against_full_pass(config: Config, prefill: int) -> dict:
     return _check(decoding_config(config), prefill)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64, typed=True)   # True is not the prompt length 1
 def _check(config: Config, prefill: int) -> dict:
     """The decoded numbers against the forward pass's own (the same Config): {"outputs": max |o − O|
     over every row, "weights": max over every step's weight row against the same entries of A,
@@ -207,7 +207,7 @@ def kv_cache_trace(config: Config, prefill: int = 2, t: int = 0) -> Trace:
     return _step_trace(decoding_config(config), prefill, t)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256, typed=True)   # True is not the prompt length 1
 def _step_trace(config: Config, prefill: int, t: int) -> Trace:
     d = _decode(config, prefill)
     n = len(d.tokens)
