@@ -563,7 +563,7 @@ def _scores_t(ctx: Context, cell):
               ctx.ref_text("k_cache", (kv, r, c)), k[kv, r, c], ("q_t", (h, c)), ("k_cache", (kv, r, c)))
              for c in range(d_k)]
     divisor = (rf"\sqrt{{{d_k}}}", f"√{d_k}", math.sqrt(d_k)) if f["scaled"] else None
-    rotated = " (both rotated by RoPE: the score depends on t − j alone)" if f["rope"] else ""
+    rotated = " (both turned by RoPE, so position enters the score only through t − j)" if f["rope"] else ""
     return ctx.sum_of_products("scores_t", cell,
                                rf"\sum_c ({q_sym})_{{{h},c}} K^{{\text{{cache}}}}_{{{kv},{r},c}}"
                                + (r" / \sqrt{d_k}" if divisor else ""),

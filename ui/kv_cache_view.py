@@ -27,18 +27,27 @@ def differences(config) -> str:
     to make the sidebar match; returns the words naming the pass the page compares with."""
     used = kv.decoding_config(config)
     if config.mask in ("none", "padding"):
-        hidden = f" (hiding keys {', '.join(map(str, config.padding))})" if config.mask == "padding" and config.padding else ""
-        st.info(f"The sidebar's mask is **{MASK_LABELS[config.mask].split(' (')[0]}**{hidden}. Decoding sees only "
-                "earlier tokens, so it equals the forward pass **with the causal mask**: that is the pass this page "
-                "decodes and checks against. Set the sidebar's mask to Causal and these numbers are pages 5–7's.",
-                icon=":material/info:")
-        sidebar_button("Set the sidebar's mask to Causal", {"mask": "causal"}, key="kv_cache.use_causal",
-                       help="Pages 5–7 then show the same forward pass this page decodes.")
+        keys = sorted(set(config.padding))
+        hidden = (f" (hiding key{'s' if len(keys) > 1 else ''} {', '.join(map(str, keys))})"
+                  if config.mask == "padding" and keys else "")
+        words, button = st.columns([5, 2], vertical_alignment="center")
+        with words:
+            st.info(f"The sidebar's mask is **{MASK_LABELS[config.mask].split(' (')[0]}**{hidden}. Decoding sees only "
+                    "earlier tokens, so it equals the forward pass **with the causal mask**: the pass this page "
+                    "decodes and checks against. With the sidebar's mask Causal, these are pages 5–7's numbers.",
+                    icon=":material/info:")
+        with button:
+            sidebar_button("Set the sidebar's mask to Causal", {"mask": "causal"}, key="kv_cache.use_causal",
+                           help="Pages 5–7 then show the same forward pass this page decodes.")
     if config.score != used.score:
-        st.warning(f"The sidebar's score is **{SCORE_LABELS[config.score]}**: this page decodes the scaled dot product "
-                   "q·k/√d_k instead (an additive or bilinear score is not decoded here), so its numbers are not "
-                   "pages 4–7's.", icon=":material/warning:")
-        sidebar_button("Set the sidebar's score to scaled dot", {"score": "scaled_dot"}, key="kv_cache.use_scaled")
+        words, button = st.columns([5, 2], vertical_alignment="center")
+        with words:
+            st.warning(f"The sidebar's score is **{SCORE_LABELS[config.score]}**: this page decodes the scaled dot "
+                       "product q·k/√d_k instead (an additive or bilinear score is not decoded here), so its numbers "
+                       "are not pages 4–7's.", icon=":material/warning:")
+        with button:
+            sidebar_button("Set the score to scaled dot", {"score": "scaled_dot"}, key="kv_cache.use_scaled",
+                           help="Sets the sidebar's score function to the scaled dot product QKᵀ/√d_k.")
     changed = [w for w, on in (("the causal mask", used.mask != config.mask),
                                ("the scaled dot product", used.score != config.score)) if on]
     return "the forward pass of pages 5–7" + (f", with {' and '.join(changed)}" if changed else
@@ -130,7 +139,7 @@ def status_text(trace) -> str:
     word = trace.tokens[t]
     kept = f"the cache holds {_span(positions)}"
     biases = " plus their biases" if "b_q" in trace else ""
-    rope = f", q and k then turned by position {t} (RoPE)" if f["rope"] else ""
+    rope = f", q_{t} and k_{t} then turned by position {t} as RoPE does" if f["rope"] else ""
     if s.together:
         hidden = f", and before token {t - s.window + 1} by the window" if s.window is not None and t >= s.window else ""
         line = (f"**t = {t} “{word}”** is in the prompt: tokens 0 … {s.prefill - 1} went through together "
@@ -140,8 +149,8 @@ def status_text(trace) -> str:
         prompt = (" the prompt of one token," if s.prefill == 1 and t == 0 else "")
         out = (f" and token {t - s.window}'s row falls out (older than the window)"
                if s.window is not None and t >= s.window else "")
-        line = (f"**t = {t} “{word}”** is{prompt} decoded alone: q_{t}, k_{t} and v_{t} (row {t} of X times W_Q, "
-                f"W_K, W_V{biases}{rope}) are this step's only projections, one row is appended{out}; {kept}.")
+        line = (f"**t = {t} “{word}”** is{prompt} decoded alone: q_{t}, k_{t} and v_{t}, row {t} of X times W_Q, "
+                f"W_K, W_V{biases}, are this step's only projections{rope}; one row is appended{out}; {kept}.")
     growth = [say(k, s, window=s.window, prefill=s.prefill, n=s.n)
               for k in ("kv_grows", "kv_stops_growing", "kv_prompt_beyond_window", "kv_window_covers")]
     return line + " " + " ".join(sentence(w) for w in growth if w)
