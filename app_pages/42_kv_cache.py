@@ -8,10 +8,12 @@ from ui import page_state
 PAGE = "app_pages/42_kv_cache.py"
 config, trace = ui.page(PAGE, "KV cache & decoding")
 n = trace.n
+window = ("" if config.mask != "sliding_window" else " (with the sidebar's window W = 1, none: each token sees only "
+          "itself)" if config.window == 1 else f" (with the sidebar's window W = {config.window}, only the last W − 1)")
 st.markdown("A model writes one token at a time. At step t only the newest token's query q_t is new; the keys and "
-            "values of tokens 0 … t − 1 were computed at earlier steps and **kept in a cache**, so each step adds "
-            "one row to K and V and scores one row. Below, the sidebar's forward pass is decoded that way: its X, "
-            "W_Q, W_K, W_V, W_O, heads, position and window.")
+            f"values of the tokens before it were computed at earlier steps and **kept in a cache**{window}, so each "
+            "step adds one row to K and V and scores one row. Below, the sidebar's forward pass is decoded that way: "
+            "its X, W_Q, W_K, W_V, W_O, heads, position and window.")
 against = view.differences(config)
 page_state.fit("kv_cache.prefill", 0, n)
 page_state.fit("kv_cache.t", 0, n - 1)
@@ -36,7 +38,7 @@ with tabs[1]:
     if tabs[1].open:
         st.markdown(view.sharing_text(s))
         ui.views.step_boxes(step, ["heads_map"], key_prefix="kv_cache.")
-        st.markdown(f"**The cache's shape for this sentence** (n = {n} tokens, "
+        st.markdown(f"**The cache's shape for this sentence** (n = {kv.count(n, 'token')}, "
                     f"{'W = ' + str(s.window) if s.window is not None else 'no window'}), per layer:")
         st.dataframe(view.shapes_table(s, step.facts["d_k"], step.facts["d_v"]), width="content")
 

@@ -254,32 +254,35 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
     trace.add("heads_map", "Which KV head each query head reads", np.equal.outer(np.arange(h) // g,
               np.arange(h_kv)).astype(float), ("query head", "KV head"),
               rf"h \mapsto \lfloor h / g \rfloor,\ g = H / H_{{kv}} = {g}",
-              why=f"Query heads in contiguous groups of g = {g}, as torch's enable_gqa and repeat_interleave.",
+              why=f"Query heads in contiguous groups of g = {g}: " + ", ".join(
+                  f"{'heads' if g > 1 else 'head'} {u * g}{f'–{u * g + g - 1}' if g > 1 else ''} → KV head {u}"
+                  for u in range(h_kv)) + ".",
               scale="mask")
     proj_q = rf"x_{{{t}}} (W_Q)_{{:,\,h}}{bias_q.replace('b_Q', '(b_Q)_h')}"
     trace.add("q_t", f"New query row q{'^R' if rope else ''}_{t}, one per head", step["q"], ("query head", "d_k"),
               (rf"(q^R_{{{t}}})_h = R_{{{t}}}\,({proj_q})" if rope else rf"(q_{{{t}}})_h = {proj_q}"),
               inputs=("x", "w_q"), why=_sentence(say_first("kv_one_query", trace.facts["settings"], prefill=prefill, t=t)))
-    k_formula = rf"x_j (W_K)_{{:,\,g}}" + (r" + (b_K)_g" if "b_k" in d.params else "")
-    v_formula = rf"x_j (W_V)_{{:,\,g}}" + (r" + (b_V)_g" if "b_v" in d.params else "")
+    k_formula = rf"x_j (W_K)_{{:,\,u}}" + (r" + (b_K)_u" if "b_k" in d.params else "")
+    v_formula = rf"x_j (W_V)_{{:,\,u}}" + (r" + (b_V)_u" if "b_v" in d.params else "")
     k_formula = rf"R_j\,({k_formula})" if rope else k_formula
     trace.add("k_cache", "K cache", k_cache, ("KV head", "cached", "d_k"),
-              rf"K^{{\text{{cache}}}}_{{g,\,j}} = {k_formula}", inputs=("x", "w_k"))
+              rf"K^{{\text{{cache}}}}_{{u,\,j}} = {k_formula}", inputs=("x", "w_k"))
     trace.add("v_cache", "V cache", v_cache, ("KV head", "cached", "d_v"),
-              rf"V^{{\text{{cache}}}}_{{g,\,j}} = {v_formula}", inputs=("x", "w_v"))
+              rf"V^{{\text{{cache}}}}_{{u,\,j}} = {v_formula}", inputs=("x", "w_v"))
     rope_words = say_first("kv_rope_rotated_once", trace.facts["settings"])
     trace.add("kv_cache", "K and V cache", np.concatenate([k_cache, v_cache], axis=2), ("KV head", "cached", "k | v"),
-              rf"[K^{{\text{{cache}}}}_{{g,\,j}} \mid V^{{\text{{cache}}}}_{{g,\,j}}] = [{k_formula} \mid {v_formula}]",
+              rf"[K^{{\text{{cache}}}}_{{u,\,j}} \mid V^{{\text{{cache}}}}_{{u,\,j}}] = [{k_formula} \mid {v_formula}]",
               inputs=("x", "w_k", "w_v"),
-              why=f"Per KV head g, a row per cached token: its key k{r}_j (d_k = {d_k} numbers) beside its value v_j "
-                  f"(d_v = {d_v}), written once when token j came in and never changed."
+              why=(f"Per KV head u = 0 … {h_kv - 1}" if h_kv > 1 else "For the one KV head u = 0")
+                  + f", a row per cached token j: its key k{r}_j (d_k = {d_k} numbers) beside its value v_j "
+                    f"(d_v = {d_v}), written once when token j came in and never changed."
                   + (f" {rope_words[:1].upper()}{rope_words[1:]}." if rope_words else ""))
     div = r"}{\sqrt{d_k}}" if scaled else "}{1}"
     dot = rf"(q{r}_{{{t}}})_h \cdot K^{{\text{{cache}}}}_{{\lfloor h/g \rfloor,\,j}}"
     trace.add("scores_t", f"Scores {s_text} of q{r}_{t}", scores, ("query head", "cached"),
               rf"{s_sym}_{{h,j}} = \frac{{{dot}{div}" if scaled else rf"{s_sym}_{{h,j}} = {dot}",
               inputs=("q_t", "k_cache"),
-              why=f"Row {t} of {'Ŝ' if scaled else 'S'} per head over the {len(positions)} cached tokens"
+              why=f"Row {t} of {'Ŝ' if scaled else 'S'} per head over the {count(len(positions), 'cached token')}"
                   + (f", −∞ where token {t} may not look" if not np.isfinite(scores).all() else "") + ": "
                   + say_first("kv_one_row", trace.facts["settings"], prefill=prefill, t=t) + ".")
     last = "scores_t"
@@ -303,6 +306,11 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
               rf"o_{{{t}}} = [c_0, \dots, c_{{H-1}}]\, W_O" + (" + b_O" if "b_o" in d.params else ""),
               inputs=("context_t", "w_o"), why=f"Row {t} of the forward pass's output O (the check above).")
     return trace
+
+
+def count(k: int, word: str) -> str:
+    """'1 token', '3 tokens'."""
+    return f"{k} {word}{'' if k == 1 else 's'}"
 
 
 def _sentence(text: str) -> str:
@@ -357,8 +365,8 @@ PRESETS = {p.name: p for p in (
            source="Qwen's config.json: 28 layers, 28 heads, 4 KV heads, 3584/28 = 128, no sliding window, "
                   "max_position_embeddings 131072"),
     Preset("Gemma 2 9B", 42, 16, 8, 256, 8192, window=4096, local_layers=21,
-           source="Gemma 2 report and config.json: head_dim 256, local (window 4096) and global layers "
-                  "alternating, 21 of each; max_position_embeddings 8192"),
+           source="Gemma 2 config.json: head_dim 256, sliding_window 4096, max_position_embeddings 8192; its "
+                  "report: local (windowed) and global layers alternating, 21 of each"),
     Preset("DeepSeek-V3", 61, 128, 128, 128, 163840, latent=512 + 64, mha_values=128 * (192 + 128),
            source="DeepSeek-V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64, max_position_embeddings 163840; "
                   "MHA would keep 128 heads' keys (128 + 64) and values (128)"),
@@ -757,7 +765,7 @@ def _cache_bytes(ctx: Context, cell):
 
 claim("kv_mha_own_heads",
       "every query head has its own K and V head: this is multi-head attention (MHA), the largest cache",
-      lambda s: s.n_kv_heads == s.n_heads, "H_kv = H",
+      lambda s: s.n_kv_heads == s.n_heads > 1, "H_kv = H > 1",
       "tests/test_kv_cache.py::test_mha_every_query_head_reads_its_own_kv_head", about=KIND)
 claim("kv_gqa_smaller",
       "the cache is g = {g} times smaller than MHA's: {n_kv_heads} KV heads instead of {n_heads}",
@@ -772,7 +780,7 @@ claim("kv_grows",
       lambda s: s.window is None, "no sliding window",
       "tests/test_kv_cache.py::test_cache_size_step_by_step", about=KIND)
 claim("kv_stops_growing",
-      "the cache stops growing at W = {window} tokens: from then on each new token's row pushes out the oldest",
+      "the cache stops growing at W = {window_tokens}: from then on each new token's row pushes out the oldest",
       lambda s: s.window is not None and s.prefill <= s.window < s.n,
       "a sliding window W shorter than the sentence, and a prompt of at most W tokens (a longer prompt puts "
       "all its rows into the cache at once)",
@@ -784,7 +792,7 @@ claim("kv_prompt_beyond_window",
       lambda s: s.window is not None and s.prefill > s.window, "a sliding window W and a prompt longer than W",
       "tests/test_kv_cache.py::test_cache_size_step_by_step", about=KIND)
 claim("kv_window_covers",
-      "W = {window} is at least the sentence's {n} tokens: here the window never drops a row, and the cache "
+      "W = {window} is at least the sentence's {n_tokens}: here the window never drops a row, and the cache "
       "grows as it would without one",
       lambda s: s.window is not None and s.window >= s.n, "a sliding window W ≥ n",
       "tests/test_kv_cache.py::test_cache_size_step_by_step", about=KIND)

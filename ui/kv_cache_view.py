@@ -151,7 +151,8 @@ def status_text(trace) -> str:
                if s.window is not None and t >= s.window else "")
         line = (f"**t = {t} “{word}”** is{prompt} decoded alone: q_{t}, k_{t} and v_{t}, row {t} of X times W_Q, "
                 f"W_K, W_V{biases}, are this step's only projections{rope}; one row is appended{out}; {kept}.")
-    growth = [say(k, s, window=s.window, prefill=s.prefill, n=s.n)
+    tokens = f"{s.window} token{'s' if s.window != 1 else ''}" if s.window is not None else ""
+    growth = [say(k, s, window=s.window, window_tokens=tokens, prefill=s.prefill, n_tokens=kv.count(s.n, "token"))
               for k in ("kv_grows", "kv_stops_growing", "kv_prompt_beyond_window", "kv_window_covers")]
     return line + " " + " ".join(sentence(w) for w in growth if w)
 
@@ -163,7 +164,7 @@ def sentence(text: str) -> str:
 
 def proof_text(check: dict, n: int, against: str) -> str:
     return (f":green-background[:material/check_circle: **Decoding = the full pass.**] "
-            f"max |o_decoded − O| = **{check['outputs']:.2g}** over all {n} output rows; "
+            f"max |o_decoded − O| = **{check['outputs']:.2g}** over {'all ' if n > 1 else ''}{kv.count(n, 'output row')}; "
             f"max |a_t − A[t]| = **{check['weights']:.2g}** over every step's weights. "
             f":small[O and A: {against}, the whole sentence at once, no cache.]")
 
@@ -176,7 +177,7 @@ def shapes_table(s: kv.KVSettings, d_k: int, d_v: int):
     rows = {}
     for name, h_kv in (("MHA", s.n_heads), ("GQA" if 1 < s.n_kv_heads < s.n_heads else None, s.n_kv_heads),
                        ("MQA", 1)):
-        if name is None or name in rows:
+        if name is None or name in rows or any(r["H_kv"] == h_kv for r in rows.values()):
             continue
         rows[name] = {"H_kv": h_kv, "K cache": f"({h_kv}, {s.kept}, {d_k})", "V cache": f"({h_kv}, {s.kept}, {d_v})",
                       "values per token (K + V)": h_kv * (d_k + d_v),
@@ -186,10 +187,14 @@ def shapes_table(s: kv.KVSettings, d_k: int, d_v: int):
 
 
 def sharing_text(s: kv.KVSettings) -> str:
+    if s.n_heads == 1:
+        return ("With the sidebar's one head (Heads = 1) there is one query head and one K and V head: nothing to "
+                "share. Set Heads to 2 or more in the sidebar, then its KV heads, to see GQA and MQA shrink the cache.")
     words = [say(k, s, g=s.g, n_kv_heads=s.n_kv_heads, n_heads=s.n_heads)
              for k in ("kv_mha_own_heads", "kv_mqa_one_head", "kv_gqa_smaller")]
-    return (f"With the sidebar's H = {s.n_heads} query heads and H_kv = {s.n_kv_heads} KV heads, g = H / H_kv = {s.g}: "
-            f"query head h reads KV head ⌊h / {s.g}⌋. Here " + "; ".join(w for w in words if w) + ".")
+    return (f"With the sidebar's H = {s.n_heads} query heads and H_kv = {s.n_kv_heads} KV "
+            f"head{'s' if s.n_kv_heads > 1 else ''}, g = H / H_kv = {s.g}: query head h reads KV head ⌊h / {s.g}⌋. "
+            "Here " + "; ".join(w for w in words if w) + ".")
 
 
 # ---- the calculator -------------------------------------------------------------------------------------
@@ -223,7 +228,7 @@ def calculator_table(trace):
                                                 else f"{p.window:,}, {p.local_layers} of {p.layers} layers")
         tokens = f"{trace.facts['tokens']:,}"
         rows.append({"layers": p.layers, "H / H_kv": heads, "d_head": p.d_head, "window": window,
-                     "context": f"{p.context:,}", "per token": kv.human(per), f"at {tokens} tokens": kv.human(now),
+                     "max positions": f"{p.context:,}", "per token": kv.human(per), f"at {tokens} tokens": kv.human(now),
                      f"MHA at {tokens}": kv.human(mha)})
     return pd.DataFrame(rows, index=list(kv.PRESETS))
 
@@ -276,17 +281,17 @@ def checked_text(config, prefill: int) -> str:
         f"of A ({check['weights']:.2g}), every query row with the forward pass's (rotated) Q "
         f"({check['queries']:.2g}) and every cached key and value row with its K and V ({check['keys']:.2g}, "
         f"{check['values']:.2g}). The tests repeat this under trained and seeded weights, biases, RoPE, ALiBi, MHA, "
-        "GQA and MQA, windows shorter and longer than the prompt, every prompt length from 0 to n, and one-token "
-        "sentences.\n\n"
+        "GQA and MQA, windows shorter and longer than the prompt, one-token "
+        "sentences, prompt lengths from 0 (every token alone) to n (the whole sentence as the prompt).\n\n"
         "**Against PyTorch, live.** The forward pass's Q, K (rotated under RoPE) and V go through PyTorch's own "
         "attention, with its grouped-query option repeating each KV head for its g query heads (⌊h/g⌋ here), the "
         f"window or causal mask and ALiBi's bias as one matrix: max |torch − decoded| = **{torch['mask']:.2g}**.{flag}"
         "\n\n**Each clicked number** is recomputed from the numbers it is made of (the sums, the rotation, the "
         "softmax), and X, W_Q, W_K, W_V, W_O are made again by a fresh forward pass; the tests compare every cell's "
         "recomputed value with the one drawn.\n\n"
-        "**The cache's shapes** in the head-sharing table are the shapes of the decoder's own final cache (tests), "
-        "and the cache is g = H / H_kv times smaller than MHA's there.\n\n"
+        "**The cache's shapes** in the head-sharing table are the shapes of the decoder's own final cache, and "
+        "the decoded cache is g = H / H_kv times smaller than MHA's (tests).\n\n"
         "**The calculator** is checked by hand in the tests (Llama 3 8B: 2 · 32 · 8 · 128 · 2 = 131,072 bytes = "
-        "128 KiB per token); each preset's layers, heads, KV heads, head width, window and context are the values "
-        "of its published config.json, named under the summary; a selected cell's arithmetic recomputes the "
-        "table's number.")
+        "128 KiB per token); each preset's layers, heads, KV heads, head width, window and max positions are the "
+        "values of its published config.json, named under the summary (Gemma 2's alternation of local and global "
+        "layers is its report's); a selected cell's arithmetic recomputes the table's number.")
