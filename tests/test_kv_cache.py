@@ -589,3 +589,16 @@ def test_claims_walk_under_unusual_settings(changes, own):
         for about, settings in at.session_state["s.claims"].items():
             assert shown_outside(text, settings, about) == [], (changes, own, tab, about)
         assert at.session_state["s.claims"]["kv_cache"].t == own.get("kv_cache.t", 2)
+
+
+def test_the_is_causal_pitfall_under_gqa_and_rope_reads_the_cached_keys():
+    """The pitfalls lab's "is_causal=True with fewer queries than keys" under the sidebar's GQA and RoPE: the new
+    token's weights are over the keys a cache holds (K^R, each query head reading its KV head), i.e. the last row
+    of the full causal pass; is_causal's upper-left mask puts all the weight on key 0."""
+    from attention_core.pitfalls import PITFALLS_BY_KEY
+    for config in (Config(n_heads=4, n_kv_heads=2, weights="random"), Config(n_heads=4, n_kv_heads=1, positional="rope")):
+        r = PITFALLS_BY_KEY["causal_upper_left"].compute(config)
+        full = run_forward(config.replace(mask="causal", temperature=1.0))
+        np.testing.assert_allclose(r.correct, full["weights"].value[:, -1], atol=1e-12)
+        np.testing.assert_array_equal(r.wrong[:, 0], 1.0)
+        assert ("K^Rᵀ" in r.what) == (config.positional == "rope") and "KV head ⌊h/g⌋" in r.what
