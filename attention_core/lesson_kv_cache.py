@@ -332,7 +332,7 @@ class Preset:
     n_heads: int
     n_kv_heads: int
     d_head: int
-    context: int                     # config.json's max_position_embeddings
+    context: int                     # the published configuration's maximum positions (max_position_embeddings)
     window: int | None = None        # sliding window of the windowed layers (W keys)
     local_layers: int = 0            # layers with the window (the others are global)
     latent: int | None = None        # values per token per layer of a latent cache (not ×2)
@@ -355,21 +355,23 @@ class Preset:
 
 PRESETS = {p.name: p for p in (
     Preset("Llama 3 8B", 32, 32, 8, 128, 8192,
-           source="Meta's config.json: 32 layers, 32 heads, 8 KV heads, 4096/32 = 128, max_position_embeddings 8192"),
+           source="Meta's published configuration: 32 layers, 32 heads, 8 KV heads, head width 4096/32 = 128, "
+                  "at most 8,192 positions"),
     Preset("Llama 3 70B", 80, 64, 8, 128, 8192,
-           source="Meta's config.json: 80 layers, 64 heads, 8 KV heads, 8192/64 = 128, max_position_embeddings 8192"),
+           source="Meta's published configuration: 80 layers, 64 heads, 8 KV heads, head width 8192/64 = 128, "
+                  "at most 8,192 positions"),
     Preset("Mistral 7B", 32, 32, 8, 128, 32768, window=4096, local_layers=32,
-           source="Mistral 7B paper and v0.1 config.json: sliding_window 4096 on every layer, "
-                  "max_position_embeddings 32768"),
+           source="The Mistral 7B paper and v0.1's published configuration: 32 layers, 32 heads, 8 KV heads, head "
+                  "width 128, a window of 4,096 on every layer, at most 32,768 positions"),
     Preset("Qwen2.5-7B", 28, 28, 4, 128, 131072,
-           source="Qwen's config.json: 28 layers, 28 heads, 4 KV heads, 3584/28 = 128, no sliding window, "
-                  "max_position_embeddings 131072"),
+           source="Qwen's published configuration: 28 layers, 28 heads, 4 KV heads, head width 3584/28 = 128, no "
+                  "sliding window, at most 131,072 positions"),
     Preset("Gemma 2 9B", 42, 16, 8, 256, 8192, window=4096, local_layers=21,
-           source="Gemma 2 config.json: head_dim 256, sliding_window 4096, max_position_embeddings 8192; its "
-                  "report: local (windowed) and global layers alternating, 21 of each"),
+           source="Gemma 2's published configuration: 42 layers, 16 heads, 8 KV heads, head width 256, a window of "
+                  "4,096, at most 8,192 positions; its report: local (windowed) and global layers alternate, 21 of each"),
     Preset("DeepSeek-V3", 61, 128, 128, 128, 163840, latent=512 + 64, mha_values=128 * (192 + 128),
-           source="DeepSeek-V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64, max_position_embeddings 163840; "
-                  "MHA would keep 128 heads' keys (128 + 64) and values (128)"),
+           source="DeepSeek-V3's published configuration: 61 layers, a latent of 512 and a shared RoPE key of 64 per "
+                  "layer, at most 163,840 positions; MHA would keep 128 heads' keys (128 + 64) and values (128)"),
 )}
 BYTES = {2: "bf16 (2 bytes)", 1: "fp8 (1 byte)"}
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -752,8 +754,8 @@ def _cache_bytes(ctx: Context, cell):
             shown, shown_text = rf"2 \cdot {per_tex} \cdot {b} \cdot {n}", f"2·{per_text}·{b}·{n}"
         else:
             shown, shown_text = rf"{p.layers} \cdot {per_tex} \cdot {b} \cdot {n}", f"{p.layers}·{per_text}·{b}·{n}"
-    beyond = (f"; {n:,} tokens is more than {p.name}'s max_position_embeddings ({p.context:,}): the arithmetic of a "
-              "cache that long, not a length the model was configured for" if n > p.context else "")
+    beyond = (f"; {n:,} tokens is more than {p.name}'s configured maximum of {p.context:,} positions: the arithmetic "
+              "of a cache that long, not a length the model was configured for" if n > p.context else "")
     return Explanation("cache_bytes", cell, f"{lhs} = {symbolic}", shown, f"{lhs} = {number(value)}", value,
                        f"{lhs_text} = {symbolic_text}\n  = {shown_text}\n  = {value:,.0f} bytes = {human(value)}",
                        note=f"= {value:,.0f} bytes = {human(value)}. {p.name}{' as MHA' if mha else ''}, {'one token' if n == 1 else f'{n:,} tokens'}: {why}; {BYTES[b]} per value"
@@ -834,8 +836,8 @@ claim("kv_calc_latent",
       lambda s: s.preset.latent is not None, "a latent (MLA) cache",
       "tests/test_kv_cache.py::test_latent_cache_is_not_doubled", about="kv_cache_calc")
 claim("kv_calc_beyond_context",
-      "{tokens:,} tokens is more than {name}'s configured context ({context:,}, its max_position_embeddings): "
-      "this is the arithmetic of a cache that long, not a length the model was made for",
-      lambda s: s.tokens > s.preset.context, "a context length above the preset's max_position_embeddings",
+      "{tokens:,} tokens is more than {name}'s configured maximum of {context:,} positions: this is the arithmetic "
+      "of a cache that long, not a length the model was made for",
+      lambda s: s.tokens > s.preset.context, "a context length above the preset's configured maximum of positions",
       "tests/test_kv_cache.py::test_calculator_says_when_the_length_is_beyond_the_models_context",
       about="kv_cache_calc")

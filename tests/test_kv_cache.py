@@ -318,11 +318,12 @@ def test_llama_3_8b_by_hand():
     ("DeepSeek-V3", 61, 128, 128, 128, 163840, 61 * (512 + 64) * 2)])
 def test_presets_are_the_published_configs(name, layers, heads, kv_heads, d_head, context, per_token):
     """num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim (hidden_size / heads),
-    max_position_embeddings of each config.json; bytes per token by hand."""
+    max_position_embeddings of each published config.json (read for this page in copies of them: Llama 3 8B and
+    70B, Mistral 7B v0.1, Qwen2.5-7B, Gemma 2 9B, DeepSeek-V3); bytes per token by hand; the source line says them."""
     p = kv.PRESETS[name]
     assert (p.layers, p.n_heads, p.n_kv_heads, p.d_head, p.context) == (layers, heads, kv_heads, d_head, context)
     assert kv.bytes_per_token(p, 2) == per_token and kv.bytes_per_token(p, 1) * 2 == per_token
-    assert f"{context}" in p.source.replace(",", "")
+    assert f"at most {context:,} positions" in p.source and f"{layers} layers" in p.source
 
 
 def test_calculator_window_presets_stop_growing():
@@ -371,7 +372,7 @@ def test_calculator_cells_are_explained():
         assert e.value == trace["cache_bytes"].value[cell]
     e = explain(trace, "cache_bytes", (0, 0))
     assert e.text.splitlines()[1].strip() == "= 2·32·8·128·2·1" and "131,072 bytes = 128 KiB" in e.text
-    assert "more than Llama 3 8B's max_position_embeddings (8,192)" in explain(trace, "cache_bytes", (0, 1)).note
+    assert "more than Llama 3 8B's configured maximum of 8,192 positions" in explain(trace, "cache_bytes", (0, 1)).note
     assert "is more than" not in explain(trace, "cache_bytes", (3, 1)).note                 # Qwen2.5: 131,072
 
 
@@ -502,7 +503,7 @@ def test_tab_and_calculator_controls_travel_in_the_link():
     assert "Link setting" not in messages(at)
     text = next(m.value for m in at.markdown if m.value.startswith("**Gemma 2 9B:**"))
     assert "168 KiB per token" in text and "Only its 21 global layers of 42 keep growing past 4,096 tokens" in text
-    assert "131,072 tokens is more than Gemma 2 9B's configured context (8,192" in text
+    assert "131,072 tokens is more than Gemma 2 9B's configured maximum of 8,192 positions" in text
     assert at.radio(key="kv_cache.bytes").value == 1
     link = dict(at.query_params)
     assert {k: link.get(k) for k in ("kv_cache.tab", "kv_cache.preset", "kv_cache.tokens", "kv_cache.bytes")} == {

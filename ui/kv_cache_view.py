@@ -292,6 +292,7 @@ def checked_text(config, prefill: int) -> str:
         "**The cache's shapes** in the head-sharing table are the shapes of the decoder's own final cache, and "
         "the decoded cache is g = H / H_kv times smaller than MHA's (tests).\n\n"
         "**The calculator** is checked by hand in the tests (Llama 3 8B: 2 · 32 · 8 · 128 · 2 = 131,072 bytes = "
-        "128 KiB per token); each preset's layers, heads, KV heads, head width, window and max positions are the "
-        "values of its published config.json, named under the summary (Gemma 2's alternation of local and global "
-        "layers is its report's); a selected cell's arithmetic recomputes the table's number.")
+        "128 KiB per token); each preset's layers, heads, KV heads, head width, window and maximum positions (and "
+        "DeepSeek-V3's latent width 512 and RoPE key width 64) are the values of its published configuration file; "
+        "Gemma 2's alternation of local and global layers is from its report. A selected "
+        "cell's arithmetic recomputes the table's number.")
