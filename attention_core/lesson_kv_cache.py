@@ -239,7 +239,7 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
         temperature=config.temperature, pe_base=config.pe_base, window=window, n_heads=h, n_kv_heads=h_kv,
         symbols={"q_t": (f"q{r}_{{{t}}}", f"q{r}_{t}"), "k_cache": (rf"K^{{\text{{cache}}}}", "K_cache"),
                  "v_cache": (r"V^{\text{cache}}", "V_cache"), "kv_cache": ("[K|V]", "[K|V]"),
-                 "scores_t": (s_sym, s_text), "alibi_t": ("b", "b"), "logits_t": (rf"({s_sym} + b)", f"({s_text} + b)"),
+                 "scores_t": (s_sym, s_text), "alibi_t": ("B", "B"), "logits_t": (rf"({s_sym} + B)", f"({s_text} + B)"),
                  "weights_t": ("a", "a"), "context_t": ("c", "c"), "output_t": ("o", "o"), "heads_map": ("G", "G")},
         axis_labels={"query head": [str(q) for q in range(h)], "KV head": [str(k) for k in range(h_kv)],
                      "k | v": [f"k{c}" for c in range(d_k)] + [f"v{c}" for c in range(d_v)],
@@ -287,10 +287,11 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
                   + say_first("kv_one_row", trace.facts["settings"], prefill=prefill, t=t) + ".")
     last = "scores_t"
     if alibi:
-        trace.add("alibi_t", "ALiBi's bias row b", bias, ("query head", "cached"), rf"b_{{h,j}} = -m_h\,({t} - j)",
-                  why=f"Row {t} of B_h: " + say_first("kv_alibi_from_distance", trace.facts["settings"], t=t) + ".")
-        trace.add("logits_t", f"Scores with ALiBi {s_text} + b", scores + bias, ("query head", "cached"),
-                  rf"{s_sym}_{{h,j}} + b_{{h,j}}", inputs=("scores_t", "alibi_t"))
+        trace.add("alibi_t", f"ALiBi's bias: row {t} of B_h", bias, ("query head", "cached"),
+                  rf"(B_h)_{{{t},j}} = -m_h\,({t} - j)",
+                  why=_sentence(say_first("kv_alibi_from_distance", trace.facts["settings"], t=t)))
+        trace.add("logits_t", f"Scores with ALiBi {s_text} + B", scores + bias, ("query head", "cached"),
+                  rf"{s_sym}_{{h,j}} + (B_h)_{{{t},j}}", inputs=("scores_t", "alibi_t"))
         last = "logits_t"
     arg = trace.facts["symbols"][last][0]
     over_t = f" / {config.temperature:g}" if config.temperature != 1 else ""
@@ -816,7 +817,7 @@ claim("kv_rope_rotated_once",
       lambda s: s.positional == "rope", "Position = RoPE",
       "tests/test_kv_cache.py::test_rope_cache_holds_the_rotated_keys_of_the_forward_pass", about=KIND)
 claim("kv_alibi_from_distance",
-      "ALiBi's bias row −m_h·({t} − j) comes from the distances alone, so nothing of it is cached",
+      "row {t} of ALiBi's bias B_h, −m_h·({t} − j), comes from the distances alone, so nothing of it is cached",
       lambda s: s.positional == "alibi", "Position = ALiBi",
       "tests/test_kv_cache.py::test_alibi_decoding_adds_the_bias_row_and_equals_the_full_pass", about=KIND)
 

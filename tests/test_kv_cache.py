@@ -286,7 +286,7 @@ def test_cell_explanations_say_the_math():
     assert v.text.startswith("V_cache[0,1,2] = Σ_m X[3,m]·W_V[m,2]") and "token 3" in v.note
     alibi = kv.kv_cache_trace(CONFIGS["H=3 ALiBi dot T=0.5 padding"], 0, 3)
     b = explain(alibi, "alibi_t", (2, 0))
-    assert b.text.splitlines()[0] == "b[2,0] = −m_2·(3 − 0)" and b.value == pytest.approx(-alibi_slopes(3)[2] * 3)
+    assert b.text.splitlines()[0] == "B[2,0] = −m_2·(3 − 0)" and b.value == pytest.approx(-alibi_slopes(3)[2] * 3)
     w = explain(alibi, "weights_t", (0, 1))
     assert "/ 0.5" in w.text and "temperature T = 0.5" in w.note
     prompt = kv.kv_cache_trace(Config(), 4, 1)
