@@ -461,11 +461,16 @@ def test_a_window_shorter_than_the_prompt_is_said_truly():
     at = open_page(PAGE, query={"mask": "sliding_window", "window": "2", "kv_cache.prefill": "4", "kv_cache.t": "3"})
     no_exception(at)
     text = status(at, 3)
-    assert "the cache holds tokens 0 … 3 (4 rows)" in text and "before token 2 by the window" in text
+    assert "the cache holds tokens 0 … 3 (4 rows)" in text and "is masked before token 2 (the window)" in text
     assert "The prompt's 4 rows enter the cache together, more than W = 2" in text
     assert "stops growing at W" not in text
     assert "In the prompt all 4 queries are computed together; this is row 3" in page_text(at)
     assert "a decoding step scores one query" not in page_text(at)
+    at.slider(key="kv_cache.t").set_value(1).run()
+    assert "row 1 of the prompt's scores is masked after token 1;" in status(at, 1)   # W = 2: key 0 still seen
+    at.slider(key="kv_cache.t").set_value(2).run()
+    assert "is masked after token 2 and before token 1 (the window)" in status(at, 2)
+    at.slider(key="kv_cache.t").set_value(3).run()
     at.number_input(key="kv_cache.prefill").set_value(2).run()
     text = status(at, 3)
     assert "token 1's row falls out" in text and "The cache stops growing at W = 2 tokens" in text

@@ -141,10 +141,12 @@ def status_text(trace) -> str:
     biases = " plus their biases" if "b_q" in trace else ""
     rope = f", q_{t} and k_{t} then turned by position {t} as RoPE does" if f["rope"] else ""
     if s.together:
-        hidden = f", and before token {t - s.window + 1} by the window" if s.window is not None and t >= s.window else ""
+        masks = ([f"after token {t}"] if t < s.prefill - 1 else []) + (
+            [f"before token {t - s.window + 1} (the window)"] if s.window is not None and t >= s.window else [])
+        seen = f"is masked {' and '.join(masks)}" if masks else "sees every prompt token"
         line = (f"**t = {t} “{word}”** is in the prompt: tokens 0 … {s.prefill - 1} went through together "
-                f"(prefill), their K and V rows entered the cache at once, and row {t} of the prompt's scores is "
-                f"masked after token {t}{hidden}; {kept}.")
+                f"(prefill), their K and V rows entered the cache at once, and row {t} of the prompt's scores "
+                f"{seen}; {kept}.")
     else:
         prompt = (" the prompt of one token," if s.prefill == 1 and t == 0 else "")
         out = (f" and token {t - s.window}'s row falls out (older than the window)"
