@@ -166,13 +166,19 @@ def _check(config: Config, prefill: int) -> dict:
 
 
 def torch_check(config: Config, prefill: int) -> dict:
+    """See _torch_check (cached per decoding Config and prompt: the page's box reruns it on every run)."""
+    return dict(_torch_check(decoding_config(config), prefill))
+
+
+@functools.lru_cache(maxsize=32, typed=True)
+def _torch_check(config: Config, prefill: int) -> dict:
     """torch's scaled_dot_product_attention (enable_gqa=True) on the forward pass's Q, K, V (rotated under
     RoPE), with the mask as a float matrix (ALiBi's bias, −∞ where hidden) and the scale and temperature
     folded in; with is_causal too where no window and no ALiBi. {"mask": max |torch − decoded|,
     "is_causal": … or None}. Imports torch."""
     import torch
     import torch.nn.functional as F
-    d = decode(config, prefill)
+    d = _decode(config, prefill)
     c, fwd = d.config, d.forward
     n, temperature = fwd.n, c.temperature
     t = lambda a: torch.from_numpy(np.array(a))[None]                          # noqa: E731  (1, heads, n, d)
