@@ -243,7 +243,7 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
         kind=KIND, config=config, settings=settings_for(config, prefill, t, n), t=t, positions=positions,
         d_k=d_k, d_v=d_v, prefill=t < prefill, g=g, rope=rope, alibi=alibi, scaled=scaled,
         temperature=config.temperature, pe_base=config.pe_base, window=window, n_heads=h, n_kv_heads=h_kv,
-        symbols={"q_t": (f"q{r}_{{{t}}}", f"q{r}_{t}"), "k_cache": (rf"K^{{\text{{cache}}}}", "K_cache"),
+        symbols={"q_t": (f"q{r}_{{{t}}}", f"q{r}_{t}"), "k_cache": (r"K^{\text{cache}}", "K_cache"),
                  "v_cache": (r"V^{\text{cache}}", "V_cache"), "kv_cache": ("[K|V]", "[K|V]"),
                  "scores_t": (s_sym, s_text), "alibi_t": ("B", "B"), "logits_t": (rf"({s_sym} + B)", f"({s_text} + B)"),
                  "weights_t": ("a", "a"), "context_t": ("c", "c"), "output_t": ("o", "o"), "heads_map": ("G", "G")},
@@ -268,8 +268,8 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
     trace.add("q_t", f"New query row q{'^R' if rope else ''}_{t}, one per head", step["q"], ("query head", "d_k"),
               (rf"(q^R_{{{t}}})_h = R_{{{t}}}\,({proj_q})" if rope else rf"(q_{{{t}}})_h = {proj_q}"),
               inputs=("x", "w_q"), why=_sentence(say_first("kv_one_query", trace.facts["settings"], prefill=prefill, t=t)))
-    k_formula = rf"x_j (W_K)_{{:,\,u}}" + (r" + (b_K)_u" if "b_k" in d.params else "")
-    v_formula = rf"x_j (W_V)_{{:,\,u}}" + (r" + (b_V)_u" if "b_v" in d.params else "")
+    k_formula = r"x_j (W_K)_{:,\,u}" + (r" + (b_K)_u" if "b_k" in d.params else "")
+    v_formula = r"x_j (W_V)_{:,\,u}" + (r" + (b_V)_u" if "b_v" in d.params else "")
     k_formula = rf"R_j\,({k_formula})" if rope else k_formula
     trace.add("k_cache", "K cache", k_cache, ("KV head", "cached", "d_k"),
               rf"K^{{\text{{cache}}}}_{{u,\,j}} = {k_formula}", inputs=("x", "w_k"))
@@ -572,7 +572,7 @@ def _scores_t(ctx: Context, cell):
         return hidden
     h, r = cell
     f = ctx.trace.facts
-    t, g, d_k, p = f["t"], f["g"], f["d_k"], f["positions"][r]
+    g, d_k, p = f["g"], f["d_k"], f["positions"][r]
     kv = h // g
     q, k = ctx.value("q_t"), ctx.value("k_cache")
     q_sym = ctx.symbol("q_t")[0]
@@ -689,8 +689,11 @@ def _forward_leaf(key: str):
         regenerated = float(forward_pass(ctx.config)[key].value[cell]) if ctx.config is not None else None
         v = ctx.value(key)[cell]
         sym, text = ctx.symbol(key)
-        where = (f"Row {cell[0]} (“{ctx.word(cell[0])}”) of the forward pass's X, as the sidebar's embeddings and "
-                 "position make it" if key == "x" else f"The forward pass's {text}")
+        added = ctx.config is None or ctx.config.positional in ("sinusoidal", "learned", "index")
+        where = (f"Row {cell[0]} (“{ctx.word(cell[0])}”) of the forward pass's X, "
+                 + ("the sidebar's embedding with its positional encoding" if added else
+                    "the sidebar's embedding alone (this Position adds nothing to X)")
+                 if key == "x" else f"The forward pass's {text}")
         if key in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v") and ctx.config is not None:
             where += (", trained with the sentiment classifier (the sidebar's Weights)" if ctx.config.weights == "trained"
                       else ", at its seeded random start (the sidebar's Weights and Seed)")

@@ -64,7 +64,7 @@ def in_force(config) -> str:
     window = f"window W = {c.window}" if c.mask == "sliding_window" else "causal, no window"
     score = "scaled dot" if c.score == "scaled_dot" else "dot (not scaled)"
     return (f":material/tune: From the sidebar: **{heads}**, d_k = {c.d_k}, d_v = {c.d_v}, **{position}**, "
-            f"**{window}**, {score}, T = {c.temperature:g}, weights {'trained' if c.weights == 'trained' else 'seeded'}"
+            f"**{window}**, {score}, T = {c.temperature:g}, W_Q, W_K, W_V {'trained' if c.weights == 'trained' else 'seeded'}"
             f"{', biases on' if c.bias else ''}. Change them in the sidebar.")
 
 
