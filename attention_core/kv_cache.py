@@ -6,10 +6,16 @@ new. So a step costs one row of projections and one row of scores (t + 1 entries
 whole (t + 1) × (t + 1) pass, and the outputs are exactly those of the full causal pass: causal
 attention never lets a row see a later token, so nothing cached ever changes.
 
-The cache holds H_kv heads (grouped-query attention shrinks it by g = H / H_kv); with a sliding
-window of W keys it keeps only the last W tokens (a rolling buffer, as Mistral's).
+Everything the forward pass can put into a score row is decoded the same way: biases on the
+projections, RoPE (the cache keeps the rotated keys: position t's rotation is known when k_t is
+made), ALiBi (the step's row gets −m_h·(t − j), from the distance alone), the scaled or plain dot
+product and the softmax temperature. The cache holds H_kv heads (grouped-query attention shrinks it
+by g = H / H_kv); with a sliding window of W keys it keeps only the last W tokens (a rolling buffer,
+as Mistral's).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -19,19 +25,37 @@ from .gqa import check_groups, expand_kv
 from .rope import rotary_embedding
 
 
+def _check(n: int, n_heads: int, window, prefill, alibi_slopes, temperature) -> None:
+    if window is not None and (isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1):
+        raise ConfigError(f"The window must be at least 1 key (the token itself), not {window!r}.")
+    if isinstance(prefill, bool) or not isinstance(prefill, (int, np.integer)) or not 0 <= prefill <= n:
+        raise ConfigError(f"The prompt (prefill) must be 0 to {n} tokens, not {prefill!r}.")
+    if alibi_slopes is not None and np.shape(alibi_slopes) != (n_heads,):
+        raise ConfigError(f"ALiBi needs one slope per query head ({n_heads}), not {np.shape(alibi_slopes)}.")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.floating)) \
+            or not math.isfinite(temperature) or temperature <= 0:
+        raise ConfigError(f"The temperature must be a positive number, not {temperature!r}.")
+
+
 def kv_cache_decode(x, w_q, w_k, w_v, w_o, n_heads: int, n_kv_heads: int | None = None,
-                    window: int | None = None, prefill: int = 0, rope_base: float | None = None):
+                    window: int | None = None, prefill: int = 0, rope_base: float | None = None, *,
+                    biases: dict | None = None, alibi_slopes=None, scaled: bool = True, temperature: float = 1.0):
     """Feed x's rows through attention one at a time with a KV cache; returns (outputs, cache).
 
     x (n, d_model); w_q (d_model, H·d_head), w_k (d_model, H_kv·d_head), w_v (d_model, H_kv·d_v),
     w_o (H·d_v, d_model). prefill: the first rows are processed together (the prompt), then the rest
     one by one; the numbers are the same either way. rope_base: rotate Q and K by their positions
-    (RoPE, interleaved) before caching, as rotary models cache rotated keys.
+    (RoPE, interleaved) before caching, as rotary models cache rotated keys. biases: "b_q" (H·d_head),
+    "b_k", "b_v" (H_kv·d_head, H_kv·d_v), "b_o" (d_model), any of them, added after their projection.
+    alibi_slopes (H,): query t's score with key j gets −m_h·(t − j) (ALiBi). scaled: divide q·k by
+    √d_head (the scaled dot product) or not (the dot product). temperature: softmax(logits / T).
 
     outputs (n, d_model) equal causal (windowed) attention over x. cache["k"] (H_kv, kept, d_head),
-    cache["v"] (H_kv, kept, d_v), cache["positions"] the tokens kept, and cache["steps"]: one dict
-    per decoded token t with "q" (H, d_head), "positions", "scores" and "weights" (H, kept) against
-    the cache, and the cache's length after it.
+    cache["v"] (H_kv, kept, d_v), cache["positions"] the tokens kept; cache["k_rows"] (H_kv, n, d_head)
+    and cache["v_rows"] (H_kv, n, d_v): every token's row as it entered the cache; and cache["steps"]:
+    one dict per token t with "q" (H, d_head), "positions" (the cache's tokens at that step), "scores"
+    (H, kept): q·k (/√d_head), −∞ where t may not look, "bias" (H, kept) ALiBi's (zeros without),
+    "logits" = scores + bias, "weights" (H, kept), "prefill" (computed with other rows) and "cache_len".
 
     >>> rng = np.random.default_rng(0)
     >>> x = rng.standard_normal((5, 4))
@@ -44,40 +68,51 @@ def kv_cache_decode(x, w_q, w_k, w_v, w_o, n_heads: int, n_kv_heads: int | None 
     n = x.shape[0]
     n_kv = n_heads if n_kv_heads is None else n_kv_heads
     check_groups(n_heads, n_kv)
-    if window is not None and (isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1):
-        raise ConfigError(f"The window must be at least 1 key (the token itself), not {window!r}.")
-    if isinstance(prefill, bool) or not isinstance(prefill, (int, np.integer)) or not 0 <= prefill <= n:
-        raise ConfigError(f"The prompt (prefill) must be 0 to {n} tokens, not {prefill!r}.")
+    _check(n, n_heads, window, prefill, alibi_slopes, temperature)
+    b = {k: np.asarray(v, dtype=np.float64) for k, v in (biases or {}).items() if v is not None}
     d_head, d_v = w_q.shape[1] // n_heads, w_v.shape[1] // n_kv
     rotate = (lambda a, p: rotary_embedding(a, np.asarray(p), rope_base)) if rope_base is not None else (lambda a, p: a)
+    slopes = None if alibi_slopes is None else np.asarray(alibi_slopes, dtype=np.float64)
+    scale = math.sqrt(d_head) if scaled else 1.0
+
+    def project(xs, name, heads, width):                                       # (r, d_model) -> (heads, r, width)
+        out = xs @ {"q": w_q, "k": w_k, "v": w_v}[name] + b.get(f"b_{name}", 0.0)
+        return out.reshape(len(xs), heads, width).transpose(1, 0, 2)
+
     k_cache = np.zeros((n_kv, 0, d_head))
     v_cache = np.zeros((n_kv, 0, d_v))
+    k_rows, v_rows = np.zeros((n_kv, n, d_head)), np.zeros((n_kv, n, d_v))
     positions: list[int] = []
     outputs = np.zeros((n, w_o.shape[1]))
     steps = []
     chunks = ([list(range(prefill))] if prefill else []) + [[t] for t in range(prefill, n)]
     for rows in chunks:
         xs = x[rows]                                                          # (r, d_model): the prompt, or one token
-        q = rotate((xs @ w_q).reshape(len(rows), n_heads, d_head).transpose(1, 0, 2), rows)    # (H, r, d_head)
-        k = rotate((xs @ w_k).reshape(len(rows), n_kv, d_head).transpose(1, 0, 2), rows)       # (H_kv, r, d_head)
-        v = (xs @ w_v).reshape(len(rows), n_kv, d_v).transpose(1, 0, 2)                      # (H_kv, r, d_v)
+        q = rotate(project(xs, "q", n_heads, d_head), rows)                   # (H, r, d_head)
+        k = rotate(project(xs, "k", n_kv, d_head), rows)                      # (H_kv, r, d_head)
+        v = project(xs, "v", n_kv, d_v)                                       # (H_kv, r, d_v)
+        k_rows[:, rows], v_rows[:, rows] = k, v
         k_cache = np.concatenate([k_cache, k], axis=1)                        # append: the cache grows by r rows
         v_cache = np.concatenate([v_cache, v], axis=1)
         positions += rows
         kept = len(positions)
-        p = np.array(positions)
-        allowed = (np.array(rows)[:, None] >= p[None, :])                    # causal: (r, kept)
+        p, r = np.array(positions), np.array(rows)
+        allowed = r[:, None] >= p[None, :]                                    # causal: (r, kept)
         if window is not None:
-            allowed &= np.array(rows)[:, None] - p[None, :] < window
-        scores = q @ np.swapaxes(expand_kv(k_cache, n_heads), -1, -2) / np.sqrt(d_head)   # (H, r, kept)
-        weights = softmax(np.where(allowed, scores, -np.inf))                 # (H, r, kept)
+            allowed &= r[:, None] - p[None, :] < window
+        scores = np.where(allowed, q @ np.swapaxes(expand_kv(k_cache, n_heads), -1, -2) / scale, -np.inf)  # (H, r, kept)
+        bias = np.zeros_like(scores)
+        if slopes is not None:                                                # −m_h·(t − j) where t may look
+            bias = np.where(allowed, 0.0 - slopes[:, None, None] * (r[:, None] - p[None, :])[None], 0.0)
+        logits = scores + bias
+        weights = softmax(logits, temperature=temperature)                    # (H, r, kept)
         context = weights @ expand_kv(v_cache, n_heads)                       # (H, r, d_v)
-        outputs[rows] = merge_heads(context) @ w_o
-        for r, t in enumerate(rows):
-            steps.append(dict(t=t, prefill=len(rows) > 1, q=q[:, r], positions=list(positions),
-                              scores=np.where(allowed[r], scores[:, r], -np.inf), weights=weights[:, r],
-                              cache_len=kept))
+        outputs[rows] = merge_heads(context) @ w_o + b.get("b_o", 0.0)
+        for i, t in enumerate(rows):
+            steps.append(dict(t=t, prefill=len(rows) > 1, q=q[:, i], positions=list(positions), scores=scores[:, i],
+                              bias=bias[:, i], logits=logits[:, i], weights=weights[:, i], cache_len=kept))
         if window is not None and kept > window:                              # a rolling buffer: drop the oldest
             drop = kept - window
             k_cache, v_cache, positions = k_cache[:, drop:], v_cache[:, drop:], positions[drop:]
-    return outputs, {"k": k_cache, "v": v_cache, "positions": positions, "steps": steps}
+    return outputs, {"k": k_cache, "v": v_cache, "positions": positions, "k_rows": k_rows, "v_rows": v_rows,
+                     "steps": steps}

@@ -1,14 +1,18 @@
-"""The KV cache page's numbers: the learner's sentence decoded token by token, and a cache-size calculator.
+"""The KV cache page's numbers: the forward pass's own computation decoded token by token, and a cache-size
+calculator.
 
-X is the forward pass's X (the sidebar's sentence, embeddings and positions). Seeded weights (not the
-sidebar's): W_Q (d_model, H·d_head), W_K and W_V (d_model, H_kv·d_head), W_O (H·d_head, d_model), each
-N(0, 1/fan_in) from `forward.init_weight` with the sidebar's seed. `kv_cache_decode` feeds the rows
-(a prompt of P tokens together, then one at a time) and records each step; `kv_cache_trace` turns the
-record of step t into Steps: the new query row q_t per head, the cache K and V (H_kv, tokens kept,
-d_head), the score row of q_t against the cache, its weights, the context and output rows.
+The page decodes the sidebar's forward pass: its X, its W_Q, W_K, W_V, W_O (trained or seeded, as the
+sidebar's Weights say; with its biases when Bias is on), its H query heads and H_kv KV heads, RoPE
+(base pe_base) or ALiBi when the sidebar's Position says so, its window W, score (dot or scaled dot)
+and temperature. Decoding sees only earlier tokens, so what it computes is the forward pass under the
+causal mask (or the sidebar's window): `decoding_config` is that Config, and its forward pass is the
+live proof's reference (the decoded outputs equal its trace["output"]). Additive and bilinear scores
+are not decoded here: the page then decodes the scaled dot product and says so.
 
-`check_against_full_pass` is the live proof: the decoded outputs against `grouped_query_attention` with
-`causal_mask` (or `sliding_window_mask`) over the whole sentence. `cache_bytes` is the calculator:
+`decode` feeds the rows (a prompt of P tokens together, then one at a time) through `kv_cache_decode`
+and records each step; `kv_cache_trace` turns the record of step t into Steps: the new query row q_t
+per head, the cache K and V (H_kv, tokens kept, d_k or d_v), the score row of q_t against the cache
+(ALiBi's bias row with it), its weights, the context and output rows. `cache_bytes` is the calculator:
 bytes per token = 2 · layers · H_kv · d_head · bytes per value (a latent cache: layers · latent values).
 
 Notation (docs/notation.md, "Today's attention"): H query heads, H_kv KV heads, g = H / H_kv, query
@@ -22,28 +26,29 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .attention import causal_mask, merge_heads, sliding_window_mask
+from .alibi import alibi_slopes
 from .claims import claim
-from .config import MAX_DIM, ConfigError, Config
-from .explain import SYMBOLS, Context, Explanation, register, softmax_fraction
-from .forward import init_weight, param_rng, run_forward
-from .gqa import check_groups, grouped_query_attention
+from .config import Config, ConfigError
+from .explain import Context, Explanation, register, softmax_fraction
+from .forward import run_forward
 from .kv_cache import kv_cache_decode
 from .trace import Trace
 
 KIND = "kv_cache"
-MAX_PAGE_HEADS = 8
-WEIGHT_NAMES = {"w_q": "kv_cache.w_q", "w_k": "kv_cache.w_k", "w_v": "kv_cache.w_v", "w_o": "kv_cache.w_o"}
+DECODED_SCORES = ("scaled_dot", "dot")         # the score functions decoded here
+PARAMS = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
 
 
 @dataclass(frozen=True)
 class KVSettings:
-    """The page's own controls (what its claims are about)."""
-    n_heads: int = 4                 # H, query heads
-    n_kv_heads: int = 2              # H_kv, key/value heads (a divisor of H)
-    window: int | None = None        # W keys, or None: no window
+    """What the page's claims are about: the sidebar's heads, window and position, the page's P and t."""
+    n_heads: int = 1                 # H, query heads (the sidebar's)
+    n_kv_heads: int = 1              # H_kv, key/value heads (a divisor of H)
+    window: int | None = None        # W keys (the sidebar's Sliding window), or None: causal
     prefill: int = 2                 # P, the prompt's tokens, processed together
     n: int = 4                       # tokens in the sentence
+    t: int = 2                       # the step shown
+    positional: str = "sinusoidal"   # the sidebar's Position (rope, alibi, …)
 
     @property
     def g(self) -> int:
@@ -54,113 +59,143 @@ class KVSettings:
         """Tokens in the cache after the last token."""
         return self.n if self.window is None else min(self.n, self.window)
 
+    @property
+    def together(self) -> bool:
+        """Step t is a row of a prompt of several tokens, computed with the others at once."""
+        return self.t < self.prefill and self.prefill > 1
 
-def check_settings(s: KVSettings, d_head: int) -> None:
-    """ConfigError (saying what to change) for settings the page cannot decode with."""
-    for name, v, hi in (("query heads H", s.n_heads, MAX_PAGE_HEADS), ("KV heads H_kv", s.n_kv_heads, MAX_PAGE_HEADS)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= hi:
-            raise ConfigError(f"The number of {name} must be a whole number from 1 to {hi}, not {v!r}.")
-    check_groups(s.n_heads, s.n_kv_heads)
-    if s.n_heads * d_head > MAX_DIM:
-        raise ConfigError(f"H·d_head = {s.n_heads}·{d_head} = {s.n_heads * d_head} columns is more than {MAX_DIM}: "
-                          "lower H here or d_k in the sidebar.")
-    if s.window is not None and (isinstance(s.window, bool) or not isinstance(s.window, (int, np.integer))
-                                 or s.window < 1):
-        raise ConfigError(f"The window W must be at least 1 key (the token itself), not {s.window!r}: "
-                          "set W to 1 or more, or clear it for no window.")
-    if isinstance(s.prefill, bool) or not isinstance(s.prefill, (int, np.integer)) or not 0 <= s.prefill <= s.n:
-        raise ConfigError(f"The prompt (prefill) is {s.prefill!r} tokens but the sentence has {s.n}: "
-                          f"set it to 0 … {s.n} (0: every token decoded one at a time).")
+
+def decoding_config(config: Config) -> Config:
+    """The forward pass decoding computes: the sidebar's, with the causal mask where the sidebar's mask is
+    none or padding (decoding sees only earlier tokens), the scaled dot product where its score is one not
+    decoded here."""
+    changes = {}
+    if config.mask in ("none", "padding"):
+        changes["mask"] = "causal"
+    if config.score not in DECODED_SCORES:
+        changes["score"] = "scaled_dot"
+    return config.replace(**changes) if changes else config
+
+
+def window_of(config: Config) -> int | None:
+    return config.window if config.mask == "sliding_window" else None
+
+
+def settings_for(config: Config, prefill: int, t: int, n: int) -> KVSettings:
+    return KVSettings(config.n_heads, config.kv_heads, window_of(config), prefill, n, t, config.positional)
 
 
 # ---- decoding -----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
 class Decoded:
-    tokens: tuple[str, ...]
-    x: np.ndarray                    # (n, d_model): the forward pass's X
-    weights: dict                    # "w_q" (d_model, H·d_head), "w_k", "w_v" (d_model, H_kv·d_head), "w_o"
+    config: Config                   # the decoding Config (decoding_config of the sidebar's)
+    forward: Trace                   # its forward pass: X, the parameters, and the reference output
+    params: dict                     # "w_q" (d_model, H·d_k), "w_k", "w_v" (d_model, H_kv·d), "w_o", "b_*" when bias
+    slopes: np.ndarray | None        # ALiBi's m_h (H,), or None
     outputs: np.ndarray              # (n, d_model), decoded
-    cache: dict                      # kv_cache_decode's: final "k", "v", "positions", and "steps"
-    settings: KVSettings
-    d_head: int
-    rows: dict                       # "k", "v" (n, H_kv·d_head): each token's row as the cache got it
+    cache: dict                      # kv_cache_decode's: final "k", "v", "positions", "k_rows", "v_rows", "steps"
+    prefill: int
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.forward.tokens
 
 
-def seeded_weights(seed: int, d_model: int, n_heads: int, n_kv_heads: int, d_head: int) -> dict:
-    """W_Q (d_model, H·d_head), W_K and W_V (d_model, H_kv·d_head), W_O (H·d_head, d_model): N(0, 1/fan_in)."""
-    shapes = {"w_q": ((d_model, n_heads * d_head), d_model), "w_k": ((d_model, n_kv_heads * d_head), d_model),
-              "w_v": ((d_model, n_kv_heads * d_head), d_model), "w_o": ((n_heads * d_head, d_model), n_heads * d_head)}
-    return {k: init_weight(seed, WEIGHT_NAMES[k], shape, fan_in) for k, (shape, fan_in) in shapes.items()}
+@functools.lru_cache(maxsize=32)
+def forward_pass(config: Config) -> Trace:
+    """run_forward, once per Config (the page's reference pass)."""
+    return run_forward(config)
 
 
-def x_config(config: Config) -> Config:
-    """The settings this page reads (the sentence, embeddings, positions, d_k, seed), the others at their
-    defaults: a sidebar change that does not touch X (temperature, score, mask, heads) reuses the cache."""
-    return config.replace(score="scaled_dot", mask="none", padding=(), temperature=1.0, bias=False,
-                          weights="random", n_heads=1, d_v=config.d_k)
+def check_prefill(prefill, n: int) -> None:
+    if isinstance(prefill, bool) or not isinstance(prefill, (int, np.integer)) or not 0 <= prefill <= n:
+        raise ConfigError(f"The prompt (prefill) is {prefill!r} tokens but the sentence has {n}: "
+                          f"set it to 0 … {n} (0: every token decoded one at a time).")
 
 
-def decode(config: Config, n_heads: int, n_kv_heads: int, window: int | None, prefill: int) -> Decoded:
-    """The sentence decoded with a KV cache under the page's controls (cached per process)."""
-    return _decode(x_config(config), n_heads, n_kv_heads, window, prefill)
+def decode(config: Config, prefill: int) -> Decoded:
+    """The sidebar's forward pass decoded with a KV cache, the first `prefill` tokens as the prompt."""
+    return _decode(decoding_config(config), prefill)
 
 
-@functools.lru_cache(maxsize=64)
-def _decode(config: Config, n_heads: int, n_kv_heads: int, window: int | None, prefill: int) -> Decoded:
-    forward = run_forward(config)
-    x = forward["x"].value                                                   # (n, d_model)
-    s = KVSettings(n_heads, n_kv_heads, window, prefill, len(forward.tokens))
-    check_settings(s, config.d_k)
-    w = seeded_weights(config.seed, x.shape[1], n_heads, n_kv_heads, config.d_k)
-    outputs, cache = kv_cache_decode(x, w["w_q"], w["w_k"], w["w_v"], w["w_o"], n_heads, n_kv_heads,
-                                     window=window, prefill=prefill)
-    chunks = ([list(range(prefill))] if prefill else []) + [[t] for t in range(prefill, s.n)]
-    rows = {k: np.concatenate([x[c] @ w[f"w_{k}"] for c in chunks]) for k in ("k", "v")}   # as kv_cache_decode
-    return Decoded(forward.tokens, x, w, outputs, cache, s, config.d_k, rows)
+@functools.lru_cache(maxsize=64, typed=True)   # True is not the prompt length 1
+def _decode(config: Config, prefill: int) -> Decoded:
+    fwd = forward_pass(config)
+    check_prefill(prefill, fwd.n)
+    params = {k: fwd[k].value for k in PARAMS if k in fwd}
+    slopes = alibi_slopes(config.n_heads) if config.positional == "alibi" else None
+    outputs, cache = kv_cache_decode(
+        fwd["x"].value, params["w_q"], params["w_k"], params["w_v"], params["w_o"], config.n_heads, config.kv_heads,
+        window=window_of(config), prefill=prefill, rope_base=config.pe_base if config.positional == "rope" else None,
+        biases={k: v for k, v in params.items() if k.startswith("b_")}, alibi_slopes=slopes,
+        scaled=config.score == "scaled_dot", temperature=config.temperature)
+    return Decoded(config, fwd, params, slopes, outputs, cache, prefill)
 
 
-def full_pass_mask(n: int, window: int | None) -> np.ndarray:
-    """(n, n) bool: causal, or the sliding window (which is causal too)."""
-    return causal_mask(n) if window is None else sliding_window_mask(n, window)
+def heads_of(trace: Trace, name: str) -> np.ndarray:
+    """(heads, n, d): the forward pass's Q or K (rotated under RoPE) or V per head (one head: a leading 1)."""
+    key = f"{name}_rot" if f"{name}_rot" in trace else f"{name}_heads" if f"{name}_heads" in trace else name
+    value = trace[key].value
+    return value[None] if key == name or value.ndim == 2 else value
 
 
-def check_against_full_pass(config: Config, n_heads: int, n_kv_heads: int, window: int | None,
-                            prefill: int) -> dict:
-    return _check(x_config(config), n_heads, n_kv_heads, window, prefill)
+def check_against_full_pass(config: Config, prefill: int) -> dict:
+    return _check(decoding_config(config), prefill)
 
 
-@functools.lru_cache(maxsize=64)
-def _check(config: Config, n_heads: int, n_kv_heads: int, window: int | None, prefill: int) -> dict:
-    """{"outputs": max |decoded − full| over every output, "weights": max over every step's weight row
-    against the same row of the full pass's A, "full": the full pass's output (n, d_model)}."""
-    d = decode(config, n_heads, n_kv_heads, window, prefill)
-    w = d.weights
-    full, a = grouped_query_attention(d.x, d.x, w["w_q"], w["w_k"], w["w_v"], w["w_o"], n_heads, n_kv_heads,
-                                      mask=full_pass_mask(len(d.tokens), window))
-    rows = max(float(np.abs(step["weights"] - a[:, step["t"], step["positions"]]).max()) for step in d.cache["steps"])
-    return {"outputs": float(np.abs(d.outputs - full).max()), "weights": rows, "full": full}
+@functools.lru_cache(maxsize=64, typed=True)   # True is not the prompt length 1
+def _check(config: Config, prefill: int) -> dict:
+    """The decoded numbers against the forward pass's own (the same Config): {"outputs": max |o − O|
+    over every row, "weights": max over every step's weight row against the same entries of A,
+    "queries": max |q_t − row t of Q (Q^R)|, "keys" and "values": every cached row against K (K^R)
+    and V, "full": the forward pass's O (n, d_model)}."""
+    d = _decode(config, prefill)
+    fwd = d.forward
+    a = fwd["weights"].value
+    a = a if a.ndim == 3 else a[None]                                       # (H, n, n)
+    rows, queries = 0.0, 0.0
+    q = heads_of(fwd, "q")
+    for step in d.cache["steps"]:
+        t, p = step["t"], step["positions"]
+        rows = max(rows, float(np.abs(step["weights"] - a[:, t, p]).max()))
+        queries = max(queries, float(np.abs(step["q"] - q[:, t]).max()))
+    return {"outputs": float(np.abs(d.outputs - fwd["output"].value).max()), "weights": rows, "queries": queries,
+            "keys": float(np.abs(d.cache["k_rows"] - heads_of(fwd, "k")).max()),
+            "values": float(np.abs(d.cache["v_rows"] - heads_of(fwd, "v")).max()), "full": fwd["output"].value}
 
 
-def torch_check(config: Config, n_heads: int, n_kv_heads: int, window: int | None, prefill: int) -> dict:
-    """torch SDPA with enable_gqa=True on the same Q, K, V: with is_causal (no window) and with an explicit
-    bool mask; {"is_causal": max |torch − decoded| or None with a window, "mask": …}. Imports torch."""
+def torch_check(config: Config, prefill: int) -> dict:
+    """See _torch_check (cached per decoding Config and prompt: the page's box reruns it on every run)."""
+    return dict(_torch_check(decoding_config(config), prefill))
+
+
+@functools.lru_cache(maxsize=32, typed=True)
+def _torch_check(config: Config, prefill: int) -> dict:
+    """torch's scaled_dot_product_attention (enable_gqa=True) on the forward pass's Q, K, V (rotated under
+    RoPE), with the mask as a float matrix (ALiBi's bias, −∞ where hidden) and the scale and temperature
+    folded in; with is_causal too where no window and no ALiBi. {"mask": max |torch − decoded|,
+    "is_causal": … or None}. Imports torch."""
     import torch
     import torch.nn.functional as F
-    d = decode(config, n_heads, n_kv_heads, window, prefill)
-    n, w, dh = len(d.tokens), d.weights, d.d_head
+    d = _decode(config, prefill)
+    c, fwd = d.config, d.forward
+    n, temperature = fwd.n, c.temperature
+    t = lambda a: torch.from_numpy(np.array(a))[None]                          # noqa: E731  (1, heads, n, d)
+    q, k, v = t(heads_of(fwd, "q")), t(heads_of(fwd, "k")), t(heads_of(fwd, "v"))
+    scale = (1 / math.sqrt(c.d_k) if c.score == "scaled_dot" else 1.0) / temperature
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    allowed = (i >= j) & ((i - j < c.window) if c.mask == "sliding_window" else True)
+    bias = np.zeros((c.n_heads, n, n)) if d.slopes is None else -d.slopes[:, None, None] * (i - j)[None]
+    mask = np.where(allowed[None], bias / temperature, -np.inf)
 
-    def heads(a, h):                                                          # (n, h·d) -> (1, h, n, d)
-        return torch.from_numpy(a.reshape(n, h, dh).transpose(1, 0, 2).copy())[None]
-    q, k, v = heads(d.x @ w["w_q"], n_heads), heads(d.x @ w["w_k"], n_kv_heads), heads(d.x @ w["w_v"], n_kv_heads)
-
-    def out(context):                                                         # (1, H, n, d) -> (n, d_model)
-        return merge_heads(context[0].numpy()) @ w["w_o"]
-    mask = torch.from_numpy(full_pass_mask(n, window))
-    by_mask = out(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True))
+    def out(context):                                                         # (1, H, n, d_v) -> (n, d_model)
+        o = context[0].numpy().transpose(1, 0, 2).reshape(n, -1) @ d.params["w_o"]
+        return o + d.params.get("b_o", 0.0)
+    by_mask = out(F.scaled_dot_product_attention(q, k, v, attn_mask=t(mask)[0], scale=scale, enable_gqa=True))
     result = {"mask": float(np.abs(by_mask - d.outputs).max()), "is_causal": None}
-    if window is None:
-        by_flag = out(F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
+    if c.mask == "causal" and d.slopes is None:
+        by_flag = out(F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=True))
         result["is_causal"] = float(np.abs(by_flag - d.outputs).max())
     return result
 
@@ -172,75 +207,127 @@ def _heads(a: np.ndarray, h: int, d: int) -> np.ndarray:
     return a.reshape(a.shape[0], h, d).transpose(1, 0, 2)
 
 
-def kv_cache_trace(config: Config, n_heads: int = 4, n_kv_heads: int = 2, window: int | None = None,
-                   prefill: int = 2, t: int = 0) -> Trace:
-    """Step t of decoding as a Trace (facts["kind"] = "kv_cache"). Raises ConfigError for bad controls."""
-    return _step_trace(x_config(config), n_heads, n_kv_heads, window, prefill, t)
+def kv_cache_trace(config: Config, prefill: int = 2, t: int = 0) -> Trace:
+    """Step t of decoding the sidebar's forward pass as a Trace (facts["kind"] = "kv_cache").
+    Raises ConfigError for a prompt or a step outside the sentence."""
+    return _step_trace(decoding_config(config), prefill, t)
 
 
-@functools.lru_cache(maxsize=256)
-def _step_trace(config: Config, n_heads: int, n_kv_heads: int, window: int | None, prefill: int, t: int) -> Trace:
-    d = _decode(config, n_heads, n_kv_heads, window, prefill)
+@functools.lru_cache(maxsize=256, typed=True)   # True is not the prompt length 1
+def _step_trace(config: Config, prefill: int, t: int) -> Trace:
+    d = _decode(config, prefill)
     n = len(d.tokens)
     if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < n:
         raise ConfigError(f"The step t must be a token of the sentence, 0 … {n - 1}, not {t!r}.")
     step = d.cache["steps"][t]
-    positions, dh, g = list(step["positions"]), d.d_head, n_heads // n_kv_heads
+    h, h_kv, d_k, d_v = config.n_heads, config.kv_heads, config.d_k, config.d_v
+    g, window, rope, alibi = h // h_kv, window_of(config), config.positional == "rope", d.slopes is not None
+    positions = list(step["positions"])
     cols = list(range(len(positions)))
-    if window is not None and not step["prefill"]:     # a decoded token: the row older than W falls out as it comes in
+    if window is not None and not step["prefill"]:    # a decoded token: the row older than W falls out as it comes in
         cols = [r for r, p in enumerate(positions) if t - p < window]
         positions = [positions[r] for r in cols]
-    w = d.weights
-    k_cache = _heads(d.rows["k"][positions], n_kv_heads, dh)                 # (H_kv, kept, d_head)
-    v_cache = _heads(d.rows["v"][positions], n_kv_heads, dh)                 # (H_kv, kept, d_head)
-    weights, scores = step["weights"][:, cols], step["scores"][:, cols]      # (H, kept)
-    context = np.einsum("hj,hjd->hd", weights, np.repeat(v_cache, g, axis=0))  # (H, d_head)
-    output = context.reshape(-1) @ w["w_o"]                                 # (d_model,)
+    k_cache = d.cache["k_rows"][:, positions]                                # (H_kv, kept, d_k)
+    v_cache = d.cache["v_rows"][:, positions]                                # (H_kv, kept, d_v)
+    scores, bias = step["scores"][:, cols], step["bias"][:, cols]             # (H, kept)
+    weights = step["weights"][:, cols]
+    context = np.einsum("hj,hjd->hd", weights, np.repeat(v_cache, g, axis=0))  # (H, d_v)
+    output = context.reshape(-1) @ d.params["w_o"] + d.params.get("b_o", 0.0)   # (d_model,)
 
     trace = Trace(d.tokens)
     words = [d.tokens[p] for p in positions]
-    trace.facts.update(kind=KIND, config=config, settings=d.settings, t=t, positions=positions, d_head=dh,
-                       prefill=t < prefill, g=g, axis_labels={
-                           "query head": [str(h) for h in range(n_heads)],
-                           "KV head": [str(k) for k in range(n_kv_heads)],
-                           "2·d_head": [f"k{c}" for c in range(dh)] + [f"v{c}" for c in range(dh)],
-                           "cached": [f"{p} {wd}" for p, wd in zip(positions, words)]})
-    trace.add("x", "X (the forward pass's)", d.x, ("n", "d_model"), r"X = X_{\text{emb}} + PE",
+    scaled = config.score == "scaled_dot"
+    s_sym, s_text = (r"\hat s", "ŝ") if scaled else ("s", "s")
+    r = "^R" if rope else ""
+    trace.facts.update(
+        kind=KIND, config=config, settings=settings_for(config, prefill, t, n), t=t, positions=positions,
+        d_k=d_k, d_v=d_v, prefill=t < prefill, g=g, rope=rope, alibi=alibi, scaled=scaled,
+        temperature=config.temperature, pe_base=config.pe_base, window=window, n_heads=h, n_kv_heads=h_kv,
+        symbols={"q_t": (f"q{r}_{{{t}}}", f"q{r}_{t}"), "k_cache": (r"K^{\text{cache}}", "K_cache"),
+                 "v_cache": (r"V^{\text{cache}}", "V_cache"), "kv_cache": ("[K|V]", "[K|V]"),
+                 "scores_t": (s_sym, s_text), "alibi_t": ("B", "B"), "logits_t": (rf"({s_sym} + B)", f"({s_text} + B)"),
+                 "weights_t": ("a", "a"), "context_t": ("c", "c"), "output_t": ("o", "o"), "heads_map": ("G", "G")},
+        axis_labels={"query head": [str(q) for q in range(h)], "KV head": [str(k) for k in range(h_kv)],
+                     "k | v": [f"k{c}" for c in range(d_k)] + [f"v{c}" for c in range(d_v)],
+                     "cached": [f"{p} {wd}" for p, wd in zip(positions, words)]})
+    trace.add("x", "X (the forward pass's)", d.forward["x"].value, ("n", "d_model"), d.forward["x"].formula,
               why="The sidebar's sentence as the forward pass builds it: one row per token.")
-    hq, hk = rf"{n_heads} \cdot {dh}", rf"{n_kv_heads} \cdot {dh}"
-    trace.add("w_q", "W_Q", w["w_q"], ("d_model", "H·d_head"), rf"W_Q \in \mathbb{{R}}^{{d_{{model}} \times {hq}}}")
-    trace.add("w_k", "W_K", w["w_k"], ("d_model", "H_kv·d_head"), rf"W_K \in \mathbb{{R}}^{{d_{{model}} \times {hk}}}")
-    trace.add("w_v", "W_V", w["w_v"], ("d_model", "H_kv·d_head"), rf"W_V \in \mathbb{{R}}^{{d_{{model}} \times {hk}}}")
-    trace.add("w_o", "W_O", w["w_o"], ("H·d_head", "d_model"), rf"W_O \in \mathbb{{R}}^{{{hq} \times d_{{model}}}}")
-    trace.add("heads_map", "Which KV head each query head reads", np.equal.outer(np.arange(n_heads) // g,
-              np.arange(n_kv_heads)).astype(float), ("query head", "KV head"), rf"h \mapsto \lfloor h / g \rfloor,\ g = H / H_{{kv}} = {g}",
-              why=f"Query heads in contiguous groups of g = {g}, as torch's enable_gqa and repeat_interleave.",
+    for key in PARAMS:
+        if key in d.params:
+            s = d.forward[key]
+            trace.add(key, s.title, s.value, s.axes, s.formula, why=s.why)
+    bias_q = " + b_Q" if "b_q" in d.params else ""
+    trace.add("heads_map", "Which KV head each query head reads", np.equal.outer(np.arange(h) // g,
+              np.arange(h_kv)).astype(float), ("query head", "KV head"),
+              rf"h \mapsto \lfloor h / g \rfloor,\ g = H / H_{{kv}} = {g}",
+              why=f"Query heads in contiguous groups of g = {g}: " + ", ".join(
+                  f"{'heads' if g > 1 else 'head'} {u * g}{f'–{u * g + g - 1}' if g > 1 else ''} → KV head {u}"
+                  for u in range(h_kv)) + ".",
               scale="mask")
-    trace.add("q_t", f"New query row q_{t}, one per head", step["q"], ("query head", "d_head"),
-              rf"(q_{t})_h = x_{t} (W_Q)_{{:,\,h d_{{head}} : (h+1) d_{{head}}}}", inputs=("x", "w_q"),
-              why="Only the newest token asks a question at this step; earlier queries are never needed again.")
-    trace.add("k_cache", "K cache", k_cache, ("KV head", "cached", "d_head"),
-              r"K^{\text{cache}}_{g,\,j} = x_j (W_K)_{:,\,g d_{head} : (g+1) d_{head}}", inputs=("x", "w_k"),
-              why="A row per cached token, written once when that token came in and never changed.")
-    trace.add("v_cache", "V cache", v_cache, ("KV head", "cached", "d_head"),
-              r"V^{\text{cache}}_{g,\,j} = x_j (W_V)_{:,\,g d_{head} : (g+1) d_{head}}", inputs=("x", "w_v"))
-    trace.add("kv_cache", "K and V cache", np.concatenate([k_cache, v_cache], axis=2), ("KV head", "cached", "2·d_head"),
-              r"[K^{\text{cache}}_{g,\,j} \mid V^{\text{cache}}_{g,\,j}] = x_j\, [(W_K)_{:,\,g} \mid (W_V)_{:,\,g}]",
+    proj_q = rf"x_{{{t}}} (W_Q)_{{:,\,h}}{bias_q.replace('b_Q', '(b_Q)_h')}"
+    trace.add("q_t", f"New query row q{'^R' if rope else ''}_{t}, one per head", step["q"], ("query head", "d_k"),
+              (rf"(q^R_{{{t}}})_h = R_{{{t}}}\,({proj_q})" if rope else rf"(q_{{{t}}})_h = {proj_q}"),
+              inputs=("x", "w_q"), why=_sentence(say_first("kv_one_query", trace.facts["settings"], prefill=prefill, t=t)))
+    k_formula = r"x_j (W_K)_{:,\,u}" + (r" + (b_K)_u" if "b_k" in d.params else "")
+    v_formula = r"x_j (W_V)_{:,\,u}" + (r" + (b_V)_u" if "b_v" in d.params else "")
+    k_formula = rf"R_j\,({k_formula})" if rope else k_formula
+    trace.add("k_cache", "K cache", k_cache, ("KV head", "cached", "d_k"),
+              rf"K^{{\text{{cache}}}}_{{u,\,j}} = {k_formula}", inputs=("x", "w_k"))
+    trace.add("v_cache", "V cache", v_cache, ("KV head", "cached", "d_v"),
+              rf"V^{{\text{{cache}}}}_{{u,\,j}} = {v_formula}", inputs=("x", "w_v"))
+    rope_words = say_first("kv_rope_rotated_once", trace.facts["settings"])
+    trace.add("kv_cache", "K and V cache", np.concatenate([k_cache, v_cache], axis=2), ("KV head", "cached", "k | v"),
+              rf"[K^{{\text{{cache}}}}_{{u,\,j}} \mid V^{{\text{{cache}}}}_{{u,\,j}}] = [{k_formula} \mid {v_formula}]",
               inputs=("x", "w_k", "w_v"),
-              why="Per KV head g, a row per cached token: its key k_j (d_head numbers) beside its value v_j, "
-                  "written once when token j came in and never changed.")
-    trace.add("scores_t", f"Scores ŝ of q_{t}", scores, ("query head", "cached"),
-              rf"\hat s_{{h,j}} = \frac{{(q_{t})_h \cdot K^{{\text{{cache}}}}_{{\lfloor h/g \rfloor,\,j}}}}{{\sqrt{{d_{{head}}}}}}",
+              why=(f"Per KV head u = 0 … {h_kv - 1}" if h_kv > 1 else "For the one KV head u = 0")
+                  + f", a row per cached token j: its key k{r}_j (d_k = {d_k} numbers) beside its value v_j "
+                    f"(d_v = {d_v}), written once when token j came in and never changed."
+                  + (f" {rope_words[:1].upper()}{rope_words[1:]}." if rope_words else ""))
+    div = r"}{\sqrt{d_k}}" if scaled else "}{1}"
+    dot = rf"(q{r}_{{{t}}})_h \cdot K^{{\text{{cache}}}}_{{\lfloor h/g \rfloor,\,j}}"
+    trace.add("scores_t", f"Scores {s_text} of q{r}_{t}", scores, ("query head", "cached"),
+              rf"{s_sym}_{{h,j}} = \frac{{{dot}{div}" if scaled else rf"{s_sym}_{{h,j}} = {dot}",
               inputs=("q_t", "k_cache"),
-              why=f"One row per head, {len(positions)} entries: a decoding step scores one query, not a square matrix.")
-    trace.add("weights_t", "Weights a = softmax(ŝ)", weights, ("query head", "cached"),
-              r"a_{h,j} = \frac{e^{\hat s_{h,j}}}{\sum_{j'} e^{\hat s_{h,j'}}}", inputs=("scores_t",), scale="sequential")
-    trace.add("context_t", f"Context row c_{t} per head", context, ("query head", "d_head"),
+              why=f"Row {t} of {'Ŝ' if scaled else 'S'} per head over the {count(len(positions), 'cached token')}"
+                  + (f", −∞ where token {t} may not look" if not np.isfinite(scores).all() else "") + ": "
+                  + say_first("kv_one_row", trace.facts["settings"], prefill=prefill, t=t) + ".")
+    last = "scores_t"
+    if alibi:
+        trace.add("alibi_t", f"ALiBi's bias: row {t} of B_h", bias, ("query head", "cached"),
+                  rf"(B_h)_{{{t},j}} = -m_h\,({t} - j)",
+                  why=_sentence(say_first("kv_alibi_from_distance", trace.facts["settings"], t=t)))
+        trace.add("logits_t", f"Scores with ALiBi {s_text} + B", scores + bias, ("query head", "cached"),
+                  rf"{s_sym}_{{h,j}} + (B_h)_{{{t},j}}", inputs=("scores_t", "alibi_t"))
+        last = "logits_t"
+    arg = trace.facts["symbols"][last][0]
+    over_t = f" / {config.temperature:g}" if config.temperature != 1 else ""
+    arg_text = trace.facts["symbols"][last][1]
+    arg_text = arg_text if over_t else arg_text.strip("()")
+    trace.add("weights_t", f"Weights a = softmax({arg_text}{over_t})", weights,
+              ("query head", "cached"),
+              rf"a_{{h,j}} = \frac{{e^{{{arg}_{{h,j}}{over_t}}}}}{{\sum_{{j'}} e^{{{arg}_{{h,j'}}{over_t}}}}}",
+              inputs=(last,), scale="sequential")
+    trace.add("context_t", f"Context row c_{t} per head", context, ("query head", "d_v"),
               r"c_h = \sum_j a_{h,j}\, V^{\text{cache}}_{\lfloor h/g \rfloor,\,j}", inputs=("weights_t", "v_cache"))
     trace.add("output_t", f"Output row o_{t}", output, ("d_model",),
-              rf"o_{t} = [c_0, \dots, c_{{H-1}}]\, W_O", inputs=("context_t", "w_o"),
-              why="The same row the full causal pass gives for this token (the check at the top of this tab).")
+              rf"o_{{{t}}} = [c_0, \dots, c_{{H-1}}]\, W_O" + (" + b_O" if "b_o" in d.params else ""),
+              inputs=("context_t", "w_o"), why=f"Row {t} of the forward pass's output O (the check above).")
     return trace
+
+
+def count(k: int, word: str) -> str:
+    """'1 token', '3 tokens'."""
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "." if text else ""
+
+
+def say_first(key: str, settings, **fields) -> str:
+    """A claim's words (or its `otherwise`) for these settings, fields filled in."""
+    from .claims import say
+    return say(key, settings, **fields)
 
 
 # ---- the calculator -----------------------------------------------------------------------------------
@@ -252,6 +339,7 @@ class Preset:
     n_heads: int
     n_kv_heads: int
     d_head: int
+    context: int                     # the published configuration's maximum positions (max_position_embeddings)
     window: int | None = None        # sliding window of the windowed layers (W keys)
     local_layers: int = 0            # layers with the window (the others are global)
     latent: int | None = None        # values per token per layer of a latent cache (not ×2)
@@ -267,20 +355,40 @@ class Preset:
     def mha_values_per_token_layer(self) -> int:
         return self.mha_values if self.mha_values is not None else 2 * self.n_heads * self.d_head
 
+    @property
+    def global_layers(self) -> int:
+        return self.layers - (self.local_layers if self.window is not None else 0)
+
 
 PRESETS = {p.name: p for p in (
-    Preset("Llama 3 8B", 32, 32, 8, 128, source="Meta's config.json: 32 layers, 32 heads, 8 KV heads, 4096/32 = 128"),
-    Preset("Llama 3 70B", 80, 64, 8, 128, source="Meta's config.json: 80 layers, 64 heads, 8 KV heads, 8192/64 = 128"),
-    Preset("Mistral 7B", 32, 32, 8, 128, window=4096, local_layers=32,
-           source="Mistral 7B paper and v0.1 config.json: sliding_window 4096 on every layer"),
-    Preset("Qwen2.5-7B", 28, 28, 4, 128, source="Qwen's config.json: 28 layers, 28 heads, 4 KV heads, 3584/28 = 128"),
-    Preset("Gemma 2 9B", 42, 16, 8, 256, window=4096, local_layers=21,
-           source="Gemma 2 report and config.json: head_dim 256, local (4096) and global layers alternating"),
-    Preset("DeepSeek-V3", 61, 128, 128, 128, latent=512 + 64, mha_values=128 * (192 + 128),
-           source="DeepSeek-V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64; MHA would keep 128 heads' "
-                  "keys (128 + 64) and values (128)"),
+    Preset("Llama 3 8B", 32, 32, 8, 128, 8192,
+           source="Meta's published configuration: 32 layers, 32 heads, 8 KV heads, head width 4096/32 = 128, "
+                  "at most 8,192 positions"),
+    Preset("Llama 3 70B", 80, 64, 8, 128, 8192,
+           source="Meta's published configuration: 80 layers, 64 heads, 8 KV heads, head width 8192/64 = 128, "
+                  "at most 8,192 positions"),
+    Preset("Mistral 7B", 32, 32, 8, 128, 32768, window=4096, local_layers=32,
+           source="The Mistral 7B paper and v0.1's published configuration: 32 layers, 32 heads, 8 KV heads, head "
+                  "width 128, a window of 4,096 on every layer, at most 32,768 positions"),
+    Preset("Qwen2.5-7B", 28, 28, 4, 128, 131072,
+           source="Qwen's published configuration: 28 layers, 28 heads, 4 KV heads, head width 3584/28 = 128, no "
+                  "sliding window, at most 131,072 positions"),
+    Preset("Gemma 2 9B", 42, 16, 8, 256, 8192, window=4096, local_layers=21,
+           source="Gemma 2's published configuration: 42 layers, 16 heads, 8 KV heads, head width 256, a window of "
+                  "4,096, at most 8,192 positions; its report: local (windowed) and global layers alternate, 21 of each"),
+    Preset("DeepSeek-V3", 61, 128, 128, 128, 163840, latent=512 + 64, mha_values=128 * (192 + 128),
+           source="DeepSeek-V3's published configuration: 61 layers, a latent of 512 and a shared RoPE key of 64 per "
+                  "layer, at most 163,840 positions; MHA would keep 128 heads' keys (128 + 64) and values (128)"),
 )}
 BYTES = {2: "bf16 (2 bytes)", 1: "fp8 (1 byte)"}
+CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+
+
+@dataclass(frozen=True)
+class CalcSettings:
+    """What the calculator's claims are about: the chosen preset and the context length."""
+    preset: Preset
+    tokens: int = 8192
 
 
 def cache_bytes(p: Preset, tokens: int, bytes_per_value: int = 2, mha: bool = False) -> int:
@@ -311,9 +419,6 @@ def human(b: float) -> str:
     return f"{int(b)} B"
 
 
-CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-
-
 @functools.lru_cache(maxsize=32)
 def calculator_trace(bytes_per_value: int = 2, tokens: int = 8192) -> Trace:
     """The presets' cache sizes as one Step "cache_bytes" (preset, quantity): bytes per token, bytes at
@@ -326,8 +431,9 @@ def calculator_trace(bytes_per_value: int = 2, tokens: int = 8192) -> Trace:
     value = np.array([[bytes_per_token(p, bytes_per_value), cache_bytes(p, tokens, bytes_per_value),
                        cache_bytes(p, tokens, bytes_per_value, mha=True)] for p in PRESETS.values()], dtype=float)
     trace = Trace(tuple(names))
-    trace.facts.update(kind=KIND, bytes_per_value=bytes_per_value, tokens=tokens, axis_labels={
-        "preset": names, "quantity": ["bytes per token", f"at {tokens:,} tokens", f"MHA at {tokens:,} tokens"]})
+    trace.facts.update(kind=KIND, bytes_per_value=bytes_per_value, tokens=tokens, symbols={"cache_bytes": ("B", "B")},
+                       axis_labels={"preset": names, "quantity": ["bytes per token", f"at {tokens:,} tokens",
+                                                                  f"MHA at {tokens:,} tokens"]})
     trace.add("cache_bytes", "KV cache bytes", value, ("preset", "quantity"),
               r"\text{bytes} = 2 \cdot \text{layers} \cdot H_{kv} \cdot d_{head} \cdot \text{bytes per value} \cdot \text{tokens kept}")
     return trace
@@ -343,53 +449,87 @@ def memory_curves(bytes_per_value: int, max_tokens: int, points: int = 33) -> li
 
 # ---- click-a-cell -------------------------------------------------------------------------------------
 
-SYMBOLS.update({"q_t": ("q_t", "q_t"), "k_cache": (r"K^{\text{cache}}", "K_cache"), "kv_cache": ("[K|V]", "[K|V]"),
-                "v_cache": (r"V^{\text{cache}}", "V_cache"), "scores_t": (r"\hat s", "ŝ"), "weights_t": ("a", "a"),
-                "context_t": ("c", "c"), "output_t": ("o", "o"), "heads_map": ("G", "G"), "cache_bytes": ("B", "B")})
-
-
-def _ref(ctx: Context, key: str, cell) -> tuple[str, str]:
-    """(LaTeX, text) of one cell: K^{cache}_{1,2,0}, K_cache[1,2,0]."""
-    return ctx.ref(key, cell), ctx.ref_text(key, cell)
-
-
 def number(v: float) -> str:
     """131072 -> '131{,}072' (a comma LaTeX does not space)."""
     return f"{v:,.0f}".replace(",", "{,}")
 
 
-def _product(ctx: Context, key: str, cell, pairs, rhs: str, rhs_text: str, note: str, divisor=None) -> Explanation:
-    """sum_of_products with this page's own cell names: pairs = [(a_key, a_cell, b_key, b_cell)]."""
-    terms = []
-    for a_key, a_cell, b_key, b_cell in pairs:
-        (al, at), (bl, bt) = _ref(ctx, a_key, a_cell), _ref(ctx, b_key, b_cell)
-        terms.append((al, at, ctx.value(a_key)[a_cell], bl, bt, ctx.value(b_key)[b_cell], (a_key, a_cell), (b_key, b_cell)))
-    return ctx.sum_of_products(key, cell, rhs, rhs_text, terms, divisor=divisor, note=note)
+def _projection(ctx: Context, w_key: str, i: int, col: int) -> tuple[float, list, tuple]:
+    """Row i of X times column col of W (+ b[col]): (value, terms for sum_of_products, bias or None)."""
+    x, w = ctx.value("x"), ctx.value(w_key)
+    b_key = "b_" + w_key[2:]
+    terms = [(ctx.ref("x", (i, m)), ctx.ref_text("x", (i, m)), x[i, m], ctx.ref(w_key, (m, col)),
+              ctx.ref_text(w_key, (m, col)), w[m, col], ("x", (i, m)), (w_key, (m, col))) for m in range(x.shape[1])]
+    parts = [float(x[i, m]) * float(w[m, col]) for m in range(x.shape[1])]
+    bias = None
+    if b_key in ctx.trace:
+        b = ctx.value(b_key)[col]
+        bias = (ctx.ref(b_key, (col,)), ctx.ref_text(b_key, (col,)), b, (b_key, (col,)))
+        parts.append(float(b))
+    return math.fsum(parts), terms, bias
 
 
-def _row_of_projection(ctx: Context, key: str, cell, w_key: str, head: str, i: int, col: int, what: str):
-    """out = Σ_m X[i, m] W[m, col]: row i of X times column col of W (column cell[-1] of `head`'s block)."""
+def _projected_cell(ctx: Context, key: str, cell, w_key: str, i: int, block: int, width: int, c: int,
+                    rotate: bool, what: str) -> Explanation:
+    """A cell of a projected row: x_i W[:, block·width + c] (+ b), rotated by position i under RoPE."""
     d_model = ctx.value("x").shape[1]
-    pairs = [("x", (i, m), w_key, (m, col)) for m in range(d_model)]
-    w = SYMBOLS[w_key][0]
-    return _product(ctx, key, cell, pairs, rf"\sum_{{m=0}}^{{{d_model - 1}}} X_{{{i},m}} ({w})_{{m,{col}}}",
-                    f"Σ_m X[{i},m]·{SYMBOLS[w_key][1]}[m,{col}]",
-                    f"{what}: row {i} (“{ctx.word(i)}”) of X times column {col} of {SYMBOLS[w_key][1]}, "
-                    f"column {cell[-1]} of {head}'s block of d_head = {ctx.trace.facts['d_head']} columns.")
+    w_sym, w_text = ctx.symbol(w_key)
+    b_key = "b_" + w_key[2:]
+    col = block * width + c
+    if not rotate:
+        value, terms, bias = _projection(ctx, w_key, i, col)
+        return ctx.sum_of_products(key, cell, rf"\sum_{{m=0}}^{{{d_model - 1}}} X_{{{i},m}} ({w_sym})_{{m,{col}}}",
+                                   f"Σ_m X[{i},m]·{w_text}[m,{col}]", terms, bias=bias,
+                                   note=f"{what}: row {i} (“{ctx.word(i)}”) of X times column {col} of {w_text}"
+                                        + (f", plus {ctx.symbol(b_key)[1]}[{col}]" if bias else "")
+                                        + f" (column {c} of its block of {width} columns).")
+    pair, odd = divmod(c, 2)
+    base, d = float(ctx.trace.facts["pe_base"]), width
+    theta = base ** (-2.0 * pair / d)
+    angle = i * theta
+    cos, sin = math.cos(angle), math.sin(angle)
+    (u0, terms0, _), (u1, terms1, _) = (_projection(ctx, w_key, i, block * width + 2 * pair),
+                                        _projection(ctx, w_key, i, block * width + 2 * pair + 1))
+    value = u0 * sin + u1 * cos if odd else u0 * cos - u1 * sin
+    lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
+    u = (f"u_{{{2 * pair}}}", f"u_{{{2 * pair + 1}}}")
+    if odd:
+        symbolic = rf"{lhs} = {u[0]} \sin({i}\theta_{{{pair}}}) + {u[1]} \cos({i}\theta_{{{pair}}})"
+        shown = rf"{ctx.factor(u0)} \cdot {ctx.factor(sin)} + {ctx.factor(u1)} \cdot {ctx.factor(cos)}"
+        text = (f"u_{2 * pair}·sin({i}θ_{pair}) + u_{2 * pair + 1}·cos({i}θ_{pair})",
+                f"{ctx.factor_text(u0)}·{ctx.factor_text(sin)} + {ctx.factor_text(u1)}·{ctx.factor_text(cos)}")
+    else:
+        symbolic = rf"{lhs} = {u[0]} \cos({i}\theta_{{{pair}}}) - {u[1]} \sin({i}\theta_{{{pair}}})"
+        shown = rf"{ctx.factor(u0)} \cdot {ctx.factor(cos)} - {ctx.factor(u1)} \cdot {ctx.factor(sin)}"
+        text = (f"u_{2 * pair}·cos({i}θ_{pair}) − u_{2 * pair + 1}·sin({i}θ_{pair})",
+                f"{ctx.factor_text(u0)}·{ctx.factor_text(cos)} − {ctx.factor_text(u1)}·{ctx.factor_text(sin)}")
+    plus_b = f" + {ctx.symbol(b_key)[1]}" if b_key in ctx.trace else ""
+    note = (f"{what}, turned by RoPE at position {i} (“{ctx.word(i)}”): pair {pair} (columns {2 * pair}, "
+            f"{2 * pair + 1} of the block) by {i}·θ_{pair}, θ_{pair} = {base:g}^(−2·{pair}/{d}) = "
+            f"{ctx.num_text(theta)}. Before the turn, u = x_{i}·{w_text}{plus_b} on those columns: "
+            f"u_{2 * pair} = {ctx.num_text(u0)}, u_{2 * pair + 1} = {ctx.num_text(u1)} (sums of {d_model} products).")
+    reads = tuple(r for tm in terms0 + terms1 for r in (tm[6], tm[7]))
+    return Explanation(key, cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value,
+                       f"{lhs_text} = {text[0]}\n  = {text[1]}\n  = {ctx.num_text(value)}", note=note,
+                       n_terms=2, reads=reads)
 
 
 @register("q_t", kind=KIND)
 def _q_t(ctx: Context, cell):
     h, c = cell
-    t, dh = ctx.trace.facts["t"], ctx.trace.facts["d_head"]
-    return _row_of_projection(ctx, "q_t", cell, "w_q", f"query head {h}", t, h * dh + c, f"The new token t = {t}")
+    f = ctx.trace.facts
+    return _projected_cell(ctx, "q_t", cell, "w_q", f["t"], h, f["d_k"], c, f["rope"],
+                           f"The new token t = {f['t']}'s query, head {h}")
 
 
 def _cache_row(key: str, w_key: str):
     def explain_cache(ctx: Context, cell):
-        g, r, c = cell
-        p, dh = ctx.trace.facts["positions"][r], ctx.trace.facts["d_head"]
-        e = _row_of_projection(ctx, key, cell, w_key, f"KV head {g}", p, g * dh + c, f"Cached row {r} is token {p}")
+        kv, r, c = cell
+        f = ctx.trace.facts
+        p = f["positions"][r]
+        width = f["d_k"] if key == "k_cache" else f["d_v"]
+        e = _projected_cell(ctx, key, cell, w_key, p, kv, width, c, f["rope"] and key == "k_cache",
+                            f"Cached row {r} is token {p}, KV head {kv}")
         return replace(e, note=e.note + f" It was computed when token {p} came in and is read again at every later step.")
     return explain_cache
 
@@ -400,100 +540,173 @@ register("v_cache", kind=KIND)(_cache_row("v_cache", "w_v"))
 
 @register("kv_cache", kind=KIND)
 def _kv_cache(ctx: Context, cell):
-    """[K | V] side by side: the left d_head columns are K's, the right ones V's."""
-    g, r, c = cell
-    dh = ctx.trace.facts["d_head"]
-    key = "k_cache" if c < dh else "v_cache"
-    return _cache_row(key, "w_k" if c < dh else "w_v")(ctx, (g, r, c % dh))
+    """[K | V] side by side: the left d_k columns are K's, the right d_v ones V's."""
+    kv, r, c = cell
+    d_k = ctx.trace.facts["d_k"]
+    key = "k_cache" if c < d_k else "v_cache"
+    return _cache_row(key, "w_k" if c < d_k else "w_v")(ctx, (kv, r, c if c < d_k else c - d_k))
+
+
+def _hidden(ctx: Context, key: str, cell) -> Explanation | None:
+    """A score the step may not look at: −∞ (a later prompt token, or one outside the window)."""
+    h, r = cell
+    if np.isfinite(ctx.value(key)[cell]):
+        return None
+    f = ctx.trace.facts
+    t, p = f["t"], f["positions"][r]
+    lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
+    why = (f"The prompt's rows were computed together, but row t = {t} may not see token {p}: it comes later "
+           "(the causal mask), so its score is −∞ and its weight 0." if p > t else
+           f"Token {p} is {t - p} tokens before t = {t}, outside the window of W = {f['window']} keys: its score is "
+           "−∞ and its weight 0.")
+    rule = rf"\text{{token }} {p} > t = {t}" if p > t else rf"t - {p} = {t - p} \geq W = {f['window']}"
+    return Explanation(key, cell, rf"{lhs} = -\infty", rule, rf"{lhs} = -\infty", float("-inf"),
+                       f"{lhs_text} = -inf\n  = {'token %d is after t = %d' % (p, t) if p > t else 'outside the window'}"
+                       "\n  = -inf", note=why)
 
 
 @register("scores_t", kind=KIND)
 def _scores_t(ctx: Context, cell):
+    hidden = _hidden(ctx, "scores_t", cell)
+    if hidden is not None:
+        return hidden
     h, r = cell
     f = ctx.trace.facts
-    t, g, dh, p = f["t"], f["g"], f["d_head"], f["positions"][r]
-    lhs, lhs_text = _ref(ctx, "scores_t", cell)
-    if not np.isfinite(ctx.value("scores_t")[cell]):
-        return Explanation("scores_t", cell, rf"{lhs} = -\infty", rf"\text{{token }} {p} > t = {t}",
-                           rf"{lhs} = -\infty", float("-inf"), f"{lhs_text} = -inf\n  = token {p} is after t = {t}\n  = -inf",
-                           note=f"The prompt's rows were computed together, but row t = {t} may not see token {p}: "
-                                "it comes later (the causal mask), so its score is −∞ and its weight 0."
-                                if p > t else f"Token {p} is outside the window of t = {t}: its weight is 0.")
+    g, d_k, p = f["g"], f["d_k"], f["positions"][r]
     kv = h // g
-    pairs = [("q_t", (h, c), "k_cache", (kv, r, c)) for c in range(dh)]
-    return _product(ctx, "scores_t", cell, pairs,
-                    rf"\frac{{1}}{{\sqrt{{d_{{head}}}}}} \sum_c (q_{t})_{{{h},c}} K^{{\text{{cache}}}}_{{{kv},{r},c}}",
-                    f"Σ_c q_t[{h},c]·K_cache[{kv},{r},c] / √d_head",
-                    f"Query head {h} reads KV head ⌊{h}/{g}⌋ = {kv}; cached row {r} is token {p} "
-                    f"(“{ctx.word(p)}”).", divisor=(rf"\sqrt{{{dh}}}", f"√{dh}", math.sqrt(dh)))
+    q, k = ctx.value("q_t"), ctx.value("k_cache")
+    q_sym = ctx.symbol("q_t")[0]
+    terms = [(ctx.ref("q_t", (h, c)), ctx.ref_text("q_t", (h, c)), q[h, c], ctx.ref("k_cache", (kv, r, c)),
+              ctx.ref_text("k_cache", (kv, r, c)), k[kv, r, c], ("q_t", (h, c)), ("k_cache", (kv, r, c)))
+             for c in range(d_k)]
+    divisor = (rf"\sqrt{{{d_k}}}", f"√{d_k}", math.sqrt(d_k)) if f["scaled"] else None
+    rotated = " (both turned by RoPE, so position enters the score only through t − j)" if f["rope"] else ""
+    return ctx.sum_of_products("scores_t", cell,
+                               rf"\sum_c ({q_sym})_{{{h},c}} K^{{\text{{cache}}}}_{{{kv},{r},c}}"
+                               + (r" / \sqrt{d_k}" if divisor else ""),
+                               f"Σ_c {ctx.symbol('q_t')[1]}[{h},c]·K_cache[{kv},{r},c]" + (" / √d_k" if divisor else ""),
+                               terms, divisor=divisor,
+                               note=f"Query head {h} reads KV head ⌊{h}/{g}⌋ = {kv}; cached row {r} is token {p} "
+                                    f"(“{ctx.word(p)}”){rotated}.")
+
+
+@register("alibi_t", kind=KIND)
+def _alibi_t(ctx: Context, cell):
+    h, r = cell
+    f = ctx.trace.facts
+    t, p = f["t"], f["positions"][r]
+    lhs, lhs_text = ctx.ref("alibi_t", cell), ctx.ref_text("alibi_t", cell)
+    if not np.isfinite(ctx.value("scores_t")[cell]):
+        return Explanation("alibi_t", cell, f"{lhs} = 0", r"\text{hidden key}", f"{lhs} = 0", 0.0,
+                           f"{lhs_text} = 0\n  = hidden key\n  = 0",
+                           note="This key is hidden from t (its score is −∞): no bias is added to it.")
+    m = float(alibi_slopes(f["n_heads"])[h])
+    value = 0.0 - m * (t - p)
+    return Explanation("alibi_t", cell, rf"{lhs} = -m_{{{h}}}\,({t} - {p})", rf"-{ctx.factor(m)} \cdot {t - p}",
+                       f"{lhs} = {ctx.num(value)}", value,
+                       f"{lhs_text} = −m_{h}·({t} − {p})\n  = −{ctx.factor_text(m)}·{t - p}\n  = {ctx.num_text(value)}",
+                       note=f"Head {h}'s ALiBi slope m_{h} = {ctx.num_text(m)} (the forward pass's, heads counted from 0); "
+                            f"token {p} is {t - p} token{'s' if t - p != 1 else ''} before t = {t}: only the distance "
+                            "enters, so nothing about it needs to be cached.")
+
+
+@register("logits_t", kind=KIND)
+def _logits_t(ctx: Context, cell):
+    hidden = _hidden(ctx, "logits_t", cell)
+    if hidden is not None:
+        return hidden
+    s_, b = float(ctx.value("scores_t")[cell]), float(ctx.value("alibi_t")[cell])
+    lhs, lhs_text = ctx.ref("logits_t", cell), ctx.ref_text("logits_t", cell)
+    return Explanation("logits_t", cell, rf"{lhs} = {ctx.ref('scores_t', cell)} + {ctx.ref('alibi_t', cell)}",
+                       rf"{ctx.num(s_)} + {ctx.factor(b)}", f"{lhs} = {ctx.num(s_ + b)}", s_ + b,
+                       f"{lhs_text} = {ctx.ref_text('scores_t', cell)} + {ctx.ref_text('alibi_t', cell)}\n"
+                       f"  = {ctx.num_text(s_)} + {ctx.factor_text(b)}\n  = {ctx.num_text(s_ + b)}",
+                       note="The score plus ALiBi's distance penalty.", n_terms=2,
+                       reads=(("scores_t", cell), ("alibi_t", cell)))
 
 
 @register("weights_t", kind=KIND)
 def _weights_t(ctx: Context, cell):
     h, r = cell
-    s = ctx.value("scores_t")[h]
+    src = ctx.trace["weights_t"].inputs[0]
+    temperature = float(ctx.trace.facts["temperature"])
+    s = ctx.value(src)[h]
     keep = [j for j in range(len(s)) if np.isfinite(s[j])]
-    lhs, lhs_text = _ref(ctx, "weights_t", cell)
+    lhs, lhs_text = ctx.ref("weights_t", cell), ctx.ref_text("weights_t", cell)
     if r not in keep:
         return Explanation("weights_t", cell, rf"{lhs} = e^{{-\infty}} / \dots", "0", f"{lhs} = 0", 0.0,
-                           f"{lhs_text} = e^-inf / …\n  = 0\n  = 0", note="A masked score (−∞) gets weight 0.")
+                           f"{lhs_text} = e^-inf / …\n  = 0\n  = 0", note="A hidden score (−∞) gets weight 0.")
     top = max(s[j] for j in keep)
-    e = [math.exp(s[j] - top) for j in keep]
+    e = [math.exp((s[j] - top) / temperature) for j in keep]
     total = math.fsum(e)
-    exps = [rf"e^{{\hat s_{{{h},{j}}} - {ctx.num(top)}}}" for j in keep]
-    exps_text = [f"e^(ŝ[{h},{j}] − {ctx.num_text(top)})" for j in keep]
+    sym, sym_text = ctx.symbol(src)
+    over, over_text = (f" / {temperature:g}", f" / {temperature:g}") if temperature != 1 else ("", "")
+    exps = [rf"e^{{({sym}_{{{h},{j}}} - {ctx.num(top)}){over}}}" for j in keep]
+    exps_text = [f"e^(({sym_text}[{h},{j}] − {ctx.num_text(top)}){over_text})" for j in keep]
     shown, text, hidden = softmax_fraction(ctx, exps, exps_text, e, keep.index(r), total)
     value = e[keep.index(r)] / total
-    return Explanation("weights_t", cell, rf"{lhs} = \frac{{e^{{\hat s_{{{h},{r}}}}}}}{{\sum_{{j'}} e^{{\hat s_{{{h},j'}}}}}}",
+    return Explanation("weights_t", cell,
+                       rf"{lhs} = \frac{{e^{{{sym}_{{{h},{r}}}{over}}}}}{{\sum_{{j'}} e^{{{sym}_{{{h},j'}}{over}}}}}",
                        shown, f"{lhs} = {ctx.num(value)}", value, f"{lhs_text} = {text}\n  = {ctx.num_text(value)}",
-                       note=f"Softmax over head {h}'s row of {len(keep)} cached scores (the largest, "
-                            f"{ctx.num_text(top)}, subtracted first: the same weights, no overflow).",
-                       n_terms=len(keep), n_elided=hidden, reads=tuple(("scores_t", (h, j)) for j in keep))
+                       note=f"Softmax over head {h}'s row of {len(keep)} visible scores"
+                            + (f", divided by the temperature T = {temperature:g}" if temperature != 1 else "")
+                            + f" (the largest, {ctx.num_text(top)}, subtracted first: the same weights, no overflow).",
+                       n_terms=len(keep), n_elided=hidden, reads=tuple((src, (h, j)) for j in keep))
 
 
 @register("context_t", kind=KIND)
 def _context_t(ctx: Context, cell):
     h, c = cell
     kv = h // ctx.trace.facts["g"]
-    n = ctx.value("weights_t").shape[1]
-    return _product(ctx, "context_t", cell, [("weights_t", (h, j), "v_cache", (kv, j, c)) for j in range(n)],
-                    rf"\sum_j a_{{{h},j}} V^{{\text{{cache}}}}_{{{kv},j,{c}}}", f"Σ_j a[{h},j]·V_cache[{kv},j,{c}]",
-                    f"Head {h}'s weights average column {c} of KV head {kv}'s cached values.")
+    a, v = ctx.value("weights_t"), ctx.value("v_cache")
+    terms = [(ctx.ref("weights_t", (h, j)), ctx.ref_text("weights_t", (h, j)), a[h, j],
+              ctx.ref("v_cache", (kv, j, c)), ctx.ref_text("v_cache", (kv, j, c)), v[kv, j, c],
+              ("weights_t", (h, j)), ("v_cache", (kv, j, c))) for j in range(a.shape[1])]
+    return ctx.sum_of_products("context_t", cell, rf"\sum_j a_{{{h},j}} V^{{\text{{cache}}}}_{{{kv},j,{c}}}",
+                               f"Σ_j a[{h},j]·V_cache[{kv},j,{c}]", terms,
+                               note=f"Head {h}'s weights average column {c} of KV head {kv}'s cached values.")
 
 
 @register("output_t", kind=KIND)
 def _output_t(ctx: Context, cell):
     (c,) = cell
-    n_heads, dh = ctx.value("context_t").shape
-    pairs = [("context_t", (h, e), "w_o", (h * dh + e, c)) for h in range(n_heads) for e in range(dh)]
-    return _product(ctx, "output_t", cell, pairs, rf"\sum_{{h,e}} c_{{h,e}} (W_O)_{{h d_{{head}} + e,\,{c}}}",
-                    f"Σ_h,e c[h,e]·W_O[h·d_head + e, {c}]", "The heads' context rows side by side, times W_O.")
+    context, w_o = ctx.value("context_t"), ctx.value("w_o")
+    n_heads, d_v = context.shape
+    terms = [(ctx.ref("context_t", (h, e)), ctx.ref_text("context_t", (h, e)), context[h, e],
+              ctx.ref("w_o", (h * d_v + e, c)), ctx.ref_text("w_o", (h * d_v + e, c)), w_o[h * d_v + e, c],
+              ("context_t", (h, e)), ("w_o", (h * d_v + e, c))) for h in range(n_heads) for e in range(d_v)]
+    bias = None
+    if "b_o" in ctx.trace:
+        bias = (ctx.ref("b_o", (c,)), ctx.ref_text("b_o", (c,)), ctx.value("b_o")[c], ("b_o", (c,)))
+    return ctx.sum_of_products("output_t", cell, rf"\sum_{{h,e}} c_{{h,e}} (W_O)_{{h d_v + e,\,{c}}}",
+                               f"Σ_h,e c[h,e]·W_O[h·d_v + e, {c}]", terms, bias=bias,
+                               note="The heads' context rows side by side, times W_O" + (", plus b_O." if bias else "."))
 
 
-@register("x", kind=KIND)
-def _x(ctx: Context, cell):
-    i, m = cell
-    value = float(run_forward(ctx.config)["x"].value[cell]) if ctx.config else None
-    return ctx.leaf("x", cell, r"X_{\text{forward}}" + f"_{{{i},{m}}}", f"X_forward[{i},{m}]", value,
-                    ctx.num(ctx.value("x")[cell]), ctx.num_text(ctx.value("x")[cell]),
-                    f"Row {i} (“{ctx.word(i)}”) of the forward pass's X: the sidebar's embedding plus position.")
+def _forward_leaf(key: str):
+    """X, a weight or a bias: the forward pass's own number, made again by a fresh forward pass."""
+    def explain_leaf(ctx: Context, cell):
+        regenerated = float(forward_pass(ctx.config)[key].value[cell]) if ctx.config is not None else None
+        v = ctx.value(key)[cell]
+        sym, text = ctx.symbol(key)
+        added = ctx.config is None or ctx.config.positional in ("sinusoidal", "learned", "index")
+        where = (f"Row {cell[0]} (“{ctx.word(cell[0])}”) of the forward pass's X, "
+                 + ("the sidebar's embedding with its positional encoding" if added else
+                    "the sidebar's embedding alone (this Position adds nothing to X)")
+                 if key == "x" else f"The forward pass's {text}")
+        if key in ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v") and ctx.config is not None:
+            where += (", trained with the sentiment classifier (the sidebar's Weights)" if ctx.config.weights == "trained"
+                      else ", at its seeded random start (the sidebar's Weights and Seed)")
+        elif key in ("w_o", "b_o"):
+            where += ", at its seeded random start"
+        return ctx.leaf(key, cell, rf"{sym}^{{\text{{forward}}}}_{{{','.join(map(str, cell))}}}",
+                        f"{text}_forward[{','.join(map(str, cell))}]", regenerated, ctx.num(v), ctx.num_text(v),
+                        where + ": the same number as on the forward pages (made again here by the forward pass).")
+    return explain_leaf
 
 
-def _weight(key: str):
-    def explain_weight(ctx: Context, cell):
-        shape = ctx.trace[key].shape
-        fan_in = shape[0]
-        regenerated = None
-        if ctx.config is not None:
-            regenerated = param_rng(ctx.config.seed, WEIGHT_NAMES[key]).standard_normal(shape)[cell] / math.sqrt(fan_in)
-        return ctx.leaf(key, cell, rf"z / \sqrt{{{fan_in}}},\ z \sim \mathcal{{N}}(0,1)", f"z/√{fan_in}, z ~ N(0,1)",
-                        regenerated, ctx.num(ctx.value(key)[cell]), ctx.num_text(ctx.value(key)[cell]),
-                        f"Seeded, untrained: drawn from the generator (seed, crc32('{WEIGHT_NAMES[key]}')).")
-    return explain_weight
-
-
-for _key in WEIGHT_NAMES:
-    register(_key, kind=KIND)(_weight(_key))
+for _key in ("x", *PARAMS):
+    register(_key, kind=KIND)(_forward_leaf(_key))
 
 
 @register("heads_map", kind=KIND)
@@ -501,7 +714,7 @@ def _heads_map(ctx: Context, cell):
     h, k = cell
     g = ctx.trace.facts["g"]
     value = float(h // g == k)
-    lhs, lhs_text = _ref(ctx, "heads_map", cell)
+    lhs, lhs_text = ctx.ref("heads_map", cell), ctx.ref_text("heads_map", cell)
     return Explanation("heads_map", cell, rf"{lhs} = [\lfloor h / g \rfloor = {k}]",
                        rf"[\lfloor {h} / {g} \rfloor = {k}] = [{h // g} = {k}]", f"{lhs} = {int(value)}", value,
                        f"{lhs_text} = [⌊h/g⌋ = {k}]\n  = [⌊{h}/{g}⌋ = {k}] = [{h // g} = {k}]\n  = {int(value)}",
@@ -513,7 +726,7 @@ def _cache_bytes(ctx: Context, cell):
     r, q = cell
     p = list(PRESETS.values())[r]
     b, tokens = ctx.trace.facts["bytes_per_value"], ctx.trace.facts["tokens"]
-    lhs, lhs_text = _ref(ctx, "cache_bytes", cell)
+    lhs, lhs_text = ctx.ref("cache_bytes", cell), ctx.ref_text("cache_bytes", cell)
     mha = q == 2
     n = 1 if q == 0 else tokens
     if p.latent is not None and not mha:
@@ -551,18 +764,20 @@ def _cache_bytes(ctx: Context, cell):
             shown, shown_text = rf"2 \cdot {per_tex} \cdot {b} \cdot {n}", f"2·{per_text}·{b}·{n}"
         else:
             shown, shown_text = rf"{p.layers} \cdot {per_tex} \cdot {b} \cdot {n}", f"{p.layers}·{per_text}·{b}·{n}"
+    beyond = (f"; {n:,} tokens is more than {p.name}'s configured maximum of {p.context:,} positions: the arithmetic "
+              "of a cache that long, not a length the model was configured for" if n > p.context else "")
     return Explanation("cache_bytes", cell, f"{lhs} = {symbolic}", shown, f"{lhs} = {number(value)}", value,
                        f"{lhs_text} = {symbolic_text}\n  = {shown_text}\n  = {value:,.0f} bytes = {human(value)}",
                        note=f"= {value:,.0f} bytes = {human(value)}. {p.name}{' as MHA' if mha else ''}, {'one token' if n == 1 else f'{n:,} tokens'}: {why}; {BYTES[b]} per value"
                             + (f"; {local} of {p.layers} layers keep only the last {p.window:,} tokens" if local else "")
-                            + f". {p.source}.")
+                            + beyond + f". {p.source}.")
 
 
-# ---- words true only under some settings (about: the page's own controls) ------------------------------
+# ---- words true only under some settings (about: the sidebar's heads, window and position, P and t) -----
 
 claim("kv_mha_own_heads",
       "every query head has its own K and V head: this is multi-head attention (MHA), the largest cache",
-      lambda s: s.n_kv_heads == s.n_heads, "H_kv = H",
+      lambda s: s.n_kv_heads == s.n_heads > 1, "H_kv = H > 1",
       "tests/test_kv_cache.py::test_mha_every_query_head_reads_its_own_kv_head", about=KIND)
 claim("kv_gqa_smaller",
       "the cache is g = {g} times smaller than MHA's: {n_kv_heads} KV heads instead of {n_heads}",
@@ -572,20 +787,67 @@ claim("kv_mqa_one_head",
       "all query heads read one and the same K and V head: multi-query attention (MQA)",
       lambda s: s.n_kv_heads == 1 and s.n_heads > 1, "H_kv = 1 < H",
       "tests/test_kv_cache.py::test_mqa_all_query_heads_read_kv_head_0", about=KIND)
+claim("kv_grows",
+      "without a window the cache grows by one row per token and never drops one",
+      lambda s: s.window is None, "no sliding window",
+      "tests/test_kv_cache.py::test_cache_size_step_by_step", about=KIND)
 claim("kv_stops_growing",
-      "the cache stops growing at W = {window} tokens: from then on each new token's row pushes out the oldest",
-      lambda s: s.window is not None, "a sliding window W",
-      "tests/test_kv_cache.py::test_cache_stops_growing_at_the_window", about=KIND,
-      otherwise="without a window the cache grows by one row per token and never drops one")
+      "the cache stops growing at W = {window_tokens}: from then on each new token's row pushes out the oldest",
+      lambda s: s.window is not None and s.prefill <= s.window < s.n,
+      "a sliding window W shorter than the sentence, and a prompt of at most W tokens (a longer prompt puts "
+      "all its rows into the cache at once)",
+      "tests/test_kv_cache.py::test_cache_size_step_by_step", about=KIND)
+claim("kv_prompt_beyond_window",
+      "the prompt's {prefill} rows enter the cache together, more than W = {window}: while the prompt is computed "
+      "each of its rows sees at most W of them, and after it the cache keeps only the last {window}, each new "
+      "token's row then pushing out the oldest",
+      lambda s: s.window is not None and s.prefill > s.window, "a sliding window W and a prompt longer than W",
+      "tests/test_kv_cache.py::test_cache_size_step_by_step", about=KIND)
+claim("kv_window_covers",
+      "W = {window} is at least the sentence's {n_tokens}: here the window never drops a row, and the cache "
+      "grows as it would without one",
+      lambda s: s.window is not None and s.window >= s.n, "a sliding window W ≥ n",
+      "tests/test_kv_cache.py::test_cache_size_step_by_step", about=KIND)
+claim("kv_one_query",
+      "only the newest token asks a question at this step; earlier queries are never needed again",
+      lambda s: not s.together, "step t decoded alone (t ≥ P, or a prompt of one token)",
+      "tests/test_kv_cache.py::test_a_decoded_step_has_one_query_and_a_prompt_step_a_square",
+      about=KIND, otherwise="in the prompt all {prefill} queries are computed together; this is row {t} of them, "
+                            "and no query is needed again after the prompt")
+claim("kv_one_row",
+      "a decoding step scores one query, not a square matrix",
+      lambda s: not s.together, "step t decoded alone (t ≥ P, or a prompt of one token)",
+      "tests/test_kv_cache.py::test_a_decoded_step_has_one_query_and_a_prompt_step_a_square",
+      about=KIND, otherwise="the prompt is scored as one {prefill} × {prefill} square at once, masked after each "
+                            "row's token; this is its row {t}")
+claim("kv_rope_rotated_once",
+      "the cache keeps the rotated keys k^R_j: token j's rotation by its position is applied once, when it comes in, "
+      "and a later query's rotation never changes it",
+      lambda s: s.positional == "rope", "Position = RoPE",
+      "tests/test_kv_cache.py::test_rope_cache_holds_the_rotated_keys_of_the_forward_pass", about=KIND)
+claim("kv_alibi_from_distance",
+      "row {t} of ALiBi's bias B_h, −m_h·({t} − j), comes from the distances alone, so nothing of it is cached",
+      lambda s: s.positional == "alibi", "Position = ALiBi",
+      "tests/test_kv_cache.py::test_alibi_decoding_adds_the_bias_row_and_equals_the_full_pass", about=KIND)
+
 claim("kv_calc_window",
       "every layer's cache stops growing at {window:,} tokens",
-      lambda p: p.window is not None and p.local_layers == p.layers, "every layer has a sliding window",
+      lambda s: s.preset.window is not None and s.preset.local_layers == s.preset.layers,
+      "every layer has a sliding window",
       "tests/test_kv_cache.py::test_calculator_window_presets_stop_growing", about="kv_cache_calc")
-claim("kv_calc_half_window",
-      "only the global half of the layers keeps growing past {window:,} tokens",
-      lambda p: p.window is not None and 0 < p.local_layers < p.layers, "some layers windowed, some global",
+claim("kv_calc_some_global",
+      "only its {n_global} global layers of {layers} keep growing past {window:,} tokens; the {n_local} windowed "
+      "ones stop there",
+      lambda s: s.preset.window is not None and 0 < s.preset.local_layers < s.preset.layers,
+      "some layers windowed, some global (any split)",
       "tests/test_kv_cache.py::test_calculator_window_presets_stop_growing", about="kv_cache_calc")
 claim("kv_calc_latent",
       "a latent cache keeps one vector per token and layer, not a K and a V: no factor 2",
-      lambda p: p.latent is not None, "a latent (MLA) cache",
+      lambda s: s.preset.latent is not None, "a latent (MLA) cache",
       "tests/test_kv_cache.py::test_latent_cache_is_not_doubled", about="kv_cache_calc")
+claim("kv_calc_beyond_context",
+      "{tokens:,} tokens is more than {name}'s configured maximum of {context:,} positions: this is the arithmetic "
+      "of a cache that long, not a length the model was made for",
+      lambda s: s.tokens > s.preset.context, "a context length above the preset's configured maximum of positions",
+      "tests/test_kv_cache.py::test_calculator_says_when_the_length_is_beyond_the_models_context",
+      about="kv_cache_calc")

@@ -30,6 +30,7 @@ from . import attention as att
 from .config import Config
 from .explain import settings_of
 from .forward import param_rng, run_forward
+from .gqa import expand_kv
 from .positional import sinusoidal_encoding
 from .trace import Trace
 
@@ -470,6 +471,12 @@ def _heads_of(trace: Trace, name: str) -> np.ndarray:
     return trace[f"{name}_heads"].value if trace.facts["n_heads"] > 1 else trace[name].value[None]
 
 
+def _rotated_heads(trace: Trace, name: str) -> np.ndarray:
+    """(H, n, d): Q^R or K^R per head, as RoPE's forward pass caches and scores them (one head: a leading 1)."""
+    value = trace[f"{name}_rot"].value
+    return value if value.ndim == 3 else value[None]
+
+
 def _one_head_squeezed(a: np.ndarray, trace: Trace) -> np.ndarray:
     """Drop the head axis again with one head, as the forward pass's own steps have none."""
     return a if trace.facts["n_heads"] > 1 else a[0]
@@ -590,7 +597,9 @@ def causal_upper_left(source) -> PitfallResult:
     must see keys 0 … t: the lower-right alignment, tril(diagonal = S − L).
     """
     trace, _ = _trace(source)
-    q, k = _heads_of(trace, "q"), _heads_of(trace, "k")                             # (H, n, d_k)
+    rope = "q_rot" in trace
+    q, k = (_rotated_heads(trace, "q"), _rotated_heads(trace, "k")) if rope else (_heads_of(trace, "q"), _heads_of(trace, "k"))
+    k = expand_kv(k, q.shape[0])                                                    # (H, n, d_k): head h reads KV head ⌊h/g⌋
     n, d_k = q.shape[1], q.shape[2]
     s = q[:, -1:] @ np.swapaxes(k, -1, -2) / np.sqrt(d_k)                           # (H, 1, n): the new query's Ŝ
     lower_right = np.tril(np.ones((1, n), bool), k=n - 1)                           # sees keys 0 … n − 1
@@ -609,7 +618,9 @@ def causal_upper_left(source) -> PitfallResult:
                          + (" With one token the cache is the token itself: the two versions coincide."
                             if n == 1 else ""),
                          (("head",) if len(q) > 1 else ()) + ("n_k",),
-                         f"weights of the new token t = {n - 1} over the cached keys (softmax(q_t Kᵀ/√d_k))")
+                         f"weights of the new token t = {n - 1} over the cached keys, softmax(q{'^R' if rope else ''}_t "
+                         f"K{'^R' if rope else ''}ᵀ/√d_k)" + (", query head h reading KV head ⌊h/g⌋"
+                                                             if trace.facts.get("n_kv_heads", len(q)) < len(q) else ""))
 
 
 # ---- 12. a window of W keys read as W + 1 ---------------------------------------------------------------
@@ -731,8 +742,8 @@ PITFALLS: tuple[Pitfall, ...] = (
             "Decoding with a KV cache feeds one new query (L = 1) against all S cached keys. torch's "
             "scaled_dot_product_attention(q, k, v, is_causal=True) builds its mask as torch.ones(L, S).tril(), "
             "aligned to the upper left: the new token sees key 0 only. Query t must see keys 0 … t: the mask "
-            "aligned to the lower right, tril(diagonal = S − L) (torch.nn.attention.bias.causal_lower_right), or "
-            "no mask at all for a single new token.",
+            "aligned to the lower right, tril(diagonal = S − L) (torch.nn.attention.bias.causal_lower_right), or, "
+            "for a single new token and no sliding window, no mask at all.",
             _labelled(causal_upper_left)),
     Pitfall("window_w_plus_one", "A window of W keys read as W + 1", "common",
             "A sliding window of W keys lets query i see keys j with 0 ≤ i − j < W: itself and the W − 1 tokens "

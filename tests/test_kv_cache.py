@@ -1,132 +1,302 @@
-"""The KV cache page: decoding against the full causal (windowed) pass and torch SDPA with enable_gqa, every
-cell's arithmetic, the cache-size calculator against hand-computed figures, the page's claims as property
-tests, and the page through AppTest (its controls, hostile inputs, the three tabs)."""
+"""The KV cache page: decoding the sidebar's forward pass (its heads and KV heads, weights, biases, RoPE, ALiBi,
+window, score and temperature) equals that pass's own output and weights and torch SDPA with enable_gqa; every
+cell's arithmetic; the cache-size calculator against hand-computed figures and the published configs; the page's
+claims as property tests; and the page through AppTest (its controls in the link, a clicked cell restored, the
+sidebar buttons, hostile inputs, the claims walked under unusual settings)."""
 from __future__ import annotations
 
-import itertools
 import re
 
 import numpy as np
 import pytest
 
-from attention_core import Config, ConfigError
+from attention_core import Config, ConfigError, run_forward
 from attention_core import lesson_kv_cache as kv
-from attention_core.claims import CLAIMS, holds, say
+from attention_core.alibi import alibi_bias, alibi_slopes
+from attention_core.attention import causal_mask, sliding_window_mask
+from attention_core.claims import CLAIMS, holds, say, shown_outside
 from attention_core.explain import explain
-from attention_core.gqa import kv_head_of
+from attention_core.gqa import grouped_query_attention, kv_head_of
+from attention_core.kv_cache import kv_cache_decode
 from tests.apptest_util import charts, messages, no_exception, open_page
+from ui.page_state import KV_CACHE_TABS as TABS
 
-CONFIG = Config()                                   # "I love you today", GloVe, d_k = 4
-LONG = Config(sentence="the cat sat on the mat and looked at the dog", embedding="random", d_model=6, d_k=3, seed=5)
-SETTINGS = [(h, h_kv, w, p) for h, h_kv in ((4, 4), (4, 2), (4, 1), (6, 3), (1, 1))
-            for w in (None, 1, 3, 50) for p in (0, 2, 11)]
 PAGE = "app_pages/42_kv_cache.py"
+RANDOM = dict(embedding="random", d_model=6, weights="random", seed=5)
+LONG = "the cat sat on the mat and looked at the dog"                          # 11 tokens
+CONFIGS = {                                                                   # the sidebar's settings walked here
+    "defaults (trained, mask none)": Config(),
+    "MQA RoPE W=2": Config(n_heads=4, n_kv_heads=1, positional="rope", mask="sliding_window", window=2),
+    "GQA ALiBi bias": Config(n_heads=4, n_kv_heads=2, positional="alibi", bias=True, mask="causal"),
+    "H=3 ALiBi dot T=0.5 padding": Config(n_heads=3, positional="alibi", score="dot", temperature=0.5,
+                                          mask="padding", padding=(1,)),
+    "H=6/3 W=9>n bias d_v=3": Config(n_heads=6, n_kv_heads=3, mask="sliding_window", window=9, bias=True, d_v=3,
+                                     **RANDOM),
+    "long RoPE base 500000 W=3 bias": Config(sentence=LONG, positional="rope", pe_base=500_000.0, n_heads=2,
+                                             mask="sliding_window", window=3, bias=True, **RANDOM),
+    "one token": Config(sentence="hello", n_heads=2, n_kv_heads=1, positional="rope"),
+    "additive, learned": Config(score="additive", positional="learned", n_heads=2, **RANDOM),
+}
 
 
-def kv_settings(h, h_kv, w=None, p=0, n=4):
-    return kv.KVSettings(h, h_kv, w, p, n)
+def n_of(config: Config) -> int:
+    return run_forward(config).n
 
 
-# ---- decoding is the full pass ---------------------------------------------------------------------------
-
-@pytest.mark.parametrize("h, h_kv, window, prefill", SETTINGS)
-def test_decoding_equals_the_full_causal_pass(h, h_kv, window, prefill):
-    """MHA, GQA, MQA, with and without a window, any prompt: every output row and every step's weights are
-    the full pass's (grouped_query_attention with causal_mask / sliding_window_mask)."""
-    check = kv.check_against_full_pass(LONG, h, h_kv, window, prefill)
-    assert check["outputs"] < 1e-12 and check["weights"] < 1e-12
+def prompts(config: Config) -> list[int]:
+    n = n_of(config)
+    return list(range(n + 1)) if n <= 6 else [0, 1, 2, 4, n - 1, n]
 
 
-@pytest.mark.parametrize("h, h_kv, window, prefill", SETTINGS[::3])
-def test_decoding_equals_torch_sdpa_with_enable_gqa(h, h_kv, window, prefill):
-    """torch's scaled_dot_product_attention(enable_gqa=True) with an explicit bool mask, and with is_causal."""
-    result = kv.torch_check(LONG, h, h_kv, window, prefill)
+# ---- decoding is the forward pass ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_decoding_equals_the_forward_pass_of_the_decoding_config(name):
+    """Every prompt length P = 0 … n: every output row, every step's weights, every query and cached row are
+    the forward pass's own (the sidebar's Config, with the causal mask where it has none or padding)."""
+    config = CONFIGS[name]
+    used = kv.decoding_config(config)
+    assert used.mask in ("causal", "sliding_window") and used.score in ("dot", "scaled_dot")
+    assert (used == config) == (config.mask in ("causal", "sliding_window") and config.score in ("dot", "scaled_dot"))
+    full = run_forward(used)
+    for prefill in prompts(config):
+        check = kv.check_against_full_pass(config, prefill)
+        assert max(check[k] for k in ("outputs", "weights", "queries", "keys", "values")) < 1e-12, (name, prefill)
+        np.testing.assert_allclose(kv.decode(config, prefill).outputs, full["output"].value, atol=1e-12, rtol=0)
+
+
+def test_with_the_sidebars_mask_none_it_is_the_causal_pass_of_pages_5_to_7():
+    """Decoding the defaults (mask None) gives exactly trace["output"] of the Config with mask="causal", what
+    pages 5–7 show once the sidebar's mask is Causal; padding the same."""
+    for config in (Config(), Config(mask="padding", padding=(0, 2), n_heads=2)):
+        causal = run_forward(config.replace(mask="causal"))
+        assert kv.decoding_config(config) == config.replace(mask="causal")
+        np.testing.assert_allclose(kv.decode(config, 2).outputs, causal["output"].value, atol=1e-12, rtol=0)
+        assert not np.allclose(kv.decode(config, 2).outputs, run_forward(config)["output"].value, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["MQA RoPE W=2", "GQA ALiBi bias", "H=3 ALiBi dot T=0.5 padding",
+                                  "long RoPE base 500000 W=3 bias"])
+def test_a_steps_numbers_are_the_forward_passs_entries(name):
+    """q_t is row t of Q^R (Q), the cache rows are K^R's and V's, ŝ is row t of Ŝ (S), b is row t of ALiBi's B,
+    a is row t of A, o is row t of O: on the visible entries, at every step, prompt or not."""
+    config = CONFIGS[name]
+    fwd = run_forward(kv.decoding_config(config))
+    q, k, v = kv.heads_of(fwd, "q"), kv.heads_of(fwd, "k"), kv.heads_of(fwd, "v")
+    sh = lambda a: a if a.ndim == 3 else a[None]                              # noqa: E731
+    scores = sh(fwd["scaled_scores" if config.score == "scaled_dot" else "scores"].value)
+    a = sh(fwd["weights"].value)
+    n = fwd.n
+    for prefill in (0, 2):
+        for t in range(n):
+            step = kv.kv_cache_trace(config, prefill, t)
+            p = step.facts["positions"]
+            np.testing.assert_allclose(step["q_t"].value, q[:, t], atol=1e-12)
+            np.testing.assert_allclose(step["k_cache"].value, k[:, p], atol=1e-12)
+            np.testing.assert_allclose(step["v_cache"].value, v[:, p], atol=1e-12)
+            shown = step["scores_t"].value
+            seen = np.isfinite(shown)
+            assert (seen == (np.array(p) <= t)[None] & (t - np.array(p) < (step.facts["window"] or n + 1))[None]).all()
+            np.testing.assert_allclose(shown[seen], scores[:, t, p][seen], atol=1e-12)
+            if step.facts["alibi"]:
+                np.testing.assert_allclose(step["alibi_t"].value[seen], sh(fwd["alibi"].value)[:, t, p][seen],
+                                           atol=1e-15)
+            np.testing.assert_allclose(step["weights_t"].value, a[:, t, p], atol=1e-12)
+            np.testing.assert_allclose(step["output_t"].value, fwd["output"].value[t], atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["defaults (trained, mask none)", "MQA RoPE W=2", "GQA ALiBi bias",
+                                  "H=3 ALiBi dot T=0.5 padding", "H=6/3 W=9>n bias d_v=3"])
+def test_decoding_equals_torch_sdpa_with_enable_gqa(name):
+    """torch's scaled_dot_product_attention(enable_gqa=True) on the forward pass's (rotated) Q, K, V, with the
+    window / causal mask and ALiBi's bias as one float matrix, and with is_causal where that is the mask."""
+    result = kv.torch_check(CONFIGS[name], 2)
     assert result["mask"] < 1e-12
-    assert (result["is_causal"] is None) == (window is not None)
-    if window is None:
+    config = kv.decoding_config(CONFIGS[name])
+    assert (result["is_causal"] is None) == (config.mask != "causal" or config.positional == "alibi")
+    if result["is_causal"] is not None:
         assert result["is_causal"] < 1e-12
 
 
-def test_each_steps_output_row_is_torchs_row():
-    """Step t's output o_t (from the cache alone) is row t of torch SDPA over the whole sentence."""
-    import torch
-    import torch.nn.functional as F
-    d = kv.decode(LONG, 4, 2, 3, 2)
-    n, w, dh = len(d.tokens), d.weights, d.d_head
-    heads = lambda a, h: torch.from_numpy(a.reshape(n, h, dh).transpose(1, 0, 2).copy())[None]   # noqa: E731
-    mask = torch.from_numpy(kv.sliding_window_mask(n, 3))
-    out = F.scaled_dot_product_attention(heads(d.x @ w["w_q"], 4), heads(d.x @ w["w_k"], 2), heads(d.x @ w["w_v"], 2),
-                                         attn_mask=mask, enable_gqa=True)[0].numpy()          # (H, n, d_head)
-    for t in range(n):
-        trace = kv.kv_cache_trace(LONG, 4, 2, 3, 2, t)
-        np.testing.assert_allclose(trace["context_t"].value, out[:, t], atol=1e-12)
-        np.testing.assert_allclose(trace["output_t"].value, out[:, t].reshape(-1) @ w["w_o"], atol=1e-12)
+def test_alibi_decoding_adds_the_bias_row_and_equals_the_full_pass():
+    """The core's ALiBi row −m_h·(t − j) (a new part of kv_cache_decode) gives the full pass with the bias
+    −m_h·|i − j| added to every score, under GQA, a window, a prompt and a temperature; the claim is said only
+    under ALiBi."""
+    rng = np.random.default_rng(3)
+    n, h, h_kv, d = 7, 4, 2, 3
+    x = rng.standard_normal((n, 5))
+    w_q, w_k, w_v, w_o = (rng.standard_normal(s) for s in ((5, h * d), (5, h_kv * d), (5, h_kv * d), (h * d, 5)))
+    slopes = alibi_slopes(h)
+    for window, prefill in ((None, 0), (3, 4), (2, 1)):
+        mask = causal_mask(n) if window is None else sliding_window_mask(n, window)
+        full, a = grouped_query_attention(x, x, w_q, w_k, w_v, w_o, h, h_kv, mask=mask, bias=alibi_bias(n, h))
+        outputs, cache = kv_cache_decode(x, w_q, w_k, w_v, w_o, h, h_kv, window=window, prefill=prefill,
+                                         alibi_slopes=slopes)
+        np.testing.assert_allclose(outputs, full, atol=1e-12, rtol=0)
+        for step in cache["steps"]:
+            t, p = step["t"], np.array(step["positions"])
+            seen = np.isfinite(step["scores"])
+            np.testing.assert_allclose(step["bias"][seen], (-slopes[:, None] * (t - p)[None] + 0 * seen)[seen])
+            np.testing.assert_allclose(step["weights"], a[:, t, p], atol=1e-12)
+    # without the slopes the outputs differ: the bias row is doing the work
+    assert np.abs(kv_cache_decode(x, w_q, w_k, w_v, w_o, h, h_kv)[0] - full).max() > 1e-3
+    assert holds("kv_alibi_from_distance", kv.KVSettings(positional="alibi"))
+    assert not holds("kv_alibi_from_distance", kv.KVSettings(positional="rope"))
 
 
-@pytest.mark.parametrize("window", [None, 2, 4])
-def test_the_shown_cache_is_kv_cache_decodes(window):
-    """The last decoded step's K and V are kv_cache_decode's final cache, rows and positions."""
-    d = kv.decode(LONG, 4, 2, window, 0)
-    last = kv.kv_cache_trace(LONG, 4, 2, window, 0, len(d.tokens) - 1)
-    np.testing.assert_array_equal(last["k_cache"].value, d.cache["k"])
-    np.testing.assert_array_equal(last["v_cache"].value, d.cache["v"])
-    assert last.facts["positions"] == d.cache["positions"]
+def test_rope_cache_holds_the_rotated_keys_of_the_forward_pass():
+    """Under RoPE the cached rows are the forward pass's K^R (not K), the same whatever step or prompt reads
+    them: a later query's rotation never changes them. The claim is said only under RoPE."""
+    config = CONFIGS["MQA RoPE W=2"]
+    fwd = run_forward(config)
+    rotated, plain = kv.heads_of(fwd, "k"), fwd["k_heads"].value
+    rows = [kv.decode(config, prefill).cache["k_rows"] for prefill in (0, 1, 4)]
+    for r in rows:
+        np.testing.assert_allclose(r, rotated, atol=1e-12)
+    np.testing.assert_allclose(rows[0][:, 0], plain[:, 0], atol=1e-12)              # position 0 is not turned
+    assert np.abs(rows[0][:, 1:] - plain[:, 1:]).max() > 1e-3
+    assert holds("kv_rope_rotated_once", kv.KVSettings(positional="rope"))
+    assert not holds("kv_rope_rotated_once", kv.KVSettings(positional="alibi"))
+    assert "k^R_j" in kv.kv_cache_trace(config, 1, 3)["kv_cache"].why
+    assert "k^R_j" not in kv.kv_cache_trace(Config(), 1, 3)["kv_cache"].why
 
 
-def test_the_query_row_is_x_t_times_w_q():
-    trace = kv.kv_cache_trace(CONFIG, 4, 2, None, 2, 3)
-    x, w_q = trace["x"].value, trace["w_q"].value
-    np.testing.assert_allclose(trace["q_t"].value, (x[3] @ w_q).reshape(4, 4), atol=1e-14)
-    np.testing.assert_allclose(trace["weights_t"].value.sum(axis=1), 1.0, atol=1e-14)
+# ---- the cache's size, step by step (#13) and one query or a square (#14) --------------------------------
+
+def cache_sizes(config: Config, prefill: int) -> list[int]:
+    """Rows in the cache while step t is computed, for every t (the prompt's steps: all P rows)."""
+    return [len(kv.kv_cache_trace(config, prefill, t).facts["positions"]) for t in range(n_of(config))]
 
 
-def test_prefill_rows_are_masked_after_their_token():
-    """In the prompt, row t's scores against later prompt tokens are −∞ and their weights 0."""
-    trace = kv.kv_cache_trace(CONFIG, 2, 1, None, 4, 1)
-    assert trace.facts["prefill"] and trace.facts["positions"] == [0, 1, 2, 3]
-    assert np.isneginf(trace["scores_t"].value[:, 2:]).all() and (trace["weights_t"].value[:, 2:] == 0).all()
+def test_cache_size_step_by_step():
+    """The four sentences about the cache's growth hold exactly where the sizes say so: no window (one row per
+    token, none dropped), W < n with P ≤ W (grows to W, then stays), P > W (the prompt's P rows at once, then
+    W), W ≥ n (never drops). Each setting shows exactly one of them."""
+    base = Config(sentence=LONG, n_heads=2, n_kv_heads=1, **RANDOM)
+    n = n_of(base)
+    growth = ("kv_grows", "kv_stops_growing", "kv_prompt_beyond_window", "kv_window_covers")
+    for window in (None, 1, 2, 4, n, n + 5):
+        config = base if window is None else base.replace(mask="sliding_window", window=window)
+        for prefill in (0, 1, 2, 4, n):
+            sizes = cache_sizes(config, prefill)
+            s = kv.settings_for(config, prefill, 0, n)
+            said = [k for k in growth if holds(k, s)]
+            assert len(said) == 1, (window, prefill, said)
+            last = kv.decode(config, prefill).cache["positions"]                  # after the last token
+            if window is None or window >= n:
+                assert said == ["kv_window_covers" if window else "kv_grows"]
+                assert last == list(range(n)) and max(sizes) == n
+                assert sizes[prefill:] == list(range(prefill + 1, n + 1))
+            elif prefill <= window:
+                assert said == ["kv_stops_growing"] and max(sizes) == window
+                assert sizes[-1] == window and last == list(range(n - window, n))
+            else:
+                assert said == ["kv_prompt_beyond_window"] and max(sizes) == prefill > window
+                assert sizes[prefill:] == [window] * (n - prefill) and last == list(range(n - window, n))
 
 
-def test_sidebar_changes_that_do_not_touch_x_reuse_the_numbers():
-    a = kv.kv_cache_trace(CONFIG, 4, 2, None, 2, 3)
-    b = kv.kv_cache_trace(CONFIG.replace(temperature=0.5, mask="causal", n_heads=2, score="dot"), 4, 2, None, 2, 3)
-    assert a is b
+def test_a_decoded_step_has_one_query_and_a_prompt_step_a_square():
+    """A decoded step (t ≥ P, or a prompt of one token) computes one query row and one score row against the
+    cache; a step of a longer prompt is one row of P queries computed together, their P × P scores masked after
+    each row's token. The two claims and their `otherwise` follow."""
+    config = Config(n_heads=2)
+    d = kv.decode(config, 3)
+    steps = d.cache["steps"]
+    assert [s["prefill"] for s in steps] == [True, True, True, False]
+    assert [s["cache_len"] for s in steps] == [3, 3, 3, 4]
+    prompt = np.stack([s["scores"] for s in steps[:3]], axis=1)                       # (H, 3, 3): the square
+    assert prompt.shape == (2, 3, 3) and (np.isneginf(prompt) == ~causal_mask(3)[None]).all()
+    for prefill, t, together in ((3, 1, True), (3, 3, False), (1, 0, False), (0, 0, False), (4, 3, True)):
+        s = kv.settings_for(config, prefill, t, 4)
+        assert s.together == together == (len(kv.decode(config, prefill).cache["steps"][t]["positions"]) > t + 1
+                                          or (t < prefill and prefill > 1))
+        for key in ("kv_one_query", "kv_one_row"):
+            assert holds(key, s) == (not together)
+        trace = kv.kv_cache_trace(config, prefill, t)
+        assert ("Only the newest token asks a question" in trace["q_t"].why) == (not together)
+        assert ("a decoding step scores one query" in trace["scores_t"].why) == (not together)
+        if together:
+            assert f"all {prefill} queries are computed together; this is row {t}" in trace["q_t"].why
+            assert f"scored as one {prefill} × {prefill} square" in trace["scores_t"].why
+
+
+# ---- the claims about heads (the sidebar's H and H_kv) ------------------------------------------------
+
+HEADS = [(h, k) for h in range(1, 9) for k in range(1, h + 1) if h % k == 0]
+
+
+def test_mha_every_query_head_reads_its_own_kv_head():
+    for h, h_kv in HEADS:
+        s = kv.KVSettings(h, h_kv)
+        own = all(kv_head_of(q, h, h_kv) == q for q in range(h))
+        assert (own and h > 1) == holds("kv_mha_own_heads", s), s              # one head: nothing to share
+
+
+def test_gqa_cache_is_g_times_smaller_than_mha():
+    """The decoded cache's size (not a formula) is g times MHA's; "smaller" only when g > 1; the page's shapes
+    table shows the decoded cache's shapes."""
+    from ui.kv_cache_view import shapes_table
+    for h, h_kv in [(h, k) for h in (1, 2, 4, 6) for k in range(1, h + 1) if h % k == 0]:
+        config = Config(n_heads=h, n_kv_heads=h_kv, d_v=3, **RANDOM)
+        ours = kv.decode(config, 0).cache
+        table = shapes_table(kv.settings_for(config, 0, 0, 4), 4, 3)
+        mine = table[table["yours"] == "←"]
+        assert len(mine) == 1 and mine["K cache"].iloc[0] == str(ours["k"].shape)
+        assert mine["V cache"].iloc[0] == str(ours["v"].shape) and len(set(table["H_kv"])) == len(table)
+        mha = kv.decode(config.replace(n_kv_heads=0), 0).cache
+        ratio = mha["k"].size / ours["k"].size
+        assert ratio == h // h_kv and mha["v"].size / ours["v"].size == ratio
+        s = kv.KVSettings(h, h_kv)
+        assert holds("kv_gqa_smaller", s) == (ratio > 1)
+        assert ("times smaller" in say("kv_gqa_smaller", s, g=s.g, n_kv_heads=h_kv, n_heads=h)) == (ratio > 1)
+
+
+def test_mqa_all_query_heads_read_kv_head_0():
+    for h, h_kv in HEADS:
+        s = kv.KVSettings(h, h_kv)
+        one = {kv_head_of(q, h, h_kv) for q in range(h)} == {0}
+        assert (one and h > 1) == holds("kv_mqa_one_head", s), s
 
 
 # ---- every cell's arithmetic -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("h, h_kv, window, prefill, t", [(4, 2, None, 2, 3), (4, 1, 2, 0, 3), (2, 2, None, 4, 1),
-                                                          (6, 3, 3, 2, 2)])
-def test_every_cell_is_explained_with_its_own_number(h, h_kv, window, prefill, t):
-    trace = kv.kv_cache_trace(CONFIG, h, h_kv, window, prefill, t)
-    for key in ("x", "w_q", "w_k", "w_v", "w_o", "heads_map", "q_t", "k_cache", "v_cache", "kv_cache", "scores_t", "weights_t",
-                "context_t", "output_t"):
+@pytest.mark.parametrize("name, prefill, t", [("defaults (trained, mask none)", 2, 3), ("MQA RoPE W=2", 4, 3),
+                                              ("GQA ALiBi bias", 0, 3), ("H=3 ALiBi dot T=0.5 padding", 3, 1),
+                                              ("H=6/3 W=9>n bias d_v=3", 1, 2)])
+def test_every_cell_is_explained_with_its_own_number(name, prefill, t):
+    trace = kv.kv_cache_trace(CONFIGS[name], prefill, t)
+    for key in trace.keys():
         value = trace[key].value
         cells = list(np.ndindex(value.shape))
-        for cell in cells[:: max(1, len(cells) // 40)]:
+        for cell in cells[:: max(1, len(cells) // 25)]:
             e = explain(trace, key, cell)
             stored = value[cell]
             assert e.value == stored or abs(e.value - stored) <= 1e-12 * max(1, abs(stored)), (key, cell)
             assert e.independent, (key, cell)
 
 
-def test_a_score_cell_shows_q_dot_k_over_root_d_head():
-    trace = kv.kv_cache_trace(CONFIG, 4, 2, None, 2, 3)
-    e = explain(trace, "scores_t", (3, 1))
-    assert "⌊3/2⌋ = 1" in e.note and e.n_terms == 4
-    assert e.text.splitlines()[0] == "ŝ[3,1] = Σ_c q_t[3,c]·K_cache[1,1,c] / √d_head"
-    q, k = trace["q_t"].value[3], trace["k_cache"].value[1, 1]
-    assert e.value == pytest.approx(q @ k / 2, abs=1e-15)
-
-
-def test_a_cache_row_is_x_j_times_its_kv_heads_columns():
-    trace = kv.kv_cache_trace(CONFIG, 4, 2, 2, 0, 3)              # the cache holds tokens 2 and 3
-    e = explain(trace, "k_cache", (1, 0, 2))
-    assert e.text.startswith("K_cache[1,0,2] = Σ_m X[2,m]·W_K[m,6]")   # token 2, column 1·4 + 2
-    assert "token 2" in e.note and "KV head 1" in e.note
-    v = explain(trace, "kv_cache", (1, 0, 4 + 2))                 # the right half is V's
-    assert v.text.startswith("V_cache[1,0,2] = Σ_m X[2,m]·W_V[m,6]")
-    assert v.value == pytest.approx(trace["kv_cache"].value[1, 0, 6], abs=1e-14)
+def test_cell_explanations_say_the_math():
+    rope = kv.kv_cache_trace(CONFIGS["MQA RoPE W=2"], 1, 3)                  # the cache holds tokens 2 and 3
+    e = explain(rope, "q_t", (1, 1))
+    assert e.text.startswith("q^R_3[1,1] = u_0·sin(3θ_0) + u_1·cos(3θ_0)") and "turned by RoPE at position 3" in e.note
+    e = explain(rope, "scores_t", (3, 0))
+    assert "⌊3/4⌋ = 0" in e.note and e.n_terms == 4 and "/ √d_k" in e.text.splitlines()[0]
+    assert e.value == pytest.approx(rope["q_t"].value[3] @ rope["k_cache"].value[0, 0] / 2, abs=1e-14)
+    v = explain(rope, "kv_cache", (0, 1, 4 + 2))                              # the right half is V's: not rotated
+    assert v.text.startswith("V_cache[0,1,2] = Σ_m X[3,m]·W_V[m,2]") and "token 3" in v.note
+    alibi = kv.kv_cache_trace(CONFIGS["H=3 ALiBi dot T=0.5 padding"], 0, 3)
+    b = explain(alibi, "alibi_t", (2, 0))
+    assert b.text.splitlines()[0] == "B[2,0] = −m_2·(3 − 0)" and b.value == pytest.approx(-alibi_slopes(3)[2] * 3)
+    w = explain(alibi, "weights_t", (0, 1))
+    assert "/ 0.5" in w.text and "temperature T = 0.5" in w.note
+    prompt = kv.kv_cache_trace(Config(), 4, 1)
+    hidden = explain(prompt, "scores_t", (0, 3))
+    assert hidden.value == float("-inf") and "comes later" in hidden.note
+    windowed = kv.kv_cache_trace(CONFIGS["MQA RoPE W=2"], 4, 3)               # the prompt of 4, W = 2: token 0 hidden
+    assert "outside the window of W = 2 keys" in explain(windowed, "scores_t", (0, 0)).note
+    for leaf in ("x", "w_q", "w_o"):
+        assert "the same number as on the forward pages" in explain(rope, leaf, (0, 0)).note
+    assert "trained" in explain(rope, "w_q", (0, 0)).note and "seeded" in explain(rope, "w_o", (0, 0)).note
 
 
 # ---- the calculator --------------------------------------------------------------------------------------
@@ -140,28 +310,40 @@ def test_llama_3_8b_by_hand():
     assert kv.bytes_per_token(p, 1) == 65_536                            # fp8
 
 
-@pytest.mark.parametrize("name, per_token", [
-    ("Llama 3 70B", 2 * 80 * 8 * 128 * 2), ("Mistral 7B", 2 * 32 * 8 * 128 * 2), ("Qwen2.5-7B", 2 * 28 * 4 * 128 * 2),
-    ("Gemma 2 9B", 2 * 42 * 8 * 256 * 2), ("DeepSeek-V3", 61 * (512 + 64) * 2)])
-def test_presets_bytes_per_token_by_hand(name, per_token):
-    assert kv.bytes_per_token(kv.PRESETS[name], 2) == per_token
-    assert kv.bytes_per_token(kv.PRESETS[name], 1) * 2 == per_token
+@pytest.mark.parametrize("name, layers, heads, kv_heads, d_head, context, per_token", [
+    ("Llama 3 70B", 80, 64, 8, 128, 8192, 2 * 80 * 8 * 128 * 2),
+    ("Mistral 7B", 32, 32, 8, 128, 32768, 2 * 32 * 8 * 128 * 2),
+    ("Qwen2.5-7B", 28, 28, 4, 128, 131072, 2 * 28 * 4 * 128 * 2),
+    ("Gemma 2 9B", 42, 16, 8, 256, 8192, 2 * 42 * 8 * 256 * 2),
+    ("DeepSeek-V3", 61, 128, 128, 128, 163840, 61 * (512 + 64) * 2)])
+def test_presets_are_the_published_configs(name, layers, heads, kv_heads, d_head, context, per_token):
+    """num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim (hidden_size / heads),
+    max_position_embeddings of each published config.json (read for this page in copies of them: Llama 3 8B and
+    70B, Mistral 7B v0.1, Qwen2.5-7B, Gemma 2 9B, DeepSeek-V3); bytes per token by hand; the source line says them."""
+    p = kv.PRESETS[name]
+    assert (p.layers, p.n_heads, p.n_kv_heads, p.d_head, p.context) == (layers, heads, kv_heads, d_head, context)
+    assert kv.bytes_per_token(p, 2) == per_token and kv.bytes_per_token(p, 1) * 2 == per_token
+    assert f"at most {context:,} positions" in p.source and f"{layers} layers" in p.source
 
 
 def test_calculator_window_presets_stop_growing():
-    """Mistral stops at 4096 tokens on every layer; Gemma 2's local half stops, its global half grows;
-    the presets without a window grow linearly. The claims hold exactly where that is so."""
-    for p in kv.PRESETS.values():
+    """Mistral stops at 4096 tokens on every layer; Gemma 2's 21 local layers stop, its 21 global ones grow;
+    a made-up model with 4 global layers of 26 keeps 4 growing (the claim names the count, not a half); the
+    presets without a window grow linearly. The claims hold exactly where that is so."""
+    made_up = kv.Preset("made-up", 26, 8, 8, 64, 32768, window=1024, local_layers=22)
+    for p in list(kv.PRESETS.values()) + [made_up]:
         per = p.values_per_token_layer * 2
-        w = 4096
+        w = p.window or 4096
         growth = kv.cache_bytes(p, 4 * w) - kv.cache_bytes(p, 2 * w)
-        local = p.local_layers if p.window else 0
-        assert growth == per * (p.layers - local) * 2 * w
-        assert holds("kv_calc_window", p) == (growth == 0)
-        assert holds("kv_calc_half_window", p) == (0 < growth < per * p.layers * 2 * w)
+        assert growth == per * p.global_layers * 2 * w
+        s = kv.CalcSettings(p)
+        assert holds("kv_calc_window", s) == (growth == 0)
+        assert holds("kv_calc_some_global", s) == (0 < growth < per * p.layers * 2 * w)
         assert kv.cache_bytes(p, w) == kv.bytes_per_token(p) * w      # up to the window every layer grows
     gemma = kv.PRESETS["Gemma 2 9B"]
     assert kv.cache_bytes(gemma, 8192) == 2 * 8 * 256 * 2 * (21 * 8192 + 21 * 4096)
+    words = say("kv_calc_some_global", kv.CalcSettings(made_up), n_global=4, layers=26, window=1024, n_local=22)
+    assert words.startswith("only its 4 global layers of 26 keep growing past 1,024 tokens")
 
 
 def test_latent_cache_is_not_doubled():
@@ -169,19 +351,29 @@ def test_latent_cache_is_not_doubled():
     keep a K and a V row per KV head."""
     for p in kv.PRESETS.values():
         doubled = 2 * p.layers * p.n_kv_heads * p.d_head * 2
-        assert (kv.bytes_per_token(p) == doubled) == (not holds("kv_calc_latent", p))
+        assert (kv.bytes_per_token(p) == doubled) == (not holds("kv_calc_latent", kv.CalcSettings(p)))
     ds = kv.PRESETS["DeepSeek-V3"]
     assert kv.bytes_per_token(ds) == 61 * 576 * 2 == 70_272
     assert kv.cache_bytes(ds, 1, mha=True) == 61 * 128 * (192 + 128) * 2
 
 
+def test_calculator_says_when_the_length_is_beyond_the_models_context():
+    for p in kv.PRESETS.values():
+        for tokens in kv.CONTEXTS:
+            assert holds("kv_calc_beyond_context", kv.CalcSettings(p, tokens)) == (tokens > p.context)
+    assert not holds("kv_calc_beyond_context", kv.CalcSettings(kv.PRESETS["Llama 3 8B"], 8192))
+    assert holds("kv_calc_beyond_context", kv.CalcSettings(kv.PRESETS["Llama 3 8B"], 16384))
+
+
 def test_calculator_cells_are_explained():
-    trace = kv.calculator_trace(2, 8192)
+    trace = kv.calculator_trace(2, 131072)
     for cell in np.ndindex(trace["cache_bytes"].shape):
         e = explain(trace, "cache_bytes", cell)
         assert e.value == trace["cache_bytes"].value[cell]
     e = explain(trace, "cache_bytes", (0, 0))
     assert e.text.splitlines()[1].strip() == "= 2·32·8·128·2·1" and "131,072 bytes = 128 KiB" in e.text
+    assert "more than Llama 3 8B's configured maximum of 8,192 positions" in explain(trace, "cache_bytes", (0, 1)).note
+    assert "is more than" not in explain(trace, "cache_bytes", (3, 1)).note                 # Qwen2.5: 131,072
 
 
 def test_memory_curves_bend_at_the_window():
@@ -192,77 +384,27 @@ def test_memory_curves_bend_at_the_window():
 
 # ---- hostile inputs --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, words", [
-    ((4, 3, None, 2), "cannot be shared evenly"), ((4, 8, None, 2), "cannot be shared evenly"),
-    ((4, 2, 0, 2), "at least 1 key"), ((4, 2, -3, 2), "at least 1 key"), ((4, 2, None, 9), "set it to 0 … 4"),
-    ((0, 1, None, 2), "from 1 to 8"), ((9, 1, None, 2), "from 1 to 8"), ((True, 1, None, 2), "from 1 to 8"),
-    ((4, 2, None, -1), "set it to 0 … 4")])
-def test_bad_controls_say_what_to_change(args, words):
-    with pytest.raises(ConfigError, match=re.escape(words)):
-        kv.kv_cache_trace(CONFIG, *args, 0)
-
-
-def test_bad_step_and_calculator_inputs():
+def test_bad_prompt_step_and_calculator_inputs_say_what_to_change():
+    for prefill in (5, -1, True, 1.5):
+        with pytest.raises(ConfigError, match=re.escape("set it to 0 … 4")):
+            kv.kv_cache_trace(Config(), prefill, 0)
     with pytest.raises(ConfigError, match="0 … 3"):
-        kv.kv_cache_trace(CONFIG, 4, 2, None, 2, 4)
+        kv.kv_cache_trace(Config(), 2, 4)
     with pytest.raises(ConfigError, match="2 \\(bf16\\) or 1"):
         kv.calculator_trace(4, 8192)
     with pytest.raises(ConfigError, match="context length"):
         kv.calculator_trace(2, 0)
-    with pytest.raises(ConfigError, match="more than 512"):
-        kv.kv_cache_trace(Config(embedding="random", d_k=128, d_v=4), 8, 1, None, 0, 0)
-
-
-# ---- the page's claims, as properties -------------------------------------------------------------------
-
-GRID = [kv_settings(h, h_kv, w) for h in range(1, 9) for h_kv in range(1, 9) if h % h_kv == 0 for w in (None, 2)]
-
-
-def test_mha_every_query_head_reads_its_own_kv_head():
-    for s in GRID:
-        own = all(kv_head_of(h, s.n_heads, s.n_kv_heads) == h for h in range(s.n_heads))
-        assert own == holds("kv_mha_own_heads", s), s
-
-
-def test_gqa_cache_is_g_times_smaller_than_mha():
-    """The cache's size (kv_cache_decode's, not a formula) is g times MHA's; "smaller" only when g > 1."""
-    for h, h_kv in [(h, k) for h in (1, 2, 4, 6, 8) for k in range(1, h + 1) if h % k == 0]:
-        ours = kv.decode(CONFIG, h, h_kv, None, 0).cache
-        mha = kv.decode(CONFIG, h, h, None, 0).cache
-        ratio = mha["k"].size / ours["k"].size
-        assert ratio == h // h_kv and mha["v"].size / ours["v"].size == ratio
-        s = kv_settings(h, h_kv)
-        assert holds("kv_gqa_smaller", s) == (ratio > 1)
-        assert ("times smaller" in say("kv_gqa_smaller", s, g=s.g, n_kv_heads=h_kv, n_heads=h)) == (ratio > 1)
-
-
-def test_mqa_all_query_heads_read_kv_head_0():
-    for s in GRID:
-        one = {kv_head_of(h, s.n_heads, s.n_kv_heads) for h in range(s.n_heads)} == {0}
-        assert (one and s.n_heads > 1) == holds("kv_mqa_one_head", s), s
-
-
-@pytest.mark.parametrize("config", [CONFIG, LONG])
-def test_cache_stops_growing_at_the_window(config):
-    """With W the decoded steps' caches hold min(t + 1, W) tokens, the last W; without one t + 1, every
-    step one more (the claim's `otherwise`)."""
-    n = len(kv.decode(config, 2, 1, None, 0).tokens)
-    for window in (None, 1, 2, 3, n, n + 5):
-        sizes = [len(kv.kv_cache_trace(config, 2, 1, window, 0, t).facts["positions"]) for t in range(n)]
-        s = kv_settings(2, 1, window, 0, n)
-        if window is None:
-            assert sizes == list(range(1, n + 1)) and not holds("kv_stops_growing", s)
-            assert say("kv_stops_growing", s) == CLAIMS["kv_stops_growing"].otherwise
-        else:
-            assert sizes == [min(t + 1, window) for t in range(n)] and holds("kv_stops_growing", s)
-            assert kv.kv_cache_trace(config, 2, 1, window, 0, n - 1).facts["positions"] == \
-                list(range(max(0, n - window), n))
+    x = np.ones((3, 2))
+    w = [np.ones((2, 2))] * 4
+    for kwargs in ({"alibi_slopes": [1.0]}, {"temperature": 0.0}, {"temperature": float("nan")}):
+        with pytest.raises(ConfigError):
+            kv_cache_decode(x, *w, 2, **kwargs)
 
 
 def test_every_claim_of_the_page_names_a_test_here():
     import tests.test_kv_cache as here
     mine = [c for c in CLAIMS.values() if c.about in ("kv_cache", "kv_cache_calc")]
-    assert len(mine) == 7
+    assert len(mine) == 15
     for c in mine:
         path, name = c.proof.split("::")
         assert path == "tests/test_kv_cache.py" and callable(getattr(here, name, None)), c.key
@@ -270,140 +412,153 @@ def test_every_claim_of_the_page_names_a_test_here():
 
 # ---- the page --------------------------------------------------------------------------------------------
 
-def proof(at) -> tuple[float, float]:
+def proof(at) -> tuple[float, float, str]:
     box = next(m.value for m in at.markdown if "Decoding = the full pass" in m.value)
-    found = re.search(r"max \|o_decoded − o_full\| = \*\*(\S+)\*\*.*max \|a_t − A_full\[t\]\| = \*\*(\S+)\*\*", box)
-    return float(found[1]), float(found[2])
+    found = re.search(r"max \|o_decoded − O\| = \*\*(\S+)\*\*.*max \|a_t − A\[t\]\| = \*\*(\S+)\*\*", box)
+    return float(found[1]), float(found[2]), box
 
 
-def badge_of(at, title: str) -> str:
+def badge_of(at, title: str) -> list[str]:
     md = next(m.value for m in at.markdown if title in m.value)
     return re.findall(r"straighten: ([^\]]+)\]", md)
 
 
-def test_page_decodes_and_proves_it_live():
+def status(at, t: int) -> str:
+    return next(m.value for m in at.markdown if f"**t = {t} “" in m.value)
+
+
+def page_text(at) -> str:
+    from tests.test_claims import page_text as text
+    return text(at)
+
+
+def test_page_decodes_the_sidebars_pass_and_the_button_sets_the_mask():
+    """Defaults: the sidebar's mask is None, said in sight with the causal pass's numbers; one click sets it,
+    the notice goes and the proof names the sidebar's own settings. No control for H, H_kv or W."""
     at = open_page(PAGE)
     no_exception(at)
-    assert not at.error, messages(at)
-    outputs, weights = proof(at)
-    assert outputs < 1e-12 and weights < 1e-12
-    assert "mask=causal_mask(n)" in next(m.value for m in at.markdown if "Decoding = the full pass" in m.value)
-    assert badge_of(at, "The cache: K and V") == ["KV head=2 × cached=3 × 2·d_head=8"]     # t = 2 after a 2-token prompt
-    assert "**t = 2 “you”** is decoded alone" in next(m.value for m in at.markdown if "**t = 2" in m.value)
-    assert len(charts(at)) == 1 + 2 + 2 + 2                  # q_t, [K | V] per KV head, ŝ and a, c and o
+    outputs, weights, box = proof(at)
+    assert outputs < 1e-12 and weights < 1e-12 and "with the causal mask" in box
+    assert "equals the forward pass **with the causal mask**" in messages(at)
+    assert badge_of(at, "The cache: K and V") == ["KV head=1 × cached=3 × k | v=8"]      # t = 2, H_kv = 1 (sidebar)
+    assert "**t = 2 “you”** is decoded alone" in status(at, 2)
+    assert len(charts(at)) == 1 + 1 + 2 + 2                  # q_t, [K | V] per KV head, ŝ and a, c and o
+    assert {w.key for w in list(at.slider) + list(at.number_input)} >= {"kv_cache.t", "kv_cache.prefill"}
+    assert not any(k in at.session_state for k in ("kv_cache.heads", "kv_cache.kv_heads", "kv_cache.window"))
+    text = page_text(at)
+    for code in ("kv_cache_decode", "grouped_query_attention", "crc32", "sliding_window_mask", "causal_mask(",
+                 "scaled_dot_product_attention", "tests/", "enable_gqa"):
+        assert code not in text, code
+    at.button(key="kv_cache.use_causal").click().run()
+    no_exception(at)
+    assert at.session_state["s.mask"] == "causal" and "with the causal mask" not in messages(at)
+    outputs, _, box = proof(at)
+    assert outputs < 1e-12 and "(the sidebar's settings)" in box
 
 
-def test_step_slider_and_window_move_the_cache():
-    at = open_page(PAGE)
+def test_a_window_shorter_than_the_prompt_is_said_truly():
+    """#13: W = 2, P = 4, t = 3: the prompt's 4 rows are in the cache together, more than W; after it, 2."""
+    at = open_page(PAGE, query={"mask": "sliding_window", "window": "2", "kv_cache.prefill": "4", "kv_cache.t": "3"})
+    no_exception(at)
+    text = status(at, 3)
+    assert "the cache holds tokens 0 … 3 (4 rows)" in text and "is masked before token 2 (the window)" in text
+    assert "The prompt's 4 rows enter the cache together, more than W = 2" in text
+    assert "stops growing at W" not in text
+    assert "In the prompt all 4 queries are computed together; this is row 3" in page_text(at)
+    assert "a decoding step scores one query" not in page_text(at)
+    at.slider(key="kv_cache.t").set_value(1).run()
+    assert "row 1 of the prompt's scores is masked after token 1;" in status(at, 1)   # W = 2: key 0 still seen
+    at.slider(key="kv_cache.t").set_value(2).run()
+    assert "is masked after token 2 and before token 1 (the window)" in status(at, 2)
     at.slider(key="kv_cache.t").set_value(3).run()
-    no_exception(at)
-    assert badge_of(at, "The cache: K and V")[0] == "KV head=2 × cached=4 × 2·d_head=8"
-    at.number_input(key="kv_cache.window").set_value(2).run()
-    no_exception(at)
-    assert badge_of(at, "The cache: K and V")[0] == "KV head=2 × cached=2 × 2·d_head=8"
-    text = next(m.value for m in at.markdown if "**t = 3" in m.value)
+    at.number_input(key="kv_cache.prefill").set_value(2).run()
+    text = status(at, 3)
     assert "token 1's row falls out" in text and "The cache stops growing at W = 2 tokens" in text
-    assert "sliding_window_mask(n, 2)" in next(m.value for m in at.markdown if "Decoding = the full pass" in m.value)
-    at.slider(key="kv_cache.t").set_value(0).run()
-    text = next(m.value for m in at.markdown if "**t = 0" in m.value)
-    assert "is in the prompt" in text and "masked after token 0" in text
-    assert proof(at)[0] < 1e-12
+    assert badge_of(at, "The cache: K and V")[0] == "KV head=1 × cached=2 × k | v=8"
 
 
-def test_kv_heads_change_the_cache_and_the_sharing():
-    at = open_page(PAGE)
-    at.slider(key="kv_cache.kv_heads").set_value(1).run()
-    no_exception(at)
-    assert badge_of(at, "The cache: K and V")[0] == "KV head=1 × cached=3 × 2·d_head=8"
-    at.session_state["kv_cache.tab"] = "Which heads share K and V"
+def test_share_link_carries_the_view_and_a_fresh_session_shows_the_same_numbers():
+    """MQA + RoPE + W = 2 from the sidebar, t = 3, P = 1, the decoding tab with a clicked score cell: the link
+    the page writes opens, in a new session, the same controls, the same cell's arithmetic and the same numbers."""
+    query = {"n_heads": "4", "n_kv_heads": "1", "positional": "rope", "mask": "sliding_window", "window": "2"}
+    at = open_page(PAGE, query=query)
+    at.slider(key="kv_cache.t").set_value(3).run()
+    at.number_input(key="kv_cache.prefill").set_value(1).run()
+    at.session_state["kv_cache.hm.scores_t.None"] = {"selection": {"cell": [{"i": 2, "j": 1}]}}
     at.run()
     no_exception(at)
+    link = dict(at.query_params)
+    assert {k: link[k] for k in ("kv_cache.t", "kv_cache.prefill", "cell")} == {
+        "kv_cache.t": "3", "kv_cache.prefill": "1", "cell": "kv_cache.hm.scores_t.None.2.1"}
+    before = [m.value for m in at.markdown if "was made" in m.value or "Decoding = the full pass" in m.value]
+    assert len(before) == 2 and "How ŝ[2,1] was made" in before[1].replace("\\", "")
+    fresh = open_page(PAGE, query=link)
+    no_exception(fresh)
+    assert fresh.slider(key="kv_cache.t").value == 3 and fresh.number_input(key="kv_cache.prefill").value == 1
+    after = [m.value for m in fresh.markdown if "was made" in m.value or "Decoding = the full pass" in m.value]
+    assert after == before
+    assert [c["data"]["values"] if "data" in c else c for c in charts(fresh)] == \
+        [c["data"]["values"] if "data" in c else c for c in charts(at)]
+
+
+def test_tab_and_calculator_controls_travel_in_the_link():
+    at = open_page(PAGE, query={"n_heads": "4", "n_kv_heads": "2", "kv_cache.tab": "2",
+                                "kv_cache.preset": "Gemma 2 9B", "kv_cache.tokens": "131072", "kv_cache.bytes": "1"})
+    no_exception(at)
+    assert "Link setting" not in messages(at)
+    text = next(m.value for m in at.markdown if m.value.startswith("**Gemma 2 9B:**"))
+    assert "168 KiB per token" in text and "Only its 21 global layers of 42 keep growing past 4,096 tokens" in text
+    assert "131,072 tokens is more than Gemma 2 9B's configured maximum of 8,192 positions" in text
+    assert at.radio(key="kv_cache.bytes").value == 1
+    link = dict(at.query_params)
+    assert {k: link.get(k) for k in ("kv_cache.tab", "kv_cache.preset", "kv_cache.tokens", "kv_cache.bytes")} == {
+        "kv_cache.tab": "2", "kv_cache.preset": "Gemma 2 9B", "kv_cache.tokens": "131072", "kv_cache.bytes": "1"}
+    at.session_state["kv_cache.tab"] = "Which heads share K and V"
+    at.run()
     text = next(m.value for m in at.markdown if "g = H / H_kv" in m.value)
-    assert "multi-query attention (MQA)" in text and "g = 4 times smaller than MHA's" in text
-    assert "multi-head attention (MHA)" not in text
+    assert "the sidebar's H = 4 query heads and H_kv = 2 KV heads" in text and "g = 2 times smaller" in text
     table = next(df.value for df in at.dataframe if "H_kv" in df.value.columns)
-    assert list(table.index) == ["MHA", "MQA"] and list(table["K and V cache, each"]) == ["(4, 4, 4)", "(1, 4, 4)"]
-    assert list(table["× smaller than MHA"]) == [1, 4]
+    assert list(table.index) == ["MHA", "GQA", "MQA"] and list(table["K cache"]) == ["(4, 4, 4)", "(2, 4, 4)", "(1, 4, 4)"]
+    assert dict(at.query_params)["kv_cache.tab"] == "1"
 
 
-@pytest.mark.parametrize("key, kind, value, words", [
-    ("kv_cache.window", "number_input", 0, "The window W must be at least 1 key"),
-    ("kv_cache.kv_heads", "slider", 3, "4 query heads cannot be shared evenly by 3 KV heads"),
-    ("kv_cache.prefill", "number_input", 9, "The prompt (prefill) is 9 tokens but the sentence has 4")])
-def test_hostile_controls_get_a_message(key, kind, value, words):
-    at = open_page(PAGE)
-    getattr(at, kind)(key=key).set_value(value).run()
-    no_exception(at)
-    assert words in messages(at)
-
-
-def test_a_window_longer_than_the_sentence_is_said():
-    at = open_page(PAGE)
-    at.number_input(key="kv_cache.window").set_value(10).run()
-    no_exception(at)
-    assert "W = 10 ≥ n = 4" in messages(at) and not at.error
-
-
-def test_a_shorter_sentence_keeps_the_step_inside_it():
-    at = open_page(PAGE)
-    at.slider(key="kv_cache.t").set_value(3).run()
+def test_sentence_changes_keep_t_and_p_inside_and_one_token_works():
+    at = open_page(PAGE, query={"kv_cache.t": "3", "kv_cache.prefill": "4"})
     at.text_input(key="w.sentence").set_value("I love").run()
     no_exception(at)
     assert not at.error, messages(at)
-    assert at.slider(key="kv_cache.t").value == 1
-    at.number_input(key="kv_cache.prefill").set_value(2).run()
-    at.text_input(key="w.sentence").set_value("hello").run()            # one token: no step slider, prompt 1
+    assert at.slider(key="kv_cache.t").value == 1 and at.number_input(key="kv_cache.prefill").value == 2
+    at.text_input(key="w.sentence").set_value("hello").run()            # one token: no step slider
     no_exception(at)
     assert not at.error, messages(at)
     assert at.number_input(key="kv_cache.prefill").value == 1
-    assert "**t = 0 “hello”** is in the prompt" in next(m.value for m in at.markdown if "**t = 0" in m.value)
+    assert "**t = 0 “hello”** is the prompt of one token, decoded alone" in status(at, 0)
+    at.number_input(key="kv_cache.prefill").set_value(0).run()
+    assert "**t = 0 “hello”** is decoded alone" in status(at, 0) and proof(at)[0] < 1e-12
 
 
-def test_calculator_tab_shows_the_presets():
-    at = open_page(PAGE)
-    at.session_state["kv_cache.tab"] = "Cache size calculator"
+def test_an_additive_score_is_said_with_a_button():
+    at = open_page(PAGE, query={"score": "additive", "mask": "causal"})
+    no_exception(at)
+    assert "this page decodes the scaled dot product" in messages(at) and "with the scaled dot product" in proof(at)[2]
+    at.button(key="kv_cache.use_scaled").click().run()
+    assert at.session_state["s.score"] == "scaled_dot" and "(the sidebar's settings)" in proof(at)[2]
+
+
+def test_checked_box_runs_torch_live():
+    at = open_page(PAGE, query={"positional": "alibi", "n_heads": "4", "n_kv_heads": "2", "mask": "causal"})
+    at.session_state["kv_cache.checked"] = True
     at.run()
     no_exception(at)
-    text = next(m.value for m in at.markdown if m.value.startswith("**Llama 3 8B:**"))
-    assert "128 KiB per token, **1 GiB** at 8,192 tokens (MHA: 4 GiB)" in text
-    table = next(df.value for df in at.dataframe if "per token" in df.value.columns)
-    assert table.loc["Llama 3 8B", "per token"] == "128 KiB" and table.loc["DeepSeek-V3", "per token"] == "68.6 KiB"
-    spec = next(c for c in charts(at) if c.get("mark", {}).get("type") == "line" or c.get("mark") == "line")
-    assert {r["preset"] for r in spec["data"]["values"]} == set(kv.PRESETS)
-    at.selectbox(key="kv_cache.preset").set_value("Mistral 7B").run()
-    at.select_slider(key="kv_cache.tokens").set_value(131072).run()
-    text = next(m.value for m in at.markdown if m.value.startswith("**Mistral 7B:**"))
-    assert "**512 MiB** at 131,072 tokens" in text and "Every layer's cache stops growing at 4,096 tokens." in text
-    at.radio(key="kv_cache.bytes").set_value(1).run()
-    text = next(m.value for m in at.markdown if m.value.startswith("**Mistral 7B:**"))
-    assert "64 KiB per token, **256 MiB**" in text
-    at.session_state["kv_cache.calc.table"] = {"selection": {"rows": [], "columns": [], "cells": [(0, "per token")]}}
-    at.run()
-    no_exception(at)
-    shown = [m.value for m in at.markdown if "was made" in m.value]
-    assert shown and "2 \\cdot 32 \\cdot 8 \\cdot 128 \\cdot 1 \\cdot 1" in shown[0]
-    at.session_state["kv_cache.calc.table"] = {"selection": {"rows": [], "columns": [],
-                                                             "cells": [(2, "MHA at 131,072")]}}
-    at.run()
-    shown = [m.value for m in at.markdown if "was made" in m.value]
-    assert "2 \\cdot 32 \\cdot 128 \\cdot 1 \\cdot (32 \\cdot \\min(131072, 4096))" in shown[0], shown
+    text = next(m.value for m in at.markdown if "Against PyTorch, live" in m.value)
+    assert float(re.search(r"max \|torch − decoded\| = \*\*(\S+)\*\*", text)[1]) < 1e-12
+    assert "causal flag" not in text                                       # ALiBi: the bias needs the matrix
 
 
-def test_torch_expander_checks_live():
-    at = open_page(PAGE)
-    at.session_state["kv_cache.torch"] = True
-    at.run()
-    no_exception(at)
-    text = next(m.value for m in at.markdown if "enable_gqa=True" in m.value)
-    numbers = [float(x) for x in re.findall(r"\*\*(\S+)\*\*", text)]
-    assert len(numbers) == 2 and max(numbers) < 1e-12
-
-
-@pytest.mark.parametrize("key, cell, title", [("q_t.None", (1, 2), "q_t[1,2]"), ("kv_cache.1", (0, 5), "V_cache[1,0,1]"),
-                                              ("scores_t.None", (3, 1), "ŝ[3,1]")])
+@pytest.mark.parametrize("key, cell, title", [("q_t.None", (1, 2), "q_2[1,2]"), ("kv_cache.0", (0, 5), "V_cache[0,0,1]"),
+                                              ("weights_t.None", (0, 1), "a[0,1]")])
 def test_clicking_a_cell_explains_it(key, cell, title):
-    """A click on a heatmap cell (its selection state, as the browser sends it) shows that number's arithmetic."""
-    at = open_page(PAGE)
+    at = open_page(PAGE, query={"n_heads": "2"})
     at.session_state[f"kv_cache.hm.{key}"] = {"selection": {"cell": [{"i": cell[0], "j": cell[1]}]}}
     at.run()
     no_exception(at)
@@ -412,34 +567,44 @@ def test_clicking_a_cell_explains_it(key, cell, title):
     assert any("✓ recomputed from the terms above" in c.value for c in at.caption)
 
 
-def test_claims_shown_only_where_they_hold():
-    """Walk the page's controls: no claim of this page is shown where it does not hold."""
-    from attention_core.claims import shown_outside
-    for h, h_kv, w in itertools.product((1, 4), (1, 2, 4), (None, 2)):
-        if h % h_kv:
-            continue
-        at = open_page(PAGE)
-        at.slider(key="kv_cache.heads").set_value(h)
-        at.slider(key="kv_cache.kv_heads").set_value(h_kv)
-        at.number_input(key="kv_cache.window").set_value(w).run()
-        s = kv_settings(h, h_kv, w)
-        for tab in ("Decoding, step by step", "Which heads share K and V"):
-            at.session_state["kv_cache.tab"] = tab
-            at.run()
-            no_exception(at)
-            text = "\n".join(m.value for m in at.markdown)
-            assert not shown_outside(text, s, about="kv_cache"), (h, h_kv, w, tab)
+WALK = [({}, {}), ({"n_heads": 4, "n_kv_heads": 1, "positional": "rope", "mask": "sliding_window", "window": 2},
+                   {"kv_cache.prefill": 4, "kv_cache.t": 3}),
+        ({"n_heads": 6, "n_kv_heads": 3, "positional": "alibi", "bias": True, "mask": "sliding_window", "window": 9},
+         {"kv_cache.prefill": 0, "kv_cache.t": 3}),
+        ({"n_heads": 4, "mask": "padding", "padding": (0, 1, 2, 3)}, {"kv_cache.prefill": 4, "kv_cache.t": 0}),
+        ({"sentence": "hello", "n_heads": 2, "n_kv_heads": 1, "mask": "sliding_window", "window": 1},
+         {"kv_cache.prefill": 1, "kv_cache.t": 0})]
 
 
-def test_calculator_claims_shown_only_for_their_presets():
-    from attention_core.claims import shown_outside
-    at = open_page(PAGE)
-    at.session_state["kv_cache.tab"] = "Cache size calculator"
-    at.run()
-    for name, p in kv.PRESETS.items():
-        at.selectbox(key="kv_cache.preset").set_value(name).run()
+@pytest.mark.parametrize("changes, own", WALK, ids=["defaults", "mqa-rope-w2-p4", "alibi6-w9-bias", "padding-all",
+                                                    "one-token-w1"])
+def test_claims_walk_under_unusual_settings(changes, own):
+    """The claims walk (tests/test_claims.py's walk) over this page under MQA/GQA/MHA, RoPE, ALiBi with H not a
+    power of two, bias on, windows shorter and longer than the prompt, padding hiding every key, one token;
+    each tab open: no claim of the page is shown where it does not hold."""
+    config = Config(**changes)
+    at = open_page(PAGE, query={k: ("1" if v is True else ",".join(map(str, v)) if isinstance(v, tuple) else str(v))
+                                for k, v in {**changes, **own}.items()})
+    assert "Link setting" not in messages(at)
+    for tab in TABS:
+        at.session_state["kv_cache.tab"] = tab
+        at.run()
         no_exception(at)
-        text = next(m.value for m in at.markdown if m.value.startswith(f"**{name}:**"))
-        assert not shown_outside(text, p, about="kv_cache_calc"), name
-        assert ("no factor 2" in text) == (name == "DeepSeek-V3")
-        assert ("keeps growing past 4,096" in text) == (name == "Gemma 2 9B")
+        text = page_text(at)
+        assert shown_outside(text, config) == [], (changes, tab)
+        for about, settings in at.session_state["s.claims"].items():
+            assert shown_outside(text, settings, about) == [], (changes, own, tab, about)
+        assert at.session_state["s.claims"]["kv_cache"].t == own.get("kv_cache.t", 2)
+
+
+def test_the_is_causal_pitfall_under_gqa_and_rope_reads_the_cached_keys():
+    """The pitfalls lab's "is_causal=True with fewer queries than keys" under the sidebar's GQA and RoPE: the new
+    token's weights are over the keys a cache holds (K^R, each query head reading its KV head), i.e. the last row
+    of the full causal pass; is_causal's upper-left mask puts all the weight on key 0."""
+    from attention_core.pitfalls import PITFALLS_BY_KEY
+    for config in (Config(n_heads=4, n_kv_heads=2, weights="random"), Config(n_heads=4, n_kv_heads=1, positional="rope")):
+        r = PITFALLS_BY_KEY["causal_upper_left"].compute(config)
+        full = run_forward(config.replace(mask="causal", temperature=1.0))
+        np.testing.assert_allclose(r.correct, full["weights"].value[:, -1], atol=1e-12)
+        np.testing.assert_array_equal(r.wrong[:, 0], 1.0)
+        assert ("K^Rᵀ" in r.what) == (config.positional == "rope") and "KV head ⌊h/g⌋" in r.what

@@ -487,6 +487,38 @@ def test_kv_cache_decode_equals_the_full_pass(n_heads, n_kv, window, prefill, ro
     assert [s["t"] for s in cache["steps"]] == list(range(n))
 
 
+@pytest.mark.parametrize("n_heads, n_kv", [(4, 2), (3, 1)])
+@pytest.mark.parametrize("window, prefill", [(None, 0), (2, 4), (9, 1)])
+def test_kv_cache_decode_with_biases_alibi_dot_and_temperature_equals_torch(n_heads, n_kv, window, prefill):
+    """Biases on every projection and on the output, ALiBi's row −m_h·(t − j), the unscaled dot product and a
+    temperature: the decoded outputs are torch SDPA's over the whole sentence (the bias and −∞ in one float
+    mask, scale = 1/T), and every step's weights are that pass's rows."""
+    n, d_head, d_v = 6, 4, 3
+    x, _, w_q, w_k, w_v, w_o = gqa_setup(n_heads, n_kv, n_q=n, n_k=n, d_head=d_head, d_v=d_v, seed=7)
+    r = rng(8)
+    b = {"b_q": r.standard_normal(n_heads * d_head), "b_k": r.standard_normal(n_kv * d_head),
+         "b_v": r.standard_normal(n_kv * d_v), "b_o": r.standard_normal(x.shape[1])}
+    temperature = 0.7
+    outputs, cache = kv_cache_decode(x, w_q, w_k, w_v, w_o, n_heads, n_kv, window=window, prefill=prefill, biases=b,
+                                     alibi_slopes=alibi_slopes(n_heads), scaled=False, temperature=temperature)
+    q = T(split_heads(x @ w_q + b["b_q"], n_heads))[None]
+    k = T(split_heads(x @ w_k + b["b_k"], n_kv))[None]
+    v = T(split_heads(x @ w_v + b["b_v"], n_kv))[None]
+    allowed = causal_mask(n) if window is None else sliding_window_mask(n, window)
+    mask = np.where(allowed[None], alibi_bias(n, n_heads) / temperature, -np.inf)
+    ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=T(mask), scale=1 / temperature, enable_gqa=True)
+    np.testing.assert_allclose(outputs, merge_heads(ctx[0].numpy()) @ w_o + b["b_o"], atol=1e-12, rtol=0)
+    weights = torch.softmax(q @ expand_kv_t(k, n_heads).transpose(-1, -2) / temperature + T(mask), -1)[0].numpy()
+    for step in cache["steps"]:
+        np.testing.assert_allclose(step["weights"], weights[:, step["t"], step["positions"]], atol=1e-12)
+    np.testing.assert_allclose(cache["v_rows"], split_heads(x @ w_v + b["b_v"], n_kv), atol=1e-12)
+
+
+def expand_kv_t(k, n_heads):
+    """(1, H_kv, n, d) -> (1, H, n, d): torch's repeat_interleave, as enable_gqa does."""
+    return k.repeat_interleave(n_heads // k.shape[1], dim=1)
+
+
 def test_kv_cache_decode_bad_inputs_are_config_errors():
     x, _, w_q, w_k, w_v, w_o = gqa_setup(4, 2, n_q=3, n_k=3)
     for kwargs in ({"window": 0}, {"window": 1.5}, {"prefill": 4}, {"prefill": -1}, {"prefill": 1.5},

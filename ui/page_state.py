@@ -252,11 +252,22 @@ declare("app_pages/41_masks.py",
         number("masks.sink", 0.0, -30.0, 30.0, "the sink logit z_h"),
         tab("masks.compare", ("W or W + 1 keys", "Causal or window", "Causal or padding"), "the masks compared"))
 
-# /kv_cache
-declare("app_pages/42_kv_cache.py",
-        integer("kv_cache.t", 2, 0, 127, "the decoding step t"),
-        integer("kv_cache.prefill", 2, 0, 128, "the prompt's length"),
-        tab("kv_cache.tab", ("Decoding, step by step", "Which heads share K and V", "Cache size calculator")))
+# /kv_cache (H, H_kv, the window, RoPE/ALiBi, score and temperature are the sidebar's; t and P kept inside the
+# sentence by page_state.fit)
+KV_CACHE_TABS = ("Decoding, step by step", "Which heads share K and V", "Cache size calculator")
+
+
+def _kv_cache_controls() -> tuple[Own, ...]:
+    from attention_core.lesson_kv_cache import BYTES, CONTEXTS, PRESETS
+    return (integer("kv_cache.t", 2, 0, 127, "the decoding step t"),
+            integer("kv_cache.prefill", 2, 0, 128, "the prompt's length P"),
+            tab("kv_cache.tab", KV_CACHE_TABS),
+            choice("kv_cache.preset", next(iter(PRESETS)), tuple(PRESETS), "the calculator's model"),
+            choice("kv_cache.tokens", 8192, CONTEXTS, "the calculator's context length"),
+            choice("kv_cache.bytes", 2, tuple(BYTES), "the calculator's bytes per value"))
+
+
+declare("app_pages/42_kv_cache.py", *_kv_cache_controls())
 
 # /online_softmax
 declare("app_pages/43_online_softmax.py",
