@@ -36,6 +36,7 @@ st.markdown(
     "are, not with where they stand.")
 try:
     forward = forward_with_rope(config, trace)
+    ui.notices(forward)
     head, pairing = controls(forward.facts["config"])
     t = rope_lesson(forward, head, pairing)
 except ConfigError as err:

@@ -104,7 +104,7 @@ claim("rope_half_not_forward",
       lambda s: s.pairing == "half" and s.d_k >= 4,
       "the half pairing with d_k ≥ 4 (with d_k = 2 its one pair is the interleaved one)",
       "tests/test_rope.py::test_half_pairing_is_the_forward_pass_only_when_d_k_is_2",
-      about="rope", otherwise="these Q^R and K^R are the forward pass's own (interleaved pairs, Position = RoPE)")
+      about="rope", otherwise="these Q^R and K^R are the forward pass's own (Position = RoPE)")
 
 
 def with_rope(config: Config) -> Config:
@@ -267,8 +267,8 @@ def _lesson(forward: Trace, head: int, pairing: str, offset: int) -> Trace:
              " With d_k = 2 there is one pair, i = 0: it turns 1 radian per position.")
     t.add("angles", "Rotation angles p·θ_i" + at, rope_angles(positions, d, base), ("n", "d_k/2"),
           rf"p\,\theta_i = p \cdot {base_tex(base)}^{{-2i/{d}}}", why=(
-              f"A row per token at its position p (the token in row 2 at p = {2 + offset}); a column per pair i: how "
-              "far that pair of the token's query and key turns, in radians." + later), scale="sequential")
+              f"A row per token at its position p (the first token at p = {offset}); a column per pair i: how far "
+              "that pair of the token's query and key turns, in radians." + later), scale="sequential")
     pairs = r"(x_{2i},\, x_{2i+1})" if pairing == "interleaved" else rf"(x_i,\, x_{{i+{d // 2}}})"
     p_of = rf"R_{{i+{offset}}}" if offset else "R_i"
     for name, x in (("q", q), ("k", k)):
@@ -287,15 +287,15 @@ def _lesson(forward: Trace, head: int, pairing: str, offset: int) -> Trace:
               rotated, ("n", "d_k"),
               rf"{name}^R_{row} = {p_row}\, {name}_{row},\quad \text{{pair }} i = {pairs} \text{{ turned by }} "
               rf"p\,\theta_i", (name, "angles"),
-              why=f"Each pair of row {row}'s columns turned by its angle ({where}). Lengths stay; directions turn.")
+              why=f"Each pair of row {row}'s columns turned by its angle ({where}): it keeps its length.")
     q_rot, k_rot = t["q_rot"].value, t["k_rot"].value
     key = score_key(config)
     if pairing == "interleaved" and not offset:
         scores = forward_rows(forward, key, head)                                # the forward pass's own
     else:
         scores = score_function(forward, head)(q_rot, k_rot)
-    t.add(key, _score_title(config) + (f" (head {head})" if h > 1 else "") + at, scores, ("n_q", "n_k"), _score_formula(config, head, kv),
-          ("q_rot", "k_rot"), why=_score_why(config))
+    t.add(key, _score_title(config) + (f" (head {head})" if h > 1 else "") + at, scores, ("n_q", "n_k"),
+          _score_formula(config, head, kv), ("q_rot", "k_rot"), why=_score_why(config))
     t.facts["complex_gap"] = max(float(np.abs(complex_form(x, positions, base, pairing) - t[f"{s}_rot"].value).max())
                                  for s, x in (("q", q), ("k", k)))
     # how far this page's Q^R and scores are from the forward pass's (0 in the interleaved pairing at offset 0)
@@ -568,8 +568,8 @@ def _dot_explainer(key: str):
         note = (f"The rotated query of token {i} (“{ctx.word(i)}”, at position p = {p}) against the rotated key of "
                 f"token {j} (“{ctx.word(j)}”, at p′ = {p2}): a dot product over the d_k = {d} columns"
                 + (f", divided by √{d}" if scaled else "") + ". Pair i adds |q pair|·|k pair|·cos(φ_i + (p′ − p)·θ_i), "
-                f"φ_i the angle between the two pairs before the rotation: the positions enter only as "
-                f"p′ − p = {p2} − {p} = {j - i}.")
+                "φ_i the angle from the query's pair to the key's pair before the rotation: the positions enter "
+                f"only as p′ − p = {p2} − {p} = {j - i}.")
         return ctx.sum_of_products(key, cell, rhs, rhs_text, terms,
                                    divisor=(rf"\sqrt{{{d}}}", f"√{d}", math.sqrt(d)) if scaled else None, note=note)
     return explain_scores

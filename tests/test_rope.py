@@ -349,7 +349,7 @@ def test_the_page_under_sinusoidal_says_so_and_one_click_makes_the_sidebar_rope(
     no_exception(at)
     text = page_text(at)
     assert "The sidebar's Position is Sinusoidal." in text and "same settings with Position = RoPE" in text
-    assert "differ from page 3's too" in text
+    assert "Its Q and K differ from page 3's (by up to" in text
     for words in (CLAIMS["rope_shift_invariant"].marker, CLAIMS["rope_pairings_differ"].marker,
                   CLAIMS["rope_distance_only"].marker, r"\pi = [0, 2, 1, 3]", "counted from 0 here (θ_0 = 1"):
         assert words.lower() in text.lower(), words

@@ -60,7 +60,7 @@ def forward_with_rope(config: Config, trace: Trace) -> Trace:
         qk = "Its Q and K are page 3's; $Q^R, K^R$ and the scores below are not on pages 3 and 4."
     else:
         trained = ", and the trained W_Q, W_K are the ones trained with that X" if config.weights == "trained" else ""
-        qk = (f"So its Q and K differ from page 3's too (by up to {gap:.3g}: there ${trace['x'].formula}${trained}), "
+        qk = (f"Its Q and K differ from page 3's (by up to {gap:.3g}: there ${trace['x'].formula}${trained}), "
               "and $Q^R, K^R$ and the scores below are not on pages 3 and 4.")
     with st.container(border=True):
         st.markdown(f":material/info: **The sidebar's Position is {label}.** This page shows the same settings with "
@@ -86,12 +86,12 @@ def controls(config: Config) -> tuple[int, str]:
                                         "too).")
         half = st.toggle("Half pairing $(x_i, x_{i+d_k/2})$, as GPT-NeoX and Hugging Face's Llama", key="rope.half",
                          help="Off: interleaved pairs $(x_{2i}, x_{2i+1})$, as RoFormer, GPT-J, Meta's Llama code and this "
-                              "app's forward pass. On: a comparison on this page only; every other page keeps "
-                              "interleaved pairs.")
+                              "app's forward pass. On: a comparison on this page only; the forward pass (pages 3–7) "
+                              "keeps interleaved pairs.")
         head = 0
         h = config.n_heads
+        page_state.fit("rope.head", 0, h - 1)          # a head the sidebar no longer has is not kept in the link
         if h > 1:
-            page_state.fit("rope.head", 0, h - 1)
             g = h // config.kv_heads
             head = st.selectbox(f"Head h (of the sidebar's H = {h})", range(h), key="rope.head",
                                 format_func=lambda x: f"head {x}" + (f" · reads KV head {x // g}" if g > 1 else ""))
@@ -107,7 +107,9 @@ def angles_intro(t: Trace) -> str:
     if f["n_heads"] > 1:
         heads = (f" Head h = {head} of H = {f['n_heads']}: its queries are columns {head * d} … {(head + 1) * d - 1} "
                  f"of Q")
-        if f["n_kv_heads"] < f["n_heads"]:
+        if f["n_kv_heads"] == f["n_heads"]:
+            heads += ", its keys the same columns of K"
+        else:
             kv = f["kv_head"]
             heads += (f"; its keys come from KV head ⌊{head}/{f['n_heads'] // f['n_kv_heads']}⌋ = {kv} of "
                       f"H_kv = {f['n_kv_heads']}, columns {kv * d} … {(kv + 1) * d - 1} of K")
@@ -208,7 +210,8 @@ def rotated_rows(t: Trace, s: RopeSettings, sidebar_rope: bool) -> None:
     if s.pairing == "half":
         gap = f["forward_gap"]["scores"]
         pairing = (f"Half pairing $(x_i, x_{{i+{f['d_k'] // 2}}})$, a comparison on this page: "
-                   f"{say('rope_half_not_forward', s)} (max |Δ{score_symbol(s.config)}| from its = {num(gap)}).")
+                   f"{say('rope_half_not_forward', s)} (max |Δ{score_symbol(s.config)}| from the forward pass's = "
+                   f"{num(gap)}).")
     else:
         pairing = f"Interleaved pairs $(x_{{2i}}, x_{{2i+1}})$: {say('rope_half_not_forward', s)}."
     page3 = " Page 3 shows them too." if sidebar_rope and s.pairing == "interleaved" else ""
@@ -260,7 +263,8 @@ def shift_panel(forward: Trace, s: RopeSettings, head: int) -> None:
                 f":small[Maxima over all n × n scores, against the unshifted ones above.]")
     st.markdown(body)
     if offset:
-        box = st.expander(f"{sym} at positions p + {offset}, cell by cell (click one for its arithmetic)",
+        what = "arithmetic" if s.dot else "value"
+        box = st.expander(f"{sym} at positions p + {offset}, cell by cell (click one for its {what})",
                           key="rope.shifted", on_change="rerun")
         if box.open:
             with box:
@@ -275,8 +279,9 @@ def pairing_panel(t: Trace, s: RopeSettings) -> None:
     st.markdown(
         "## 6 · Interleaved or half: the same rotation, columns reordered\n\n"
         f"The interleaved pairing makes columns (2i, 2i + 1) pair i: {FAMILIES['interleaved']}, and this app's forward "
-        f"pass. The half pairing makes (i, i + d_k/2) pair i: {FAMILIES['half']}. Reordering the columns by\n\n$$\n\\pi = [{perm}]\n$$\n\nturns one into "
-        "the other (here on Q, K of the head above, token i at position i):\n"
+        f"pass. The half pairing makes (i, i + d_k/2) pair i: {FAMILIES['half']}. Reordering the columns by"
+        f"\n\n$$\n\\pi = [{perm}]\n$$\n\nturns one into the other (here on Q, K of the head above, token i at "
+        "position i):\n"
         f"- the half pairing of Q[:, π] against the interleaved Q^R reordered by π: max difference "
         f"**{num(f['perm_rotation_gap'])}**;\n"
         f"- the dot products Q^R K^R⊤/√d_k with W_Q, W_K's columns{bias} reordered by π under half, against them not "
@@ -291,28 +296,28 @@ def checked_text(t: Trace, forward: Trace, s: RopeSettings):
     def text() -> str:
         c = torch_checks(t)
         gap = t.facts["forward_gap"]
-        scores = (f" From torch's rotated rows the scores differ by **{c['scores']:.1e}**." if c["scores"] is not None
+        scores = (f" From torch's rotated rows the scores differ by **{num(c['scores'])}**." if c["scores"] is not None
                   else "")
         same = (f"- **The forward pass.** Q and K here are the forward pass's own; in the interleaved pairing without "
                 f"a shift so are Q^R, K^R and the scores. Live, against its numbers: max |ΔQ^R| = "
-                f"**{gap['q_rot']:.1e}**, max |ΔK^R| = **{gap['k_rot']:.1e}**, max |Δ{score_symbol(s.config)}| = "
-                f"**{gap['scores']:.1e}**" + (" (the half pairing is this page's comparison, so these are not 0)"
+                f"**{num(gap['q_rot'])}**, max |ΔK^R| = **{num(gap['k_rot'])}**, max |Δ{score_symbol(s.config)}| = "
+                f"**{num(gap['scores'])}**" + (" (the half pairing is this page's comparison, so these are not 0)"
                                               if s.pairing == "half" and s.d_k > 2 else "") + ".")
         return "\n".join([
             same,
             f"- **Complex numbers.** RoFormer writes the rotation with complex numbers: a pair becomes one complex "
             f"number (its first column the real part, its second the imaginary part: $(x_{{2i}}, x_{{2i+1}})$ "
             f"interleaved, $(x_i, x_{{i+d_k/2}})$ half), times $e^{{\\mathrm{{i}}\\, p\\theta_i}}$. Q^R and K^R made "
-            f"again that way, live: max difference **{t.facts['complex_gap']:.1e}**.",
+            f"again that way, live: max difference **{num(t.facts['complex_gap'])}**.",
             f"- **PyTorch, as two model libraries write it** (64-bit floats, live, computed when this box opened): "
-            f"complex numbers as in Meta's Llama code, max difference **{c['complex']:.1e}**; cos and sin with the "
-            f"halves swapped, as in Hugging Face's Llama, max difference **{c['rotate_half']:.1e}**. Each is fed the "
+            f"complex numbers as in Meta's Llama code, max difference **{num(c['complex'])}**; cos and sin with the "
+            f"halves swapped, as in Hugging Face's Llama, max difference **{num(c['rotate_half'])}**. Each is fed the "
             f"columns in the order it pairs them.{scores}",
-            "- **The frequencies** against RoFormer's formula θ_i = 10000^(−2(i−1)/d) for i = 1 … d/2: the paper "
-            "counts pairs from 1, this page from 0, so the paper's θ_1 is this page's θ_0 = 1.",
-            "- **The shift property**, tested on hundreds of random queries, keys, widths, bases, positions and offsets "
-            "in both pairings: moving both positions by the same offset changes no dot product beyond rounding, while "
-            "a bilinear score or an encoding added to X does change. The pair picture's arrow is tested to end where "
-            "the rotation puts the pair.",
+            "- **The frequencies** are checked against RoFormer's formula θ_i = 10000^(−2(i−1)/d) for i = 1 … d/2: "
+            "the paper counts pairs from 1, this page from 0, so the paper's θ_1 is this page's θ_0 = 1.",
+            "- **The shift property** is tested on random queries and keys of many widths, bases, positions and "
+            "offsets, in both pairings: moving both positions by the same offset changes no dot product beyond "
+            "rounding, while an additive or bilinear score, or an encoding added to X, does change. The pair "
+            "picture's arrow is tested to end where the rotation puts the pair.",
             "- **Every clicked cell** is recomputed from the numbers its explanation shows and compared with the cell."])
     return text
