@@ -269,7 +269,7 @@ def _lesson(forward: Trace, head: int, pairing: str, offset: int) -> Trace:
           rf"p\,\theta_i = p \cdot {base_tex(base)}^{{-2i/{d}}}", why=(
               f"A row per token at its position p (the first token at p = {offset}); a column per pair i: how far "
               "that pair of the token's query and key turns, in radians." + later), scale="sequential")
-    pairs = r"(x_{2i},\, x_{2i+1})" if pairing == "interleaved" else rf"(x_i,\, x_{{i+{d // 2}}})"
+    pairs = "(2i, 2i + 1)" if pairing == "interleaved" else f"(i, i + {d // 2})"
     p_of = rf"R_{{i+{offset}}}" if offset else "R_i"
     for name, x in (("q", q), ("k", k)):
         big = name.upper()
@@ -285,9 +285,9 @@ def _lesson(forward: Trace, head: int, pairing: str, offset: int) -> Trace:
         sym = t.facts["symbols"].get(name, (big, big))[1]
         t.add(f"{name}_rot", f"{sym} rotated: {t.facts['symbols'].get(f'{name}_rot', (big, big + '^R'))[1]}" + at,
               rotated, ("n", "d_k"),
-              rf"{name}^R_{row} = {p_row}\, {name}_{row},\quad \text{{pair }} i = {pairs} \text{{ turned by }} "
-              rf"p\,\theta_i", (name, "angles"),
-              why=f"Each pair of row {row}'s columns turned by its angle ({where}): it keeps its length.")
+              rf"{name}^R_{row} = {p_row}\, {name}_{row}", (name, "angles"),
+              why=f"Each row turned by R_p at its token's position p: columns {pairs} of it, pair i, by p·θ_i "
+                  f"({where}). Each pair keeps its length.")
     q_rot, k_rot = t["q_rot"].value, t["k_rot"].value
     key = score_key(config)
     if pairing == "interleaved" and not offset:

@@ -84,16 +84,18 @@ def controls(config: Config) -> tuple[int, str]:
                                    key=f"rope.base.{value:g}",
                                    help=f"The sidebar's Base becomes {value:,.0f}; every page uses it (the sinusoids "
                                         "too).")
-        half = st.toggle("Half pairing $(x_i, x_{i+d_k/2})$, as GPT-NeoX and Hugging Face's Llama", key="rope.half",
-                         help="Off: interleaved pairs $(x_{2i}, x_{2i+1})$, as RoFormer, GPT-J, Meta's Llama code and this "
-                              "app's forward pass. On: a comparison on this page only; the forward pass (pages 3–7) "
-                              "keeps interleaved pairs.")
-        head = 0
         h = config.n_heads
+        left, right = st.columns([3, 2], vertical_alignment="center") if h > 1 else (st.container(), None)
+        half = left.toggle("Half pairing $(x_i, x_{i+d_k/2})$", key="rope.half",
+                         help="On: pairs $(x_i, x_{i+d_k/2})$, as GPT-NeoX and Hugging Face's Llama, a comparison on "
+                              "this page only: the forward pass (pages 3–7) keeps interleaved pairs. Off: interleaved "
+                              "pairs $(x_{2i}, x_{2i+1})$, as RoFormer, GPT-J, Meta's Llama code and this app's "
+                              "forward pass.")
+        head = 0
         page_state.fit("rope.head", 0, h - 1)          # a head the sidebar no longer has is not kept in the link
         if h > 1:
             g = h // config.kv_heads
-            head = st.selectbox(f"Head h (of the sidebar's H = {h})", range(h), key="rope.head",
+            head = right.selectbox(f"Head h (of the sidebar's H = {h})", range(h), key="rope.head",
                                 format_func=lambda x: f"head {x}" + (f" · reads KV head {x // g}" if g > 1 else ""))
     return int(head), "half" if half else "interleaved"
 
@@ -114,10 +116,12 @@ def angles_intro(t: Trace) -> str:
             heads += (f"; its keys come from KV head ⌊{head}/{f['n_heads'] // f['n_kv_heads']}⌋ = {kv} of "
                       f"H_kv = {f['n_kv_heads']}, columns {kv * d} … {(kv + 1) * d - 1} of K")
         heads += "."
-    theta = ", ".join(fmt(v, 4) for v in f["theta"])
-    return ("## 1 · The angles p·θ_i\n\n"
-            f"$$\n\\theta_i = \\text{{base}}^{{-2i/d_k}} = {base_tex(f['base'])}^{{-2i/{d}}},\\quad i = 0 \\dots "
-            f"{d // 2 - 1}:\\quad \\theta = [{theta}]\\ \\text{{rad per position}}\n$$\n\n"
+    values = [fmt(v, 4) for v in f["theta"]]
+    theta = ", ".join(values if len(values) <= 6 else values[:4] + [r"\dots"] + values[-1:])
+    return ("## 1 · The angles $p\\,\\theta_i$\n\n"
+            f"$$\n\\begin{{aligned}}\\theta_i &= \\text{{base}}^{{-2i/d_k}} = {base_tex(f['base'])}^{{-2i/{d}}},"
+            f"\\quad i = 0 \\dots {d // 2 - 1} \\\\ \\theta &= [{theta}]\\ \\text{{rad per position}}"
+            "\\end{aligned}\n$$\n\n"
             f":small[Q = X W_Q{bias['Q']} and K = X W_K{bias['K']} of your sentence, with X = X_emb: RoPE adds nothing "
             f"to X. d_k = {d}: {pairs}, counted from 0 here (θ_0 = 1; the RoFormer paper counts from 1, its θ_1 = 1)."
             f"{heads}]")
@@ -180,10 +184,13 @@ def pair_turning(t: Trace) -> None:
     theta = float(t.facts["theta"][i])
     path = pair_path(np.array([q[c0], q[c1]]), theta, p)
     angle, (x, y) = p * theta, (path[-1]["x"], path[-1]["y"])
-    left, right = st.columns([2, 3])
-    with left:
+    # the picture and its arithmetic side by side where there is room, the arithmetic under it where not (a
+    # narrow window, presenter mode); a formula wider than its place scrolls sideways instead of being cut
+    row = views.side_row("rope-pair")
+    with row:
         views.fit_css_in_fragment()
         st.vega_lite_chart(*pair_chart(float(q[c0]), float(q[c1]), theta, p, i, word, (c0, c1)), width="content")
+    right = views.side_info(row, "rope-pair").container(key=views.anchor_class("rope-pair"))
     cos, sin = math.cos(angle), math.sin(angle)
     f = lambda v: f"({fmt(v)})" if v < 0 else fmt(v)          # a factor: negatives in parentheses
     qs = t.facts["symbols"].get("q", ("Q", "Q"))[0]
@@ -192,9 +199,9 @@ def pair_turning(t: Trace) -> None:
         f"$$\np\\,\\theta_{{{i}}} = {p} \\cdot {fmt(theta, 4)} = {fmt(angle, 4)}\\ \\text{{rad}}"
         f" = {math.degrees(angle):.1f}^\\circ\n$$\n$$\n\\begin{{aligned}}"
         f"(R_p\\, q_{{{word}}})_{{{c0}}} &= {ref(c0)} \\cos {p}\\theta_{{{i}}} - {ref(c1)} \\sin {p}\\theta_{{{i}}}"
-        f" \\\\ &= {f(q[c0])} \\cdot {f(cos)} - {f(q[c1])} \\cdot {f(sin)} = {fmt(x)} \\\\[4pt] "
+        f" \\\\ &= {f(q[c0])} \\cdot {f(cos)} - {f(q[c1])} \\cdot {f(sin)} \\\\ &= {fmt(x)} \\\\[4pt] "
         f"(R_p\\, q_{{{word}}})_{{{c1}}} &= {ref(c0)} \\sin {p}\\theta_{{{i}}} + {ref(c1)} \\cos {p}\\theta_{{{i}}}"
-        f" \\\\ &= {f(q[c0])} \\cdot {f(sin)} + {f(q[c1])} \\cdot {f(cos)} = {fmt(y)}\\end{{aligned}}\n$$\n\n"
+        f" \\\\ &= {f(q[c0])} \\cdot {f(sin)} + {f(q[c1])} \\cdot {f(cos)} \\\\ &= {fmt(y)}\\end{{aligned}}\n$$\n\n"
         f":small[The query of “{md_escape(t.tokens[word])}” (q_{word}, row {word} of "
         f"{t.facts['symbols'].get('q', ('Q', 'Q'))[1]}) placed at position p = {p}, "
         f"its pair {i} (columns {c0}, {c1}, {t.facts['pairing']} pairing) turned by {angle:.3f} rad: blue dots are "
