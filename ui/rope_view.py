@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from attention_core import Config, ConfigError, Trace
-from attention_core.claims import say
+from attention_core.claims import holds, say
 from attention_core.explain import fmt
 from attention_core.lesson_rope import (BASES, FAMILIES, RopeSettings, base_tex, kv_head_of, pair_columns, pair_path,
                                         score_key, shift_check, torch_checks, with_rope)
@@ -216,7 +216,8 @@ def rotated_rows(t: Trace, s: RopeSettings, sidebar_rope: bool) -> None:
     f = t.facts
     if s.pairing == "half":
         gap = f["forward_gap"]["scores"]
-        pairing = (f"Half pairing $(x_i, x_{{i+{f['d_k'] // 2}}})$, a comparison on this page: "
+        joint = ", " if holds("rope_half_not_forward", s) else "; "
+        pairing = (f"Half pairing $(x_i, x_{{i+{f['d_k'] // 2}}})$ is a comparison on this page{joint}"
                    f"{say('rope_half_not_forward', s)} (max |Δ{score_symbol(s.config)}| from the forward pass's = "
                    f"{num(gap)}).")
     else:
