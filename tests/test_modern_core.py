@@ -81,14 +81,14 @@ def test_rope_half_is_hugging_faces_rotate_half(d, n, base):
 
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])
 def test_rope_score_depends_only_on_the_offset(pairing):
-    """(R_m q)·(R_n k) = q·R_{n−m} k for random q, k and every m, n in 0 … 39: only n − m counts."""
+    """(R_p q)·(R_p′ k) = q·R_{p′−p} k for random q, k and every p, p′ in 0 … 39: only p′ − p counts."""
     d = 12
     q, k = rng(3).standard_normal((2, d))
     positions = np.arange(40)
-    rq = rotary_embedding(np.tile(q, (40, 1)), positions, pairing=pairing)        # row m: R_m q
-    rk = rotary_embedding(np.tile(k, (40, 1)), positions, pairing=pairing)        # row n: R_n k
-    scores = rq @ rk.T                                                             # (m, n)
-    offsets = positions[None, :] - positions[:, None]                              # n − m
+    rq = rotary_embedding(np.tile(q, (40, 1)), positions, pairing=pairing)        # row p: R_p q
+    rk = rotary_embedding(np.tile(k, (40, 1)), positions, pairing=pairing)        # row p′: R_p′ k
+    scores = rq @ rk.T                                                             # (p, p′)
+    offsets = positions[None, :] - positions[:, None]                              # p′ − p
     relative = q @ rotary_embedding(np.tile(k, (79, 1)), np.arange(-39, 40), pairing=pairing).T   # q·R_δ k, δ = −39 … 39
     np.testing.assert_allclose(scores, relative[offsets + 39], atol=1e-12, rtol=0)
     for delta in (-5, 0, 7):                                                       # and along each diagonal

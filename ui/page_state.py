@@ -238,12 +238,16 @@ def sync() -> None:
 
 # ---- the pages' declarations (each page's block is its own; keys start with the page's prefix) ----------
 
-# /rope
+# /rope (the base is the sidebar's pe_base: no control here)
 declare("app_pages/40_rope.py",
         flag("rope.half", what="the half pairing"),
-        integer("rope.offset", 100, 0, 1000, "the shift of the whole sentence"),
+        integer("rope.head", 0, 0, 15, "the head shown"),
+        integer("rope.word", 0, 0, 127, "the word whose pair turns"),
+        integer("rope.pair", 0, 0, 255, "the turning pair i"),
         integer("rope.p", 3, 0, 64, "the position p of the turning pair"),
-        tab("rope.qk", ("Queries: Q → Q^R", "Keys: K → K^R")))
+        tab("rope.qk", ("Queries: Q → Q^R", "Keys: K → K^R")),
+        integer("rope.offset", 100, 0, 1000, "the shift of the whole sentence"),
+        flag("rope.shifted", what="the shifted scores, cell by cell"))
 
 # /masks
 declare("app_pages/41_masks.py",

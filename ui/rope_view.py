@@ -1,4 +1,5 @@
-"""The RoPE page's views: its controls, one pair turning, the shift check, the pairing panel, torch's check."""
+"""The RoPE page's views: the settings in force (the sidebar's, Position = RoPE), one pair turning, the rotated rows,
+the scores, the shift, the two pairings, and the one box that says how the page is checked."""
 from __future__ import annotations
 
 import functools
@@ -7,31 +8,123 @@ import math
 import numpy as np
 import streamlit as st
 
-from attention_core.claims import say
+from attention_core import Config, ConfigError, Trace
+from attention_core.claims import holds, say
 from attention_core.explain import fmt
-from attention_core.lesson_rope import (BASES, FAMILIES, MAX_OFFSET, ShiftSettings, pair_path, parse_base,
-                                        shift_check, torch_checks)
+from attention_core.lesson_rope import (BASES, FAMILIES, RopeSettings, base_tex, kv_head_of, pair_columns, pair_path,
+                                        score_key, shift_check, torch_checks, with_rope)
 
-from . import views
+from . import page_state, views
+from .cache import get_trace
+from .settings import POSITIONAL_LABELS, sidebar_button
 from .text import md_escape
 
-CUSTOM = "custom"
+MASK_WORDS = {"causal": "causal", "padding": "padding", "sliding_window": "sliding-window"}
 
 
-def controls() -> tuple[object, str]:
-    """The base (a preset or typed) and the pairing: (base as given, pairing). parse_base checks a typed one.
-    A segmented control and a toggle: a radio costs ~1.6 ms of every rerun, these ~1 and ~0.3 ms."""
+def cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def num(v: float) -> str:
+    """A measured difference: 0, 3.6e-15 or 4.99."""
+    return "0" if v == 0 else f"{v:.1e}" if abs(v) < 1e-3 else f"{v:.3g}"
+
+
+def score_symbol(config: Config) -> str:
+    return "Ŝ" if config.score == "scaled_dot" else "S"
+
+
+def forward_with_rope(config: Config, trace: Trace) -> Trace:
+    """The forward pass this page reads: the sidebar's (Position = RoPE), or the same settings with Position = RoPE,
+    said in sight with one click to make the sidebar match. An odd d_k: said, with a click to make it even; stops."""
+    if config.positional == "rope":
+        return trace
+    label = POSITIONAL_LABELS[config.positional].split(" (")[0]
+    try:
+        forward = get_trace(with_rope(config))
+    except ConfigError:
+        d = config.d_k
+        with st.container(border=True):
+            st.warning(f"RoPE turns pairs of columns of Q and K, so it needs an even d_k; the sidebar's d_k is {d}, "
+                       f"and its Position is {label}, which does not need one. Make d_k even to see RoPE here.",
+                       icon=":material/warning:")
+            row = st.container(horizontal=True)
+            with row:
+                for even in ([d - 1] if d > 1 else []) + [d + 1]:
+                    sidebar_button(f"Set the sidebar's d_k to {even}", {"d_k": even}, key=f"rope.d_k.{even}",
+                                   help="Every page then uses this d_k.")
+        st.stop()
+    gap = max(float(np.abs(forward[s].value - trace[s].value).max()) for s in ("q", "k"))
+    if gap < 1e-12:
+        qk = "Its Q and K are page 3's; $Q^R, K^R$ and the scores below are not on pages 3 and 4."
+    else:
+        trained = ", and the trained W_Q, W_K are the ones trained with that X" if config.weights == "trained" else ""
+        qk = (f"Its Q and K differ from page 3's (by up to {gap:.3g}: there ${trace['x'].formula}${trained}), "
+              "and $Q^R, K^R$ and the scores below are not on pages 3 and 4.")
     with st.container(border=True):
-        choice = st.segmented_control("Base of θ_i = base^(−2i/d_k) (rope_theta in a model's config)",
-                                      [*BASES, CUSTOM], default="1e4", required=True, key="rope.base",
-                                      format_func=lambda k: BASES[k][1] if k in BASES else "custom")
-        half = st.toggle("Half pairing (x_i, x_i+d/2) as GPT-NeoX and Hugging Face's Llama; off: interleaved "
-                         "(x_2i, x_2i+1) as RoFormer, GPT-J and Meta's Llama code", key="rope.half")
-        base = BASES.get(choice, (None,))[0]
-        if base is None:
-            base = st.text_input("Custom base", "10000", key="rope.custom", max_chars=40,
-                                 help="A number above 1, up to 10¹² (e.g. 2e6).")
-    return base, "half" if half else "interleaved"
+        st.markdown(f":material/info: **The sidebar's Position is {label}.** This page shows the same settings with "
+                    f"Position = RoPE: nothing is added to X, and Q, K are turned by position into $Q^R, K^R$. {qk}")
+        sidebar_button("Set the sidebar's Position to RoPE", {"positional": "rope"}, key="rope.use",
+                       help="Every forward page then rotates Q and K, and shows these numbers.")
+    return forward
+
+
+def controls(config: Config) -> tuple[int, str]:
+    """The base in force (the sidebar's, with one-click presets), the pairing toggle, the head: (head, pairing)."""
+    base = float(config.pe_base)
+    with st.container(border=True):
+        st.markdown(f"Base **{base:,.10g}** in $\\theta_i = \\text{{base}}^{{-2i/d_k}}$: the sidebar's Base (rope_theta "
+                    "in a model's config). Set the sidebar's Base to a published one:")
+        row = st.container(horizontal=True)
+        with row:
+            for value, models in BASES.items():
+                if value != base:
+                    sidebar_button(f"{models}: base {value:,.0f}", {"pe_base": value},
+                                   key=f"rope.base.{value:g}",
+                                   help=f"The sidebar's Base becomes {value:,.0f}; every page uses it (the sinusoids "
+                                        "too).")
+        h = config.n_heads
+        left, right = st.columns([3, 2], vertical_alignment="center") if h > 1 else (st.container(), None)
+        half = left.toggle("Half pairing $(x_i, x_{i+d_k/2})$", key="rope.half",
+                         help="On: pairs $(x_i, x_{i+d_k/2})$, as GPT-NeoX and Hugging Face's Llama, a comparison on "
+                              "this page only: the forward pass (pages 3–7) keeps interleaved pairs. Off: interleaved "
+                              "pairs $(x_{2i}, x_{2i+1})$, as RoFormer, GPT-J, Meta's Llama code and this app's "
+                              "forward pass.")
+        head = 0
+        page_state.fit("rope.head", 0, h - 1)          # a head the sidebar no longer has is not kept in the link
+        if h > 1:
+            g = h // config.kv_heads
+            head = right.selectbox(f"Head h (of the sidebar's H = {h})", range(h), key="rope.head",
+                                format_func=lambda x: f"head {x}" + (f" · reads KV head {x // g}" if g > 1 else ""))
+    return int(head), "half" if half else "interleaved"
+
+
+def angles_intro(t: Trace) -> str:
+    f = t.facts
+    config, d, head = f["config"], f["d_k"], f["head"]
+    bias = {name: f" + b_{name}" if config.bias else "" for name in ("Q", "K")}
+    pairs = "one pair, i = 0" if d == 2 else f"{d // 2} pairs, i = 0 … {d // 2 - 1}"
+    heads = ""
+    if f["n_heads"] > 1:
+        heads = (f" Head h = {head} of H = {f['n_heads']}: its queries are columns {head * d} … {(head + 1) * d - 1} "
+                 f"of Q")
+        if f["n_kv_heads"] == f["n_heads"]:
+            heads += ", its keys the same columns of K"
+        else:
+            kv = f["kv_head"]
+            heads += (f"; its keys come from KV head ⌊{head}/{f['n_heads'] // f['n_kv_heads']}⌋ = {kv} of "
+                      f"H_kv = {f['n_kv_heads']}, columns {kv * d} … {(kv + 1) * d - 1} of K")
+        heads += "."
+    values = [fmt(v, 4) for v in f["theta"]]
+    theta = ", ".join(values if len(values) <= 6 else values[:4] + [r"\dots"] + values[-1:])
+    return ("## 1 · The angles $p\\,\\theta_i$\n\n"
+            f"$$\n\\begin{{aligned}}\\theta_i &= \\text{{base}}^{{-2i/d_k}} = {base_tex(f['base'])}^{{-2i/{d}}},"
+            f"\\quad i = 0 \\dots {d // 2 - 1} \\\\ \\theta &= [{theta}]\\ \\text{{rad per position}}"
+            "\\end{aligned}\n$$\n\n"
+            f":small[Q = X W_Q{bias['Q']} and K = X W_K{bias['K']} of your sentence, with X = X_emb: RoPE adds nothing "
+            f"to X. d_k = {d}: {pairs}, counted from 0 here (θ_0 = 1; the RoFormer paper counts from 1, its θ_1 = 1)."
+            f"{heads}]")
 
 
 def pair_spec(path: list[dict], radius: float, title: str, columns: tuple[int, int]) -> dict:
@@ -63,94 +156,176 @@ def pair_spec(path: list[dict], radius: float, title: str, columns: tuple[int, i
 
 
 @functools.lru_cache(maxsize=512)
-def pair_chart(a: float, b: float, theta: float, p: int, i: int, columns: tuple[int, int]):
+def pair_chart(a: float, b: float, theta: float, p: int, i: int, word: int, columns: tuple[int, int]):
     """(Arrow rows, spec) of the pair picture, built once per content (shared by every session)."""
     import pyarrow as pa
     path = pair_path(np.array([a, b]), theta, p)
-    spec = pair_spec(path, math.hypot(a, b), f"pair {i} of q (columns {columns[0]}, {columns[1]})", columns)
+    spec = pair_spec(path, math.hypot(a, b), f"pair {i} of q_{word} (columns {columns[0]}, {columns[1]})", columns)
     return pa.Table.from_pylist(spec.pop("data")["values"]), spec
 
 
-def pair_turning(t) -> None:
+def turns_every(theta: float) -> str:
+    period = 2 * math.pi / theta
+    return f"{period:,.1f}" if period < 100 else f"{period:,.0f}"
+
+
+def pair_turning(t: Trace) -> None:
     """One word's query pair turned by the position slider (the page draws it inside a fragment)."""
     d, n = t.facts["d_k"], t.n
     a, b, c = st.columns(3)
-    word = a.selectbox("Word (its query q)", range(n), format_func=lambda i: f"{i} · {t.tokens[i]}", key="rope.word")
-    i = b.slider("Pair i", 0, d // 2 - 1, 0, key="rope.pair") if d > 2 else 0
-    p = c.slider("Position p", 0, 64, 3, key="rope.p")
-    c0, c1 = (2 * i, 2 * i + 1) if t.facts["pairing"] == "interleaved" else (i, i + d // 2)
+    page_state.fit("rope.word", 0, n - 1)
+    word = a.selectbox("Word (its query q_i)", range(n), format_func=lambda i: f"{i} · {t.tokens[i]}",
+                       key="rope.word")
+    page_state.fit("rope.pair", 0, d // 2 - 1)
+    i = b.slider("Pair i", 0, d // 2 - 1, key="rope.pair") if d > 2 else 0
+    p = c.slider("Position p", 0, 64, key="rope.p")
+    c0, c1 = pair_columns(d, i, t.facts["pairing"])
     q = t["q"].value[word]
     theta = float(t.facts["theta"][i])
     path = pair_path(np.array([q[c0], q[c1]]), theta, p)
     angle, (x, y) = p * theta, (path[-1]["x"], path[-1]["y"])
-    left, right = st.columns([2, 3])
-    with left:
+    # the picture and its arithmetic side by side where there is room, the arithmetic under it where not (a
+    # narrow window, presenter mode); a formula wider than its place scrolls sideways instead of being cut
+    row = views.side_row("rope-pair")
+    with row:
         views.fit_css_in_fragment()
-        st.vega_lite_chart(*pair_chart(float(q[c0]), float(q[c1]), theta, p, i, (c0, c1)), width="content")
+        st.vega_lite_chart(*pair_chart(float(q[c0]), float(q[c1]), theta, p, i, word, (c0, c1)), width="content")
+    right = views.side_info(row, "rope-pair").container(key=views.anchor_class("rope-pair"))
     cos, sin = math.cos(angle), math.sin(angle)
     f = lambda v: f"({fmt(v)})" if v < 0 else fmt(v)          # a factor: negatives in parentheses
+    qs = t.facts["symbols"].get("q", ("Q", "Q"))[0]
+    ref = lambda col: f"({qs})_{{{word},{col}}}" if "_" in qs else f"{qs}_{{{word},{col}}}"
     right.markdown(
         f"$$\np\\,\\theta_{{{i}}} = {p} \\cdot {fmt(theta, 4)} = {fmt(angle, 4)}\\ \\text{{rad}}"
         f" = {math.degrees(angle):.1f}^\\circ\n$$\n$$\n\\begin{{aligned}}"
-        f"(q^R)_{{{c0}}} &= q_{{{c0}}} \\cos {p}\\theta_{{{i}}} - q_{{{c1}}} \\sin {p}\\theta_{{{i}}}"
-        f" \\\\ &= {f(q[c0])} \\cdot {f(cos)} - {f(q[c1])} \\cdot {f(sin)} = {fmt(x)} \\\\[4pt] "
-        f"(q^R)_{{{c1}}} &= q_{{{c0}}} \\sin {p}\\theta_{{{i}}} + q_{{{c1}}} \\cos {p}\\theta_{{{i}}}"
-        f" \\\\ &= {f(q[c0])} \\cdot {f(sin)} + {f(q[c1])} \\cdot {f(cos)} = {fmt(y)}\\end{{aligned}}\n$$\n\n"
-        f":small[The query of “{md_escape(t.tokens[word])}” placed at position p = {p}, its pair {i} turned by "
-        f"{angle:.3f} rad: blue dots are positions 0 … p, "
-        f"the dashed line its pair at p = 0, the orange arrow at p. The length stays "
+        f"(R_p\\, q_{{{word}}})_{{{c0}}} &= {ref(c0)} \\cos {p}\\theta_{{{i}}} - {ref(c1)} \\sin {p}\\theta_{{{i}}}"
+        f" \\\\ &= {f(q[c0])} \\cdot {f(cos)} - {f(q[c1])} \\cdot {f(sin)} \\\\ &= {fmt(x)} \\\\[4pt] "
+        f"(R_p\\, q_{{{word}}})_{{{c1}}} &= {ref(c0)} \\sin {p}\\theta_{{{i}}} + {ref(c1)} \\cos {p}\\theta_{{{i}}}"
+        f" \\\\ &= {f(q[c0])} \\cdot {f(sin)} + {f(q[c1])} \\cdot {f(cos)} \\\\ &= {fmt(y)}\\end{{aligned}}\n$$\n\n"
+        f":small[The query of “{md_escape(t.tokens[word])}” (q_{word}, row {word} of "
+        f"{t.facts['symbols'].get('q', ('Q', 'Q'))[1]}) placed at position p = {p}, "
+        f"its pair {i} (columns {c0}, {c1}, {t.facts['pairing']} pairing) turned by {angle:.3f} rad: blue dots are "
+        f"positions 0 … p, the dashed line the pair at p = 0, the orange arrow at p. The length stays "
         f"{math.hypot(q[c0], q[c1]):.3f}; pair {i} turns θ_{i} = {theta:.4g} rad per position"
-        + (", one radian: a full turn every 6.3 positions." if i == 0 else
-           f": a full turn every {2 * math.pi / theta:,.0f} positions.")
-        + " Checked against: RoPE's rotation of the same pair (rotary_embedding), in tests/test_rope.py.]")
+        + (", one radian: a full turn every 6.3 positions.]" if i == 0 else
+           f": a full turn every {turns_every(theta)} positions.]"))
+
+
+def rotated_rows(t: Trace, s: RopeSettings, sidebar_rope: bool) -> None:
+    """Q beside Q^R, K beside K^R (one tab each, only the open one drawn)."""
+    f = t.facts
+    if s.pairing == "half":
+        gap = f["forward_gap"]["scores"]
+        joint = ", " if holds("rope_half_not_forward", s) else "; "
+        pairing = (f"Half pairing $(x_i, x_{{i+{f['d_k'] // 2}}})$ is a comparison on this page{joint}"
+                   f"{say('rope_half_not_forward', s)} (max |Δ{score_symbol(s.config)}| from the forward pass's = "
+                   f"{num(gap)}).")
+    else:
+        pairing = f"Interleaved pairs $(x_{{2i}}, x_{{2i+1}})$: {say('rope_half_not_forward', s)}."
+    page3 = " Page 3 shows them too." if sidebar_rope and s.pairing == "interleaved" else ""
+    st.markdown("## 3 · Q and K, before and after the rotation\n\n"
+                "$$\nq^R_i = R_i\\, q_i,\\quad k^R_j = R_j\\, k_j\n$$\n\n"
+                ":small[$R_p$ turns each pair of columns by its angle in row p of section 1. Token i stands at "
+                f"position p = i, so its query and key are turned by $R_i$. {pairing}{page3}]")
+    tabs = st.tabs(["Queries: Q → Q^R", "Keys: K → K^R"], key="rope.qk", on_change="rerun")
+    for tab, name in zip(tabs, ("q", "k")):
+        if tab.open is not False:
+            with tab:
+                left, right = st.columns(2)
+                with left:
+                    views.step_box(t, name, max_w=300, key_prefix="rope.")
+                with right:
+                    views.step_box(t, f"{name}_rot", max_w=300, key_prefix="rope.")
+
+
+def scores_box(t: Trace, s: RopeSettings) -> None:
+    config = s.config
+    key = score_key(config)
+    notes = [cap(say("rope_distance_only", s)) + "."]
+    if config.n_heads > 1 and config.kv_heads < config.n_heads:
+        notes.append(f"Query head {t.facts['head']} reads KV head {t.facts['kv_head']}.")
+    if config.mask != "none":
+        notes.append(f"The sidebar's {MASK_WORDS[config.mask]} mask comes after these scores (page 5).")
+    st.markdown("## 4 · Scores of the rotated rows\n\n:small[" + " ".join(notes) + "]")
+    views.step_box(t, key, key_prefix="rope.")
 
 
 @st.fragment
-def shift_panel(t, config, base, pairing: str) -> None:
-    """Positions p + offset: Q^R changes, the scores do not (and with an added PE they do)."""
-    offset = st.slider("Shift the whole sentence by (positions p + offset)", 0, 1000, 100, key="rope.offset")
-    offset = max(0, min(int(offset), MAX_OFFSET))
-    s = shift_check(config, base, pairing, offset)
-    rope, added = ShiftSettings("rope"), ShiftSettings("added")
-    st.markdown(
-        f"- **RoPE**: max |ΔQ^R| = {s['rot']:.3g} (the rotated rows move), max |ΔŜ| = **{s['rope']:.1e}**: "
-        f"{say('rope_shift_invariant', rope)}.\n"
-        f"- **Sinusoidal PE added to X** (same base, same W_Q, W_K): max |ΔŜ| = **{s['added']:.3g}**: "
-        f"{say('rope_shift_invariant', added)}.\n\n"
-        ":small[Maxima over all n × n scores. Checked against: the unshifted Ŝ above, recomputed by "
-        "`rotary_embedding` with positions p + offset; tests/test_rope.py proves the property for random q, k, "
-        "positions and bases (hypothesis), in numpy and torch.]")
-    box = st.expander(f"Ŝ at positions p + {offset}, cell by cell (click one for its dot product)",
-                      key="rope.shifted", on_change="rerun")
-    if box.open:
-        with box:
-            views.step_box(s["trace"], "scaled_scores", key_prefix="rope.shift.")
+def shift_panel(forward: Trace, s: RopeSettings, head: int) -> None:
+    """Positions p + offset: Q^R changes, the dot-product scores do not (and with an added encoding they do)."""
+    offset = int(st.slider("Shift the whole sentence by (positions p + offset)", 0, 1000, key="rope.offset"))
+    s = RopeSettings(s.config, s.pairing, offset)
+    views.claims_shown("rope", s)                    # this fragment's own run says its words under its offset
+    c = shift_check(forward, head, s.pairing, offset)
+    sym = score_symbol(s.config)
+    if offset == 0:
+        body = (f"- {cap(say('rope_rows_move', s))} (max |ΔQ^R| = {num(c['rot'])}, max |Δ{sym}| = "
+                f"{num(c['rope'])}). Move the slider to shift the sentence.")
+    else:
+        moved = "these scores do change" if c["added"] > 1e-9 else "these scores did not change here"
+        bias = ", biases" if s.config.bias else ""
+        body = (f"- **RoPE**: max |ΔQ^R| = {num(c['rot'])}: {say('rope_rows_move', s, offset=offset)}; "
+                f"max |Δ{sym}| = **{num(c['rope'])}**: {say('rope_shift_invariant', s)}.\n"
+                f"- **A sinusoidal encoding added to X instead** (base {s.config.pe_base:,.10g}, the same W_Q, W_K{bias} "
+                f"and score): max |Δ{sym}| = **{num(c['added'])}**: {moved}.\n\n"
+                f":small[Maxima over all n × n scores, against the unshifted ones above.]")
+    st.markdown(body)
+    if offset:
+        what = "arithmetic" if s.dot else "value"
+        box = st.expander(f"{sym} at positions p + {offset}, cell by cell (click one for its {what})",
+                          key="rope.shifted", on_change="rerun")
+        if box.open:
+            with box:
+                views.step_box(c["trace"], score_key(s.config), key_prefix="rope.shift.")
+    page_state.sync()                                # the slider's value in the link (a fragment's own run)
 
 
-def pairing_panel(t, heading: str) -> None:
+def pairing_panel(t: Trace, s: RopeSettings) -> None:
     f, d = t.facts, t.facts["d_k"]
     perm = ", ".join(map(str, f["perm"]))
+    bias = " (and b_Q, b_K's entries)" if s.config.bias else ""
     st.markdown(
-        f"{heading}\n\nInterleaved pairs columns (2i, 2i + 1): {FAMILIES['interleaved']}. Half pairs (i, i + d_k/2): "
-        f"{FAMILIES['half']}. Reordering the columns by\n\n$$\n\\pi = [{perm}]\n$$\n\nturns one into the other:\n"
-        f"- half(Q[:, π]) vs interleaved(Q)[:, π]: max difference **{f['perm_rotation_gap']:.1e}**;\n"
-        f"- the scores with W_Q, W_K's columns permuted by π under half vs unpermuted under interleaved: max "
-        f"difference **{f['perm_scores_gap']:.1e}** (a checkpoint converted between the two permutes its W_Q, W_K "
-        "columns, as Hugging Face's Llama conversion script does);\n"
-        f"- the same weights under the other pairing, not permuted: max difference **{f['mismatch_gap']:.3g}**: "
-        f"{say('rope_pairings_differ', d)}.\n\n:small[Checked live on this Q, K; tests/test_rope.py checks the same "
-        "identities for random widths, bases and rows (hypothesis), and each pairing against its torch form.]")
+        "## 6 · Interleaved or half: the same rotation, columns reordered\n\n"
+        f"The interleaved pairing makes columns (2i, 2i + 1) pair i: {FAMILIES['interleaved']}, and this app's forward "
+        f"pass. The half pairing makes (i, i + d_k/2) pair i: {FAMILIES['half']}. Reordering the columns by"
+        f"\n\n$$\n\\pi = [{perm}]\n$$\n\nturns one into the other (here on Q, K of the head above, token i at "
+        "position i):\n"
+        f"- the half pairing of Q[:, π] against the interleaved Q^R reordered by π: max difference "
+        f"**{num(f['perm_rotation_gap'])}**;\n"
+        f"- the dot products Q^R K^R⊤/√d_k with W_Q, W_K's columns{bias} reordered by π under half, against them not "
+        f"reordered under interleaved: max difference **{num(f['perm_scores_gap'])}** (a checkpoint converted between "
+        "the two reorders its W_Q, W_K columns this way, as Hugging Face's Llama conversion does);\n"
+        f"- the same weights under the other pairing, not reordered: max difference **{num(f['mismatch_gap'])}**: "
+        f"{say('rope_pairings_differ', s)}.")
 
 
-def torch_panel(t) -> None:
-    box = st.expander("Check against PyTorch now (Meta's complex form, Hugging Face's rotate_half)",
-                      key="rope.torch", on_change="rerun")
-    if box.open:
-        with box:
-            c = torch_checks(t)
-            st.markdown(
-                f"- torch.polar / view_as_complex, as Meta's Llama `apply_rotary_emb`: max |Δ| from this page's "
-                f"Q^R, K^R = **{c['complex']:.1e}**\n- cos, sin and `rotate_half`, as Hugging Face's "
-                f"`apply_rotary_pos_emb`: max |Δ| = **{c['rotate_half']:.1e}**\n- Ŝ from torch's Q^R, K^R: max |Δ| = "
-                f"**{c['scores']:.1e}**\n\n:small[float64; each form is fed the column order it pairs (the other "
-                "order through π).]")
+def checked_text(t: Trace, forward: Trace, s: RopeSettings):
+    """The box's text, made when the box opens (torch is imported then)."""
+    def text() -> str:
+        c = torch_checks(t)
+        gap = t.facts["forward_gap"]
+        scores = (f" From torch's rotated rows the scores differ by **{num(c['scores'])}**." if c["scores"] is not None
+                  else "")
+        same = (f"- **The forward pass.** Q and K here are the forward pass's own; in the interleaved pairing without "
+                f"a shift so are Q^R, K^R and the scores. Live, against its numbers: max |ΔQ^R| = "
+                f"**{num(gap['q_rot'])}**, max |ΔK^R| = **{num(gap['k_rot'])}**, max |Δ{score_symbol(s.config)}| = "
+                f"**{num(gap['scores'])}**" + (" (the half pairing is this page's comparison, so these are not 0)"
+                                              if s.pairing == "half" and s.d_k > 2 else "") + ".")
+        return "\n".join([
+            same,
+            f"- **Complex numbers.** RoFormer writes the rotation with complex numbers: a pair becomes one complex "
+            f"number (its first column the real part, its second the imaginary part: $(x_{{2i}}, x_{{2i+1}})$ "
+            f"interleaved, $(x_i, x_{{i+d_k/2}})$ half), times $e^{{\\mathrm{{i}}\\, p\\theta_i}}$. Q^R and K^R made "
+            f"again that way, live: max difference **{num(t.facts['complex_gap'])}**.",
+            f"- **PyTorch, as two model libraries write it** (64-bit floats, live, computed when this box opened): "
+            f"complex numbers as in Meta's Llama code, max difference **{num(c['complex'])}**; cos and sin with the "
+            f"halves swapped, as in Hugging Face's Llama, max difference **{num(c['rotate_half'])}**. Each is fed the "
+            f"columns in the order it pairs them.{scores}",
+            "- **The frequencies** are checked against RoFormer's formula θ_i = 10000^(−2(i−1)/d) for i = 1 … d/2: "
+            "the paper counts pairs from 1, this page from 0, so the paper's θ_1 is this page's θ_0 = 1.",
+            "- **The shift property** is tested on random queries and keys of many widths, bases, positions and "
+            "offsets, in both pairings: moving both positions by the same offset changes no dot product beyond "
+            "rounding, while an additive or bilinear score, or an encoding added to X, does change. The pair "
+            "picture's arrow is tested to end where the rotation puts the pair.",
+            "- **Every clicked cell** is recomputed from the numbers its explanation shows and compared with the cell."])
+    return text
