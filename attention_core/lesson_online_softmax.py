@@ -33,7 +33,7 @@ from . import attention as att
 from .claims import claim
 from .config import Config, ConfigError
 from .explain import Context, Explanation, fmt, join_terms, register
-from .forward import run_forward
+from .forward import exact_slope, run_forward
 from .online_softmax import online_softmax
 from .trace import Trace
 
@@ -586,7 +586,7 @@ def _s_b(ctx: Context, cell):
     if f["rope"]:
         notes.append(f"q^R_{i} and k^R_{j} are the query and key rotated by their positions {i} and {j} (RoPE).")
     if f["slope"] is not None:
-        notes.append(f"ALiBi lowers the score by the slope m_h = {_txt(f['slope'])}"
+        notes.append(f"ALiBi lowers the score by the slope m_h = {exact_slope(f['slope'])}"
                      + (f" of head h = {f['head']}" if heads else "") + f" times the distance |{i} − {j}|.")
     return _expl("s_b", cell, rf"{lhs} = {sym}", shown, value, f"{lhs_text} = {sym_t}", shown_t, " ".join(notes),
                  reads=reads, n_terms=n_terms, hidden=hidden)

@@ -18,10 +18,18 @@ KEY_B, KEY_b, KEY_h = "online_softmax.block_size", "online_softmax.block", "onli
 GOOD_B = "online_softmax.good_block_size"
 
 
+def _keep(key: str, lo: int, hi: int) -> int:
+    """A slider's value kept within lo … hi and set again before it is drawn: a slider whose bounds change (a
+    new B changes the number of blocks) is a new widget to Streamlit, which would start it at its minimum."""
+    page_state.fit(key, lo, hi)
+    value = page_state.value(key)
+    st.session_state[key] = value
+    return value
+
+
 def head_value(n_heads: int) -> int:
     """The head h in force (0 … H − 1), before its slider is drawn (the text above it names the head)."""
-    page_state.fit(KEY_h, 0, n_heads - 1)
-    return int(page_state.value(KEY_h))
+    return int(_keep(KEY_h, 0, n_heads - 1))
 
 
 def controls(n: int, n_heads: int) -> tuple[int, int, int]:
@@ -38,12 +46,12 @@ def controls(n: int, n_heads: int) -> tuple[int, int, int]:
             st.error(f"{err} The last good block size is kept.", icon=":material/error:")
             raw = st.session_state[KEY_B] = st.session_state.get(GOOD_B, 1)
     top = max(n, 2, raw or 0)
-    page_state.fit(KEY_B, 1, top)
+    _keep(KEY_B, 1, top)
     B = cols[0].slider("Block size B (keys per block)", 1, top, key=KEY_B,
                        help="How many keys are read at a time. FlashAttention picks it to fit a tile in on-chip memory.")
     st.session_state[GOOD_B] = B
     n_blocks = -(-n // B)
-    page_state.fit(KEY_b, 0, n_blocks - 1)
+    _keep(KEY_b, 0, n_blocks - 1)
     if n_blocks == 1:
         cols[1].markdown(":small[One key block: b = 0.]")
         b = 0
