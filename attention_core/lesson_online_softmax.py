@@ -191,9 +191,10 @@ def entry_symbol(config: Config, heads: bool, i="i", j="j", latex: bool = False)
     return e if config.temperature == 1 else f"{e} / {config.temperature:g}"
 
 
-SCORE_WORDS = {"dot": "the dot product S_ij = q_i · k_j", "scaled_dot": "the scaled dot product Ŝ_ij = q_i · k_j / √d_k",
-               "additive": "the additive score S_ij = vᵀ tanh(W_1ᵀ q_i + W_2ᵀ k_j)",
-               "bilinear": "the bilinear score S_ij = q_iᵀ W k_j"}
+SCORE_NAMES = {"dot": "the dot product", "scaled_dot": "the scaled dot product", "additive": "the additive score",
+               "bilinear": "the bilinear score"}
+SCORE_ENTRIES = {"dot": "q_i · k_j", "scaled_dot": "q_i · k_j / √d_k", "additive": "vᵀ tanh(W_1ᵀ q_i + W_2ᵀ k_j)",
+                 "bilinear": "q_iᵀ W k_j"}
 
 
 def mask_words(config: Config) -> str:
@@ -217,14 +218,16 @@ def source_text(config: Config, head: int) -> str:
             g = H // config.kv_heads
             who += (f" (its keys and values are KV head ⌊h/g⌋ = ⌊{head}/{g}⌋ = {head // g} of "
                     f"H_kv = {config.kv_heads})")
-    score = SCORE_WORDS[config.score]
+    sub = "_h" if heads else ""
+    entry = SCORE_ENTRIES[config.score]
     if rope:
-        score = score.replace("q_i", "q^R_i").replace("k_j", "k^R_j")
-    parts = [score]
+        entry = entry.replace("q_i", "q^R_i").replace("k_j", "k^R_j")
+    parts = [f"{SCORE_NAMES[config.score]} {'Ŝ' if config.score == 'scaled_dot' else 'S'}{sub}, entry (i, j) = {entry}"
+             + (" with head h's own parameters" if heads and config.score in ("additive", "bilinear") else "")]
     if config.positional == "alibi":
-        parts.append("plus ALiBi's bias B" + ("_h" if heads else ""))
+        parts.append(f"plus ALiBi's bias B{sub}")
     if config.mask != "none":
-        parts.append(f"with −∞ where {mask_words(config)} hides a key (S̃)")
+        parts.append(f"with −∞ where {mask_words(config)} hides a key (S̃{sub})")
     if config.temperature != 1:
         parts.append(f"divided by the temperature T = {config.temperature:g}")
     return (f"Here: {who}, under the sidebar's settings: queries q{r}_i"
