@@ -29,21 +29,23 @@ KEYS = f"key {start}" if stop - start == 1 else f"keys {start} … {stop - 1}"
 st.subheader(f"Block {b}: {KEYS} (“{' '.join(trace.tokens[start:stop])}”)")
 sentences = [say("os_first_block", ctl), say("os_rescaled", ctl, rows=rows_text(trace.tokens, f["rescaled"])),
              say("os_not_rescaled", ctl), say("os_skipped_here", ctl, rows=rows_text(trace.tokens, f["skipped_here"]))]
-st.markdown(". ".join(s[0].upper() + s[1:] for s in sentences if s) + f". :small[:gray[S_{b} holds the "
+st.markdown(". ".join(s[0].upper() + s[1:] for s in sentences if s) + f". :small[:gray[S_{b} holds "
             f"{KEYS.replace('key', 'column')} of {f['reads_text']}, made only now. Click a number in the table or a cell of S_{b} "
             "for its arithmetic: the explanation recomputes it from its terms and checks it against the cell.]]")
 block_panel(lesson, f"S_{b}: every query × {KEYS}")
 
 st.subheader("Memory: scores held at once")
-held = (f"n_q × B = {n} × {B}" if B <= n else f"n_q × n_k = {n} × {n} (B = {B} is more than the n_k = {n} keys)")
+held = f"n_q × B = {n} × {B}" if B <= n else f"n_q × n_k = {n} × {n}"
+more = "" if B <= n else f" (B = {B} is more than the n_k = {n} keys: they all fit in one block)"
 tile = (f"one B × B tile ({B} × {B} = {B * B} score{'s' if B > 1 else ''} here)" if B <= n else
         f"one tile (all {n} × {n} = {n * n} scores here, as B ≥ n)")
 st.markdown(
-    f"At most **{held} = {f['held']}** score entries exist at a time (every query row against one block of keys); "
-    f"the plain softmax holds all **n_q × n_k = {f['full']}**. FlashAttention also cuts the queries into blocks, "
-    f"so {tile} sits in the GPU's fast on-chip memory; the n × n matrix is never written to its main memory, "
+    f"At most **{held} = {f['held']}** score entries exist at a time{more} (every query row against one block of "
+    f"keys); the plain softmax holds all **n_q × n_k = {f['full']}**. FlashAttention also cuts the queries into "
+    f"blocks, so {tile} sits in the GPU's fast on-chip memory; the n × n matrix is never written to its main memory, "
     "which is what makes it fast and long contexts fit.  \n"
-    + say("os_skipped", ctl, skipped=f["n_skipped"], tiles=f["n_tiles"], where=skipped_where(config)) + ".")
+    + say("os_skipped", ctl, skipped=f["n_skipped"], tiles=f["n_tiles"], have="has" if f["n_skipped"] == 1 else "have",
+          where=skipped_where(config)) + ".")
 
 st.subheader("After the last block: one division")
 final_table(lesson)

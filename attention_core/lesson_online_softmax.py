@@ -367,11 +367,13 @@ def facts(c: Controls) -> dict:
 
 
 def skipped_where(config: Config) -> str:
-    """Where the skipped tiles are, in words, for the settings' mask."""
-    return {"causal": " (with the causal mask: entirely above the diagonal)",
-            "sliding_window": f" (with the window of W = {config.window}: above the diagonal, or entirely "
-                              f"more than W − 1 = {config.window - 1} keys back)",
-            "padding": " (every key in them is padding)"}.get(config.mask, "")
+    """Where the skipped tiles are, in words, for the settings' mask, and what FlashAttention does with them."""
+    w = config.window
+    return {"causal": " (with the causal mask: entirely above the diagonal, the tiles FlashAttention skips)",
+            "sliding_window": f" (with the window of W = {w}: entirely above the diagonal, or entirely more than "
+                              f"{w - 1} key{'' if w == 2 else 's'} back; FlashAttention's sliding window skips them)",
+            "padding": " (every key in them is padding; FlashAttention is given the sequences without their padding, "
+                       "so it never sees these keys)"}.get(config.mask, "")
 
 
 # ---- sentences true only under some controls ---------------------------------------------------------
@@ -392,8 +394,8 @@ claim("os_not_rescaled",
       lambda c: c.block > 0 and not facts(c)["rescaled"], "a block b > 0 in which no finite m_i rises",
       PROOF + "test_rescaled_rows_are_exactly_those_whose_maximum_rose", about=KIND)
 claim("os_skipped",
-      "{skipped} of the {tiles} tiles have every score masked{where}: nothing in them is computed (FlashAttention "
-      "skips such tiles too), and m_i, ℓ_i, o_i pass through them unchanged",
+      "{skipped} of the {tiles} tiles {have} every score masked{where}: nothing in them is computed, and m_i, ℓ_i, "
+      "o_i pass through them unchanged",
       lambda c: facts(c)["n_skipped"] > 0, "a mask that hides a whole B × B tile (causal: above the diagonal)",
       PROOF + "test_skipped_tiles_are_the_fully_masked_ones", about=KIND,
       otherwise="No tile was skipped: every B × B tile holds at least one score its queries may use")

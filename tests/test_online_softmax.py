@@ -536,7 +536,8 @@ def test_page_with_a_causal_mask_says_how_many_tiles_were_skipped():
     at = open_page(PAGE, query={"mask": "causal"})
     at.slider(key="online_softmax.block_size").set_value(2).run()
     text = text_of(at)
-    assert "1 of the 4 tiles have every score masked (with the causal mask: entirely above the diagonal)" in text
+    assert ("1 of the 4 tiles has every score masked (with the causal mask: entirely above the diagonal, the tiles "
+            "FlashAttention skips)") in text
     assert "tiles of rows 0 (“i”) and 1 (“love”) are skipped" in text          # block 1 = keys 2, 3
     assert shown_outside(text, Controls(Config(mask="causal"), 2, 1), about="online_softmax") == []
 
@@ -557,7 +558,7 @@ def test_page_with_every_key_padded_gives_zero_and_says_why():
     no_exception(at)
     text = text_of(at)
     assert "may see no key at all" in text and "nan" not in text.lower().replace("0/0 = nan", "")
-    assert "16 of the 16 tiles" in text and "(every key in them is padding)" in text        # B = 1
+    assert "16 of the 16 tiles" in text and "(every key in them is padding;" in text        # B = 1
     at.slider(key="online_softmax.block_size").set_value(2).run()
     assert "4 of the 4 tiles" in text_of(at) and not at.error
 
@@ -570,7 +571,7 @@ def test_page_keeps_a_block_size_larger_than_a_shortened_sentence_and_says_it_is
     text = text_of(at)
     assert at.slider(key="online_softmax.block_size").value == 4
     assert "B = 4 ≥ n = 2: every key fits in one block" in text and "still exact" in text
-    assert "n_q × n_k = 2 × 2 (B = 4 is more than the n_k = 2 keys) = 4" in text.replace("**", "")
+    assert "n_q × n_k = 2 × 2 = 4 score entries exist at a time (B = 4 is more than the n_k = 2 keys" in text.replace("**", "")
     assert "n_q × B = 2 × 2" not in text.replace("**", "")                       # B is 4, not 2
     assert number_after("max |C − A V|", text.replace("**", "")) < 1e-12
 
@@ -665,3 +666,13 @@ def test_no_sentence_of_the_page_is_shown_where_it_does_not_hold(config, head):
                 assert shown_outside(text, Controls(config, B, b, head), about="online_softmax") == [], (B, b)
                 assert shown_outside(text, config) == [], (B, b)
                 assert not CODE_NAMES.search(text_of(at)), (B, b, CODE_NAMES.search(text_of(at)))
+
+
+def test_a_link_with_a_block_or_head_beyond_the_sentence_is_fitted_and_the_address_bar_says_so():
+    at = open_page(PAGE, query={"online_softmax.block_size": "6", "online_softmax.block": "3",
+                                "online_softmax.head": "5"})
+    no_exception(at)
+    text = text_of(at).replace("**", "")
+    assert "n_q × n_k = 4 × 4 = 16 score entries exist at a time (B = 6 is more than the n_k = 4 keys" in text
+    assert "One key block: b = 0." in text and "Block 0: keys 0 … 3" in text
+    assert dict(at.query_params) == {"online_softmax.block_size": "6", "online_softmax.block": "0"}   # h = 0: default

@@ -62,6 +62,7 @@ def controls(n: int, n_heads: int) -> tuple[int, int, int]:
     if n_heads > 1:
         h = cols[2].slider("Head h", 0, n_heads - 1, key=KEY_h,
                            help="Which of the sidebar's heads the blocks compute (each head has its own scores).")
+    page_state.sync()                                  # the link with the values kept inside their bounds
     return B, b, h
 
 
@@ -194,7 +195,7 @@ def checks(lesson: Trace) -> str:
                + (", ALiBi's bias" if bias is not None else "") + (" and mask" if mask is not None else "")
                + f", with the scale {'1/(T√d_k)' if config.score == 'scaled_dot' else '1/T'}")
     else:
-        ref = (torch.softmax(reads, dim=-1).nan_to_num(0.0) @ v).numpy()
+        ref = (torch.softmax(reads, dim=-1) @ v).numpy()                  # NaN for a row of −∞
         how = (f"PyTorch's softmax over the forward pass's whole rows of {x}, times {v_symbol(lesson)} (its attention "
                f"function computes only dot-product scores)")
     lse = torch.logsumexp(reads, dim=-1).numpy()
@@ -204,10 +205,10 @@ def checks(lesson: Trace) -> str:
     empty = np.flatnonzero(~seen)
     gives = "NaN" if np.isnan(ref[empty]).any() else "0"
     lines = [
-        f"- **Each block's scores.** S_{f['block']} is the same numbers as the forward pass's {x} in "
+        f"- **Each block's scores.** S_{f['block']} holds the same numbers as the forward pass's {x} in "
         f"those columns (the forward pass makes whole rows at once): max |difference| = {f['s_diff']:.1e}, −∞ in "
         f"{'the same' if f['s_same_mask'] else 'DIFFERENT'} places.",
-        f"- **The result.** C after the last block against the forward pass's {a}{v_symbol(lesson)}: max |difference| "
+        f"- **The result.** C after the last block against the forward pass's {a} {v_symbol(lesson)}: max |difference| "
         f"= {f['max_diff']:.1e}; m_i + log ℓ_i against each row's logsumexp computed in one go: {f['lse_diff']:.1e}.",
         f"- **PyTorch, live.** {how}: max |C − PyTorch| = {c_gap:.1e}. PyTorch's logsumexp of the same whole rows: "
         f"max |(m_i + log ℓ_i) − PyTorch| = {l_gap:.1e}."
@@ -215,7 +216,7 @@ def checks(lesson: Trace) -> str:
                                  f"{gives} there, this page 0; both logsumexps are −∞. They are left out of the two "
                                  "maxima."),
         "- **Every number you click** is recomputed from its terms, one by one, and compared with the cell (✓).",
-        "- **Before every release** the tests run the recurrence on random queries, keys, values and masks against "
+        "- **The app's tests** run the recurrence on random queries, keys, values and masks against "
         "PyTorch for every block size; check that this page's C is the forward pass's under RoPE, ALiBi, grouped "
         "key/value heads, windows, padding that hides every key, temperatures and every score function; and walk "
         "the page under such settings to check that each sentence on it is shown only where it holds.",

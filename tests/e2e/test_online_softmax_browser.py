@@ -40,7 +40,7 @@ def test_block_size_slider_changes_what_is_held_and_the_blocks(app_server, stude
         blocks = tab.get_by_role("slider", name="Key block b")
         expect(blocks).to_have_attribute("max", str(-(-6 // b) - 1))
     # with the causal mask and B = 3: of the 2 × 2 tiles, the one above the diagonal is skipped
-    expect(tab.get_by_text("1 of the 4 tiles have every score masked", exact=False).first).to_be_visible()
+    expect(tab.get_by_text("1 of the 4 tiles has every score masked", exact=False).first).to_be_visible()
     assert tab.locator(EXCEPTION).count() == 0
 
 
