@@ -293,9 +293,10 @@ def _cached(config: Config, block_size: int, block: int, head: int) -> Trace:
                        "key block": [f"b={c}" for c in range(tiles.shape[1])]})
     where = f" (head {hd.head})" if heads else ""
     kv_where = f" (KV head {hd.kv_head})" if heads else ""
+    ktxt = ("_⌊h/g⌋" if config.kv_heads < config.n_heads else "_h") if heads else ""
     t.add("q", f"Queries Q{r}{hsub}", q, ("n", "d_k"), rf"Q{r}{hsub}", why="From the forward pass" + where + ".")
-    t.add("k", f"Keys K{r}{ksub}", k, ("n", "d_k"), rf"K{r}{ksub}", why="From the forward pass" + kv_where + ".")
-    t.add("v", f"Values V{ksub}", v, ("n", "d_v"), rf"V{ksub}", why="From the forward pass" + kv_where + ".")
+    t.add("k", f"Keys K{r}{ktxt}", k, ("n", "d_k"), rf"K{r}{ksub}", why="From the forward pass" + kv_where + ".")
+    t.add("v", f"Values V{ktxt}", v, ("n", "d_v"), rf"V{ksub}", why="From the forward pass" + kv_where + ".")
     for key, val in hd.params.items():
         t.add(key, {"w_1": "W_1", "w_2": "W_2", "v_a": "v", "w_b": "W"}[key], val,
               ("d_k", "d_a") if val.ndim == 2 else ("d_a",), "", why="The score's own parameters, from the forward pass.")
@@ -685,8 +686,8 @@ def _update(ctx: Context, key: str, cell, prev: float, weights_of):
                 rf"e^{{(S_{{{b}}})_{{{i},j}} - m_{{{i}}}'}}{v_part}")
     note = (("The running sum of exponentials: " if key == "l" else
              f"The unnormalised output, column {cell[1]}: the values weighted by the same exponentials, ")
-            + f"the old one times the factor ({fnote}) plus this block's keys {start} … {stop - 1}"
-            + (f" ({stop - start - len(terms)} masked: e^(−∞) = 0)." if len(terms) < stop - start else "."))
+            + f"the old one times the factor e^(m_i − m_i′), plus the terms of this block's keys {start} … {stop - 1}"
+            + (f" ({stop - start - len(terms)} masked: e^(−∞) = 0). " if len(terms) < stop - start else ". ") + fnote)
     reads = [("rescale", (i,)), (f"{key}_prev", cell), ("m", (i,))] + [("s_b", (i, j - start)) for j, _, _ in terms]
     return _expl(key, cell, symbolic, rf"{_par(factor)} \cdot {_par(prev)} + {shown}", value,
                  f"{lhs_text} = e^(m_{i} - m_{i}')·prev + Σ_j e^(S_{b}[{i},j] - m_{i}'){'' if key == 'l' else '·V[j,c]'}",
@@ -773,8 +774,8 @@ def _logsumexp(ctx: Context, cell):
                  rf"{_num(top)} + \log\big({shown}\big)", value,
                  f"log Σ_j e^({x_txt}) = μ + log Σ_j exp({x_txt} - μ)",
                  f"{_txt(top)} + log(Σ_j exp({x_txt} {_subtxt(top)}))",
-                 f"Computed the plain way: the whole row of {f['reads_text']} at once (masked keys left out), μ its "
-                 "maximum.", n_terms=len(finite), hidden=hidden, reads=[("reads", (i, j)) for j in range(len(row))])
+                 f"Computed the plain way: the whole row of {f['reads_text']} at once"
+                 + (" (masked keys left out)" if config.mask != "none" else "") + ", μ its maximum.", n_terms=len(finite), hidden=hidden, reads=[("reads", (i, j)) for j in range(len(row))])
 
 
 @register("tiles", kind=KIND)
