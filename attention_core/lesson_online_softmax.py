@@ -418,7 +418,7 @@ claim("os_any_score",
       "FlashAttention's kernels score a query against a key by their dot product q_i · k_j (scaled, with options "
       "such as ALiBi's bias). "
       "The recurrence itself needs only that each score is made from its query and its key alone, which the "
-      "{score} score is too: its blocks give the forward pass's weights exactly",
+      "{score} score is too: its blocks give the same weights as the forward pass",
       lambda c: c.config.score in ("additive", "bilinear"),
       "an additive or bilinear score (FlashAttention's own is the dot product)",
       PROOF + "test_every_score_function_is_computed_block_by_block", about=KIND)
