@@ -18,7 +18,7 @@ st.markdown(
     f"e^(m_i − m_i′). :small[{source_text(config, head_value(H))}]")
 
 B, b, h = controls(n, H)
-lesson = online_softmax_trace(config, B, b, h)
+lesson = online_softmax_trace(config, B, b, h, forward=trace)
 f, ctl = lesson.facts, Controls(config, B, b, h)
 claims_shown(KIND, ctl)
 start, stop = f["keys"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,15 +82,31 @@ class Head:
     weights: np.ndarray           # (n, n): the forward pass's A_h
 
 
-@functools.lru_cache(maxsize=64)
-def head_of(config: Config, head: int = 0) -> Head:
-    """Head h of run_forward(config): its Q, K, V as the scores read them, the score's parameters, the bias,
-    the mask, and the forward pass's own softmax input (÷ T), weights and context for the checks."""
-    f = run_forward(config)
+_HEADS: dict = {}                 # (config, head) -> Head, the last 64 (oldest first)
+_HEADS_LOCK = threading.Lock()     # sessions run in threads of one server
+
+
+def head_of(config: Config, head: int = 0, forward: Trace | None = None) -> Head:
+    """Head h of the forward pass under `config`: its Q, K, V as the scores read them, the score's parameters, the
+    bias, the mask, and the forward pass's own softmax input (÷ T), weights and context for the checks.
+
+    `forward`: the page's own run_forward(config) trace, to read instead of running the forward pass again."""
+    h = check_head(head, config.n_heads)
+    hit = _HEADS.get((config, h))
+    if hit is None:
+        if forward is None or forward.facts.get("config") != config:
+            forward = run_forward(config)
+        hit = _read_head(forward, config, h)
+        with _HEADS_LOCK:
+            _HEADS[(config, h)] = hit
+            while len(_HEADS) > 64:
+                del _HEADS[next(iter(_HEADS))]
+    return hit
+
+
+def _read_head(f: Trace, config: Config, h: int) -> Head:
     H = config.n_heads
-    h = check_head(head, H)
-    g = H // config.kv_heads
-    kv = h // g
+    kv = h // (H // config.kv_heads)
     rope = "q_rot" in f
     q_key, k_key = ("q_rot", "k_rot") if rope else ("q_heads", "k_heads") if H > 1 else ("q", "k")
     v_key = "v_heads" if H > 1 else "v"
@@ -138,8 +155,13 @@ def run_blocks(config: Config, block_size: int, head: int = 0):
     hd = head_of(config, head)
     n = len(hd.tokens)
     context, blocks = online_softmax(lambda a, b: block_scores(config, hd, a, b), hd.v, block_size, hd.mask)
-    tiles = np.array([[1.0 if hd.mask is None or hd.mask[r:r + block_size, c0:c1].any() else 0.0
-                       for c0, c1 in (bl["keys"] for bl in blocks)] for r in range(0, n, block_size)])   # (n_qb, n_kb)
+    nb = len(blocks)                                                    # as many query blocks as key blocks
+    if hd.mask is None:
+        tiles = np.ones((nb, nb))
+    else:                                                               # (n_qb, n_kb): any visible score in the tile
+        pad = nb * block_size - n
+        padded = np.pad(hd.mask, ((0, pad), (0, pad)))
+        tiles = padded.reshape(nb, block_size, nb, block_size).any(axis=(1, 3)).astype(float)
     rows_skipped = np.repeat(tiles == 0, block_size, axis=0)[:n]                                      # (n, n_kb)
     out = []
     for b, bl in enumerate(blocks):
@@ -347,11 +369,13 @@ def _cached(config: Config, block_size: int, block: int, head: int) -> Trace:
     return t
 
 
-def online_softmax_trace(config: Config, block_size: int, block: int = 0, head: int = 0) -> Trace:
+def online_softmax_trace(config: Config, block_size: int, block: int = 0, head: int = 0,
+                         forward: Trace | None = None) -> Trace:
     """The lesson at block size B, key block b and head h: steps s_b, m_prev, m, rescale, l_prev, l, o_prev, o,
     context, lse, logsumexp, tiles, reads (and q, k, v, the score's parameters, mask). Raises ConfigError for
-    B < 1, a block outside 0 … n_blocks − 1 or a head outside 0 … H − 1."""
-    hd = head_of(config, check_head(head, config.n_heads))
+    B < 1, a block outside 0 … n_blocks − 1 or a head outside 0 … H − 1. `forward`: the page's run_forward(config)
+    trace, read instead of running the forward pass again."""
+    hd = head_of(config, head, forward)
     return _cached(config, check_block_size(block_size, len(hd.tokens)), block, hd.head)
 
 
