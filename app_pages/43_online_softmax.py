@@ -28,7 +28,8 @@ st.markdown(recurrence(config, H > 1))
 KEYS = f"key {start}" if stop - start == 1 else f"keys {start} … {stop - 1}"
 st.subheader(f"Block {b}: {KEYS} (“{' '.join(trace.tokens[start:stop])}”)")
 sentences = [say("os_first_block", ctl), say("os_rescaled", ctl, rows=rows_text(trace.tokens, f["rescaled"])),
-             say("os_not_rescaled", ctl), say("os_skipped_here", ctl, rows=rows_text(trace.tokens, f["skipped_here"]))]
+             say("os_not_rescaled", ctl), say("os_first_seen", ctl, rows=rows_text(trace.tokens, f["first_seen"])),
+             say("os_skipped_here", ctl, rows=rows_text(trace.tokens, f["skipped_here"]))]
 st.markdown(". ".join(s[0].upper() + s[1:] for s in sentences if s) + f". :small[:gray[S_{b} holds "
             f"{KEYS.replace('key', 'column')} of {f['reads_text']}, made only now. Click a number in the table or a cell of S_{b} "
             "for its arithmetic: the explanation recomputes it from its terms and checks it against the cell.]]")

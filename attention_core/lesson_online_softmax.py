@@ -364,6 +364,7 @@ def _cached(config: Config, block_size: int, block: int, head: int) -> Trace:
         skipped_here=tuple(int(i) for i in np.flatnonzero(here["skipped"])),
         rescaled=tuple(int(i) for i in np.flatnonzero(seen & (here["m"] > before["m"]))),
         first_seen=tuple(int(i) for i in np.flatnonzero(~seen & np.isfinite(here["m"]))),
+        any_seen=bool(seen.any()),
         empty_rows=tuple(int(i) for i in np.flatnonzero(~mask.any(axis=1))) if mask is not None else (),
         held=n * min(block_size, n), full=n * n, tile=min(block_size, n) ** 2)
     return t
@@ -414,10 +415,17 @@ claim("os_rescaled",
       lambda c: bool(facts(c)["rescaled"]), "a block b > 0 in which some row's maximum rises above a finite m_i",
       PROOF + "test_rescaled_rows_are_exactly_those_whose_maximum_rose", about=KIND)
 claim("os_not_rescaled",
-      "No row's running maximum rose in this block: every row that had seen a key keeps e^(m_i − m_i′) = 1, "
-      "so its ℓ_i and o_i were only added to",
-      lambda c: c.block > 0 and not facts(c)["rescaled"], "a block b > 0 in which no finite m_i rises",
+      "No row that had seen a key finds a larger score in this block: each keeps e^(m_i − m_i′) = 1, so its ℓ_i and "
+      "o_i were only added to",
+      lambda c: c.block > 0 and not facts(c)["rescaled"] and facts(c)["any_seen"],
+      "a block b > 0 in which no finite m_i rises, some row having seen a key before it",
       PROOF + "test_rescaled_rows_are_exactly_those_whose_maximum_rose", about=KIND)
+claim("os_first_seen",
+      "{rows} see their first keys in this block: m_i rises from −∞ to the block's row maximum, and e^(m_i − m_i′) "
+      "= 0 multiplies the ℓ_i = 0 and o_i = 0 they had (● in the table)",
+      lambda c: c.block > 0 and bool(facts(c)["first_seen"]),
+      "a block b > 0 that holds the first keys some row may see (a window, or padding at the start)",
+      PROOF + "test_rows_that_see_their_first_keys_start_from_nothing", about=KIND)
 claim("os_skipped",
       "{skipped} of the {tiles} tiles {have} every score masked{where}: nothing in them is computed, and m_i, ℓ_i, "
       "o_i pass through them unchanged",

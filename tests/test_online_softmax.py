@@ -232,7 +232,7 @@ def test_rescaled_rows_are_exactly_those_whose_maximum_rose(c):
     rose = np.flatnonzero(np.isfinite(before) & (after > before))
     assert lesson.facts["rescaled"] == tuple(rose)
     assert holds("os_rescaled", c) == bool(rose.size)
-    assert holds("os_not_rescaled", c) == (c.block > 0 and not rose.size)
+    assert holds("os_not_rescaled", c) == (c.block > 0 and not rose.size and bool(np.isfinite(before).any()))
     f, l_prev = lesson["rescale"].value, lesson["l_prev"].value
     assert np.array_equal(np.isneginf(after), np.isneginf(lesson["m"].value))
     finite = np.isfinite(after)
@@ -243,8 +243,28 @@ def test_rescaled_rows_are_exactly_those_whose_maximum_rose(c):
         assert abs(lesson["l"].value[i] - (f[i] * l_prev[i] + terms.sum())) < 1e-9 * max(1, lesson["l"].value[i])
     if holds("os_not_rescaled", c):                  # the words: factor 1 for every row that had seen a key
         seen = np.isfinite(before)
+        assert seen.any() and np.all(after[seen] == before[seen])
         assert np.all(f[seen] == 1.0)
         assert np.all(lesson["l"].value[seen] >= l_prev[seen])
+
+
+@PROPERTY
+@given(controls())
+def test_rows_that_see_their_first_keys_start_from_nothing(c):
+    """os_first_seen, computed the plain way: the rows with no visible key before the block and one in it."""
+    lesson = online_softmax_trace(c.config, c.block_size, c.block, c.head)
+    s, _, _ = plain(c)
+    start, stop = lesson.facts["keys"]
+    before = s[:, :start].max(axis=1, initial=-np.inf)
+    now = s[:, start:stop].max(axis=1, initial=-np.inf)
+    first = np.flatnonzero(np.isneginf(before) & np.isfinite(now))
+    assert lesson.facts["first_seen"] == tuple(first)
+    assert holds("os_first_seen", c) == (c.block > 0 and bool(first.size))
+    for i in first:                                   # the words: from −∞ to the row maximum; 0 times ℓ = 0, o = 0
+        assert np.isneginf(lesson["m_prev"].value[i]) and abs(lesson["m"].value[i] - now[i]) < 1e-12
+        assert lesson["rescale"].value[i] == 0 and lesson["l_prev"].value[i] == 0
+        assert not lesson["o_prev"].value[i].any()
+        assert abs(lesson["l"].value[i] - np.exp(s[i, start:stop] - now[i]).sum()) < 1e-12
 
 
 def tiles_hidden(mask, n: int, B: int, blocks) -> list[list[bool]]:
@@ -325,7 +345,7 @@ def test_every_score_function_is_computed_block_by_block(c):
 
 
 def test_every_claim_of_the_page_is_registered_with_a_proof_here():
-    assert set(MINE) == {"os_first_block", "os_rescaled", "os_not_rescaled", "os_skipped", "os_skipped_here",
+    assert set(MINE) == {"os_first_block", "os_rescaled", "os_not_rescaled", "os_first_seen", "os_skipped", "os_skipped_here",
                          "os_empty_rows", "os_one_block", "os_any_score"}
     source = open(__file__, encoding="utf-8").read()
     for key in MINE:

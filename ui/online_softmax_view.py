@@ -104,6 +104,9 @@ def _table(lesson: Trace, which: str):
     if which == "state":
         for i in f["rescaled"]:
             data["c1"][i], data["c2"][i] = f"▲ {data['c1'][i]}", f"▼ {data['c2'][i]}"
+        if f["block"] > 0:
+            for i in f["first_seen"]:
+                data["c1"][i] = f"● {data['c1'][i]}"
         for i in f["skipped_here"]:
             data["c1"][i] = f"⤼ {data['c1'][i]}"
     table = pa.table({"query": [f"{i}: {w}" for i, w in enumerate(lesson.tokens)], **data})
@@ -156,8 +159,9 @@ def state_table(lesson: Trace) -> None:
     """m_i before, then m_i′, e^(m_i − m_i′), ℓ_i′ and o_i′ after block b, one row per query."""
     f = lesson.facts
     _clickable(lesson, "state", "online_softmax.state")
-    legend = (["▲ the running maximum rose in this block, ▼ the factor < 1 that first multiplied ℓ_i and o_i"]
-              if f["rescaled"] else []) + (["⤼ the row's tile was skipped"] if f["skipped_here"] else [])
+    legend = ((["▲ the running maximum rose in this block, ▼ the factor < 1 that first multiplied ℓ_i and o_i"]
+              if f["rescaled"] else []) + (["● the row's first keys"] if f["block"] > 0 and f["first_seen"] else [])
+              + (["⤼ the row's tile was skipped"] if f["skipped_here"] else []))
     st.caption("; ".join(legend + ["−∞: no key seen yet. Select a number for its arithmetic."]))
 
 
