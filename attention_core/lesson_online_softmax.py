@@ -415,14 +415,14 @@ claim("os_rescaled",
       lambda c: bool(facts(c)["rescaled"]), "a block b > 0 in which some row's maximum rises above a finite m_i",
       PROOF + "test_rescaled_rows_are_exactly_those_whose_maximum_rose", about=KIND)
 claim("os_not_rescaled",
-      "No row that had seen a key finds a larger score in this block: each keeps e^(m_i − m_i′) = 1, so its ℓ_i and "
-      "o_i were only added to",
+      "No row that had already seen a key finds a larger score in this block: for each, e^(m_i − m_i′) = 1, so its "
+      "ℓ_i and o_i are only added to",
       lambda c: c.block > 0 and not facts(c)["rescaled"] and facts(c)["any_seen"],
       "a block b > 0 in which no finite m_i rises, some row having seen a key before it",
       PROOF + "test_rescaled_rows_are_exactly_those_whose_maximum_rose", about=KIND)
 claim("os_first_seen",
-      "{rows} see their first keys in this block: m_i rises from −∞ to the block's row maximum, and e^(m_i − m_i′) "
-      "= 0 multiplies the ℓ_i = 0 and o_i = 0 they had (● in the table)",
+      "first keys in this block for {rows}: m_i rises from −∞ to the block's row maximum, and e^(m_i − m_i′) = 0 "
+      "multiplies the ℓ_i = 0 and o_i = 0 from before (● in the table)",
       lambda c: c.block > 0 and bool(facts(c)["first_seen"]),
       "a block b > 0 that holds the first keys some row may see (a window, or padding at the start)",
       PROOF + "test_rows_that_see_their_first_keys_start_from_nothing", about=KIND)
