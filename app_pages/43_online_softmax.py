@@ -41,7 +41,7 @@ more = "" if B <= n else f" (B = {B} is more than the n_k = {n} keys: they all f
 tile = (f"one B × B tile ({B} × {B} = {B * B} score{'s' if B > 1 else ''} here)" if B <= n else
         f"one tile (all {n} × {n} = {n * n} scores here, as B ≥ n)")
 st.markdown(
-    f"At most **{held} = {f['held']}** score entries exist at a time{more} (every query row against one block of "
+    f"At most **{held} = {f['held']}** score {'entry exists' if f['held'] == 1 else 'entries exist'} at a time{more} (every query row against one block of "
     f"keys); the plain softmax holds all **n_q × n_k = {f['full']}**. FlashAttention also cuts the queries into "
     f"blocks, so {tile} sits in the GPU's fast on-chip memory; the n × n matrix is never written to its main memory, "
     "which is what makes it fast and long contexts fit.  \n"

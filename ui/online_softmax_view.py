@@ -219,7 +219,8 @@ def checks(lesson: Trace) -> str:
         + ("" if seen.all() else f" Rows {', '.join(map(str, empty))} see no key: PyTorch {torch.__version__} gives "
                                  f"{gives} there, this page 0; both logsumexps are −∞. They are left out of the two "
                                  "maxima."),
-        "- **Every number you click** is recomputed from its terms, one by one, and compared with the cell (✓).",
+        "- **Every number you click** is made again from its terms, one by one (a value carried over from an earlier "
+        "block, from that block's), and compared with the cell (✓).",
         "- **The app's tests** run the recurrence on random queries, keys, values and masks against "
         "PyTorch for every block size; check that this page's C is the forward pass's under RoPE, ALiBi, grouped "
         "key/value heads, windows, padding that hides every key, temperatures and every score function; and walk "
