@@ -607,7 +607,7 @@ def _s_b(ctx: Context, cell):
     if not np.isfinite(ctx.value("s_b")[i, jj]):
         skipped = i in f["skipped_here"]
         note = (f"Query {i} may not see key {j} (M_{i},{j} = 0): −∞, weight 0."
-                + (f" Every score of this tile is masked, so the tile is skipped and never computed."
+                + (" Every score of this tile is masked, so the tile is skipped and never computed."
                    if skipped else ""))
         return _expl("s_b", cell, rf"{lhs} = -\infty", rf"M_{{{i},{j}}} = 0", -math.inf,
                      f"{lhs_text} = -inf", f"M[{i},{j}] = 0", note, reads=(("mask", (i, j)),) if "mask" in ctx.trace else ())
