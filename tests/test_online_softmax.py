@@ -696,3 +696,15 @@ def test_a_link_with_a_block_or_head_beyond_the_sentence_is_fitted_and_the_addre
     assert "n_q × n_k = 4 × 4 = 16 score entries exist at a time (B = 6 is more than the n_k = 4 keys" in text
     assert "One key block: b = 0." in text and "Block 0: keys 0 … 3" in text
     assert dict(at.query_params) == {"online_softmax.block_size": "6", "online_softmax.block": "0"}   # h = 0: default
+
+
+def test_a_link_to_a_cell_of_s_b_explains_that_score_with_its_numbers():
+    query = {"positional": "rope", "mask": "causal", "n_heads": "2", "online_softmax.block_size": "2",
+             "online_softmax.head": "1", "cell": "online_softmax.hm.s_b.3.0"}
+    at = open_page(PAGE, query=query)
+    no_exception(at)
+    made = [m.value for m in at.markdown if m.value.startswith("**How")]
+    assert len(made) == 1 and "How S\\_1\\[3,2\\] was made" in made[0]
+    lesson = online_softmax_trace(Config(positional="rope", mask="causal", n_heads=2), 2, 1, 1)
+    assert fmt(lesson["s_b"].value[3, 0], 6) in made[0] and "q^R_{3}" in made[0]
+    assert dict(at.query_params) == query                          # the link stays as it came
