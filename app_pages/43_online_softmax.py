@@ -2,9 +2,10 @@ import streamlit as st
 
 import ui
 from attention_core.claims import say
-from attention_core.lesson_online_softmax import (KIND, Controls, online_softmax_trace, recurrence, rows_text,
-                                                  skipped_where, source_text)
-from ui.online_softmax_view import block_panel, checks, controls, final_table, head_value, score_note, v_symbol
+from attention_core.lesson_online_softmax import (KIND, Controls, online_softmax_trace, rows_text, skipped_where,
+                                                  source_text)
+from ui.online_softmax_view import (block_panel, checks, controls, final_table, head_value, recurrence, score_note,
+                                   v_symbol)
 from ui.views import checked_box, claims_shown
 
 PAGE = "app_pages/43_online_softmax.py"
@@ -24,7 +25,7 @@ claims_shown(KIND, ctl)
 start, stop = f["keys"]
 score_note(ctl)
 
-st.markdown(recurrence(config, H > 1))
+recurrence(config, H > 1)
 KEYS = f"key {start}" if stop - start == 1 else f"keys {start} … {stop - 1}"
 st.subheader(f"Block {b}: {KEYS} (“{' '.join(trace.tokens[start:stop])}”)")
 sentences = [say("os_first_block", ctl), say("os_rescaled", ctl, rows=rows_text(trace.tokens, f["rescaled"])),

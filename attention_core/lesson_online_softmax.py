@@ -258,21 +258,29 @@ def source_text(config: Config, head: int) -> str:
             f"end in the forward pass's own weights and context vectors{' C_h' if heads else ' C'}.")
 
 
-def recurrence(config: Config, heads: bool) -> str:
-    """FlashAttention-2's recurrence in the notation, with the row's logsumexp written in what softmax reads."""
+def recurrence_parts(config: Config, heads: bool) -> tuple[str, str, str]:
+    """FlashAttention-2's recurrence in the notation (LaTeX: the updates, then the start, the end and the row's
+    logsumexp written in what softmax reads) and its caption."""
     x = entry_symbol(config, heads, latex=True)
-    return (
-        "$$\n\\begin{aligned} m_i' &= \\max\\big(m_i,\\ \\max_{j \\in b} (S_b)_{ij}\\big) \\\\ "
-        "\\ell_i' &= e^{m_i - m_i'}\\, \\ell_i + \\textstyle\\sum_{j \\in b} e^{(S_b)_{ij} - m_i'} \\\\ "
-        "o_i' &= e^{m_i - m_i'}\\, o_i + \\textstyle\\sum_{j \\in b} e^{(S_b)_{ij} - m_i'}\\, v_j \\end{aligned}"
-        "\\qquad \\begin{aligned} &m_i = -\\infty,\\ \\ell_i = 0,\\ o_i = 0 \\text{ before block 0} \\\\ "
-        "&C_i = o_i / \\ell_i \\text{ after the last block} \\\\ &m_i + \\log \\ell_i = \\log \\textstyle\\sum_j "
-        f"e^{{{x}}} \\end{{aligned}}\n$$\n\n"
-        f":small[FlashAttention-2's recurrence (Dao, 2023, Algorithm 1) in this app's notation: (S_b)_ij = "
-        f"{entry_symbol(config, heads)} for the keys j of block b"
-        + (", −∞ where the mask hides key j from query i" if config.mask != "none" else "")
-        + "; a prime is the value after the block. The paper's line 10 writes diag(e^(m − m′))**⁻¹** O: that ⁻¹ "
-        "is a typo (flash-attention issue #991); the factor multiplies, as here and in the authors' own kernels.]")
+    updates = (r"\begin{aligned} m_i' &= \max\big(m_i,\ \max_{j \in b} (S_b)_{ij}\big) \\ "
+               r"\ell_i' &= e^{m_i - m_i'}\, \ell_i + \textstyle\sum_{j \in b} e^{(S_b)_{ij} - m_i'} \\ "
+               r"o_i' &= e^{m_i - m_i'}\, o_i + \textstyle\sum_{j \in b} e^{(S_b)_{ij} - m_i'}\, v_j \end{aligned}")
+    ends = (r"\begin{aligned} &m_i = -\infty,\ \ell_i = 0,\ o_i = 0 \text{ before block 0} \\ "
+            r"&C_i = o_i / \ell_i \text{ after the last block} \\ &m_i + \log \ell_i = \log \textstyle\sum_j "
+            f"e^{{{x}}} \\end{{aligned}}")
+    caption = (f":small[FlashAttention-2's recurrence (Dao, 2023, Algorithm 1) in this app's notation: (S_b)_ij = "
+               f"{entry_symbol(config, heads)} for the keys j of block b"
+               + (", −∞ where the mask hides key j from query i" if config.mask != "none" else "")
+               + "; a prime is the value after the block. The paper's line 10 writes diag(e^(m − m′))**⁻¹** O: that "
+               "⁻¹ is a typo (flash-attention issue #991); the factor multiplies, as here and in the authors' own "
+               "kernels.]")
+    return updates, ends, caption
+
+
+def recurrence(config: Config, heads: bool) -> str:
+    """The recurrence as one Markdown: both formulas side by side, then the caption."""
+    updates, ends, caption = recurrence_parts(config, heads)
+    return f"$$\n{updates} \\qquad {ends}\n$$\n\n{caption}"
 
 
 # ---- the lesson -----------------------------------------------------------------------------------------

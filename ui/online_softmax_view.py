@@ -10,7 +10,7 @@ import streamlit as st
 from attention_core import ConfigError, Trace
 from attention_core.claims import say
 from attention_core.explain import explain, fmt
-from attention_core.lesson_online_softmax import Controls, check_block_size
+from attention_core.lesson_online_softmax import Controls, check_block_size, recurrence_parts
 
 from . import page_state
 
@@ -74,6 +74,16 @@ def score_note(c: Controls) -> None:
         from .settings import sidebar_button
         sidebar_button("Use the scaled dot product (FlashAttention's score)", {"score": "scaled_dot"},
                        key="online_softmax.use_scaled_dot", help="Sets the sidebar's score function.")
+
+
+def recurrence(config, heads: bool) -> None:
+    """The updates and the start/end formulas side by side where the page is wide enough, one under the other
+    where it is not (a presenter's 1024 px), then the caption."""
+    updates, ends, caption = recurrence_parts(config, heads)
+    row = st.container(horizontal=True, gap="large", horizontal_alignment="center")
+    row.markdown(f"$$\n{updates}\n$$", width="content")
+    row.markdown(f"$$\n{ends}\n$$", width="content")
+    st.markdown(caption)
 
 
 def _cells(values) -> list[str]:
