@@ -276,4 +276,5 @@ declare("app_pages/42_kv_cache.py", *_kv_cache_controls())
 # /online_softmax
 declare("app_pages/43_online_softmax.py",
         integer("online_softmax.block_size", 1, 1, 128, "the block size B"),
-        integer("online_softmax.block", 1, 0, 127, "the key block b"))
+        integer("online_softmax.block", 1, 0, 127, "the key block b"),
+        integer("online_softmax.head", 0, 0, 15, "the head h"))
