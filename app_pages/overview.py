@@ -62,7 +62,7 @@ then = {"Training": "one step backwards through every gradient, checked against 
         "Attention variants": "score functions side by side, Bahdanau alignment, cross-attention over an image "
                               "grid, multi-head as PyTorch writes it.",
         "Today's attention": "rotary positions, ALiBi and sliding windows, grouped KV heads and the KV cache, "
-                             "FlashAttention's online softmax: on your sentence, with the settings above.",
+                             "FlashAttention's online softmax: on your sentence, with the sidebar's settings.",
         "Labs": "known mistakes next to the right computation; predict-then-reveal quizzes; links and downloads "
                 "that reproduce every number."}
 others = [(section, pages) for section, pages in ui.nav.SECTIONS[1:] if ui.nav.existing(pages)]

@@ -146,8 +146,33 @@ def test_share_link_carries_the_pages_own_controls_its_cell_and_presenter_only_w
     assert at.code[0].value == base                                     # a student's link: no presenter mode
     at.toggle(key="export_share_presenter").set_value(True).run()
     assert at.code[0].value == base + "&presenter=1"                    # the teacher's projector link
+    notes = "\n".join(c.value for c in at.caption)
+    assert "On FlashAttention's online softmax it also keeps its own controls as you left them and the cell you " \
+           "clicked." in notes
     at.selectbox(key="export_share_page").set_value("app_pages/11_train.py").run()
     assert at.code[0].value == "https://school.example/train?presenter=1"
+
+
+def test_share_notes_say_what_the_link_carries():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    _visit(at, "app_pages/32_export.py", "https://school.example/export")
+    notes = lambda: "\n".join(c.value for c in at.caption)
+    assert "the link needs no parameters" in notes()
+    at.toggle(key="export_share_presenter").set_value(True).run()
+    assert at.code[0].value == "https://school.example/?presenter=1" and "the link needs only presenter=1" in notes()
+    assert "it also keeps" not in notes()
+
+
+def test_a_tampered_page_control_gets_a_notice_in_words():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["kv_cache.prefill"], at.query_params["kv_cache.tab"] = "abc", "9"
+    at.switch_page("app_pages/42_kv_cache.py")
+    at.run()
+    no_exception(at)
+    shown = [w.value for w in at.warning]
+    assert "Link setting “kv_cache.prefill” (the prompt's length P) cannot be 'abc'; using the default (2)." in shown
+    assert ("Link setting “kv_cache.tab” (the open tab) must be from 0 to 2, not '9'; using the default "
+            "(“Decoding, step by step”).") in shown
 
 
 def test_share_link_without_a_browser_address_uses_the_server_address():

@@ -35,6 +35,10 @@ class Own:
     parse: Callable[[str], object]        # link text -> value; raises ValueError if the control cannot take it
     text: Callable[[object], str] = str   # value -> link text
     what: str = ""                        # the control in words, for a notice: "the step t"
+    show: Callable[[object], str] | None = None   # value -> words for a notice (default: the link text)
+
+    def shown(self, value) -> str:
+        return (self.show or self.text)(value)
 
 
 def integer(key: str, default: int | None, lo: int, hi: int, what: str = "", optional: bool = False) -> Own:
@@ -85,7 +89,8 @@ def tab(key: str, labels: tuple[str, ...], what: str = "the open tab") -> Own:
         if not 0 <= index < len(labels):
             raise ValueError(f"must be from 0 to {len(labels) - 1}")
         return labels[index]
-    return Own(key, labels[0], parse, lambda v: str(labels.index(v)) if v in labels else "0", what)
+    return Own(key, labels[0], parse, lambda v: str(labels.index(v)) if v in labels else "0", what,
+               show=lambda v: f"“{v}”")
 
 
 # ---- the pages' own controls (page file -> its controls) ------------------------------------------------
@@ -124,9 +129,9 @@ def from_query(params: dict) -> list[str]:
         try:
             st.session_state[f"p.{key}"] = c.parse(str(raw))
         except (ValueError, TypeError) as err:
-            reason = str(err) if "must" in str(err) else "is not a value it can take"
-            notices.append(f"Link setting “{key}” ({c.what}) {reason}, not {str(raw)[:40]!r}; using the default "
-                           f"({c.text(c.default)}).")
+            reason = f"{err}, not" if "must" in str(err) else "cannot be"
+            notices.append(f"Link setting “{key}” ({c.what}) {reason} {str(raw)[:40]!r}; using the default "
+                           f"({c.shown(c.default)}).")
     cell = params.get(CELL)
     if cell is not None:
         cell = cell[-1] if isinstance(cell, (list, tuple)) and cell else cell

@@ -68,5 +68,5 @@ def position_intro(config, query: dict[str, str]) -> str:
         return (start + ": without a positional encoding, shuffle the words and each row of the output just "
                 "moves with its word. A positional encoding writes the position into the numbers.")
     return (start + f". The {MASK_WORDS[config.mask]} looks at positions, but all it does is hide keys by their "
-            "index; what a token is and where it stands otherwise reach attention only through a positional "
-            "encoding, which writes the position into the numbers.")
+            "index; where a token stands otherwise reaches attention only through a positional encoding, which "
+            "writes the position into the numbers.")

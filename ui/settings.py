@@ -226,7 +226,8 @@ def vocabulary_controls() -> None:
 def shape_controls() -> None:
     """Heads and the per-head widths: the shape of attention."""
     widget(st.slider, "n_heads", "Heads", min_value=1, max_value=8,
-            help="H, the number of heads. Each head has its own d_k-wide queries and keys: W_Q is d_model × H·d_k.")
+            help="H, the number of heads. Each head has its own d_k-wide queries, W_Q is d_model × H·d_k; keys and "
+                 "values too, unless KV heads below share them between groups of heads.")
     if stored("n_heads") > 1:
         h = stored("n_heads")
         widget(st.selectbox, "n_kv_heads", "KV heads H_kv", options=[0] + [d for d in divisors(h) if d < h],

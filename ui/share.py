@@ -64,10 +64,12 @@ def share_box(current_page: str, query: dict[str, str]) -> str:
              "This page draws its own controls and reads none of the shared settings: the link opens it as it "
              "starts."]
     if not query and not own:
-        notes.append("Your settings are the defaults, so the link needs no parameters.")
-    elif own:
-        notes.append("It also keeps this page's own controls" + (" and the cell you clicked" if page_state.CELL in own
-                                                                 else "") + ".")
+        notes.append("Your settings are the defaults, so the link needs " + ("only presenter=1." if presenter else
+                                                                             "no parameters."))
+    carried = [what for what, on in (("its own controls as you left them", set(own) - {page_state.CELL}),
+                                     ("the cell you clicked", page_state.CELL in own)) if on]
+    if carried:
+        notes.append(f"On {nav.label_of(page_file)} it also keeps " + " and ".join(carried) + ".")
     if not from_browser:
         notes.append(f"Your browser did not say its address, so the link uses this server's configured one "
                      f"({base}); check it before you share.")
