@@ -243,6 +243,12 @@ def sync() -> None:
 
 # ---- the pages' declarations (each page's block is its own; keys start with the page's prefix) ----------
 
+# the forward pages with a word picker and the "One word" / "All words" tabs (ui.views.word_tabs)
+WORD_TABS = ("One word", "All words")
+for _page, _prefix in (("app_pages/3_qkv.py", "qkv"), ("app_pages/4_scores.py", "scores"),
+                       ("app_pages/6_context.py", "context")):
+    declare(_page, tab(f"{_prefix}.tab", WORD_TABS), integer("one_word", 1, 0, 127, "the word picked"))
+
 # /rope (the base is the sidebar's pe_base: no control here)
 declare("app_pages/40_rope.py",
         flag("rope.half", what="the half pairing"),

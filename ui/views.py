@@ -346,11 +346,18 @@ def word_tabs(key: str, one_word, all_words) -> None:
 
 
 def one_word_picker(trace: Trace, label: str = "One word", key: str = "one_word", default: int = 1) -> int:
+    """A word of the sentence by its row. Where the key is a page control (ui/page_state.py: it travels in the
+    link) its value is in the session already: kept inside the sentence and drawn without a default."""
     labels = trace.token_labels()
-    idx = min(default, len(labels) - 1)
-    choice = st.selectbox(label, options=list(range(len(labels))), index=idx,
-                          format_func=lambda i: f"{i}: {labels[i]}", key=key)
-    return int(choice)
+    options = list(range(len(labels)))
+    fmt_word = lambda i: f"{i}: {labels[i]}"
+    if key in st.session_state:
+        held = st.session_state[key]
+        if not isinstance(held, int) or isinstance(held, bool) or not 0 <= held < len(labels):
+            st.session_state[key] = min(default, len(labels) - 1)
+        return int(st.selectbox(label, options=options, format_func=fmt_word, key=key))
+    return int(st.selectbox(label, options=options, index=min(default, len(labels) - 1), format_func=fmt_word,
+                            key=key))
 
 
 @functools.lru_cache(maxsize=256)

@@ -16,7 +16,7 @@ from bench._common import EXCEPTION, Server, after_run, new_context, wait_for_ch
 from tests.e2e.conftest import require_browser
 
 SENTENCE = "the cat sat on a mat"            # common words: none dropped
-QUERY = {"sentence": SENTENCE, "d_k": "3", "seed": "11"}
+QUERY = {"sentence": SENTENCE, "d_k": "3", "seed": "11", "scores.tab": "1"}    # the "All words" tab: every row
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +32,10 @@ def share_server():
 
 def drawn(tab, rows: list[str]) -> list[dict]:
     """The visible heatmaps once one has the sentence's tokens as rows and all are drawn."""
-    found = wait_for_charts(tab, lambda cs: any(c["y"] == rows for c in cs if c["visible"] and c["rendered"])
-                            and all(c["rendered"] for c in cs if c["visible"]), timeout_ms=60_000)
+    ready = lambda cs: (any(c["y"] == rows for c in cs if c["visible"] and c["rendered"])
+                        and all(c["rendered"] for c in cs if c["visible"]))
+    found = wait_for_charts(tab, ready, timeout_ms=60_000)
+    assert ready(found), "no heatmap with the sentence's words as rows was drawn"   # never a silent time-out
     return [c for c in found if c["visible"] and c["rendered"]]
 
 
@@ -54,7 +56,7 @@ def test_copied_share_link_opens_the_page_with_the_same_numbers(share_server, ch
         expect(tab.get_by_text("Page to share")).to_be_visible(timeout=30_000)
         code = tab.locator("[data-testid='stCode']").first
         shown = code.locator("code").inner_text().strip()
-        assert shown.startswith(f"{share_server.url}/scores?"), shown
+        assert shown.startswith(f"{share_server.url}/scores?") and "scores.tab=1" in shown, shown
         menu = tab.locator("a[data-testid='stTopNavDropdownLink']:visible")
         for _ in range(5):                                         # the top bar's menu must be closed: it
             if menu.count() == 0:                                  # lies over the copy button
