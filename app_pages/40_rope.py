@@ -42,7 +42,7 @@ try:
 except ConfigError as err:
     st.error(str(err), icon=":material/error:")
     st.stop()
-s = RopeSettings(forward.facts["config"], pairing, int(page_state.value("rope.offset")))
+s = RopeSettings(forward.facts["config"], pairing, int(page_state.value("rope.offset")), forward.n)
 ui.views.claims_shown("rope", s)
 
 angles_and_pair(t)

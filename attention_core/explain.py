@@ -85,6 +85,34 @@ SYMBOLS: dict[str, tuple[str, str]] = {
 HEAD_SUBSCRIPT = ("q_heads", "k_heads", "v_heads", "scores", "scaled_scores", "masked_scores", "weights", "context",
                   "q_rot", "k_rot", "alibi", "biased_scores")
 
+def head_symbol(symbol: str, head, latex: bool = True) -> str:
+    r"""A step's symbol for head h, the notation's subscript h on each matrix: S_h, and for a sum of two
+    matrices each one's, (Ŝ_h + B_h), never (Ŝ + B)_h.
+
+    >>> head_symbol(r"\hat S", 4), head_symbol(r"(\hat S + B)", 4), head_symbol("(Ŝ+B)", 4, latex=False)
+    ('\\hat S_{4}', '(\\hat S_{4} + B_{4})', '(Ŝ_4+B_4)')
+    """
+    sub = (lambda x: f"{x}_{{{head}}}") if latex else (lambda x: f"{x}_{head}")
+    if symbol.startswith("(") and symbol.endswith(")") and "+" in symbol:
+        sep = " + " if " + " in symbol else "+"
+        return "(" + sep.join(sub(x.strip()) for x in symbol[1:-1].split(sep)) + ")"
+    return sub(symbol)
+
+
+def cell_of(symbol: str, sub: str) -> str:
+    r"""A matrix symbol indexed, parenthesised only where the subscript would be ambiguous:
+    S_{1,2}, (W_Q)_{m,j}, (\hat S_{4} + B_{4})_{2,1}, never ((\hat S_{4} + B_{4}))_{2,1}.
+
+    >>> cell_of("S", "1,2"), cell_of("W_Q", "m,j"), cell_of(r"(\hat S_{4} + B_{4})", "2,1")
+    ('S_{1,2}', '(W_Q)_{m,j}', '(\\hat S_{4} + B_{4})_{2,1}')
+    """
+    if symbol.startswith("(") and symbol.endswith(")"):
+        return rf"{symbol}_{{{sub}}}"
+    if "_" in symbol and not symbol.startswith("\\"):
+        return rf"({symbol})_{{{sub}}}"
+    return rf"{symbol}_{{{sub}}}"
+
+
 _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
                   "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}",
                   "<": r"\textless{}", ">": r"\textgreater{}"}
@@ -377,13 +405,10 @@ class Context:
         index = tuple(index)
         if self.has_heads(key) and len(index) == self.trace[key].value.ndim:
             head, index = index[0], index[1:]
-            symbol = f"{symbol}_{{{head}}}" if key in HEAD_SUBSCRIPT else f"{symbol}^{{({head})}}"
+            symbol = head_symbol(symbol, head) if key in HEAD_SUBSCRIPT else f"{symbol}^{{({head})}}"
             sub = ",".join(str(i) for i in index)
-            return rf"({symbol})_{{{sub}}}"
-        sub = ",".join(str(i) for i in index)
-        if "_" in symbol and not symbol.startswith("\\"):
-            return rf"({symbol})_{{{sub}}}"
-        return rf"{symbol}_{{{sub}}}"
+            return rf"({symbol})_{{{sub}}}" if not symbol.startswith("(") else cell_of(symbol, sub)
+        return cell_of(symbol, ",".join(str(i) for i in index))
 
     def ref_text(self, key: str, index: tuple) -> str:
         """Plain text for one cell: 'S_1[2,3]' (head 1's S_h), 'W_1^(1)[:,a]' (head 1's W_1)."""
@@ -391,7 +416,7 @@ class Context:
         index = tuple(index)
         if self.has_heads(key) and len(index) == self.trace[key].value.ndim:
             head, index = index[0], index[1:]
-            symbol = f"{symbol}_{head}" if key in HEAD_SUBSCRIPT else f"{symbol}^({head})"
+            symbol = head_symbol(symbol, head, latex=False) if key in HEAD_SUBSCRIPT else f"{symbol}^({head})"
         return f"{symbol}[{','.join(str(i) for i in index)}]"
 
     def word(self, i: int) -> str:
@@ -858,8 +883,9 @@ def _bilinear(ctx: Context, cell):
             f"  = {ctx.num_text(value)}")
     return Explanation("scores", cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value, text,
                        note=_pair_note(ctx, i, j) + f" Bilinear (Luong's general): term m is {ctx.ref_text(q_key, (*qi, 'm'))} "
-                            f"times u_m = (W k_{j}ᵀ)_m, the key first mixed by the learned matrix W"
-                            + (f" (head {hp[0]}'s own)." if hp else "."),
+                            f"times u_m = ({ctx.symbol('w_b')[1]}{f'^({hp[0]})' if hp else ''} k_{j}ᵀ)_m, the key "
+                            f"first mixed by the learned matrix {ctx.symbol('w_b')[1]}"
+                            + (f"^({hp[0]}) (head {hp[0]}'s own)." if hp else "."),
                        n_terms=d_k, n_elided=hidden_n, reads=tuple(reads))
 
 
@@ -873,7 +899,8 @@ def _mask_rule(ctx: Context, i: int, j: int) -> tuple[float | None, str]:
         return float(j <= i), f"causal: key {j} {'≤' if j <= i else '>'} query {i}"
     if ctx.config.mask == "sliding_window":
         w = ctx.config.window
-        return float(0 <= i - j < w), f"sliding window: 0 ≤ i − j = {i - j} < W = {w} is {0 <= i - j < w}"
+        ok = 0 <= i - j < w
+        return float(ok), f"sliding window: 0 ≤ i − j = {i - j} < W = {w}: {'yes' if ok else 'no'}"
     hidden = j in ctx.config.padding
     return float(not hidden), f"padding: key {j} is {'' if hidden else 'not '}a padding position"
 
@@ -934,14 +961,18 @@ def _weights(ctx: Context, cell):
     tt = "" if t == 1 else f"/{exact(t)}"
     exps = [(r"e^{-\infty}" if math.isinf(v) else rf"e^{{{ctx.num(v)}{tt} - {ctx.factor(top)}}}") for v in s]
     exps_text = [("exp(-inf)" if math.isinf(v) else f"exp({ctx.num_text(v)}{tt} - {ctx.factor_text(top)})") for v in s]
-    shown, shown_text, hidden = softmax_fraction(ctx, exps, exps_text, e, j, total)
+    if total > 0:
+        shown, shown_text, hidden = softmax_fraction(ctx, exps, exps_text, e, j, total)
+    else:                                                                 # 0/0 is undefined: no fraction to show
+        shown, shown_text, hidden = r"\text{no visible key: the row is set to } 0", "no visible key: the row is set to 0", 0
     row_text = ctx.ref_text(src, (*row_index, "j'"))
     text = (f"{lhs_text} = exp({ctx.ref_text(src, cell)}{'' if t == 1 else '/T'} - μ) / Σ_j' exp({row_text}"
             f"{'' if t == 1 else '/T'} - μ), μ = max_j' {row_text}{'' if t == 1 else '/T'}"
             f"{'' if t == 1 else f', T = {exact(t)}'}\n"
             f"  = {shown_text}\n  = {ctx.num_text(value)}")
     if total == 0:
-        note = "Every key is hidden for this query: the core defines the row as all zeros (no NaN)."
+        note = (f"Every key is hidden for query {cell[-2]}: softmax would divide 0 by 0, which is undefined, so the app "
+                "sets such a row to all zeros (no NaN).")
     else:
         hidden_keys = sum(math.isinf(v) for v in s)
         whose = f"head {cell[0]}'s weights" if len(cell) == 3 else "the weights"

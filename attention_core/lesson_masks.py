@@ -25,7 +25,7 @@ import numpy as np
 from . import attention as att
 from .claims import claim
 from .config import Config, ConfigError
-from .explain import SYMBOLS, Context, Explanation, explain, fmt, join_terms, register, softmax_fraction
+from .explain import SYMBOLS, Context, Explanation, cell_of, explain, fmt, join_terms, register, softmax_fraction
 from .trace import Trace
 
 MAX_SINK = 30.0                     # |z_h| ≤ 30: e^{±30} is far from overflow
@@ -71,12 +71,13 @@ def _power_of_two(h: int) -> bool:
 
 _T = "tests/test_masks.py::"
 claim("masks_rows_sum_to_one", "every row of A sums to 1, over the keys it may see",
-      lambda s: s.sink is None and s.sees_a_key(),
-      "no sink, and every query sees at least one key (a padding mask can hide them all)",
-      _T + "test_rows_sum_to_one_only_without_sink_and_with_a_key", about=KIND,
-      otherwise="rows need not sum to 1 here: a sink takes a share of every row, and a row whose "
-                "every key is hidden is all 0")
-claim("masks_sink_below_one", "with a sink every row sums to less than 1: what is missing is the sink's share, "
+      lambda s: s.sees_a_key(),
+      "every query sees at least one key (a padding mask can hide them all; a causal or window query always sees "
+      "itself). A is the plain softmax, with or without a sink beside it: the sink's weights are A′",
+      _T + "test_rows_of_a_sum_to_one_exactly_when_a_key_is_visible", about=KIND,
+      otherwise="rows do not sum to 1 here: every key is hidden, so each row of A is all 0")
+claim("masks_sink_below_one", "with a sink every row of A′ sums to less than 1 (in exact arithmetic; when e^(z_h) "
+      "is under about 10⁻¹⁶ of the denominator, the sum rounds to 1): what is missing is the sink's share, "
       "e^(z_h) divided by the whole denominator", lambda s: s.sink is not None, "a sink logit z_h is on",
       _T + "test_sink_rows_sum_to_one_minus_the_sink_share", about=KIND)
 claim("masks_window_is_causal", "W ≥ n: every query's window reaches back to token 0, so a window of W keys "
@@ -97,14 +98,16 @@ claim("masks_slopes_interleaved", "H is not a power of two: heads 0 … c − 1 
       "geometric sequence nor in decreasing order",
       lambda s: s.heads >= 1 and not _power_of_two(s.heads), "ALiBi with H not a power of two",
       _T + "test_slopes_are_geometric_exactly_for_powers_of_two", about=KIND)
-claim("masks_alibi_both_sides", "this mask lets some queries see keys after them: the app's bias lowers those "
+claim("masks_alibi_both_sides", "some queries see keys after them here: the app's bias lowers those "
       "scores by m_h·|i − j| too (the paper's language models are causal and never see such keys)",
       lambda s: s.heads >= 1 and s.sees_a_later_key(),
       "ALiBi, and a mask that leaves some key after its query visible (none, or padding that leaves a key "
       "j ≥ 1 visible)", _T + "test_alibi_reaches_keys_after_the_query_exactly_when_one_is_visible", about=KIND)
 claim("masks_alibi_one_side", "the mask hides every key after its query, so only the paper's −m_h·(i − j) on "
-      "and below the diagonal reaches softmax", lambda s: s.heads >= 1 and s.sees_a_key() and not s.sees_a_later_key(),
-      "ALiBi with a causal or window mask, or padding that hides every key after its query but not every key",
+      "and below the diagonal reaches softmax",
+      lambda s: s.heads >= 1 and s.mask != "none" and s.sees_a_key() and not s.sees_a_later_key(),
+      "ALiBi with a causal or window mask, or padding that hides every key after its query but not every key (with "
+      "no mask there is nothing that hides: one token has no key after it, and more tokens do see later keys)",
       _T + "test_alibi_reaches_keys_after_the_query_exactly_when_one_is_visible", about=KIND)
 claim("masks_all_hidden", "every key is hidden: each row of A is all 0, not NaN (there is nothing to average)",
       lambda s: not s.sees_a_key(), "a padding mask hiding every key", _T + "test_every_key_hidden_gives_zero_rows",
@@ -161,15 +164,18 @@ def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
 
     t = Trace(fwd.tokens)
     scaled = config.score == "scaled_dot"
-    sym, sym_text = (r"\hat S", "Ŝ") if scaled else ("S", "S")
+    sym = _symbols(config, h)                                                   # head h's matrices, as the headings
+    tex, txt = (lambda key: sym[key][0]), (lambda key: sym[key][1])
     t.facts.update(kind=KIND, settings=s, head=h, config=config, forward=fwd, t=config.temperature,
                    axis_labels={"H": [f"h={i}" for i in range(h_count)],
-                                "part": ["Σ_j A_ij", "sink share"] if sink is not None else ["Σ_j A_ij"]},
-                   symbols=_symbols(sym, sym_text, h), rules=_rules(config, n))
+                                "part": [f"Σ_j {txt('sink_weights')}_ij", "sink share"] if sink is not None
+                                else [f"Σ_j {txt('weights')}_ij"]},
+                   symbols=sym, rules=_rules(config, n))
+    whose = f" (head {h})" if h_count > 1 else ""
 
     # the scores: the forward pass's, head h
     first = logits_key(config)
-    t.add(first, f"{'Scaled scores Ŝ' if scaled else 'Scores S'}_{h} (head {h})", of(first), ("n_q", "n_k"),
+    t.add(first, f"{'Scaled scores' if scaled else 'Scores'} {txt(first)}{whose}", of(first), ("n_q", "n_k"),
           score_formula(config, h, kv), why=_scores_why(config, h, kv))
     logits = first
     if config.positional == "alibi":
@@ -177,46 +183,49 @@ def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
         t.add("alibi_slopes", "ALiBi slopes m_h", slopes, ("H",), slopes_formula(h_count),
               why="One slope per head (the columns), fixed, never learned: a larger slope lowers distant keys "
                   "more, so its head looks nearer; a smaller one looks further back.", scale="sequential")
-        t.add("alibi", f"ALiBi bias B_{h} (head {h})", of("alibi"), ("n_q", "n_k"),
-              rf"(B_{{{h}}})_{{ij}} = -m_{{{h}}} \cdot |i - j|,\quad m_{{{h}}} = {slopes[h]:.6g}",
+        t.add("alibi", f"ALiBi bias {txt('alibi')}{whose}", of("alibi"), ("n_q", "n_k"),
+              rf"{cell_of(tex('alibi'), 'ij')} = -m_{{{h}}} \cdot |i - j|,\quad m_{{{h}}} = {slopes[h]:.6g}",
               ("alibi_slopes",), why="Key j's score is lowered by m_h times its distance from query i: the further "
                                      "away, the lower. Nothing is added to X.")
-        t.add("biased_scores", f"Biased scores {sym_text}_{h} + B_{h}", of("biased_scores"), ("n_q", "n_k"),
-              rf"{sym}_{{{h}}} + B_{{{h}}}", (first, "alibi"), why="What the mask and softmax now read.")
+        t.add("biased_scores", f"Biased scores {txt('biased_scores')[1:-1].replace('+', ' + ')}", of("biased_scores"),
+              ("n_q", "n_k"), tex("biased_scores")[1:-1], (first, "alibi"),
+              why="What the mask and softmax now read." if config.mask != "none" else "What softmax now reads.")
         logits = "biased_scores"
     if config.mask != "none":
         m = fwd["mask"].value                                                  # (n, n), 1 = may attend
         t.add("mask", "Mask M", m, ("n_q", "n_k"), mask_formula(config), why=MASK_WHY[config.mask](config),
               scale="mask")
-        before = rf"({sym}_{{{h}}} + B_{{{h}}})" if logits == "biased_scores" else rf"({sym}_{{{h}}})"
-        t.add("masked_scores", f"Masked scores S̃_{h}", of("masked_scores"), ("n_q", "n_k"),
-              rf"(\tilde S_{{{h}}})_{{ij}} = \begin{{cases}} {before}_{{ij}} & M_{{ij}} = 1 \\ -\infty & M_{{ij}} = 0 "
-              r"\end{cases}", (logits, "mask"), why="Hidden entries become −∞, so exp gives them exactly 0.")
+        t.add("masked_scores", f"Masked scores {txt('masked_scores')}", of("masked_scores"), ("n_q", "n_k"),
+              rf"{cell_of(tex('masked_scores'), 'ij')} = \begin{{cases}} {cell_of(tex(logits), 'ij')} & M_{{ij}} = 1 "
+              r"\\ -\infty & M_{ij} = 0 \end{cases}", (logits, "mask"),
+              why="Hidden entries become −∞, so exp gives them exactly 0.")
         logits = "masked_scores"
-    arg = {first: f"{sym}_{{{h}}}", "biased_scores": rf"({sym}_{{{h}}} + B_{{{h}}})",
-           "masked_scores": rf"\tilde S_{{{h}}}"}[logits]
     temp = config.temperature
     over = "" if temp == 1 else r" / T"
-    t.add("weights", f"Weights A_{h}", of("weights"), ("n_q", "n_k"),
-          rf"(A_{{{h}}})_{{ij}} = \frac{{e^{{({arg})_{{ij}}{over}}}}}{{\sum_{{j'}} e^{{({arg})_{{ij'}}{over}}}}}"
+    x_ij, x_ij2 = cell_of(tex(logits), "ij") + over, cell_of(tex(logits), "ij'") + over        # what softmax reads
+    t.add("weights", f"Weights {txt('weights')}", of("weights"), ("n_q", "n_k"),
+          rf"{cell_of(tex('weights'), 'ij')} = \frac{{e^{{{x_ij}}}}}{{\sum_{{j'}} e^{{{x_ij2}}}}}"
           + ("" if temp == 1 else rf",\quad T = {temp:g}"), (logits,), scale="sequential",
           why="Softmax over each row" + ("." if temp == 1 else f", the scores divided by the sidebar's temperature "
                                               f"T = {temp:g} first."))
     final = "weights"
     if sink is not None:
         x = t[logits].value / temp                                             # (n, n): what softmax reads
-        t.add("sink_weights", f"Weights with a sink, z_{h} = {sink:g}", att.softmax_with_sink(x, sink),
-              ("n_q", "n_k"), rf"(A_{{{h}}})_{{ij}} = \frac{{e^{{({arg})_{{ij}}{over}}}}}{{e^{{z_{{{h}}}}} + "
-              rf"\sum_{{j'}} e^{{({arg})_{{ij'}}{over}}}}},\quad z_{{{h}}} = {sink:g}", (logits,),
-              why="One more logit in the denominator only: it takes a share of the row and gives no value back."
+        t.add("sink_weights", f"Weights with a sink {txt('sink_weights')}, z_{h} = {sink:g}",
+              att.softmax_with_sink(x, sink), ("n_q", "n_k"),
+              rf"{cell_of(tex('sink_weights'), 'ij')} = \frac{{e^{{{x_ij}}}}}{{e^{{z_{{{h}}}}} + "
+              rf"\sum_{{j'}} e^{{{x_ij2}}}}},\quad z_{{{h}}} = {sink:g}", (logits,),
+              why=f"The weights with one more logit, z_{h}, in the denominator only: it takes a share of the row and "
+                  f"gives no value back. {txt('sink_weights')} is not {txt('weights')}: the forward pass has no sink."
                   + ("" if temp == 1 else f" z_{h} is not divided by T: it competes with the scores after "
                                           "the division."), scale="sequential")
         final = "sink_weights"
     sums = t[final].value.sum(axis=1)                                          # (n,)
     parts = [sums] if sink is None else [sums, 1.0 - sums]
-    t.add("row_sums", "Row sums" + (" and the sink's share" if sink is not None else ""), np.stack(parts, axis=1),
-          ("n_q", "part"), r"\textstyle\sum_j (A_{" + str(h) + r"})_{ij}"
-          + (r",\quad 1 - \sum_j (A_{" + str(h) + r"})_{ij}" if sink is not None else ""), (final,), scale="sequential")
+    row_sum = r"\sum_j " + cell_of(tex(final), "ij")
+    t.add("row_sums", "Row sums" + (f" of {txt(final)} and the sink's share" if sink is not None else ""),
+          np.stack(parts, axis=1), ("n_q", "part"),
+          r"\textstyle" + row_sum + (rf",\quad 1 - {row_sum}" if sink is not None else ""), (final,), scale="sequential")
     t.facts.update(final=final, logits=logits)
 
     # masks side by side (the comparisons): the sidebar's W in both readings, causal, padding
@@ -229,13 +238,20 @@ def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
     return t
 
 
-def _symbols(sym: str, sym_text: str, h: int) -> dict[str, tuple[str, str]]:
-    """Head h's symbols for the page's own explainers (braced, so that a cell is ({Ŝ_2})_{i,j})."""
-    head = (rf"{{{sym}_{{{h}}}}}", f"{sym_text}_{h}")
-    return {"scaled_scores": head, "scores": head,
-            "alibi": (f"B_{{{h}}}", f"B_{h}"),
-            "biased_scores": (rf"{{{sym}_{{{h}}} + B_{{{h}}}}}", f"({sym_text}_{h}+B_{h})"),
-            "masked_scores": (rf"{{\tilde S_{{{h}}}}}", f"S̃_{h}"), "weights": (rf"{{A_{{{h}}}}}", f"A_{h}")}
+def _symbols(config: Config, h: int) -> dict[str, tuple[str, str]]:
+    """Head h's matrices, (LaTeX, text), as the page's headings write them and the forward pass's explainers index
+    them: Ŝ_h, B_h, (Ŝ_h + B_h), S̃_h, A_h and the sink's A′_h with several heads; Ŝ, B, (Ŝ + B), S̃, A, A′ with one
+    (the forward pages write no head subscript then). A subscripted symbol is braced, so a cell is ({Ŝ_2})_{i,j}."""
+    many = config.n_heads > 1
+    sub = (lambda x: rf"{{{x}_{{{h}}}}}") if many else (lambda x: x)
+    sub_text = (lambda x: f"{x}_{h}") if many else (lambda x: x)
+    score = (r"\hat S", "Ŝ") if config.score == "scaled_dot" else ("S", "S")
+    plain = {"scores": score, "scaled_scores": score, "alibi": ("B", "B"), "masked_scores": (r"\tilde S", "S̃"),
+             "weights": ("A", "A"), "sink_weights": ("A'", "A′")}
+    out = {key: (sub(a), sub_text(b)) for key, (a, b) in plain.items()}
+    hs = f"_{{{h}}}" if many else ""                                          # a sum: each matrix its own subscript
+    out["biased_scores"] = (rf"({score[0]}{hs} + B{hs})", f"({sub_text(score[1])}+{sub_text('B')})")
+    return out
 
 
 def _rules(config: Config, n: int) -> dict[str, tuple[str, object]]:
@@ -272,7 +288,7 @@ def rule_formula(kind: str, arg) -> str:
     return rf"M_{{ij}} = [\,j \notin \{{{', '.join(map(str, arg))}\}}\,]"
 
 
-COMPARE_TITLES = {"window": "W = {w} key(s)", "window1": "W + 1 = {w1} keys", "causal": "Causal",
+COMPARE_TITLES = {"window": "Up to W = {w} key(s)", "window1": "Up to W + 1 = {w1} keys", "causal": "Causal",
                   "padding": "Padding"}
 RULE_WHY = {
     "window": "Query i sees keys i − W + 1 … i: W keys, itself included. Hugging Face transformers keeps key j "
@@ -285,36 +301,60 @@ RULE_WHY = {
 }
 
 
+def index_range(first: int, last: int, name: str = "") -> str:
+    r"""Indices first … last in LaTeX, without a one-element range: 'h = 4', 'm_0, m_1', 'h = 0, \dots, 7'.
+    name 'm' lists symbols (m_0, \dots, m_{7}); otherwise 'h = …'.
+
+    >>> index_range(4, 4), index_range(0, 1, "m"), index_range(0, 7), index_range(2, 2, "m")
+    ('h = 4', 'm_{0}, m_{1}', 'h = 0, \\dots, 7', 'm_{2}')
+    """
+    items = [f"m_{{{k}}}" if name == "m" else str(k) for k in range(first, last + 1)]
+    listed = ", ".join(items) if len(items) <= 2 else rf"{items[0]}, \dots, {items[-1]}"
+    return listed if name == "m" else f"h = {listed}"
+
+
 def score_formula(config: Config, h: int, kv: int) -> str:
-    """Head h's scores as the forward pass computes them (RoPE's rotated rows, KV head ⌊h/g⌋)."""
+    """Head h's scores as the forward pass computes them (RoPE's rotated rows, KV head ⌊h/g⌋); with one head no
+    head subscript, as the forward pages write them."""
     r = "^R" if config.positional == "rope" else ""
-    q, k = f"Q{r}_{{{h}}}", f"{{K{r}_{{{kv}}}}}^\\top" if r else f"K_{{{kv}}}^\\top"
+    many = config.n_heads > 1
+    hs, ks, sup = (f"_{{{h}}}", f"_{{{kv}}}", f"^{{({h})}}") if many else ("", "", "")
+    q = f"Q{r}{hs}"
+    k = f"{{K{r}{ks}}}^\\top" if r else f"K{ks}^\\top"
     if config.score == "scaled_dot":
-        return rf"\hat S_{{{h}}} = \frac{{{q}\, {k}}}{{\sqrt{{d_k}}}},\quad d_k = {config.d_k}"
+        return rf"\hat S{hs} = \frac{{{q}\, {k}}}{{\sqrt{{d_k}}}},\quad d_k = {config.d_k}"
     if config.score == "dot":
-        return rf"S_{{{h}}} = {q}\, {k}"
+        return rf"S{hs} = {q}\, {k}"
     if config.score == "bilinear":
-        return rf"S_{{{h}}} = {q}\, W^{{({h})}}\, {k}"
-    return (rf"(S_{{{h}}})_{{ij}} = v^{{({h})\top}} \tanh(W_1^{{({h})\top}} q_i + W_2^{{({h})\top}} k_j),\ "
-            rf"q_i, k_j \text{{ rows of }} {q}, K{r}_{{{kv}}}")
+        return rf"S{hs} = {q}\, W{sup}\, {k}"
+    lhs = rf"(S{hs})_{{ij}}" if many else r"S_{ij}"
+    return (rf"{lhs} = v{sup}{{}}^\top \tanh(W_1{sup}{{}}^\top q{r}_i + W_2{sup}{{}}^\top k{r}_j),\ "
+            rf"q{r}_i, k{r}_j \text{{ rows of }} {q}, K{r}{ks}")
 
 
 def _scores_why(config: Config, h: int, kv: int) -> str:
     """What the first box shows, in words true under these settings."""
     scaled = config.score == "scaled_dot"
     name = "scaled scores Ŝ" if scaled else "scores S"
-    words = [f"Head {h}'s {name} from the forward pass under the sidebar's settings, before any bias or mask"]
+    whose = f"Head {h}'s {name}" if config.n_heads > 1 else f"The {name}"
+    later = [w for w, on in (("bias", config.positional == "alibi"), ("mask", config.mask != "none")) if on]
+    words = [f"{whose} from the forward pass under the sidebar's settings"
+             + (f", before the {' and the '.join(later)}" if later else "")]
     if config.positional == "rope":
         words.append("RoPE rotated each query and key by its position first (Q^R, K^R)")
     if config.kv_heads < config.n_heads:
         words.append(f"query head {h} reads KV head ⌊{h}/{config.n_heads // config.kv_heads}⌋ = {kv}")
     text = "; ".join(words) + "."
+    readers = ["ALiBi's bias"] * (config.positional == "alibi") + ["the mask"] * (config.mask != "none") + ["softmax"]
+    readers = readers[0] if len(readers) == 1 else ", ".join(readers[:-1]) + " and " + readers[-1]
     if config.score == "dot":
-        text += " The sidebar's score is the dot product without the division by √d_k: the bias, the mask and " \
-                "softmax read S the same way they would read Ŝ."
+        text += (f" The sidebar's score is the dot product without the division by √d_k: {readers} read"
+                 f"{'s' * (readers == 'softmax')} S the same way {'it' if readers == 'softmax' else 'they'} would "
+                 "read Ŝ.")
     elif not scaled:
-        text += (f" The sidebar's score is {config.score}, not the scaled dot product: the bias, the mask and "
-                 "softmax read these S the same way (ALiBi's paper adds its bias to the scaled dot product).")
+        text += (f" The sidebar's score is {config.score}, not the scaled dot product: {readers} read"
+                 f"{'s' * (readers == 'softmax')} these S the same way"
+                 + (" (ALiBi's paper adds its bias to the scaled dot product)." if config.positional == "alibi" else "."))
     return text
 
 
@@ -322,9 +362,9 @@ def slopes_formula(heads: int) -> str:
     """m_h in LaTeX for this H: one geometric sequence for a power of two, else the c and 2c pieces."""
     c = 2 ** int(math.floor(math.log2(heads)))
     if c == heads:
-        return rf"m_h = 2^{{-8(h+1)/{heads}}},\quad h = 0, \dots, {heads - 1}"
+        return rf"m_h = 2^{{-8(h+1)/{heads}}},\quad {index_range(0, heads - 1)}"
     return (rf"m_h = \begin{{cases}} 2^{{-8(h+1)/{c}}} & h < c = {c} \\ 2^{{-8(2(h-{c})+1)/{2 * c}}} & "
-            rf"h = {c}, \dots, {heads - 1} \end{{cases}}")
+            rf"{index_range(c, heads - 1)} \end{{cases}}")
 
 
 def mask_formula(config: Config) -> str:
@@ -332,6 +372,8 @@ def mask_formula(config: Config) -> str:
         return r"M_{ij} = [\,j \le i\,]"
     if config.mask == "sliding_window":
         return rf"M_{{ij}} = [\,0 \le i - j < W\,],\quad W = {config.window}"
+    if not config.padding:                                     # padding chosen, no position hidden yet
+        return r"M_{ij} = 1 \quad \text{(no key hidden)}"
     hidden = ", ".join(map(str, sorted(set(config.padding))))
     return rf"M_{{ij}} = [\,j \notin \{{{hidden}\}}\,]"
 
@@ -342,7 +384,9 @@ MASK_WHY = {
                                  + (f": keys i − {c.window - 1} … i." if c.window > 1 else ": only itself.")
                                  + " This is how Hugging Face transformers and flash-attn count a window; Mistral's "
                                    "paper counts one key more (the comparison below)."),
-    "padding": lambda c: "The hidden keys (padding a batch added) are invisible to every query.",
+    "padding": lambda c: ("The hidden keys (padding a batch added) are invisible to every query." if c.padding else
+                          "No key is hidden yet: the sidebar's padding mask has no positions chosen, so every query "
+                          "sees every key. Choose the padding positions in the sidebar."),
 }
 
 
@@ -447,9 +491,11 @@ def _sink(ctx: Context, cell):
     shown, shown_text, hidden = softmax_fraction(ctx, exps, exps_text, e, j, total,
                                                  masked=[math.isinf(v) for v in row] + [False])
     x, x_text = ctx.ref(src, (i, j)), ctx.ref_text(src, (i, j))
-    sym = (rf"\frac{{e^{{{x}{over} - \mu}}}}{{e^{{z_{{{h}}} - \mu}} + \sum_{{j'}} e^{{{ctx.ref(src, (i, 'j'))}{over} - \mu}}}},"
-           rf"\ \mu = \max(\max_{{j'}} {ctx.ref(src, (i, 'j'))}{over},\ z_{{{h}}})")
-    text_sym = (f"e^({x_text}{over_text} − μ) / (e^(z_{h} − μ) + Σ_j' e^({ctx.ref_text(src, (i, 'j'))}{over_text} − μ))")
+    xj, xj_text = ctx.ref(src, (i, "j'")), ctx.ref_text(src, (i, "j'"))            # the sum runs over j′
+    sym = (rf"\frac{{e^{{{x}{over} - \mu}}}}{{e^{{z_{{{h}}} - \mu}} + \sum_{{j'}} e^{{{xj}{over} - \mu}}}},"
+           rf"\ \mu = \max(\max_{{j'}} {xj}{over},\ z_{{{h}}})")
+    text_sym = (f"e^({x_text}{over_text} − μ) / (e^(z_{h} − μ) + Σ_j' e^({xj_text}{over_text} − μ)), "
+                f"μ = max(max_j' {xj_text}{over_text}, z_{h})")
     keys = 1 - e[-1] / total
     note = (f"The sink z_{h} = {fmt(sink, 3, False)} adds e^(z_{h} − μ) = {ctx.num_text(e[-1])} to the denominator "
             f"only: row {i} keeps {ctx.num_text(keys)} of its weight for the keys, the sink takes "
@@ -457,28 +503,27 @@ def _sink(ctx: Context, cell):
                                                  "first; z_h is not."))
     if all(math.isinf(v) for v in row):
         note = f"Every key is hidden for query {i}: the sink takes the whole row, and every key gets 0 (no NaN)."
-    return Explanation("sink_weights", cell, rf"(A_{{{h}}})_{{{i},{j}}} = {sym}", shown,
-                       rf"(A_{{{h}}})_{{{i},{j}}} = {ctx.num(value)}", value,
-                       f"A_{h}[{i},{j}] = {text_sym}\n  = {shown_text}\n  = {ctx.num_text(value)}", note=note,
+    lhs, lhs_text = ctx.ref("sink_weights", (i, j)), ctx.ref_text("sink_weights", (i, j))     # A′_h, not A_h
+    return Explanation("sink_weights", cell, rf"{lhs} = {sym}", shown, rf"{lhs} = {ctx.num(value)}", value,
+                       f"{lhs_text} = {text_sym}\n  = {shown_text}\n  = {ctx.num_text(value)}", note=note,
                        n_terms=len(e), n_elided=hidden, reads=tuple((src, (i, jj)) for jj in range(len(row))))
 
 
 @register("row_sums", kind=KIND)
 def _row_sum(ctx: Context, cell):
     i, part = cell
-    final, h = ctx.trace.facts["final"], ctx.trace.facts["head"]
+    final = ctx.trace.facts["final"]                                        # A_h, or A′_h with a sink
     a = [float(v) for v in ctx.value(final)[i]]
     total = math.fsum(a)
     shown, hidden = join_terms([ctx.num(v) for v in a])
     shown_text, _ = join_terms([ctx.num_text(v) for v in a], latex=False)
     reads = [(final, (i, j)) for j in range(len(a))]
+    row, row_text = rf"\textstyle\sum_j {ctx.ref(final, (i, 'j'))}", f"Σ_j {ctx.ref_text(final, (i, 'j'))}"
     if part == 0:
-        e = _simple(ctx, "row_sums", cell, rf"\textstyle\sum_j (A_{{{h}}})_{{{i},j}}", f"Σ_j A_{h}[{i},j]",
-                    rf"\textstyle\sum_j (A_{{{h}}})_{{{i},j}}", f"Σ_j A_{h}[{i},j]", shown, shown_text, total,
-                    f"Row {i}'s weights added up.", reads)
+        e = _simple(ctx, "row_sums", cell, rf"\text{{row sum}}_{{{i}}}", f"row sum[{i}]", row, row_text,
+                    shown, shown_text, total, f"Row {i}'s weights added up.", reads)
     else:
         e = _simple(ctx, "row_sums", cell, rf"\text{{sink share}}_{{{i}}}", f"sink share[{i}]",
-                    rf"1 - \textstyle\sum_j (A_{{{h}}})_{{{i},j}}", f"1 − Σ_j A_{h}[{i},j]", rf"1 - ({shown})",
-                    f"1 − ({shown_text})", 1.0 - total,
+                    rf"1 - {row}", f"1 − {row_text}", rf"1 - ({shown})", f"1 − ({shown_text})", 1.0 - total,
                     "What the keys do not get goes to the sink: e^(z_h) divided by the whole denominator.", reads)
     return replace(e, n_terms=len(a), n_elided=hidden)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import attention as att
-from .claims import claim
+from .claims import claim, holds
 from .config import Config, ConfigError
 from .explain import SYMBOLS, Context, Explanation, fmt, register
 from .positional import sinusoidal_encoding
@@ -52,6 +52,12 @@ class RopeSettings:
     config: Config
     pairing: str = "interleaved"           # interleaved (the forward pass's) | half (a comparison)
     offset: int = 0                        # the shift of the whole sentence (section 5)
+    n: int = 0                             # tokens (0: counted from the config's sentence)
+
+    def __post_init__(self):
+        if not self.n:
+            from .claims import _n_tokens
+            object.__setattr__(self, "n", _n_tokens(self.config))
 
     @property
     def d_k(self) -> int:
@@ -94,17 +100,39 @@ claim("rope_rows_move",
 claim("rope_pairings_differ",
       "the two pairings rotate different pairs of columns, so weights made for one give other scores under "
       "the other unless their columns are permuted",
-      lambda s: s.d_k >= 4,
-      "d_k ≥ 4 (with d_k = 2 there is one pair, (x_0, x_1), in both)",
-      "tests/test_rope.py::test_pairings_differ_unless_d_k_is_2",
-      about="rope", otherwise="with d_k = 2 there is one pair, (x_0, x_1): both pairings rotate it alike")
+      lambda s: s.d_k >= 4 and s.n >= 2,
+      "d_k ≥ 4 and at least two tokens (with d_k = 2 there is one pair, (x_0, x_1), in both; with one token at "
+      "position 0, R_0 = I turns nothing in either)",
+      "tests/test_rope.py::test_pairings_differ_unless_d_k_is_2_or_one_token",
+      about="rope")
+
+claim("rope_one_pair",
+      "with d_k = 2 there is one pair, (x_0, x_1): both pairings rotate it alike",
+      lambda s: s.d_k == 2,
+      "d_k = 2: the interleaved pair (x_0, x_1) and the half pair (x_0, x_{0+1}) are the same columns",
+      "tests/test_rope.py::test_pairings_differ_unless_d_k_is_2_or_one_token",
+      about="rope")
+
+claim("rope_one_token",
+      "with one token at position 0 nothing turns, so both pairings give the same numbers here",
+      lambda s: s.n == 1,
+      "a one-token sentence: its only position is 0, and R_0 is the identity",
+      "tests/test_rope.py::test_pairings_differ_unless_d_k_is_2_or_one_token",
+      about="rope")
 
 claim("rope_half_not_forward",
       "so these Q^R, K^R and scores are not the forward pass's, which turns interleaved pairs (x_2i, x_2i+1)",
-      lambda s: s.pairing == "half" and s.d_k >= 4,
-      "the half pairing with d_k ≥ 4 (with d_k = 2 its one pair is the interleaved one)",
-      "tests/test_rope.py::test_half_pairing_is_the_forward_pass_only_when_d_k_is_2",
+      lambda s: s.pairing == "half" and s.d_k >= 4 and s.n >= 2,
+      "the half pairing with d_k ≥ 4 and at least two tokens (with d_k = 2 its one pair is the interleaved one; "
+      "with one token nothing turns)",
+      "tests/test_rope.py::test_half_pairing_is_the_forward_pass_only_when_d_k_is_2_or_one_token",
       about="rope", otherwise="these Q^R and K^R are the forward pass's own (Position = RoPE)")
+
+
+def pairings_alike(s: RopeSettings) -> list[str]:
+    """Why the two pairings give the same numbers under these settings (the claims that hold), or []."""
+    from .claims import say
+    return [say(key, s) for key in ("rope_one_pair", "rope_one_token") if say(key, s)]
 
 
 def with_rope(config: Config) -> Config:
@@ -279,9 +307,17 @@ def _lesson(forward: Trace, head: int, pairing: str, offset: int) -> Trace:
             rotated = forward_rows(forward, f"{name}_rot", head)                # the forward pass's own
         else:
             rotated = rotate(x, positions, base, pairing)
-        where = ("the forward pass's own" if pairing == "interleaved" and not offset else
-                 f"the {pairing} pairing{', positions moved by ' + str(offset) if offset else ''}: a comparison "
-                 "the forward pass does not make")
+        here = RopeSettings(config, pairing, 0, n)
+        if pairing == "interleaved" and not offset:
+            where = "the forward pass's own"
+        elif offset:
+            where = f"the {pairing} pairing, positions moved by {offset}: a comparison the forward pass does not make"
+        elif holds("rope_one_pair", here):                                     # the half pairing, yet the same
+            where = "the half pairing: with d_k = 2 its one pair is the forward pass's (x_0, x_1)"
+        elif holds("rope_one_token", here):
+            where = "the half pairing: with one token at position 0 nothing turns, so these are the forward pass's"
+        else:
+            where = "the half pairing: a comparison the forward pass does not make"
         sym = t.facts["symbols"].get(name, (big, big))[1]
         t.add(f"{name}_rot", f"{sym} rotated: {t.facts['symbols'].get(f'{name}_rot', (big, big + '^R'))[1]}" + at,
               rotated, ("n", "d_k"),

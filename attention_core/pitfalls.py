@@ -79,18 +79,21 @@ class Pitfall:
 def symbols(source: Config | Trace | None = None) -> dict[str, str]:
     """The scores' symbols the pitfalls' words use, under these settings (plain text, docs/notation.md):
     scores: what the score step gives (Ŝ for the scaled dot product, else S), unmasked;
-    arg: what softmax reads, divided by T when T ≠ 1 (S, Ŝ or S̃)."""
+    arg: what softmax reads, divided by T when T ≠ 1 (S, Ŝ, Ŝ + B with ALiBi's bias, or S̃ with a mask)."""
     if source is None:
         source = Config()
     if isinstance(source, Trace):
         trace, config = source, source.facts.get("config")
-        scaled, masked = "scaled_scores" in trace, "mask" in trace
+        scaled, masked, biased = "scaled_scores" in trace, "mask" in trace, "alibi" in trace
         t = settings_of(trace, config).temperature
     else:
         scaled, masked, t = source.score == "scaled_dot", source.mask != "none", source.temperature
+        biased = source.positional == "alibi"
     scores = "Ŝ" if scaled else "S"
-    arg = "S̃" if masked else scores
-    return {"scores": scores, "arg": arg if t == 1 else f"{arg} / {t:g}"}
+    arg = "S̃" if masked else f"{scores} + B" if biased else scores
+    if t != 1:
+        arg = f"({arg}) / {t:g}" if " + " in arg else f"{arg} / {t:g}"
+    return {"scores": scores, "arg": arg}
 
 
 def difference(correct: np.ndarray, wrong: np.ndarray) -> float:
@@ -121,6 +124,11 @@ def _rows_sum_to_one(a: np.ndarray, visible: np.ndarray | None = None) -> tuple[
 
 def _mask_of(trace: Trace) -> np.ndarray | None:
     return trace["mask"].value.astype(bool) if "mask" in trace else None
+
+
+def _before_mask(trace: Trace) -> str:
+    """The step the mask reads: the scores with ALiBi's bias when there is one, else Ŝ or S."""
+    return "biased_scores" if "biased_scores" in trace else "scaled_scores" if "scaled_scores" in trace else "scores"
 
 
 def _one_token(trace: Trace) -> str:
@@ -242,7 +250,7 @@ def neg_inf_nan(source) -> PitfallResult:
     """
     trace, config = _trace(source)
     t = settings_of(trace, config).temperature
-    s = trace["scaled_scores" if "scaled_scores" in trace else "scores"].value   # (h?, n, n)
+    s = trace[_before_mask(trace)].value                                  # (h?, n, n)
     n = trace.n
     mask = _mask_of(trace)
     mask = np.ones((n, n), bool) if mask is None else mask.copy()
@@ -300,7 +308,9 @@ def scores_times_v(source) -> PitfallResult:
     """context = scores @ V instead of softmax(scores) @ V: the mix is no longer an average."""
     trace, _ = _trace(source)
     h = trace.facts["n_heads"]
-    v = trace["v_heads" if h > 1 else "v"].value                          # (h?, n, d_v)
+    v = trace["v_heads" if h > 1 else "v"].value                          # (h_kv?, n, d_v)
+    if h > 1:
+        v = expand_kv(v, h)                                               # (H, n, d_v): head h reads KV head ⌊h/g⌋
     logits = trace["scaled_scores" if "scaled_scores" in trace else "scores"].value   # (h?, n, n)
     weights = trace["weights"].value
     correct = weights @ v                                                 # (h?, n, d_v)
@@ -400,9 +410,7 @@ def sqrt_len_q(source) -> PitfallResult:
     not change when another word joins the sentence.
     """
     trace, _ = _trace(source)
-    h = trace.facts["n_heads"]
-    q = trace["q_heads" if h > 1 else "q"].value                          # (h?, n, d_k)
-    k = trace["k_heads" if h > 1 else "k"].value
+    q, k = _query_key_rows(trace)                                         # (h?, n, d_k) each
     n, d_k = q.shape[-2], q.shape[-1]
     raw = q @ np.swapaxes(k, -1, -2)                                      # (h?, n, n)
     correct = att.softmax(raw / np.sqrt(d_k))
@@ -420,13 +428,30 @@ def sqrt_len_q(source) -> PitfallResult:
                          f"scores by {drift_c:.1e}. Dividing by √(n·d_k) = √({n}·{d_k}) = {math.sqrt(n * d_k):.3g}: "
                          f"by up to {drift_w:.3g}, and the weights get flatter the longer the sentence.",
                          trace["weights"].axes, "attention weights" if _plain_scaled_dot(trace) else
-                         "weights softmax(Q Kᵀ/√d_k) of your Q and K (no mask, T = 1)")
+                         ("weights softmax(Q^R K^R⊤/√d_k) of your rotated Q and K" if "q_rot" in trace else
+                          "weights softmax(Q Kᵀ/√d_k) of your Q and K")
+                         + f" (no mask, {'no ALiBi bias, ' if 'alibi' in trace else ''}T = 1)")
 
 
 def _plain_scaled_dot(trace: Trace) -> bool:
-    """The learner's weights are softmax(Q Kᵀ/√d_k) as they are: scaled dot product, no mask, T = 1."""
-    return ("scaled_scores" in trace and "mask" not in trace
+    """The learner's weights are softmax(Q Kᵀ/√d_k) as they are (Q^R, K^R under RoPE): scaled dot product, no
+    ALiBi bias, no mask, T = 1."""
+    return ("scaled_scores" in trace and "mask" not in trace and "alibi" not in trace
             and settings_of(trace, trace.facts.get("config")).temperature == 1)
+
+
+def _query_key_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(Q, K) as the scores read them: rotated under RoPE, per head with heads, K repeated so that query head h
+    meets KV head ⌊h/g⌋; ((h?, n, d_k), (h?, n, d_k)), without a head axis for one head."""
+    if "q_rot" in trace:
+        q, k = trace["q_rot"].value, trace["k_rot"].value
+    elif trace.facts["n_heads"] > 1:
+        q, k = trace["q_heads"].value, trace["k_heads"].value
+    else:
+        q, k = trace["q"].value, trace["k"].value
+    if q.ndim == 3:
+        k = expand_kv(k, q.shape[0])
+    return q, k
 
 
 # ---- 8. odd d_model: the sinusoidal encoding's last column left at zero (seed 001) --------------------
@@ -522,7 +547,8 @@ def alibi_no_step(source) -> PitfallResult:
     h_learner = trace.facts["n_heads"]
     n_alibi = _alibi_heads(h_learner)
     right, bad = alibi_slopes(n_alibi), alibi_slopes_without_step(n_alibi)          # (H,), m_0 … m_{H−1}
-    q, k = _heads_of(trace, "q"), _heads_of(trace, "k")                             # (H_learner, n, d_k)
+    q = _heads_of(trace, "q")                                                       # (H_learner, n, d_k)
+    k = expand_kv(_heads_of(trace, "k"), h_learner)                                 # head h reads KV head ⌊h/g⌋
     n, d_k = q.shape[1], q.shape[2]
     which = np.arange(n_alibi) % h_learner                                          # ALiBi head h reads head h mod H
     s = np.einsum("hd,hjd->hj", q[which, -1], k[which]) / np.sqrt(d_k)              # (H, n): q_{n−1} Kᵀ/√d_k
@@ -629,10 +655,13 @@ def window_w_plus_one(source) -> PitfallResult:
     """The sliding window 0 ≤ i − j < W (W keys: Hugging Face's, flash-attn's) written as i − j ≤ W (W + 1 keys:
     Mistral's paper's reading, and PyTorch's flex-attention example's).
 
-    W is half the learner's tokens (at least 1), so that the window cuts; the weights are softmax(Q_h K_hᵀ/√d_k).
+    W is half the learner's tokens (at least 1), so that the window cuts; the weights are softmax(Q_h K_hᵀ/√d_k)
+    (Q^R, K^R under RoPE), query head h reading KV head ⌊h/g⌋.
     """
     trace, _ = _trace(source)
-    q, k = _heads_of(trace, "q"), _heads_of(trace, "k")                             # (H, n, d_k)
+    rope = "q_rot" in trace
+    q, k = (_rotated_heads(trace, "q"), _rotated_heads(trace, "k")) if rope else (_heads_of(trace, "q"), _heads_of(trace, "k"))
+    k = expand_kv(k, q.shape[0])                                                    # (H, n, d_k): head h reads ⌊h/g⌋
     n, d_k = q.shape[1], q.shape[2]
     w = max(1, n // 2)
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(d_k)                                   # (H, n, n)
@@ -640,10 +669,12 @@ def window_w_plus_one(source) -> PitfallResult:
     correct = att.softmax(att.apply_mask(s, right))
     wrong = att.softmax(att.apply_mask(s, bad))
     extra = bad & ~right                                                            # the key j = i − W
+    r = "^R" if rope else ""
+    kv = "⌊h/g⌋" if trace.facts.get("n_kv_heads", len(q)) < len(q) else "h"         # query head h's KV head
     seen_c, seen_w = int(right.sum(axis=1).max()), int(bad.sum(axis=1).max())
     rows = np.flatnonzero(extra.any(axis=1))
     return PitfallResult(_one_head_squeezed(correct, trace), _one_head_squeezed(wrong, trace),
-                         difference(correct, wrong), f"each query sees at most W = {w} keys, itself included",
+                         difference(correct, wrong), f"each query sees at most W = {_count(w, 'key')}, itself included",
                          seen_c <= w, seen_w > w,
                          f"W = {w} (half your {_count(n, 'token')}, at least 1). 0 ≤ i − j < W: at most "
                          f"{_count(seen_c, 'key')} per query. i − j ≤ W: {seen_w}"
@@ -651,7 +682,8 @@ def window_w_plus_one(source) -> PitfallResult:
                             f"{float(wrong[:, extra].max()):.3g}." if rows.size else
                             " as well: with one token there is no key before the query, so the two versions "
                             "coincide."),
-                         trace["weights"].axes, f"weights with a sliding window of W = {w} keys")
+                         trace["weights"].axes,
+                         f"weights softmax(Q{r}_h K{r}_{kv}ᵀ/√d_k) with a sliding window of W = {_count(w, 'key')}")
 
 
 # ---- 13. a latent KV cache multiplied by 2 --------------------------------------------------------------

@@ -618,3 +618,48 @@ def test_leaf_notes_say_where_a_number_comes_from():
     trace = run_forward(config)
     e = explain(trace, "x", (2, 3), config=config)
     assert e.value == 2.0 and "the index p itself" in e.note
+
+
+# ---- today's attention in the forward explainers: ALiBi's sum per head, a window's rule, a row with no key ----
+
+def test_biased_scores_carry_the_head_on_each_matrix_and_no_doubled_parentheses():
+    """(Ŝ_4 + B_4)_{2,1}, as the pages' headings write Ŝ_h + B_h; not ((Ŝ + B)_{4})_{2,1} nor (Ŝ+B)_4[2,1]."""
+    for config, sym, text in ((Config(positional="alibi", n_heads=6, mask="sliding_window", window=2), r"\hat S",
+                               "Ŝ"),
+                              (Config(positional="alibi", n_heads=6, score="dot"), "S", "S")):
+        trace = run_forward(config)
+        e = explain(trace, "biased_scores", (4, 2, 1), config=config)
+        assert e.symbolic.startswith(rf"({sym}_{{4}} + B_{{4}})_{{2,1}} = ({sym}_{{4}})_{{2,1}} + (B_{{4}})_{{2,1}}")
+        assert e.text.startswith(f"({text}_4+B_4)[2,1] = {text}_4[2,1] + B_4[2,1]"), e.text
+        assert "((" not in e.symbolic and ")_4[" not in e.text
+        for key in ("masked_scores", "weights"):               # what reads it: never ((Ŝ_4 + B_4)) nor (Ŝ+B)_4
+            if key in trace:
+                r = explain(trace, key, (4, 2, 1), config=config)
+                assert f"({sym}_{{4}} + B_{{4}})_{{2," in r.symbolic or key == "weights" and "mask" in trace
+                assert not re.search(r"\(\([^()]*\)\)", r.symbolic) and "+B)_4" not in r.text, r.symbolic
+    one = run_forward(Config(positional="alibi"))              # one head: no subscript, as page 4 writes Ŝ + B
+    assert explain(one, "biased_scores", (2, 1)).text.startswith("(Ŝ+B)[2,1] = Ŝ[2,1] + B[2,1]")
+
+
+def test_the_window_rule_says_yes_or_no_not_true_or_false():
+    config = Config(mask="sliding_window", window=2)
+    trace = run_forward(config)
+    hidden, seen = explain(trace, "mask", (3, 1), config=config), explain(trace, "mask", (3, 2), config=config)
+    assert "0 ≤ i − j = 2 < W = 2: no" in hidden.text and hidden.value == 0.0
+    assert "0 ≤ i − j = 1 < W = 2: yes" in seen.text and seen.value == 1.0
+    assert not re.search(r"\b(True|False)\b", hidden.text + seen.text + hidden.substituted)
+
+
+def test_a_row_with_every_key_hidden_is_set_to_zero_not_0_over_0():
+    config = Config(positional="alibi", n_heads=2, mask="padding", padding=(0, 1, 2, 3))
+    trace = run_forward(config)
+    e = explain(trace, "weights", (1, 2, 1), config=config)
+    assert e.value == 0.0 and r"\frac{0}{0}" not in e.substituted and "0 / 0" not in e.text.replace(" ", " ")
+    assert "no visible key: the row is set to 0" in e.text and "the app sets such a row to all zeros (no NaN)" in e.note
+    assert "core defines" not in e.note
+
+
+def test_the_bilinear_note_names_the_heads_own_matrix():
+    config = Config(score="bilinear", n_heads=2, weights="random")
+    e = explain(run_forward(config), "scores", (1, 2, 0), config=config)
+    assert "u_m = (W^(1) k_0ᵀ)_m" in e.note and "learned matrix W^(1) (head 1's own)" in e.note

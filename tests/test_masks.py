@@ -209,16 +209,18 @@ def trace_of(c):
 
 @settings(max_examples=60, deadline=None)
 @given(controls)
-def test_rows_sum_to_one_only_without_sink_and_with_a_key(c):
+def test_rows_of_a_sum_to_one_exactly_when_a_key_is_visible(c):
+    """A is the plain softmax (the sink's weights are A′, beside it): its rows sum to 1 exactly when some key is
+    visible, whatever the sink; the 'otherwise' says why not: every key is hidden, and each row of A is all 0."""
     t, s = trace_of(c)
-    sums = t["row_sums"].value[:, 0]
+    a = t["weights"].value
     assert np.all(np.isfinite(t[t.facts["final"]].value)) and np.all(t[t.facts["final"]].value >= 0)
     if holds("masks_rows_sum_to_one", s):
-        assert np.allclose(sums, 1.0, atol=1e-12)
-    else:          # the 'otherwise': a sink takes a share, or a row with every key hidden is all 0
-        assert s.sink is not None or not s.sees_a_key()
-        if s.sink is None:
-            assert np.all(sums == 0.0)
+        assert np.allclose(a.sum(axis=1), 1.0, atol=1e-12)
+    else:          # the 'otherwise', word for word: every key is hidden, so each row of A is all 0
+        assert s.mask == "padding" and set(s.hidden) == set(range(s.n)) and "mask" in t and not t["mask"].value.any()
+        assert np.all(a == 0.0) and "every key is hidden, so each row of A is all 0" in \
+            CLAIMS["masks_rows_sum_to_one"].otherwise
 
 
 @settings(max_examples=60, deadline=None)
@@ -275,7 +277,7 @@ def test_alibi_reaches_keys_after_the_query_exactly_when_one_is_visible(mask, hi
     visible = t["mask"].value == 1 if "mask" in t else np.ones((n, n), dtype=bool)
     after = (j > i) & visible                                    # visible keys after the query
     assert holds("masks_alibi_both_sides", s) == bool(after.any())
-    assert holds("masks_alibi_one_side", s) == (not after.any() and bool(visible.any(axis=1).all()))
+    assert holds("masks_alibi_one_side", s) == ("mask" in t and not after.any() and bool(visible.any(axis=1).all()))
     final = t["masked_scores"].value if "masked_scores" in t else t["biased_scores"].value
     assert np.allclose(final[after], (t["scaled_scores"].value - m * np.abs(i - j))[after], atol=1e-13)
     assert np.all(final[after] < t["scaled_scores"].value[after])          # lowered
@@ -331,7 +333,7 @@ def test_explanations_show_the_numbers_the_lesson_asks_for():
     assert "0 ≤ i − j = 2 ≤ 2: yes" in explain(t, "mask_w1", (2, 0)).text
     assert "0 ≤ i − j = 2 < 2: no" in explain(t, "mask_w", (2, 0)).text
     dot = masks_trace(CONFIGS["alibi3-none-dot-bias"], 1)                             # unscaled: (S + B), not (Ŝ + B)
-    assert explain(dot, "biased_scores", (1, 0)).text.startswith("(S+B)_1[1,0] = S_1[1,0] + B_1[1,0]")
+    assert explain(dot, "biased_scores", (1, 0)).text.startswith("(S_1+B_1)[1,0] = S_1[1,0] + B_1[1,0]")
 
 
 def test_a_softmax_under_a_window_shows_every_finite_term():
@@ -396,8 +398,9 @@ def test_page_alibi_six_heads_a_window_and_the_sink_from_the_sidebar():
     at.slider(key="masks.sink").set_value(-2.0).run()
     no_exception(at)
     text = shown(at)
-    assert "Weights with a sink, z_4 = -2" in text and "with a sink every row sums to less than 1" in text.lower()
-    assert "Every row of A sums to 1" not in text
+    assert "Weights with a sink A′_4, z_4 = -2" in text and "with a sink every row of a′ sums to less than 1" in \
+        text.lower()
+    assert "Every row of A sums to 1" in text                   # A, the plain softmax beside A′, still does
 
 
 def test_page_defaults_say_where_alibi_and_the_mask_are_set():
@@ -413,7 +416,7 @@ def test_page_defaults_say_where_alibi_and_the_mask_are_set():
     no_exception(at)
     assert at.session_state["s.last_good"].positional == "alibi"
     text = shown(at)
-    assert "this mask lets some queries see keys after them" not in text         # padding hides every later key
+    assert CLAIMS["masks_alibi_both_sides"].marker not in text                   # padding hides every later key
     assert "the mask hides every key after its query" in text.lower()
 
 
@@ -437,7 +440,7 @@ def test_share_link_reopens_the_same_view_head_sink_tab_and_cell():
     again = open_page(PAGE, query=link)                                         # a fresh session from the link
     no_exception(again)
     assert again.slider(key="masks.head").value == 4 and again.slider(key="masks.sink").value == 1.5
-    assert [m.value for m in again.markdown if "was made" in m.value] == made and r"A\_4\[3,2\]" in made[0]
+    assert [m.value for m in again.markdown if "was made" in m.value] == made and r"A′\_4\[3,2\]" in made[0]
     assert "Window of W = 2 keys" in shown(again) and "(Mistral's paper, PyTorch's example)" not in shown(again)
 
 
@@ -452,6 +455,9 @@ WALK = [  # (sidebar Config, own controls): the issue's unusual settings on this
     (Config(positional="alibi", n_heads=8, mask="none", score="additive"), {"masks.compare": "Causal or window"}),
     (Config(positional="alibi", n_heads=7, mask="sliding_window", window=1, sentence="the cat sat on a mat"),
      {"masks.head": 6, "masks.sink_on": True, "masks.sink": -3.0, "masks.compare": "Causal or window"}),
+    (Config(positional="alibi", sentence="love"), {}),                        # one token, no mask
+    (Config(positional="alibi", n_heads=2, mask="padding", padding=(0, 1, 2, 3)), {"masks.head": 1}),  # no sink
+    (Config(mask="padding"), {"masks.compare": "Causal or padding"}),           # padding with no position chosen
 ]
 
 
@@ -481,3 +487,105 @@ def test_no_claim_is_shown_where_it_does_not_hold():
                                                                         else 0)
         assert shown_outside(text, config) == [] and shown_outside(text, said, about=KIND) == [], (config, own)
         assert not re.search(r"Longformer|torch's reading|sliding_window|\.py\b|h=\d+ heads", text), config
+
+
+# ---- a fresh reader's findings: each sentence true under the settings it is shown with ----------------------
+
+def page_with(query: dict, checked: bool = False):
+    from tests.apptest_util import no_exception, open_page
+    at = open_page(PAGE, query=query)
+    if checked:
+        at.session_state["masks.checked"] = True
+        at.run()
+    no_exception(at)
+    from tests.apptest_util import formulas
+    return at, shown(at), "\n".join(formulas(at))
+
+
+def test_every_key_hidden_says_why_rows_are_zero_and_never_0_over_0():
+    at, text, tex = page_with({"positional": "alibi", "n_heads": "2", "mask": "padding", "padding": "0,1,2,3",
+                               "masks.head": "1", "cell": "hm:weights:None.2.1"})
+    assert "Rows do not sum to 1 here: every key is hidden, so each row of A is all 0." in text
+    assert "a sink takes a share" not in text                                   # there is no sink
+    assert r"\text{no visible key: the row is set to } 0" in tex and r"\frac{0}{0}" not in tex
+    assert "the app sets such a row to all zeros (no NaN)" in text and "core defines" not in text
+
+
+def test_one_head_alibi_no_mask_words_formulas_and_the_checks_box():
+    at, text, tex = page_with({"positional": "alibi", "n_heads": "1", "cell": "hm:weights:None.2.1"}, checked=True)
+    assert "What softmax now reads." in text and "What the mask and softmax now read" not in text
+    assert r"A_{ij} = \frac{e^{(\hat S + B)_{ij}}}{\sum_{j'} e^{(\hat S + B)_{ij'}}}" in tex
+    assert not re.search(r"\(\([^()]*\)\)", tex)                     # never ((Ŝ_0 + B_0)), a sum doubly wrapped
+    assert r"m_h = 2^{-8(h+1)/1},\quad h = 0" in tex and r"\dots, 0" not in tex
+    # one head: no head subscript, the forward pages' way, in the headings and the clicked cell alike
+    assert "##### Weights A &nbsp;" in text and "Biased scores Ŝ + B" in text and "A_0" not in text
+    assert r"**How A\[2,1\] was made**" in text
+    assert "(the sidebar's W counts the query; this reading's W does not)" in text and "(its W counts" not in text
+    assert "given this head's queries and keys and ALiBi's bias:" in text and "and the mask" not in text
+    assert "Some queries see keys after them here" in text and "This mask lets" not in text
+
+
+def test_defaults_checks_box_names_only_what_torch_was_given():
+    at, text, _ = page_with({}, checked=True)
+    assert "given this head's queries and keys: the largest difference" in text
+    assert "the bias" not in text.split("Against PyTorch")[1].split("\n")[0]
+
+
+def test_one_token_without_a_mask_says_nothing_about_a_mask():
+    at, text, _ = page_with({"positional": "alibi", "sentence": "love"})
+    assert CLAIMS["masks_alibi_one_side"].marker.lower() not in text.lower()
+    assert not holds("masks_alibi_one_side", MaskSettings(1, mask="none", heads=1))
+    assert not holds("masks_alibi_both_sides", MaskSettings(1, mask="none", heads=1))
+
+
+def test_padding_with_no_position_chosen_says_so():
+    at, text, tex = page_with({"mask": "padding"})
+    assert "mask: padding hiding no key yet (choose positions in the sidebar)" in text
+    assert "The sidebar's mask is padding hiding no key yet" in text and "hiding keys  ·" not in text
+    assert r"M_{ij} = 1 \quad \text{(no key hidden)}" in tex and r"\{\}" not in tex
+    assert "No key is hidden yet" in text and "The hidden keys (padding a batch added)" not in text
+
+
+def test_the_sink_has_its_own_symbol_and_its_sum_runs_over_j_prime():
+    at, text, tex = page_with({"positional": "alibi", "n_heads": "6", "mask": "sliding_window", "window": "2",
+                               "masks.head": "4", "masks.sink_on": "1", "masks.sink": "1.5",
+                               "cell": "hm:sink_weights:None.2.1"})
+    assert "Weights with a sink A′_4, z_4 = 1.5" in text and "##### Weights A_4 &nbsp;" in text
+    assert r"**How A′\_4\[2,1\] was made**" in text and r"**How A\_4\[2,1\]" not in text
+    assert r"\textstyle\sum_j ({A'_{4}})_{ij},\quad 1 - \sum_j ({A'_{4}})_{ij}" in tex
+    made = next(f for f in tex.split("\n") if f.startswith(r"\begin{aligned} ({A'_{4}})_{2,1}"))
+    assert r"({\tilde S_{4}})_{2,j'}" in made and r"_{2,j}" not in made
+    t = masks_trace(Config(positional="alibi", n_heads=6, mask="sliding_window", window=2), 4, 1.5)
+    e = explain(t, "sink_weights", (2, 1))
+    assert e.text.startswith("A′_4[2,1] = e^(S̃_4[2,1] − μ) / (e^(z_4 − μ) + Σ_j' e^(S̃_4[2,j'] − μ))"), e.text
+    sums = explain(t, "row_sums", (2, 0)).text.split("\n")[0]
+    assert sums == "row sum[2] = Σ_j A′_4[2,j]"                       # not "Σ_j A_4[2,j] = Σ_j A_4[2,j]"
+    b = explain(t, "biased_scores", (2, 1))                            # the heading's Ŝ_4 + B_4
+    assert b.text.startswith("(Ŝ_4+B_4)[2,1]") and b.symbolic.startswith(r"(\hat S_{4} + B_{4})_{2,1}")
+    assert t["biased_scores"].title == "Biased scores Ŝ_4 + B_4"
+
+
+def test_a_sink_too_small_for_float64_is_said_to_round_to_1():
+    """z_h = −30 against scores near 60 (d_k = 64, T = 0.1): the share e^(−30 − 61.7) underflows and the rows sum
+    to exactly 1.0 in float64; the sentence says it holds in exact arithmetic and rounds to 1 there."""
+    config = cfg(mask="causal", score="dot", d_k=64, temperature=0.1)
+    t = masks_trace(config, 0, -30.0)
+    assert np.any(t["row_sums"].value[:, 0] == 1.0)
+    from attention_core.claims import say
+    words = say("masks_sink_below_one", t.facts["settings"])
+    assert "in exact arithmetic" in words and "the sum rounds to 1" in words
+
+
+def test_formulas_and_words_for_one_element_ranges_rope_additive_and_readers():
+    from attention_core.lesson_masks import _scores_why, score_formula, slopes_formula
+    from ui.masks_view import slopes_markdown
+    assert r"h = 2 \end{cases}" in slopes_formula(3) and r"h = 4 \end{cases}" in slopes_formula(5)
+    assert r"m_{0}, m_{1} = " in slopes_markdown(3) and r"\text{then } m_{2} = " in slopes_markdown(3)
+    assert r"\dots" not in slopes_formula(2) + slopes_formula(3) + slopes_markdown(3)
+    rope = Config(positional="rope", score="additive", n_heads=2)
+    assert r"q^R_i, k^R_j \text{ rows of } Q^R_{1}, K^R_{1}" in score_formula(rope, 1, 1)
+    assert "softmax reads S the same way it would read Ŝ" in _scores_why(Config(score="dot"), 0, 0)
+    assert "the mask and softmax read S" in _scores_why(Config(score="dot", mask="causal"), 0, 0)
+    assert "ALiBi's paper" not in _scores_why(Config(score="bilinear"), 0, 0)
+    assert "ALiBi's bias, the mask and softmax read these S" in _scores_why(
+        Config(score="bilinear", positional="alibi", mask="causal"), 0, 0)

@@ -292,11 +292,13 @@ def test_pitfalls_page_counts_the_tutorials_pitfalls_from_the_data():
     assert sum("(a classic)" in o for o in options) == len(PITFALLS) - len(FROM_TUTORIALS)
 
 
-@pytest.mark.parametrize("query", [{}, {"score": "dot", "mask": "causal", "temperature": "0.5", "n_heads": "2"}])
+@pytest.mark.parametrize("query", [{}, {"score": "dot", "mask": "causal", "temperature": "0.5", "n_heads": "2"},
+                                   {"n_heads": "4", "n_kv_heads": "2", "positional": "rope"}])
 def test_pitfalls_page_text_has_no_seed_file_and_describes_these_settings(query):
     from tests.apptest_util import no_exception, open_page
     at = open_page("app_pages/30_pitfalls.py", query=query)
-    config = Config(**{k: float(v) if k == "temperature" else int(v) if k == "n_heads" else v for k, v in query.items()})
+    config = Config(**{k: float(v) if k == "temperature" else int(v) if k in ("n_heads", "n_kv_heads") else v
+                       for k, v in query.items()})
     for p in PITFALLS:
         at.radio(key="pitfall").set_value(p.key).run()
         no_exception(at)
@@ -304,7 +306,7 @@ def test_pitfalls_page_text_has_no_seed_file_and_describes_these_settings(query)
         assert "seed 00" not in text.lower(), p.key
         assert p.text(config) in [m.value for m in at.markdown], p.key     # the description, for these settings
     at.radio(key="pitfall").set_value("softmax_axis").run()
-    want = "softmax(S̃ / 0.5, axis=−1)" if query else "softmax(Ŝ, axis=−1)"     # what these settings' softmax reads
+    want = "softmax(S̃ / 0.5, axis=−1)" if "mask" in query else "softmax(Ŝ, axis=−1)"   # what these settings' softmax reads
     assert want in _page_text(at)
 
 
@@ -430,3 +432,55 @@ def test_latent_cache_is_the_papers_d_c_plus_d_r_times_layers():
     np.testing.assert_allclose(r.correct, np.arange(1, n + 1) * 35_136 * 2 / 1024)    # KiB in BF16
     np.testing.assert_allclose(r.wrong, 2 * r.correct)
     assert "= 70,272 bytes = 68.6 KiB" in r.check_detail and "8.58 GiB, not 17.16 GiB" in r.check_detail
+
+
+# ---- grouped key/value heads: every pitfall computes, and its correct side is the forward pass's where it says so ----
+
+GQA_CONFIGS = [Config(sentence="the cat sat on the mat", embedding="random", weights="random", d_model=8,
+                      n_heads=h, n_kv_heads=h_kv, positional=positional)
+               for h, h_kv in ((4, 2), (6, 3), (4, 1)) for positional in ("sinusoidal", "rope", "alibi")]
+
+
+@pytest.mark.parametrize("config", GQA_CONFIGS, ids=lambda c: f"H{c.n_heads}-Hkv{c.n_kv_heads}-{c.positional}")
+def test_every_pitfall_computes_under_grouped_kv_heads_and_its_correct_side_is_the_forward_passs(config):
+    """The old lab crashed under 1 < H_kv < H (K and V have H_kv heads, the queries H): W + 1 window, scores @ V,
+    √(n·d_k) and ALiBi without [0::2]. Query head h must read KV head ⌊h/g⌋, as the forward pass does."""
+    trace = run_forward(config)
+    n, h = trace.n, config.n_heads
+    weights, context = trace["weights"].value, trace["context"].value                     # (H, n, n), (H, n, d_v)
+    r = {p.key: p.compute(trace) for p in PITFALLS}                                      # no exception
+    for key, res in r.items():
+        assert res.correct.shape == res.wrong.shape and res.check_passes_on_correct and res.check_flags_wrong, key
+        assert np.isfinite(res.difference) or key == "neg_inf_nan", key
+    np.testing.assert_allclose(r["softmax_axis"].correct, weights, atol=1e-15)
+    np.testing.assert_array_equal(r["dropout_at_inference"].correct, weights)
+    np.testing.assert_allclose(r["scores_times_v"].correct, context, atol=1e-12)         # C = A V, V of head ⌊h/g⌋
+    np.testing.assert_allclose(r["neg_inf_nan"].correct[:, :-1], weights[:, :-1], atol=1e-15)   # but the hidden row
+    assert (r["sqrt_len_q"].what == "attention weights") == (config.positional != "alibi")
+    if config.positional != "alibi":                                                    # "attention weights": yours
+        np.testing.assert_allclose(r["sqrt_len_q"].correct, weights, atol=1e-12)
+        w = n // 2                                                                       # the window the pitfall cuts
+        windowed = run_forward(config.replace(mask="sliding_window", window=w))["weights"].value
+        np.testing.assert_allclose(r["window_w_plus_one"].correct, windowed, atol=1e-12)
+        assert r["window_w_plus_one"].what.endswith(f"with a sliding window of W = {w} keys")
+        causal = run_forward(config.replace(mask="causal"))["weights"].value[:, -1]      # the full pass's last row
+        np.testing.assert_allclose(r["causal_upper_left"].correct, causal, atol=1e-12)
+    elif h == 6:                                                                         # the learner's own 6 ALiBi heads
+        causal = run_forward(config.replace(mask="causal"))["weights"].value[:, -1]
+        np.testing.assert_allclose(r["alibi_no_step"].correct, causal, atol=1e-12)
+    kv = "K^R_⌊h/g⌋" if config.positional == "rope" else "K_⌊h/g⌋"
+    assert kv in r["window_w_plus_one"].what
+
+
+def test_a_window_of_one_key_says_one_key():
+    r = PITFALLS_BY_KEY["window_w_plus_one"].compute(Config(sentence="i love", embedding="random", weights="random"))
+    assert "W = 1 key," in r.check_name and r.what.endswith("with a sliding window of W = 1 key")
+    assert "1 keys" not in " ".join((r.check_name, r.check_detail, r.what))
+
+
+def test_under_alibi_the_descriptions_name_the_biased_scores_softmax_reads():
+    for config, arg in ((Config(positional="alibi"), "Ŝ + B"), (Config(positional="alibi", temperature=0.5),
+                                                                 "(Ŝ + B) / 0.5"),
+                        (Config(positional="alibi", mask="causal"), "S̃")):
+        assert symbols(config)["arg"] == arg == symbols(run_forward(config))["arg"]
+        assert f"softmax({arg}, axis=−1)" in PITFALLS_BY_KEY["softmax_axis"].text(config)

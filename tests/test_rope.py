@@ -167,35 +167,49 @@ def test_a_shift_above_0_moves_every_rotated_row(seed, n, d, base, offset, pairi
 
 
 @SETTINGS
-@given(seed=st.integers(0, 10_000), d=even_d, base=bases)
-def test_pairings_differ_unless_d_k_is_2(seed, d, base):
-    x = rows(seed, 4, d)
+@given(seed=st.integers(0, 10_000), d=even_d, base=bases, n=st.integers(1, 4))
+def test_pairings_differ_unless_d_k_is_2_or_one_token(seed, d, base, n):
+    """Claims rope_pairings_differ, rope_one_pair, rope_one_token: tokens at positions 0 … n − 1 give different
+    rotated rows in the two pairings exactly when d_k ≥ 4 and n ≥ 2; with d_k = 2 both pair (x_0, x_1), and one
+    token stands at position 0, where R_0 = I turns nothing."""
+    x = rows(seed, n, d)
     inter, half = rotary_embedding(x, base=base), rotary_embedding(x, base=base, pairing="half")
-    s = RopeSettings(Config(d_k=d, positional="rope"))
-    if d == 2:
-        np.testing.assert_array_equal(half_permutation(2), [0, 1])
+    s = RopeSettings(Config(d_k=d, positional="rope"), n=n)
+    assert holds("rope_one_pair", s) == (d == 2) and holds("rope_one_token", s) == (n == 1)
+    if d == 2 or n == 1:
         np.testing.assert_allclose(half, inter, atol=1e-15)
         assert not holds("rope_pairings_differ", s)
+        if d == 2:
+            np.testing.assert_array_equal(half_permutation(2), [0, 1])
+        if n == 1:
+            np.testing.assert_array_equal(inter, x)                   # position 0: nothing turns
     else:
         assert np.abs(half - inter).max() > 1e-6          # random rows: the pairs are other columns
         assert holds("rope_pairings_differ", s)
 
 
-@pytest.mark.parametrize("d_k", [2, 4, 6])
-def test_half_pairing_is_the_forward_pass_only_when_d_k_is_2(d_k):
+@pytest.mark.parametrize("d_k, sentence", [(2, SENTENCE), (4, SENTENCE), (6, SENTENCE), (4, "love")])
+def test_half_pairing_is_the_forward_pass_only_when_d_k_is_2_or_one_token(d_k, sentence):
     """Claim rope_half_not_forward: the half pairing's Q^R, K^R and scores differ from the forward pass's (which
-    pairs (x_2i, x_2i+1)) exactly when d_k ≥ 4; the interleaved ones are the forward pass's own."""
-    config = Config(sentence=SENTENCE, positional="rope", d_k=d_k, n_heads=2, weights="random")
-    _, half = lesson_of(config, 1, "half")
+    pairs (x_2i, x_2i+1)) exactly when d_k ≥ 4 and there are two tokens or more; the interleaved ones are the
+    forward pass's own."""
+    config = Config(sentence=sentence, positional="rope", d_k=d_k, n_heads=2, weights="random")
+    forward, half = lesson_of(config, 1, "half")
     _, inter = lesson_of(config, 1, "interleaved")
+    n = forward.n
     assert max(inter.facts["forward_gap"].values()) == 0.0
-    assert holds("rope_half_not_forward", RopeSettings(config, "half")) == (d_k >= 4)
-    assert not holds("rope_half_not_forward", RopeSettings(config, "interleaved"))
+    assert holds("rope_half_not_forward", RopeSettings(config, "half", n=n)) == (d_k >= 4 and n >= 2)
+    assert RopeSettings(config, "half").n == n                          # counted from the sentence when not given
+    assert not holds("rope_half_not_forward", RopeSettings(config, "interleaved", n=n))
     gap = half.facts["forward_gap"]
-    if d_k >= 4:
+    if d_k >= 4 and n >= 2:
         assert min(gap.values()) > 1e-3
+        assert "a comparison the forward pass does not make" in half["q_rot"].why
     else:
         assert max(gap.values()) < 1e-12
+        assert "a comparison the forward pass does not make" not in half["q_rot"].why
+        assert ("with d_k = 2 its one pair is the forward pass's (x_0, x_1)" if d_k == 2 else
+                "with one token at position 0 nothing turns, so these are the forward pass's") in half["q_rot"].why
 
 
 @SETTINGS
@@ -449,8 +463,29 @@ def test_d_k_2_says_the_pairings_agree():
     at = open_page(PAGE, query={"d_k": "2", "positional": "rope", "rope.half": "1"})
     no_exception(at)
     text = page_text(at)
-    assert CLAIMS["rope_pairings_differ"].marker not in text and CLAIMS["rope_pairings_differ"].otherwise in text
+    assert CLAIMS["rope_pairings_differ"].marker not in text and CLAIMS["rope_one_pair"].text in text
     assert CLAIMS["rope_half_not_forward"].marker not in text and "d_k = 2: one pair, i = 0" in text
+    assert "(the half pairing: with d_k = 2 its one pair is the forward pass's (x_0, x_1))" in text
+    assert "a comparison the forward pass does not make" not in text
+
+
+@pytest.mark.parametrize("half", ["0", "1"])
+def test_one_token_says_nothing_turns_and_no_gap_is_called_nonzero(half):
+    """A one-word sentence stands at position 0, where R_0 = I: every gap between the pairings and from the
+    forward pass is 0, and the page says why instead of calling them different."""
+    at = open_page(PAGE, query={"positional": "rope", "sentence": "love", "rope.half": half})
+    at.session_state["rope.checked"] = True
+    at.run()
+    no_exception(at)
+    text = page_text(at)
+    for words in (CLAIMS["rope_pairings_differ"].marker, CLAIMS["rope_half_not_forward"].marker,
+                  "so these are not 0", "a comparison the forward pass does not make"):
+        assert words not in text, words
+    assert CLAIMS["rope_one_token"].text in text and "max difference **0**: with one token" in text
+    gaps = re.findall(r"max \|Δ(?:Q\^R|K\^R|Ŝ)\| = \*\*([0-9.e+-]+)\*\*", text.split("**The forward pass.**")[1])
+    assert gaps[:3] == ["0", "0", "0"]
+    if half == "1":
+        assert "(the half pairing: with one token at position 0 nothing turns, so these are the forward pass's)" in text
 
 
 def test_the_checked_box_opens_with_live_torch_numbers_and_no_file_names():
@@ -495,11 +530,12 @@ WALK = [  # (sidebar settings, own controls)
     (Config(positional="rope", n_heads=4, n_kv_heads=2, mask="sliding_window", window=2, pe_base=500_000.0),
      {"rope.half": True, "rope.offset": 1000, "rope.shifted": True, "rope.qk": "Keys: K → K^R"}),
     (Config(d_k=3, mask="sliding_window", window=9), {}),                       # odd d_k, a window wider than n
+    (Config(positional="rope", sentence="love", mask="causal"), {"rope.half": True}),   # one token at position 0
 ]
 
 
 @pytest.mark.parametrize("config,own", WALK, ids=["mqa-h3-bilinear-shift0", "alibi-dk2-additive-padding",
-                                                  "gqa-window-half-1000", "odd-dk"])
+                                                  "gqa-window-half-1000", "odd-dk", "one-token-half"])
 def test_no_claim_of_the_page_is_shown_where_it_does_not_hold(config, own):
     text, at = walk_own(config, own)
     assert shown_outside(text, config) == []                 # the forward claims, under the sidebar's settings

@@ -11,7 +11,7 @@ from attention_core.alibi import alibi_slopes
 from attention_core.attention import softmax
 from attention_core.claims import say
 from attention_core.config import MAX_TOKENS, Config
-from attention_core.lesson_masks import MaskSettings, padding_compared
+from attention_core.lesson_masks import MaskSettings, index_range, padding_compared
 from attention_core.trace import Trace
 
 from . import page_state
@@ -36,6 +36,8 @@ def _mask_words(config: Config) -> str:
         return f"a sliding window of W = {keys(config.window)}"
     if config.mask == "padding":
         hidden = sorted(set(config.padding))
+        if not hidden:
+            return "padding hiding no key yet (choose positions in the sidebar)"
         return f"padding hiding key{'s' * (len(hidden) != 1)} " + ", ".join(map(str, hidden))
     return MASK_NAMES[config.mask]
 
@@ -130,14 +132,14 @@ def slopes_markdown(heads: int) -> str:
     more = r", \dots" if c > 4 else ""
     first = ", ".join(f"2^{{-{8 * (h + 1)}/{c}}}" for h in range(min(c, 4))) + more
     values = ", ".join(f"{v:.4g}" for v in alibi_slopes(c)[:4]) + more
-    names = "m_0" if c == 1 else f"m_0, \\dots, m_{{{c - 1}}}"
+    names = index_range(0, c - 1, "m")
     text = (f"$$\nc = 2^{{\\lfloor \\log_2 {heads} \\rfloor}} = {c}:\\quad {names} = {first}"
             f" = {values}\n$$")
     if heads > c:
         extra = range(heads - c)                                  # slope 2e of the 2c sequence: 2^(−8(2e+1)/2c)
         powers = ", ".join(f"2^{{-{8 * (2 * e + 1)}/{2 * c}}}" for e in extra)
         picked = ", ".join(f"{v:.4g}" for v in alibi_slopes(2 * c)[0::2][:heads - c])
-        rest = f"m_{{{c}}}" if heads - c == 1 else f"m_{{{c}}}, \\dots, m_{{{heads - 1}}}"
+        rest = index_range(c, heads - 1, "m")
         text += (f"\n\n$$\n\\text{{then }} {rest} = (\\text{{the {2 * c}-head slopes}})"
                  f"[0::2][:{heads - c}] = {powers} = {picked}\n$$")
     return text + ("\n\n:small[:gray[Heads counted from 0: m_h = 2^(−8(h+1)/H) for H a power of two; the paper "
@@ -163,7 +165,7 @@ def pipeline(t: Trace, config: Config) -> list:
     if "mask" in t:
         claims = {"sliding_window": ("masks_window_is_causal",), "padding": ("masks_all_hidden",)}.get(config.mask, ())
         items += [_why(t, "mask", s, *claims), _why(t, "masked_scores", s)]
-    items += [_why(t, "weights", s, *(() if s.sink is not None else ("masks_rows_sum_to_one",)))]
+    items += [_why(t, "weights", s, "masks_rows_sum_to_one")]
     if s.sink is not None:
         items += [_why(t, "sink_weights", s), _why(t, "row_sums", s, "masks_sink_below_one")]
     return items
@@ -255,9 +257,10 @@ def _readings(t: Trace, config: Config, s: MaskSettings) -> None:
         lines.append(md_escape(say("masks_window_is_causal", s)[0].upper() + say("masks_window_is_causal", s)[1:]) + ".")
     in_force = config.mask == "sliding_window"
     lines.append(("The left one is the sidebar's mask, in force above. " if in_force else
-                  f"The sidebar's mask is {_mask_words(config)}; the left one is what its W = {w} gives as a "
-                  "sliding window. ")
-                 + "The right one is not a reading the sidebar has (its W counts the query)"
+                  f"The sidebar's mask is {_mask_words(config)}; the left one is the sliding window of W = "
+                  f"{keys(w)} the button under it makes the sidebar's. ")
+                 + "The right one is not a reading the sidebar has (the sidebar's W counts the query; this "
+                   "reading's W does not)"
                  + (f": the sidebar makes the same mask as a window of W = {w + 1} keys." if w + 1 <= MAX_TOKENS else
                     "; here it is the same mask as the left one."))
     st.markdown("  \n".join(lines))
@@ -270,8 +273,8 @@ def _readings(t: Trace, config: Config, s: MaskSettings) -> None:
         with cols[1]:
             sidebar_button(f"Mask = sliding window, W = {w + 1}", {"mask": "sliding_window", "window": w + 1},
                            key="masks.use_window_w1")
-    panels(t, [[_compared(t, "mask_w", f"W = {keys(w)} (Hugging Face, flash-attn)"),
-                _compared(t, "mask_w1", f"W + 1 = {w + 1} keys (Mistral's paper, PyTorch's example)")]])
+    panels(t, [[_compared(t, "mask_w", f"Up to W = {keys(w)} (Hugging Face, flash-attn)"),
+                _compared(t, "mask_w1", f"Up to W + 1 = {w + 1} keys (Mistral's paper, PyTorch's example)")]])
 
 
 # ---- "How this page is checked" -------------------------------------------------------------------------
@@ -294,12 +297,18 @@ def torch_difference(t: Trace) -> tuple[float, str]:
         attn = (bias / temp).masked_fill(~mask, float("-inf"))
         a = F.scaled_dot_product_attention(torch.from_numpy(np.array(q)), torch.from_numpy(np.array(k)),
                                            torch.eye(n, dtype=torch.float64), attn_mask=attn, scale=scale).numpy()
-        how = "PyTorch's own attention function, given this head's queries and keys, the bias and the mask"
+        given = [f"this head's {'rotated ' if 'q_rot' in fwd else ''}queries and keys"]
+        given += ["ALiBi's bias"] * ("alibi" in t) + ["the mask"] * ("mask" in fwd)
+        given += [f"the temperature T = {temp:g}"] * (temp != 1)
+        how = "PyTorch's own attention function, given " + (given[0] if len(given) == 1 else
+                                                             ", ".join(given[:-1]) + " and " + given[-1])
     else:
         first = "scaled_scores" if "scaled_scores" in t else "scores"
         x = (torch.from_numpy(np.array(t[first].value)) + bias).masked_fill(~mask, float("-inf")) / temp
         a = torch.softmax(x, dim=-1).numpy()
-        how = "PyTorch's softmax of the same scores (its attention function has no additive or bilinear score)"
+        how = ("PyTorch's softmax of the same scores" + (", ALiBi's bias added" if "alibi" in t else "")
+               + (", the mask applied" if "mask" in fwd else "")
+               + " (its attention function has no additive or bilinear score)")
     rows = mask.numpy().any(axis=1)
     diff = float(np.abs(a[rows] - t["weights"].value[rows]).max()) if rows.any() else math.nan
     return diff, how

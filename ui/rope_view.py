@@ -12,7 +12,7 @@ from attention_core import Config, ConfigError, Trace
 from attention_core.claims import holds, say
 from attention_core.explain import fmt
 from attention_core.lesson_rope import (BASES, FAMILIES, RopeSettings, base_tex, kv_head_of, pair_columns, pair_path,
-                                        score_key, shift_check, torch_checks, with_rope)
+                                        pairings_alike, score_key, shift_check, torch_checks, with_rope)
 
 from . import page_state, views
 from .cache import get_trace
@@ -216,10 +216,11 @@ def rotated_rows(t: Trace, s: RopeSettings, sidebar_rope: bool) -> None:
     f = t.facts
     if s.pairing == "half":
         gap = f["forward_gap"]["scores"]
-        joint = ", " if holds("rope_half_not_forward", s) else "; "
-        pairing = (f"Half pairing $(x_i, x_{{i+{f['d_k'] // 2}}})$ is a comparison on this page{joint}"
-                   f"{say('rope_half_not_forward', s)} (max |Δ{score_symbol(s.config)}| from the forward pass's = "
-                   f"{num(gap)}).")
+        differs = holds("rope_half_not_forward", s)
+        why = "" if differs else ": " + "; ".join(pairings_alike(s))              # why the numbers are the same
+        pairing = (f"Half pairing $(x_i, x_{{i+{f['d_k'] // 2}}})$ is a comparison on this page"
+                   f"{', ' if differs else '; '}{say('rope_half_not_forward', s)}{why} (max "
+                   f"|Δ{score_symbol(s.config)}| from the forward pass's = {num(gap)}).")
     else:
         pairing = f"Interleaved pairs $(x_{{2i}}, x_{{2i+1}})$: {say('rope_half_not_forward', s)}."
     page3 = " Page 3 shows them too." if sidebar_rope and s.pairing == "interleaved" else ""
@@ -254,7 +255,7 @@ def scores_box(t: Trace, s: RopeSettings) -> None:
 def shift_panel(forward: Trace, s: RopeSettings, head: int) -> None:
     """Positions p + offset: Q^R changes, the dot-product scores do not (and with an added encoding they do)."""
     offset = int(st.slider("Shift the whole sentence by (positions p + offset)", 0, 1000, key="rope.offset"))
-    s = RopeSettings(s.config, s.pairing, offset)
+    s = RopeSettings(s.config, s.pairing, offset, s.n)
     views.claims_shown("rope", s)                    # this fragment's own run says its words under its offset
     c = shift_check(forward, head, s.pairing, offset)
     sym = score_symbol(s.config)
@@ -296,7 +297,7 @@ def pairing_panel(t: Trace, s: RopeSettings) -> None:
         f"reordered under interleaved: max difference **{num(f['perm_scores_gap'])}** (a checkpoint converted between "
         "the two reorders its W_Q, W_K columns this way, as Hugging Face's Llama conversion does);\n"
         f"- the same weights under the other pairing, not reordered: max difference **{num(f['mismatch_gap'])}**: "
-        f"{say('rope_pairings_differ', s)}.")
+        f"{say('rope_pairings_differ', s) or '; '.join(pairings_alike(s))}.")
 
 
 def checked_text(t: Trace, forward: Trace, s: RopeSettings):
@@ -310,7 +311,9 @@ def checked_text(t: Trace, forward: Trace, s: RopeSettings):
                 f"a shift so are Q^R, K^R and the scores. Live, against its numbers: max |ΔQ^R| = "
                 f"**{num(gap['q_rot'])}**, max |ΔK^R| = **{num(gap['k_rot'])}**, max |Δ{score_symbol(s.config)}| = "
                 f"**{num(gap['scores'])}**" + (" (the half pairing is this page's comparison, so these are not 0)"
-                                              if s.pairing == "half" and s.d_k > 2 else "") + ".")
+                                              if holds("rope_half_not_forward", s) else
+                                              f" (the half pairing, yet {'; '.join(pairings_alike(s))})"
+                                              if s.pairing == "half" else "") + ".")
         return "\n".join([
             same,
             f"- **Complex numbers.** RoFormer writes the rotation with complex numbers: a pair becomes one complex "

@@ -94,12 +94,13 @@ def test_the_sink_takes_a_share_of_every_row(app_server, student):
     expect(tab.get_by_text("Every row of A sums to 1", exact=False)).to_be_visible(timeout=30_000)
     sink = tab.locator("[data-testid='stCheckbox']").filter(has_text="Sink")
     after_run(tab, lambda: sink.first.click(), timeout_ms=60_000)
-    expect(tab.get_by_text("with a sink every row sums to less than 1", exact=False)).to_be_visible(timeout=30_000)
-    expect(tab.get_by_text("Every row of A sums to 1", exact=False)).to_have_count(0)
-    # the row-sums heatmap: one column of sums, one of the sink's shares, each pair adding to 1
-    found = wait_for_charts(tab, lambda cs: any(c["x"] == ["Σ_j A_ij", "sink share"] for c in cs if c["rendered"]),
+    expect(tab.get_by_text("with a sink every row of A′ sums to less than 1", exact=False)).to_be_visible(
+        timeout=30_000)
+    expect(tab.get_by_text("Every row of A sums to 1", exact=False)).to_be_visible()      # A, beside A′, still does
+    # the row-sums heatmap of A′: one column of sums, one of the sink's shares, each pair adding to 1
+    found = wait_for_charts(tab, lambda cs: any(c["x"] == ["Σ_j A′_ij", "sink share"] for c in cs if c["rendered"]),
                             timeout_ms=60_000)
-    sums = next(c for c in found if c["x"] == ["Σ_j A_ij", "sink share"])
+    sums = next(c for c in found if c["x"] == ["Σ_j A′_ij", "sink share"])
     values = [float(t) for t in sums["texts"] if re.fullmatch(r"\d\.\d\d", t)]        # the cells (legend: 0, 0.5, 1)
     assert len(values) == 2 * N and all(abs(values[2 * i] + values[2 * i + 1] - 1) <= 0.011 for i in range(N)), values
     assert any(0.05 < v < 0.95 for v in values), values     # z_h starts where the sink and the keys share a row
