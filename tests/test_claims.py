@@ -173,7 +173,13 @@ def settings_grid() -> list[Config]:
             # window shorter than the sentence; RoPE with the biases on, MQA, and padding that hides every key
             Config(positional="alibi", n_heads=6, mask="sliding_window", window=2, weights="random"),
             Config(positional="rope", n_heads=2, n_kv_heads=1, bias=True, mask="padding", padding=(0, 1, 2, 3),
-                   pe_base=500_000.0)]
+                   pe_base=500_000.0),
+            # the fresh read's settings: one token, padding with no position chosen, H = 6 with 3 KV heads under
+            # RoPE, W = 1 with an unscaled score and H = 7 under ALiBi, padding hiding every key after its query
+            Config(positional="alibi", sentence="love"), Config(positional="rope", sentence="love", d_k=2),
+            Config(mask="padding"), Config(n_heads=6, n_kv_heads=3, positional="rope", weights="random"),
+            Config(positional="alibi", n_heads=7, mask="sliding_window", window=1, score="additive", weights="random"),
+            Config(positional="alibi", n_heads=6, mask="padding", padding=(1, 2, 3), weights="random")]
     return out
 
 
@@ -193,7 +199,7 @@ def test_the_grid_covers_every_value_of_every_setting():
     assert seen("positional") == {"sinusoidal", "learned", "index", "none", "rope", "alibi"}
     assert seen("embedding") == {"toy", "glove", "random", "upload"}
     assert seen("mask") == {"none", "causal", "padding", "sliding_window"}
-    assert seen("n_heads") == {1, 2, 3, 4, 6} and seen("d_model") == {7, 8} and seen("bias") == {True, False}
+    assert seen("n_heads") == {1, 2, 3, 4, 6, 7} and seen("d_model") == {7, 8} and seen("bias") == {True, False}
     assert {(c.n_heads, c.kv_heads) for c in GRID} >= {(4, 2), (2, 1), (4, 4)}   # GQA, MQA and MHA walked
     widths = {run_forward(c).facts["d_embed"] % 2 for c in GRID if c.positional == "sinusoidal"}
     assert widths == {0, 1}                              # odd and even encodings both walked

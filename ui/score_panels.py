@@ -30,7 +30,7 @@ def score_panel(config: Config, score: str) -> tuple[Trace, Step]:
     return base, weights
 
 
-PLAIN = {notation.S: "S", notation.S_SCALED: "Ŝ", notation.S_MASKED: "S̃"}     # the LaTeX symbols as plain text
+PLAIN = {notation.S_SCALED: "Ŝ", notation.S_MASKED: "S̃"}     # the LaTeX symbols as plain text (S and B are letters)
 
 
 def scores_symbol(score: str) -> str:
@@ -40,5 +40,9 @@ def scores_symbol(score: str) -> str:
 
 def softmax_text(config: Config) -> str:
     """'softmax(S̃ / 0.5)': what run_forward's softmax reads under these settings (notation.softmax_argument)."""
-    arg = PLAIN[notation.softmax_input(config)]
-    return f"softmax({arg if config.temperature == 1 else f'{arg} / {config.temperature:g}'})"
+    arg = notation.softmax_input(config)
+    for tex, text in PLAIN.items():                    # S, Ŝ, S̃, and with ALiBi "Ŝ + B"
+        arg = arg.replace(tex, text)
+    if config.temperature != 1:
+        arg = f"({arg}) / {config.temperature:g}" if " + " in arg else f"{arg} / {config.temperature:g}"
+    return f"softmax({arg})"
