@@ -461,7 +461,7 @@ def test_calculator_cells_are_explained():
     assert "K and V (the 2) for all 32 heads, one KV head per query head as MHA has, each d_head = 128 wide" in mha.note
     from ui.kv_cache_view import calculator_table
     widths = calculator_table(trace)["d_head"]                     # DeepSeek-V3's keys are 128 + 64 wide, values 128
-    assert widths["DeepSeek-V3"] == "K 192 (128 + 64), V 128" and widths["Llama 3 8B"] == "128"
+    assert widths["DeepSeek-V3"] == "K 192, V 128" and widths["Llama 3 8B"] == "128"
 
 
 def test_memory_curves_bend_at_the_window():
@@ -620,6 +620,9 @@ def test_tab_and_calculator_controls_travel_in_the_link():
     table = next(df.value for df in at.dataframe if "H_kv" in df.value.columns)
     assert list(table.index) == ["MHA", "GQA", "MQA"] and list(table["K cache"]) == ["(4, 4, 4)", "(2, 4, 4)", "(1, 4, 4)"]
     assert dict(at.query_params)["kv_cache.tab"] == "1"
+    bad = open_page(PAGE, query={"kv_cache.tab": "7"})                   # a tab the page has not: named, not "(0)" alone
+    assert ("(the open tab: 0 = “Decoding, step by step”, 1 = “Which heads share K and V”, 2 = “Cache size calculator”)"
+            " must be from 0 to 2, not '7'; using the default (0)") in messages(bad), messages(bad)
 
 
 def test_sentence_changes_keep_t_and_p_inside_and_one_token_works():
@@ -681,11 +684,13 @@ WALK = [({}, {}), ({"n_heads": 4, "n_kv_heads": 1, "positional": "rope", "mask":
          {"kv_cache.prefill": 0, "kv_cache.t": 3}),
         ({"n_heads": 4, "mask": "padding", "padding": (0, 1, 2, 3)}, {"kv_cache.prefill": 4, "kv_cache.t": 0}),
         ({"sentence": "hello", "n_heads": 2, "n_kv_heads": 1, "mask": "sliding_window", "window": 1},
-         {"kv_cache.prefill": 1, "kv_cache.t": 0})]
+         {"kv_cache.prefill": 1, "kv_cache.t": 0}),
+        ({"n_heads": 2, "mask": "sliding_window", "window": 1, "score": "bilinear", "positional": "alibi"},
+         {"kv_cache.prefill": 3, "kv_cache.t": 2})]
 
 
 @pytest.mark.parametrize("changes, own", WALK, ids=["defaults", "mqa-rope-w2-p4", "alibi6-w9-bias", "padding-all",
-                                                    "one-token-w1"])
+                                                    "one-token-w1", "w1-bilinear-alibi-p3"])
 def test_claims_walk_under_unusual_settings(changes, own):
     """The claims walk (tests/test_claims.py's walk) over this page under MQA/GQA/MHA, RoPE, ALiBi with H not a
     power of two, bias on, windows shorter and longer than the prompt, padding hiding every key, one token;

@@ -241,7 +241,7 @@ def calculator_table(trace):
         window = "—" if p.window is None else (f"{p.window:,}" if p.local_layers == p.layers
                                                 else f"{p.window:,}, {p.local_layers} of {p.layers} layers")
         tokens = f"{trace.facts['tokens']:,}"
-        width = f"K {p.d_head + 64} ({p.d_head} + 64), V {p.d_head}" if p.latent else str(p.d_head)  # + RoPE's key
+        width = f"K {p.d_head + 64}, V {p.d_head}" if p.latent else str(p.d_head)   # K: 128 + RoPE's 64
         rows.append({"layers": p.layers, "H / H_kv": heads, "d_head": width, "window": window,
                      "max positions": f"{p.context:,}", "per token": kv.human(per), f"at {tokens} tokens": kv.human(now),
                      f"MHA at {tokens}": kv.human(mha)})
@@ -256,7 +256,8 @@ def calculator_cells(trace) -> None:
     """The presets' table; a selected cell's arithmetic (bytes per token, at L tokens, as MHA) under it."""
     state = st.dataframe(calculator_table(trace), key="kv_cache.calc.table", on_select="rerun",
                          selection_mode="single-cell", width="content",
-                         column_config={"window": st.column_config.TextColumn(width="medium")})
+                         column_config={"window": st.column_config.TextColumn(width="medium"),
+                                        "d_head": st.column_config.TextColumn(width=92)})
     cells = list(state.selection.cells) if state is not None and "selection" in state else []
     name = str(cells[0][1]) if cells else ""
     quantity = next((q for q, start in reversed(list(enumerate(NUMBERS))) if name.startswith(start)), None)
