@@ -909,13 +909,14 @@ claim("kv_prompt_square_window",
       "step t in a prompt of P > 1 tokens and a window W < P",
       "tests/test_kv_cache.py::test_a_decoded_step_has_one_query_and_a_prompt_step_a_square", about=KIND)
 claim("kv_rolling_buffer",
-      "With the sidebar's window W = {window} the cache is a rolling buffer of W rows: as token t's row comes in, "
-      "token t − {window}'s, which t may not see, falls out, so step t reads tokens t − {w_back} … t",
+      "With the sidebar's window W = {window} the cache is a rolling buffer of W rows for the decoded tokens: as "
+      "token t's row comes in, token t − {window}'s, which t may not see, falls out, so step t reads tokens "
+      "t − {w_back} … t (a prompt longer than W is computed whole, then keeps its last W)",
       lambda s: s.window is not None and s.window > 1, "a sliding window of W ≥ 2 keys",
       "tests/test_kv_cache.py::test_a_window_is_a_rolling_buffer_of_w_rows", about=KIND)
 claim("kv_window_of_one",
-      "With the sidebar's window W = 1 each token sees only itself: the cache holds one row, token t's, which "
-      "replaces token t − 1's, so no earlier key or value is read",
+      "With the sidebar's window W = 1 each token sees only itself: a decoded token's row replaces the one before, "
+      "so the cache holds one row, token t's, and no earlier key or value is read",
       lambda s: s.window == 1, "a sliding window of W = 1 key (the token itself)",
       "tests/test_kv_cache.py::test_a_window_is_a_rolling_buffer_of_w_rows", about=KIND)
 claim("kv_rope_rotated_once",

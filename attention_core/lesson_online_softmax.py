@@ -228,8 +228,10 @@ def mask_words(config: Config) -> str:
         return "the causal mask"
     if config.mask == "sliding_window":
         return f"the sliding window of W = {config.window} key{'' if config.window == 1 else 's'}"
-    hidden = ", ".join(map(str, sorted(set(config.padding))))
-    return f"the padding mask (keys {hidden} hidden)" if hidden else "the padding mask (no key hidden)"
+    keys = sorted(set(config.padding))
+    hidden = ", ".join(map(str, keys))
+    return (f"the padding mask (key{'s' if len(keys) > 1 else ''} {hidden} hidden)" if keys
+            else "the padding mask (no key hidden)")
 
 
 def source_text(config: Config, head: int) -> str:

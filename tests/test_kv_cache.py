@@ -223,10 +223,10 @@ def test_a_window_is_a_rolling_buffer_of_w_rows():
         assert holds("kv_rolling_buffer", s) == (window >= 2) and holds("kv_window_of_one", s) == (window == 1)
         words = window_text(config, n)
         if window >= 2:
-            assert f"rolling buffer of W rows: as token t's row comes in, token t − {window}'s" in words
+            assert f"rolling buffer of W rows for the decoded tokens: as token t's row comes in, token t − {window}'s" in words
             assert f"step t reads tokens t − {window - 1} … t" in words
         else:
-            assert "each token sees only itself: the cache holds one row, token t's" in words
+            assert "each token sees only itself: a decoded token's row replaces the one before" in words
     assert window_text(base, n) == "" and not holds("kv_rolling_buffer", kv.settings_for(base, 0, 0, n))
 
 
@@ -556,8 +556,9 @@ def test_a_window_shorter_than_the_prompt_is_said_truly():
     assert "a decoding step scores one query" not in page_text(at)
     assert ("the prompt is scored as one 4 × 4 square at once, masked after each row's token and more than W − 1 = "
             "1 token before it (the window of W = 2); this is its row 3") in page_text(at)       # row 3 hides keys 0, 1
-    assert ("With the sidebar's window W = 2 the cache is a rolling buffer of W rows: as token t's row comes in, token "
-            "t − 2's, which t may not see, falls out, so step t reads tokens t − 1 … t.") in page_text(at)
+    assert ("With the sidebar's window W = 2 the cache is a rolling buffer of W rows for the decoded tokens: as token "
+            "t's row comes in, token t − 2's, which t may not see, falls out, so step t reads tokens t − 1 … t (a prompt "
+            "longer than W is computed whole, then keeps its last W).") in page_text(at)
     at.slider(key="kv_cache.t").set_value(1).run()
     assert "row 1 of the prompt's scores is masked after token 1;" in status(at, 1)   # W = 2: key 0 still seen
     at.slider(key="kv_cache.t").set_value(2).run()
@@ -573,7 +574,8 @@ def test_a_window_shorter_than_the_prompt_is_said_truly():
     at.run()
     assert "the cache holds token 3 (1 row)" in status(at, 3) and badge_of(at, "The cache: K and V")[0] == \
         "KV head=1 × cached=1 × k | v=8"
-    assert "With the sidebar's window W = 1 each token sees only itself: the cache holds one row" in page_text(at)
+    assert ("With the sidebar's window W = 1 each token sees only itself: a decoded token's row replaces the one "
+            "before, so the cache holds one row, token t's") in page_text(at)
     assert "only the last W − 1" not in page_text(at) and "none: each token" not in page_text(at)
 
 

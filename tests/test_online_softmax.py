@@ -414,6 +414,8 @@ def test_the_source_sentence_names_the_settings():
         assert part in text, part
     assert "temperature 1" not in text and "not the sidebar" not in text
     assert "plus ALiBi's bias B" in source_text(Config(positional="alibi"), 0)
+    assert "the padding mask (key 1 hidden)" in source_text(Config(mask="padding", padding=(1,)), 0)
+    assert "the padding mask (keys 0, 2 hidden)" in source_text(Config(mask="padding", padding=(0, 2)), 0)
     heads = Config(positional="rope", n_heads=4, n_kv_heads=2, score="additive")         # each head its own v, W_1, W_2
     assert "v^(h)ᵀ tanh(W_1^(h)ᵀ q^R_i + W_2^(h)ᵀ k^R_j)" in source_text(heads, 0)
     assert "q_iᵀ W^(h) k_j" in source_text(Config(n_heads=2, score="bilinear"), 1)
