@@ -8,12 +8,10 @@ from ui import page_state
 PAGE = "app_pages/42_kv_cache.py"
 config, trace = ui.page(PAGE, "KV cache & decoding")
 n = trace.n
-window = ("" if config.mask != "sliding_window" else " (with the sidebar's window W = 1, none: each token sees only "
-          "itself)" if config.window == 1 else f" (with the sidebar's window W = {config.window}, only the last W − 1)")
 st.markdown("A model writes one token at a time. At step t only the newest token's query q_t is new; the keys and "
-            f"values of the tokens before it were computed at earlier steps and **kept in a cache**{window}, so each "
-            "step adds one row to K and V and scores one row. Below, the sidebar's forward pass is decoded that way: "
-            "its X, W_Q, W_K, W_V, W_O, heads, position and window.")
+            "values of the tokens before it were computed at earlier steps and **kept in a cache**, so each step adds "
+            "one row to K and V and scores one row. " + view.window_text(config, n) + "Below, the sidebar's forward "
+            "pass is decoded that way: its X, W_Q, W_K, W_V, W_O, heads, position and window.")
 against = view.differences(config)
 page_state.fit("kv_cache.prefill", 0, n)
 page_state.fit("kv_cache.t", 0, n - 1)

@@ -2,10 +2,10 @@ import streamlit as st
 
 import ui
 from attention_core.claims import say
-from attention_core.lesson_online_softmax import (KIND, Controls, online_softmax_trace, rows_text, skipped_where,
+from attention_core.lesson_online_softmax import (KIND, Controls, online_softmax_trace, rows_text, skipped_text,
                                                   source_text)
-from ui.online_softmax_view import (block_panel, checks, controls, final_table, head_value, recurrence, score_note,
-                                   v_symbol)
+from ui.online_softmax_view import (block_note, block_panel, checks, controls, final_table, head_value, memory_text,
+                                   recurrence, score_note, v_symbol)
 from ui.views import checked_box, claims_shown
 
 PAGE = "app_pages/43_online_softmax.py"
@@ -13,7 +13,7 @@ config, trace = ui.page(PAGE, "FlashAttention's online softmax")
 n, H = trace.n, config.n_heads
 st.markdown(
     "Softmax divides by a sum over a **whole row** of scores, so plain attention builds all n_q × n_k of them. "
-    "FlashAttention never does: it reads the keys **B at a time** and keeps, for each query row i, a running "
+    "FlashAttention never does: it reads the keys **B_c at a time** and keeps, for each query row i, a running "
     "maximum of the scores seen, m_i; a running sum of exponentials, ℓ_i; and an unnormalised output o_i (a row "
     "of d_v numbers). When a later block brings a larger score, what was summed so far is rescaled by "
     f"e^(m_i − m_i′). :small[{source_text(config, head_value(H))}]")
@@ -29,25 +29,16 @@ recurrence(config, H > 1)
 KEYS = f"key {start}" if stop - start == 1 else f"keys {start} … {stop - 1}"
 st.subheader(f"Block {b}: {KEYS} (“{' '.join(trace.tokens[start:stop])}”)")
 sentences = [say("os_first_block", ctl), say("os_rescaled", ctl, rows=rows_text(trace.tokens, f["rescaled"])),
-             say("os_not_rescaled", ctl), say("os_first_seen", ctl, rows=rows_text(trace.tokens, f["first_seen"])),
+             say("os_not_rescaled", ctl), say("os_seen_all_skipped", ctl),
+             say("os_first_seen", ctl, rows=rows_text(trace.tokens, f["first_seen"])),
              say("os_skipped_here", ctl, rows=rows_text(trace.tokens, f["skipped_here"]))]
-st.markdown(". ".join(s[0].upper() + s[1:] for s in sentences if s) + f". :small[:gray[S_{b} holds "
-            f"{KEYS.replace('key', 'column')} of {f['reads_text']}, made only now. Click a number in the table or a cell of S_{b} "
-            "for its arithmetic: the explanation recomputes it from its terms and checks it against the cell.]]")
+st.markdown(". ".join(s[0].upper() + s[1:] for s in sentences if s) + f". :small[:gray[{block_note(lesson, KEYS)} "
+            f"Click a number in the table or a cell of S_{b} for its arithmetic: the explanation recomputes it from its "
+            "terms and checks it against the cell.]]")
 block_panel(lesson, f"S_{b}: every query × {KEYS}")
 
 st.subheader("Memory: scores held at once")
-held = f"n_q × B = {n} × {B}" if B <= n else f"n_q × n_k = {n} × {n}"
-more = "" if B <= n else f" (B = {B} is more than the n_k = {n} keys: they all fit in one block)"
-tile = (f"one B × B tile ({B} × {B} = {B * B} score{'s' if B > 1 else ''} here)" if B <= n else
-        f"one tile (all {n} × {n} = {n * n} scores here, as B ≥ n)")
-st.markdown(
-    f"At most **{held} = {f['held']}** score {'entry exists' if f['held'] == 1 else 'entries exist'} at a time{more} (every query row against one block of "
-    f"keys); the plain softmax holds all **n_q × n_k = {f['full']}**. FlashAttention also cuts the queries into "
-    f"blocks, so {tile} sits in the GPU's fast on-chip memory; the n × n matrix is never written to its main memory, "
-    "which is what makes it fast and long contexts fit.  \n"
-    + say("os_skipped", ctl, skipped=f["n_skipped"], tiles=f["n_tiles"], have="has" if f["n_skipped"] == 1 else "have",
-          where=skipped_where(config)) + ".")
+st.markdown(memory_text(lesson) + "  \n" + skipped_text(ctl) + ".")
 
 st.subheader("After the last block: one division")
 final_table(lesson)

@@ -10,8 +10,10 @@ Everything the forward pass can put into a score row is decoded the same way: bi
 projections, RoPE (the cache keeps the rotated keys: position t's rotation is known when k_t is
 made), ALiBi (the step's row gets −m_h·(t − j), from the distance alone), the scaled or plain dot
 product and the softmax temperature. The cache holds H_kv heads (grouped-query attention shrinks it
-by g = H / H_kv); with a sliding window of W keys it keeps only the last W tokens (a rolling buffer,
-as Mistral's).
+by g = H / H_kv); with a sliding window of W keys it is a rolling buffer of W rows, as Mistral's: before a
+decoded token's row comes in, the oldest row (token t − W, which token t may not see) is dropped, so while
+step t is computed the cache holds tokens t − W + 1 … t, every one of them visible. A prompt longer than W
+is computed with all its rows at once (each row sees at most W of them); then only its last W are kept.
 """
 from __future__ import annotations
 
@@ -51,11 +53,12 @@ def kv_cache_decode(x, w_q, w_k, w_v, w_o, n_heads: int, n_kv_heads: int | None 
     √d_head (the scaled dot product) or not (the dot product). temperature: softmax(logits / T).
 
     outputs (n, d_model) equal causal (windowed) attention over x. cache["k"] (H_kv, kept, d_head),
-    cache["v"] (H_kv, kept, d_v), cache["positions"] the tokens kept; cache["k_rows"] (H_kv, n, d_head)
-    and cache["v_rows"] (H_kv, n, d_v): every token's row as it entered the cache; and cache["steps"]:
-    one dict per token t with "q" (H, d_head), "positions" (the cache's tokens at that step), "scores"
-    (H, kept): q·k (/√d_head), −∞ where t may not look, "bias" (H, kept) ALiBi's (zeros without),
-    "logits" = scores + bias, "weights" (H, kept), "prefill" (computed with other rows) and "cache_len".
+    cache["v"] (H_kv, kept, d_v), cache["positions"] the tokens kept (the last W with a window);
+    cache["k_rows"] (H_kv, n, d_head) and cache["v_rows"] (H_kv, n, d_v): every token's row as it entered
+    the cache; and cache["steps"]: one dict per token t with "q" (H, d_head), "positions" (the cache's
+    tokens while step t is computed; with a window a decoded step's are t − W + 1 … t), "scores" (H, kept):
+    q·k (/√d_head), −∞ where t may not look, "bias" (H, kept) ALiBi's (zeros without), "logits" = scores
+    + bias, "weights" (H, kept), "prefill" (computed with other rows) and "cache_len".
 
     >>> rng = np.random.default_rng(0)
     >>> x = rng.standard_normal((5, 4))
@@ -92,6 +95,9 @@ def kv_cache_decode(x, w_q, w_k, w_v, w_o, n_heads: int, n_kv_heads: int | None 
         k = rotate(project(xs, "k", n_kv, d_head), rows)                      # (H_kv, r, d_head)
         v = project(xs, "v", n_kv, d_v)                                       # (H_kv, r, d_v)
         k_rows[:, rows], v_rows[:, rows] = k, v
+        if window is not None:                                                # a rolling buffer: before the new rows
+            keep = [r for r, p in enumerate(positions) if rows[0] - p < window]  # come in, drop what none of them sees
+            k_cache, v_cache, positions = k_cache[:, keep], v_cache[:, keep], [positions[r] for r in keep]
         k_cache = np.concatenate([k_cache, k], axis=1)                        # append: the cache grows by r rows
         v_cache = np.concatenate([v_cache, v], axis=1)
         positions += rows
@@ -111,7 +117,7 @@ def kv_cache_decode(x, w_q, w_k, w_v, w_o, n_heads: int, n_kv_heads: int | None 
         for i, t in enumerate(rows):
             steps.append(dict(t=t, prefill=len(rows) > 1, q=q[:, i], positions=list(positions), scores=scores[:, i],
                               bias=bias[:, i], logits=logits[:, i], weights=weights[:, i], cache_len=kept))
-        if window is not None and kept > window:                              # a rolling buffer: drop the oldest
+        if window is not None and kept > window:                              # after a prompt longer than W: keep the last W
             drop = kept - window
             k_cache, v_cache, positions = k_cache[:, drop:], v_cache[:, drop:], positions[drop:]
     return outputs, {"k": k_cache, "v": v_cache, "positions": positions, "k_rows": k_rows, "v_rows": v_rows,

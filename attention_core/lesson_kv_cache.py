@@ -222,15 +222,10 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
     step = d.cache["steps"][t]
     h, h_kv, d_k, d_v = config.n_heads, config.kv_heads, config.d_k, config.d_v
     g, window, rope, alibi = h // h_kv, window_of(config), config.positional == "rope", d.slopes is not None
-    positions = list(step["positions"])
-    cols = list(range(len(positions)))
-    if window is not None and not step["prefill"]:    # a decoded token: the row older than W falls out as it comes in
-        cols = [r for r, p in enumerate(positions) if t - p < window]
-        positions = [positions[r] for r in cols]
+    positions = list(step["positions"])          # the cache while step t is computed (a rolling buffer: t − W + 1 … t)
     k_cache = d.cache["k_rows"][:, positions]                                # (H_kv, kept, d_k)
     v_cache = d.cache["v_rows"][:, positions]                                # (H_kv, kept, d_v)
-    scores, bias = step["scores"][:, cols], step["bias"][:, cols]             # (H, kept)
-    weights = step["weights"][:, cols]
+    scores, bias, weights = step["scores"], step["bias"], step["weights"]     # (H, kept)
     context = np.einsum("hj,hjd->hd", weights, np.repeat(v_cache, g, axis=0))  # (H, d_v)
     output = context.reshape(-1) @ d.params["w_o"] + d.params.get("b_o", 0.0)   # (d_model,)
 
@@ -246,7 +241,8 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
         symbols={"q_t": (f"q{r}_{{{t}}}", f"q{r}_{t}"), "k_cache": (r"K^{\text{cache}}", "K_cache"),
                  "v_cache": (r"V^{\text{cache}}", "V_cache"), "kv_cache": ("[K|V]", "[K|V]"),
                  "scores_t": (s_sym, s_text), "alibi_t": ("B", "B"), "logits_t": (rf"({s_sym} + B)", f"({s_text} + B)"),
-                 "weights_t": ("a", "a"), "context_t": ("c", "c"), "output_t": ("o", "o"), "heads_map": ("G", "G")},
+                 "weights_t": ("a", "a"), "context_t": (f"c_{{{t}}}", f"c_{t}"), "output_t": (f"o_{{{t}}}", f"o_{t}"),
+                 "heads_map": ("G", "G")},
         axis_labels={"query head": [str(q) for q in range(h)], "KV head": [str(k) for k in range(h_kv)],
                      "k | v": [f"k{c}" for c in range(d_k)] + [f"v{c}" for c in range(d_v)],
                      "cached": [f"{p} {wd}" for p, wd in zip(positions, words)]})
@@ -264,12 +260,12 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
                   f"{'heads' if g > 1 else 'head'} {u * g}{f'–{u * g + g - 1}' if g > 1 else ''} → KV head {u}"
                   for u in range(h_kv)) + ".",
               scale="mask")
-    proj_q = rf"x_{{{t}}} (W_Q)_{{:,\,h}}{bias_q.replace('b_Q', '(b_Q)_h')}"
+    proj_q = rf"x_{{{t}}}\, (W_Q){_cols('h', 'd_k', ':,')}" + (rf" + (b_Q){_cols('h', 'd_k')}" if bias_q else "")
     trace.add("q_t", f"New query row q{'^R' if rope else ''}_{t}, one per head", step["q"], ("query head", "d_k"),
               (rf"(q^R_{{{t}}})_h = R_{{{t}}}\,({proj_q})" if rope else rf"(q_{{{t}}})_h = {proj_q}"),
               inputs=("x", "w_q"), why=_sentence(say_first("kv_one_query", trace.facts["settings"], prefill=prefill, t=t)))
-    k_formula = r"x_j (W_K)_{:,\,u}" + (r" + (b_K)_u" if "b_k" in d.params else "")
-    v_formula = r"x_j (W_V)_{:,\,u}" + (r" + (b_V)_u" if "b_v" in d.params else "")
+    k_formula = rf"x_j\, (W_K){_cols('u', 'd_k', ':,')}" + (rf" + (b_K){_cols('u', 'd_k')}" if "b_k" in d.params else "")
+    v_formula = rf"x_j\, (W_V){_cols('u', 'd_v', ':,')}" + (rf" + (b_V){_cols('u', 'd_v')}" if "b_v" in d.params else "")
     k_formula = rf"R_j\,({k_formula})" if rope else k_formula
     trace.add("k_cache", "K cache", k_cache, ("KV head", "cached", "d_k"),
               rf"K^{{\text{{cache}}}}_{{u,\,j}} = {k_formula}", inputs=("x", "w_k"))
@@ -290,14 +286,14 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
               inputs=("q_t", "k_cache"),
               why=f"Row {t} of {'Ŝ' if scaled else 'S'} per head over the {count(len(positions), 'cached token')}"
                   + (f", −∞ where token {t} may not look" if not np.isfinite(scores).all() else "") + ": "
-                  + say_first("kv_one_row", trace.facts["settings"], prefill=prefill, t=t) + ".")
+                  + _row_claim(trace.facts["settings"]) + ".")
     last = "scores_t"
     if alibi:
         trace.add("alibi_t", f"ALiBi's bias: row {t} of B_h", bias, ("query head", "cached"),
                   rf"(B_h)_{{{t},j}} = -m_h\,({t} - j)",
                   why=_sentence(say_first("kv_alibi_from_distance", trace.facts["settings"], t=t)))
         trace.add("logits_t", f"Scores with ALiBi {s_text} + B", scores + bias, ("query head", "cached"),
-                  rf"{s_sym}_{{h,j}} + (B_h)_{{{t},j}}", inputs=("scores_t", "alibi_t"))
+                  rf"({s_sym} + B)_{{h,j}} = {s_sym}_{{h,j}} + (B_h)_{{{t},j}}", inputs=("scores_t", "alibi_t"))
         last = "logits_t"
     arg = trace.facts["symbols"][last][0]
     over_t = f" / {config.temperature:g}" if config.temperature != 1 else ""
@@ -307,12 +303,30 @@ def _step_trace(config: Config, prefill: int, t: int) -> Trace:
               ("query head", "cached"),
               rf"a_{{h,j}} = \frac{{e^{{{arg}_{{h,j}}{over_t}}}}}{{\sum_{{j'}} e^{{{arg}_{{h,j'}}{over_t}}}}}",
               inputs=(last,), scale="sequential")
-    trace.add("context_t", f"Context row c_{t} per head", context, ("query head", "d_v"),
-              r"c_h = \sum_j a_{h,j}\, V^{\text{cache}}_{\lfloor h/g \rfloor,\,j}", inputs=("weights_t", "v_cache"))
+    trace.add("context_t", f"Context row c_{t}, one part (c_{t})_h per head", context, ("query head", "d_v"),
+              rf"(c_{{{t}}})_h = \sum_j a_{{h,j}}\, V^{{\text{{cache}}}}_{{\lfloor h/g \rfloor,\,j}}",
+              inputs=("weights_t", "v_cache"))
+    last_head = "(c_{%d})_{H-1}" % t if h > 2 else "(c_{%d})_{1}" % t
+    parts = (rf"(c_{{{t}}})_0" if h == 1 else rf"(c_{{{t}}})_0, (c_{{{t}}})_1" if h == 2
+             else rf"(c_{{{t}}})_0, \dots, {last_head}")
     trace.add("output_t", f"Output row o_{t}", output, ("d_model",),
-              rf"o_{{{t}}} = [c_0, \dots, c_{{H-1}}]\, W_O" + (" + b_O" if "b_o" in d.params else ""),
+              rf"o_{{{t}}} = [{parts}]\, W_O" + (" + b_O" if "b_o" in d.params else ""),
               inputs=("context_t", "w_o"), why=f"Row {t} of the forward pass's output O (the check above).")
     return trace
+
+
+def _cols(head: str, width: str, rows: str = "") -> str:
+    """A head's block of columns as a subscript: '_{:,\\; h d_k:(h+1) d_k}' (rows ':,' for a matrix, '' for a bias):
+    the notation's Q[:, h·d_k : (h+1)·d_k]."""
+    return rf"_{{{rows}\; {head} {width}:({head}+1) {width}}}"
+
+
+def _row_claim(s: "KVSettings") -> str:
+    """What step t's score row is: one query's row, or a row of the prompt's square (with or without the window
+    hiding keys inside it)."""
+    return next(w for w in (say_first(k, s, prefill=s.prefill, t=s.t, window=s.window,
+                                      w_back=None if s.window is None else count(s.window - 1, "token"))
+                            for k in ("kv_one_row", "kv_prompt_square", "kv_prompt_square_window")) if w)
 
 
 def count(k: int, word: str) -> str:
@@ -431,7 +445,7 @@ def calculator_trace(bytes_per_value: int = 2, tokens: int = 8192) -> Trace:
     value = np.array([[bytes_per_token(p, bytes_per_value), cache_bytes(p, tokens, bytes_per_value),
                        cache_bytes(p, tokens, bytes_per_value, mha=True)] for p in PRESETS.values()], dtype=float)
     trace = Trace(tuple(names))
-    trace.facts.update(kind=KIND, bytes_per_value=bytes_per_value, tokens=tokens, symbols={"cache_bytes": ("B", "B")},
+    trace.facts.update(kind=KIND, bytes_per_value=bytes_per_value, tokens=tokens, symbols={"cache_bytes": (r"\text{bytes}", "bytes")},
                        axis_labels={"preset": names, "quantity": ["bytes per token", f"at {tokens:,} tokens",
                                                                   f"MHA at {tokens:,} tokens"]})
     trace.add("cache_bytes", "KV cache bytes", value, ("preset", "quantity"),
@@ -454,6 +468,50 @@ def number(v: float) -> str:
     return f"{v:,.0f}".replace(",", "{,}")
 
 
+class Cells(Context):
+    """The page's cells named by token, as its formulas index them: a cached row r is written as its token
+    p_r (ŝ_{h,j}, a_{h,j}, K^cache_{u,j,c} with j = p_r, the key's position), and ALiBi's bias row as
+    (B_h)_{t,j}. The cells' reads stay the arrays' own indices."""
+
+    def _by_token(self, key: str, index: tuple) -> tuple:
+        if key not in self.trace:
+            return tuple(index)
+        axes, positions = self.trace[key].axes, self.trace.facts.get("positions", ())
+        return tuple(positions[i] if a == "cached" and isinstance(i, (int, np.integer)) else i
+                     for a, i in zip(axes, index))
+
+    def ref(self, key: str, index: tuple) -> str:
+        index = self._by_token(key, index)
+        if key == "alibi_t":
+            h, j = index
+            return rf"(B_{{{h}}})_{{{self.trace.facts['t']},{j}}}"
+        return super().ref(key, index)
+
+    def ref_text(self, key: str, index: tuple) -> str:
+        index = self._by_token(key, index)
+        if key == "alibi_t":
+            h, j = index
+            return f"B_{h}[{self.trace.facts['t']},{j}]"
+        return super().ref_text(key, index)
+
+
+def explainer(key: str):
+    """register(key) for this page's steps, the explainer handed a Cells context."""
+    def decorate(fn):
+        def run(ctx: Context, cell):
+            return fn(ctx if isinstance(ctx, Cells) else Cells(ctx.trace, ctx.config, ctx.precision), cell)
+        register(key, kind=KIND)(run)
+        return fn
+    return decorate
+
+
+def _minus(ctx: Context, v: float) -> tuple[str, str]:
+    """A number subtracted, (LaTeX, text): '- 1.2', or '+ 12.978' for −12.978 (no double minus)."""
+    v = float(v)
+    return ((rf"+ {ctx.num(-v)}", f"+ {ctx.num_text(-v)}") if v < 0 else
+            (rf"- {ctx.num(v)}", f"− {ctx.num_text(v)}"))
+
+
 def _projection(ctx: Context, w_key: str, i: int, col: int) -> tuple[float, list, tuple]:
     """Row i of X times column col of W (+ b[col]): (value, terms for sum_of_products, bias or None)."""
     x, w = ctx.value("x"), ctx.value(w_key)
@@ -471,18 +529,22 @@ def _projection(ctx: Context, w_key: str, i: int, col: int) -> tuple[float, list
 
 def _projected_cell(ctx: Context, key: str, cell, w_key: str, i: int, block: int, width: int, c: int,
                     rotate: bool, what: str) -> Explanation:
-    """A cell of a projected row: x_i W[:, block·width + c] (+ b), rotated by position i under RoPE."""
+    """A cell of a projected row: x_i W[:, block·width + c] (+ b), rotated by position i under RoPE. Head `block`
+    (a query head h or a KV head u) owns W's columns block·width … (block + 1)·width − 1."""
     d_model = ctx.value("x").shape[1]
     w_sym, w_text = ctx.symbol(w_key)
     b_key = "b_" + w_key[2:]
     col = block * width + c
+    head = "KV head" if key != "q_t" else "head"
     if not rotate:
         value, terms, bias = _projection(ctx, w_key, i, col)
         return ctx.sum_of_products(key, cell, rf"\sum_{{m=0}}^{{{d_model - 1}}} X_{{{i},m}} ({w_sym})_{{m,{col}}}",
                                    f"Σ_m X[{i},m]·{w_text}[m,{col}]", terms, bias=bias,
                                    note=f"{what}: row {i} (“{ctx.word(i)}”) of X times column {col} of {w_text}"
                                         + (f", plus {ctx.symbol(b_key)[1]}[{col}]" if bias else "")
-                                        + f" (column {c} of its block of {width} columns).")
+                                        + f". {head.capitalize()} {block} owns {w_text}'s columns {block * width} … "
+                                          f"{block * width + width - 1}; column {col} = {block}·{width} + {c} is its "
+                                          f"column {c}.")
     pair, odd = divmod(c, 2)
     base, d = float(ctx.trace.facts["pe_base"]), width
     theta = base ** (-2.0 * pair / d)
@@ -492,29 +554,32 @@ def _projected_cell(ctx: Context, key: str, cell, w_key: str, i: int, block: int
                                         _projection(ctx, w_key, i, block * width + 2 * pair + 1))
     value = u0 * sin + u1 * cos if odd else u0 * cos - u1 * sin
     lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
-    u = (f"u_{{{2 * pair}}}", f"u_{{{2 * pair + 1}}}")
+    row = "q" if key == "q_t" else "k"                     # the row before the turn: q_t, k_j (docs/notation.md)
+    plain = [(rf"({row}_{{{i}}})_{{{block},{2 * pair + e}}}", f"({row}_{i})[{block},{2 * pair + e}]") for e in (0, 1)]
+    (a, a_text), (b, b_text) = plain
     if odd:
-        symbolic = rf"{lhs} = {u[0]} \sin({i}\theta_{{{pair}}}) + {u[1]} \cos({i}\theta_{{{pair}}})"
+        symbolic = rf"{lhs} = {a} \sin({i}\theta_{{{pair}}}) + {b} \cos({i}\theta_{{{pair}}})"
         shown = rf"{ctx.factor(u0)} \cdot {ctx.factor(sin)} + {ctx.factor(u1)} \cdot {ctx.factor(cos)}"
-        text = (f"u_{2 * pair}·sin({i}θ_{pair}) + u_{2 * pair + 1}·cos({i}θ_{pair})",
+        text = (f"{a_text}·sin({i}θ_{pair}) + {b_text}·cos({i}θ_{pair})",
                 f"{ctx.factor_text(u0)}·{ctx.factor_text(sin)} + {ctx.factor_text(u1)}·{ctx.factor_text(cos)}")
     else:
-        symbolic = rf"{lhs} = {u[0]} \cos({i}\theta_{{{pair}}}) - {u[1]} \sin({i}\theta_{{{pair}}})"
+        symbolic = rf"{lhs} = {a} \cos({i}\theta_{{{pair}}}) - {b} \sin({i}\theta_{{{pair}}})"
         shown = rf"{ctx.factor(u0)} \cdot {ctx.factor(cos)} - {ctx.factor(u1)} \cdot {ctx.factor(sin)}"
-        text = (f"u_{2 * pair}·cos({i}θ_{pair}) − u_{2 * pair + 1}·sin({i}θ_{pair})",
+        text = (f"{a_text}·cos({i}θ_{pair}) − {b_text}·sin({i}θ_{pair})",
                 f"{ctx.factor_text(u0)}·{ctx.factor_text(cos)} − {ctx.factor_text(u1)}·{ctx.factor_text(sin)}")
     plus_b = f" + {ctx.symbol(b_key)[1]}" if b_key in ctx.trace else ""
     note = (f"{what}, turned by RoPE at position {i} (“{ctx.word(i)}”): pair {pair} (columns {2 * pair}, "
-            f"{2 * pair + 1} of the block) by {i}·θ_{pair}, θ_{pair} = {base:g}^(−2·{pair}/{d}) = "
-            f"{ctx.num_text(theta)}. Before the turn, u = x_{i}·{w_text}{plus_b} on those columns: "
-            f"u_{2 * pair} = {ctx.num_text(u0)}, u_{2 * pair + 1} = {ctx.num_text(u1)} (sums of {d_model} products).")
+            f"{2 * pair + 1} of {head} {block}) by {i}·θ_{pair}, θ_{pair} = {base:g}^(−2·{pair}/{d}) = "
+            f"{ctx.num_text(theta)}. Before the turn, {row}_{i} = x_{i}·{w_text}{plus_b} on those columns "
+            f"({w_text}'s columns {block * width + 2 * pair}, {block * width + 2 * pair + 1}): {a_text} = "
+            f"{ctx.num_text(u0)}, {b_text} = {ctx.num_text(u1)} (sums of {d_model} products).")
     reads = tuple(r for tm in terms0 + terms1 for r in (tm[6], tm[7]))
     return Explanation(key, cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value,
                        f"{lhs_text} = {text[0]}\n  = {text[1]}\n  = {ctx.num_text(value)}", note=note,
                        n_terms=2, reads=reads)
 
 
-@register("q_t", kind=KIND)
+@explainer("q_t")
 def _q_t(ctx: Context, cell):
     h, c = cell
     f = ctx.trace.facts
@@ -524,27 +589,28 @@ def _q_t(ctx: Context, cell):
 
 def _cache_row(key: str, w_key: str):
     def explain_cache(ctx: Context, cell):
-        kv, r, c = cell
+        u, r, c = cell
         f = ctx.trace.facts
         p = f["positions"][r]
         width = f["d_k"] if key == "k_cache" else f["d_v"]
-        e = _projected_cell(ctx, key, cell, w_key, p, kv, width, c, f["rope"] and key == "k_cache",
-                            f"Cached row {r} is token {p}, KV head {kv}")
-        return replace(e, note=e.note + f" It was computed when token {p} came in and is read again at every later step.")
+        e = _projected_cell(ctx, key, cell, w_key, p, u, width, c, f["rope"] and key == "k_cache",
+                            f"Token {p}'s cached {'key' if key == 'k_cache' else 'value'}, KV head {u}")
+        return replace(e, note=e.note + f" It was computed when token {p} came in and is read again at every later step"
+                       + (" that sees it." if f["window"] is not None else "."))
     return explain_cache
 
 
-register("k_cache", kind=KIND)(_cache_row("k_cache", "w_k"))
-register("v_cache", kind=KIND)(_cache_row("v_cache", "w_v"))
+explainer("k_cache")(_cache_row("k_cache", "w_k"))
+explainer("v_cache")(_cache_row("v_cache", "w_v"))
 
 
-@register("kv_cache", kind=KIND)
+@explainer("kv_cache")
 def _kv_cache(ctx: Context, cell):
     """[K | V] side by side: the left d_k columns are K's, the right d_v ones V's."""
-    kv, r, c = cell
+    u, r, c = cell
     d_k = ctx.trace.facts["d_k"]
     key = "k_cache" if c < d_k else "v_cache"
-    return _cache_row(key, "w_k" if c < d_k else "w_v")(ctx, (kv, r, c if c < d_k else c - d_k))
+    return _cache_row(key, "w_k" if c < d_k else "w_v")(ctx, (u, r, c if c < d_k else c - d_k))
 
 
 def _hidden(ctx: Context, key: str, cell) -> Explanation | None:
@@ -565,7 +631,7 @@ def _hidden(ctx: Context, key: str, cell) -> Explanation | None:
                        "\n  = -inf", note=why)
 
 
-@register("scores_t", kind=KIND)
+@explainer("scores_t")
 def _scores_t(ctx: Context, cell):
     hidden = _hidden(ctx, "scores_t", cell)
     if hidden is not None:
@@ -573,24 +639,24 @@ def _scores_t(ctx: Context, cell):
     h, r = cell
     f = ctx.trace.facts
     g, d_k, p = f["g"], f["d_k"], f["positions"][r]
-    kv = h // g
+    u = h // g
     q, k = ctx.value("q_t"), ctx.value("k_cache")
     q_sym = ctx.symbol("q_t")[0]
-    terms = [(ctx.ref("q_t", (h, c)), ctx.ref_text("q_t", (h, c)), q[h, c], ctx.ref("k_cache", (kv, r, c)),
-              ctx.ref_text("k_cache", (kv, r, c)), k[kv, r, c], ("q_t", (h, c)), ("k_cache", (kv, r, c)))
+    terms = [(ctx.ref("q_t", (h, c)), ctx.ref_text("q_t", (h, c)), q[h, c], ctx.ref("k_cache", (u, r, c)),
+              ctx.ref_text("k_cache", (u, r, c)), k[u, r, c], ("q_t", (h, c)), ("k_cache", (u, r, c)))
              for c in range(d_k)]
     divisor = (rf"\sqrt{{{d_k}}}", f"√{d_k}", math.sqrt(d_k)) if f["scaled"] else None
     rotated = " (both turned by RoPE, so position enters the score only through t − j)" if f["rope"] else ""
     return ctx.sum_of_products("scores_t", cell,
-                               rf"\sum_c ({q_sym})_{{{h},c}} K^{{\text{{cache}}}}_{{{kv},{r},c}}"
+                               rf"\sum_c ({q_sym})_{{{h},c}} K^{{\text{{cache}}}}_{{{u},{p},c}}"
                                + (r" / \sqrt{d_k}" if divisor else ""),
-                               f"Σ_c {ctx.symbol('q_t')[1]}[{h},c]·K_cache[{kv},{r},c]" + (" / √d_k" if divisor else ""),
+                               f"Σ_c {ctx.symbol('q_t')[1]}[{h},c]·K_cache[{u},{p},c]" + (" / √d_k" if divisor else ""),
                                terms, divisor=divisor,
-                               note=f"Query head {h} reads KV head ⌊{h}/{g}⌋ = {kv}; cached row {r} is token {p} "
-                                    f"(“{ctx.word(p)}”){rotated}.")
+                               note=f"Query head {h} reads KV head ⌊{h}/{g}⌋ = {u}; key j = {p} is token {p} "
+                                    f"(“{ctx.word(p)}”), its row of the cache{rotated}.")
 
 
-@register("alibi_t", kind=KIND)
+@explainer("alibi_t")
 def _alibi_t(ctx: Context, cell):
     h, r = cell
     f = ctx.trace.facts
@@ -610,7 +676,7 @@ def _alibi_t(ctx: Context, cell):
                             "enters, so nothing about it needs to be cached.")
 
 
-@register("logits_t", kind=KIND)
+@explainer("logits_t")
 def _logits_t(ctx: Context, cell):
     hidden = _hidden(ctx, "logits_t", cell)
     if hidden is not None:
@@ -625,7 +691,7 @@ def _logits_t(ctx: Context, cell):
                        reads=(("scores_t", cell), ("alibi_t", cell)))
 
 
-@register("weights_t", kind=KIND)
+@explainer("weights_t")
 def _weights_t(ctx: Context, cell):
     h, r = cell
     src = ctx.trace["weights_t"].inputs[0]
@@ -639,14 +705,20 @@ def _weights_t(ctx: Context, cell):
     top = max(s[j] for j in keep)
     e = [math.exp((s[j] - top) / temperature) for j in keep]
     total = math.fsum(e)
-    sym, sym_text = ctx.symbol(src)
     over, over_text = (f" / {temperature:g}", f" / {temperature:g}") if temperature != 1 else ("", "")
-    exps = [rf"e^{{({sym}_{{{h},{j}}} - {ctx.num(top)}){over}}}" for j in keep]
-    exps_text = [f"e^(({sym_text}[{h},{j}] − {ctx.num_text(top)}){over_text})" for j in keep]
+    minus, minus_text = _minus(ctx, top)
+    if temperature != 1:
+        exps = [rf"e^{{({ctx.ref(src, (h, j))} {minus}){over}}}" for j in keep]
+        exps_text = [f"e^(({ctx.ref_text(src, (h, j))} {minus_text}){over_text})" for j in keep]
+    else:
+        exps = [rf"e^{{{ctx.ref(src, (h, j))} {minus}}}" for j in keep]
+        exps_text = [f"e^({ctx.ref_text(src, (h, j))} {minus_text})" for j in keep]
     shown, text, hidden = softmax_fraction(ctx, exps, exps_text, e, keep.index(r), total)
     value = e[keep.index(r)] / total
+    p = ctx.trace.facts["positions"][r]
+    x = ctx.symbol(src)[0]
     return Explanation("weights_t", cell,
-                       rf"{lhs} = \frac{{e^{{{sym}_{{{h},{r}}}{over}}}}}{{\sum_{{j'}} e^{{{sym}_{{{h},j'}}{over}}}}}",
+                       rf"{lhs} = \frac{{e^{{{x}_{{{h},{p}}}{over}}}}}{{\sum_{{j'}} e^{{{x}_{{{h},j'}}{over}}}}}",
                        shown, f"{lhs} = {ctx.num(value)}", value, f"{lhs_text} = {text}\n  = {ctx.num_text(value)}",
                        note=f"Softmax over head {h}'s row of {len(keep)} visible scores"
                             + (f", divided by the temperature T = {temperature:g}" if temperature != 1 else "")
@@ -654,22 +726,23 @@ def _weights_t(ctx: Context, cell):
                        n_terms=len(keep), n_elided=hidden, reads=tuple((src, (h, j)) for j in keep))
 
 
-@register("context_t", kind=KIND)
+@explainer("context_t")
 def _context_t(ctx: Context, cell):
     h, c = cell
-    kv = h // ctx.trace.facts["g"]
+    u = h // ctx.trace.facts["g"]
     a, v = ctx.value("weights_t"), ctx.value("v_cache")
     terms = [(ctx.ref("weights_t", (h, j)), ctx.ref_text("weights_t", (h, j)), a[h, j],
-              ctx.ref("v_cache", (kv, j, c)), ctx.ref_text("v_cache", (kv, j, c)), v[kv, j, c],
-              ("weights_t", (h, j)), ("v_cache", (kv, j, c))) for j in range(a.shape[1])]
-    return ctx.sum_of_products("context_t", cell, rf"\sum_j a_{{{h},j}} V^{{\text{{cache}}}}_{{{kv},j,{c}}}",
-                               f"Σ_j a[{h},j]·V_cache[{kv},j,{c}]", terms,
-                               note=f"Head {h}'s weights average column {c} of KV head {kv}'s cached values.")
+              ctx.ref("v_cache", (u, j, c)), ctx.ref_text("v_cache", (u, j, c)), v[u, j, c],
+              ("weights_t", (h, j)), ("v_cache", (u, j, c))) for j in range(a.shape[1])]
+    return ctx.sum_of_products("context_t", cell, rf"\sum_j a_{{{h},j}} V^{{\text{{cache}}}}_{{{u},j,{c}}}",
+                               f"Σ_j a[{h},j]·V_cache[{u},j,{c}]", terms,
+                               note=f"Head {h}'s weights average column {c} of KV head {u}'s cached values.")
 
 
-@register("output_t", kind=KIND)
+@explainer("output_t")
 def _output_t(ctx: Context, cell):
     (c,) = cell
+    t = ctx.trace.facts["t"]
     context, w_o = ctx.value("context_t"), ctx.value("w_o")
     n_heads, d_v = context.shape
     terms = [(ctx.ref("context_t", (h, e)), ctx.ref_text("context_t", (h, e)), context[h, e],
@@ -678,9 +751,10 @@ def _output_t(ctx: Context, cell):
     bias = None
     if "b_o" in ctx.trace:
         bias = (ctx.ref("b_o", (c,)), ctx.ref_text("b_o", (c,)), ctx.value("b_o")[c], ("b_o", (c,)))
-    return ctx.sum_of_products("output_t", cell, rf"\sum_{{h,e}} c_{{h,e}} (W_O)_{{h d_v + e,\,{c}}}",
-                               f"Σ_h,e c[h,e]·W_O[h·d_v + e, {c}]", terms, bias=bias,
-                               note="The heads' context rows side by side, times W_O" + (", plus b_O." if bias else "."))
+    return ctx.sum_of_products("output_t", cell, rf"\sum_{{h,e}} (c_{{{t}}})_{{h,e}} (W_O)_{{h d_v + e,\,{c}}}",
+                               f"Σ_h,e c_{t}[h,e]·W_O[h·d_v + e, {c}]", terms, bias=bias,
+                               note=f"Column {c} of token {t}'s output row: the heads' context rows (c_{t})_h side by "
+                                    "side, times W_O" + (", plus b_O." if bias else "."))
 
 
 def _forward_leaf(key: str):
@@ -726,7 +800,8 @@ def _cache_bytes(ctx: Context, cell):
     r, q = cell
     p = list(PRESETS.values())[r]
     b, tokens = ctx.trace.facts["bytes_per_value"], ctx.trace.facts["tokens"]
-    lhs, lhs_text = ctx.ref("cache_bytes", cell), ctx.ref_text("cache_bytes", cell)
+    what = ("per token", f"{tokens:,} tokens", f"MHA, {tokens:,} tokens")[q]
+    lhs, lhs_text = rf"\text{{bytes}}(\text{{{p.name}, {what}}})", f"bytes({p.name}, {what})"
     mha = q == 2
     n = 1 if q == 0 else tokens
     if p.latent is not None and not mha:
@@ -738,7 +813,9 @@ def _cache_bytes(ctx: Context, cell):
     else:
         h = p.n_heads if mha else p.n_kv_heads
         per, per_tex, per_text = 2 * h * p.d_head, rf"2 \cdot {h} \cdot {p.d_head}", f"2·{h}·{p.d_head}"
-        why = f"K and V (the 2), {h} {'query heads, as MHA would' if mha else 'KV heads'} of d_head = {p.d_head}"
+        why = (f"K and V (the 2) for all {h} heads, one KV head per query head as MHA has, each d_head = {p.d_head} "
+               "wide" if mha else f"K and V (the 2) of its {h} KV head{'s' if h > 1 else ''}, each d_head = "
+               f"{p.d_head} wide")
     local = p.local_layers if p.window is not None else 0
     kept = min(n, p.window) if p.window is not None else n
     value = float(per * b * ((p.layers - local) * n + local * kept))
@@ -780,7 +857,7 @@ claim("kv_mha_own_heads",
       lambda s: s.n_kv_heads == s.n_heads > 1, "H_kv = H > 1",
       "tests/test_kv_cache.py::test_mha_every_query_head_reads_its_own_kv_head", about=KIND)
 claim("kv_gqa_smaller",
-      "the cache is g = {g} times smaller than MHA's: {n_kv_heads} KV heads instead of {n_heads}",
+      "the cache is g = {g} times smaller than MHA's: {kv_heads_words} instead of {n_heads}",
       lambda s: s.n_kv_heads < s.n_heads, "H_kv < H (GQA or MQA)",
       "tests/test_kv_cache.py::test_gqa_cache_is_g_times_smaller_than_mha", about=KIND)
 claim("kv_mqa_one_head",
@@ -788,7 +865,7 @@ claim("kv_mqa_one_head",
       lambda s: s.n_kv_heads == 1 and s.n_heads > 1, "H_kv = 1 < H",
       "tests/test_kv_cache.py::test_mqa_all_query_heads_read_kv_head_0", about=KIND)
 claim("kv_grows",
-      "without a window the cache grows by one row per token and never drops one",
+      "without a window the cache grows by one row per decoded token{prompt_rows} and never drops one",
       lambda s: s.window is None, "no sliding window",
       "tests/test_kv_cache.py::test_cache_size_step_by_step", about=KIND)
 claim("kv_stops_growing",
@@ -818,8 +895,30 @@ claim("kv_one_row",
       "a decoding step scores one query, not a square matrix",
       lambda s: not s.together, "step t decoded alone (t ≥ P, or a prompt of one token)",
       "tests/test_kv_cache.py::test_a_decoded_step_has_one_query_and_a_prompt_step_a_square",
-      about=KIND, otherwise="the prompt is scored as one {prefill} × {prefill} square at once, masked after each "
-                            "row's token; this is its row {t}")
+      about=KIND)
+claim("kv_prompt_square",
+      "the prompt is scored as one {prefill} × {prefill} square at once, masked after each row's token; this is its "
+      "row {t}",
+      lambda s: s.together and (s.window is None or s.window >= s.prefill),
+      "step t in a prompt of P > 1 tokens, and no window shorter than the prompt (it would hide keys inside it)",
+      "tests/test_kv_cache.py::test_a_decoded_step_has_one_query_and_a_prompt_step_a_square", about=KIND)
+claim("kv_prompt_square_window",
+      "the prompt is scored as one {prefill} × {prefill} square at once, masked after each row's token and more "
+      "than W − 1 = {w_back} before it (the window of W = {window}); this is its row {t}",
+      lambda s: s.together and s.window is not None and s.window < s.prefill,
+      "step t in a prompt of P > 1 tokens and a window W < P",
+      "tests/test_kv_cache.py::test_a_decoded_step_has_one_query_and_a_prompt_step_a_square", about=KIND)
+claim("kv_rolling_buffer",
+      "With the sidebar's window W = {window} the cache is a rolling buffer of W rows for the decoded tokens: as "
+      "token t's row comes in, token t − {window}'s, which t may not see, falls out, so step t reads tokens "
+      "t − {w_back} … t (a prompt longer than W is computed whole, then keeps its last W)",
+      lambda s: s.window is not None and s.window > 1, "a sliding window of W ≥ 2 keys",
+      "tests/test_kv_cache.py::test_a_window_is_a_rolling_buffer_of_w_rows", about=KIND)
+claim("kv_window_of_one",
+      "With the sidebar's window W = 1 each token sees only itself: a decoded token's row replaces the one before, "
+      "so the cache holds one row, token t's, and no earlier key or value is read",
+      lambda s: s.window == 1, "a sliding window of W = 1 key (the token itself)",
+      "tests/test_kv_cache.py::test_a_window_is_a_rolling_buffer_of_w_rows", about=KIND)
 claim("kv_rope_rotated_once",
       "the cache keeps the rotated keys k^R_j: token j's rotation by its position is applied once, when it comes in, "
       "and a later query's rotation never changes it",

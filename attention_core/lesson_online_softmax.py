@@ -4,12 +4,13 @@ One head h of the forward pass under the sidebar's settings (head 0 unless the p
 queries and keys as the scores read them (rotated by RoPE when the position is RoPE; the keys and values of
 KV head ⌊h/g⌋ under grouped-query attention), its values, and exactly the scores its softmax reads: the
 score function's S or Ŝ, plus ALiBi's B_h, −∞ where the settings' mask hides a key (S̃), divided by the
-temperature T. The keys are cut into blocks b = 0, 1, … of B keys; the block's scores S_b are made only when
+temperature T. The keys are cut into blocks b = 0, 1, … of B_c keys; the block's scores S_b are made only when
 its keys are loaded (each score needs only its query and its key, whatever the score function), and each
 query row i carries its running maximum m_i, running sum ℓ_i and unnormalised output o_i from block to block
 (docs/notation.md, "Today's attention"). After the last block C_i = o_i / ℓ_i is row i of the forward pass's
-C_h. As FlashAttention does, the queries are cut into blocks of B rows too, so that a B × B tile whose every
-score is masked is skipped: counted and shown here.
+C_h. As FlashAttention does, the queries are cut into blocks of B_r rows too (B_r = B_c here), so that a
+B_r × B_c tile whose every score is masked is skipped: counted and shown here. (B_c, B_r: FlashAttention's names
+for the key and query block sizes; B alone is ALiBi's bias in docs/notation.md.)
 
     >>> from attention_core import Config
     >>> t = online_softmax_trace(Config(sentence="I love you today", mask="causal"), 2, 1)
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import attention as att
-from .claims import claim
+from .claims import claim, say
 from .config import Config, ConfigError
 from .explain import Context, Explanation, fmt, join_terms, register
 from .forward import exact_slope, run_forward
@@ -53,7 +54,7 @@ class Controls:
 def check_block_size(block_size, n: int) -> int:
     """A whole number of keys, at least 1 (larger than n is allowed: one block); else ConfigError."""
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
-        raise ConfigError(f"The block size B must be a whole number of keys, at least 1 (not {block_size!r}): "
+        raise ConfigError(f"The block size B_c must be a whole number of keys, at least 1 (not {block_size!r}): "
                           f"move the slider to a value from 1 to n = {n}.")
     return int(block_size)
 
@@ -141,7 +142,8 @@ def block_scores(config: Config, hd: Head, start: int, stop: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=32)
 def run_blocks(config: Config, block_size: int, head: int = 0):
-    """The recurrence over key blocks for every row, and which B × B tiles (query block × key block) are skipped.
+    """The recurrence over key blocks for every row, and which B_r × B_c tiles (query block × key block, B_r = B_c)
+    are skipped.
 
     Returns (blocks, tiles, context): blocks[b] holds "keys" (start, stop), "scores" S_b (n, size), "rescale",
     "m", "l" (n,), "o" (n, d_v) after block b, "skipped" (n,) bool (the row's tile was skipped); tiles
@@ -217,15 +219,19 @@ SCORE_NAMES = {"dot": "the dot product", "scaled_dot": "the scaled dot product",
                "bilinear": "the bilinear score"}
 SCORE_ENTRIES = {"dot": "q_i · k_j", "scaled_dot": "q_i · k_j / √d_k", "additive": "vᵀ tanh(W_1ᵀ q_i + W_2ᵀ k_j)",
                  "bilinear": "q_iᵀ W k_j"}
+SCORE_ENTRIES_PER_HEAD = {**SCORE_ENTRIES, "additive": "v^(h)ᵀ tanh(W_1^(h)ᵀ q_i + W_2^(h)ᵀ k_j)",
+                          "bilinear": "q_iᵀ W^(h) k_j"}            # several heads: each its own (docs/notation.md)
 
 
 def mask_words(config: Config) -> str:
     if config.mask == "causal":
         return "the causal mask"
     if config.mask == "sliding_window":
-        return f"the sliding window of W = {config.window} keys"
-    hidden = ", ".join(map(str, sorted(set(config.padding))))
-    return f"the padding mask (keys {hidden} hidden)" if hidden else "the padding mask (no key hidden)"
+        return f"the sliding window of W = {config.window} key{'' if config.window == 1 else 's'}"
+    keys = sorted(set(config.padding))
+    hidden = ", ".join(map(str, keys))
+    return (f"the padding mask (key{'s' if len(keys) > 1 else ''} {hidden} hidden)" if keys
+            else "the padding mask (no key hidden)")
 
 
 def source_text(config: Config, head: int) -> str:
@@ -241,7 +247,7 @@ def source_text(config: Config, head: int) -> str:
             who += (f" (its keys and values are KV head ⌊h/g⌋ = ⌊{head}/{g}⌋ = {head // g} of "
                     f"H_kv = {config.kv_heads})")
     sub = "_h" if heads else ""
-    entry = SCORE_ENTRIES[config.score]
+    entry = (SCORE_ENTRIES_PER_HEAD if heads else SCORE_ENTRIES)[config.score]
     if rope:
         entry = entry.replace("q_i", "q^R_i").replace("k_j", "k^R_j")
     parts = [f"{SCORE_NAMES[config.score]} {'Ŝ' if config.score == 'scaled_dot' else 'S'}{sub}, entry (i, j) = {entry}"
@@ -301,7 +307,7 @@ def _cached(config: Config, block_size: int, block: int, head: int) -> Trace:
     heads = config.n_heads > 1
     blocks, tiles, context = run_blocks(config, block_size, head)
     if not (isinstance(block, (int, np.integer)) and not isinstance(block, bool) and 0 <= block < len(blocks)):
-        raise ConfigError(f"There are {len(blocks)} key blocks of B = {block_size}: the block b must be "
+        raise ConfigError(f"There are {len(blocks)} key blocks of B_c = {block_size}: the block b must be "
                           f"0 … {len(blocks) - 1}, not {block!r}.")
     here, last = blocks[block], blocks[-1]
     before = blocks[block - 1] if block else dict(m=np.full(n, -np.inf), l=np.zeros(n), o=np.zeros_like(here["o"]))
@@ -327,9 +333,11 @@ def _cached(config: Config, block_size: int, block: int, head: int) -> Trace:
     t.add("q", f"Queries Q{r}{hsub}", q, ("n", "d_k"), rf"Q{r}{hsub}", why="From the forward pass" + where + ".")
     t.add("k", f"Keys K{r}{ktxt}", k, ("n", "d_k"), rf"K{r}{ksub}", why="From the forward pass" + kv_where + ".")
     t.add("v", f"Values V{ktxt}", v, ("n", "d_v"), rf"V{ksub}", why="From the forward pass" + kv_where + ".")
+    own, own_tex = (f"^({hd.head})", rf"^{{({hd.head})}}") if heads else ("", "")   # head h's own: W_1^(h) …
     for key, val in hd.params.items():
-        t.add(key, {"w_1": "W_1", "w_2": "W_2", "v_a": "v", "w_b": "W"}[key], val,
-              ("d_k", "d_a") if val.ndim == 2 else ("d_a",), "", why="The score's own parameters, from the forward pass.")
+        name = {"w_1": "W_1", "w_2": "W_2", "v_a": "v", "w_b": "W"}[key]
+        t.add(key, name + own, val, ("d_k", "d_a") if val.ndim == 2 else ("d_a",), name + own_tex,
+              why="The score's own parameters" + (f" of head h = {hd.head}" if heads else "") + ", from the forward pass.")
     if mask is not None:
         t.add("mask", "Mask M", mask.astype(float), ("n_q", "n_k"), r"M", why=f"The settings' {config.mask} mask.",
               scale="mask")
@@ -373,6 +381,8 @@ def _cached(config: Config, block_size: int, block: int, head: int) -> Trace:
         rescaled=tuple(int(i) for i in np.flatnonzero(seen & (here["m"] > before["m"]))),
         first_seen=tuple(int(i) for i in np.flatnonzero(~seen & np.isfinite(here["m"]))),
         any_seen=bool(seen.any()),
+        seen_computed=bool((seen & ~here["skipped"]).any()),      # a row that had seen a key, its tile computed here
+        all_skipped=bool(here["skipped"].all()),                   # S_b is never computed
         empty_rows=tuple(int(i) for i in np.flatnonzero(~mask.any(axis=1))) if mask is not None else (),
         held=n * min(block_size, n), full=n * n, tile=min(block_size, n) ** 2)
     return t
@@ -380,9 +390,9 @@ def _cached(config: Config, block_size: int, block: int, head: int) -> Trace:
 
 def online_softmax_trace(config: Config, block_size: int, block: int = 0, head: int = 0,
                          forward: Trace | None = None) -> Trace:
-    """The lesson at block size B, key block b and head h: steps s_b, m_prev, m, rescale, l_prev, l, o_prev, o,
+    """The lesson at block size B_c, key block b and head h: steps s_b, m_prev, m, rescale, l_prev, l, o_prev, o,
     context, lse, logsumexp, tiles, reads (and q, k, v, the score's parameters, mask). Raises ConfigError for
-    B < 1, a block outside 0 … n_blocks − 1 or a head outside 0 … H − 1. `forward`: the page's run_forward(config)
+    B_c < 1, a block outside 0 … n_blocks − 1 or a head outside 0 … H − 1. `forward`: the page's run_forward(config)
     trace, read instead of running the forward pass again."""
     hd = head_of(config, head, forward)
     return _cached(config, check_block_size(block_size, len(hd.tokens)), block, hd.head)
@@ -400,14 +410,26 @@ def facts(c: Controls) -> dict:
     return online_softmax_trace(c.config, c.block_size, c.block, c.head).facts
 
 
-def skipped_where(config: Config) -> str:
-    """Where the skipped tiles are, in words, for the settings' mask, and what FlashAttention does with them."""
+def skipped_where(config: Config, many: bool = True) -> str:
+    """Where the skipped tiles are, in words, for the settings' mask, and what FlashAttention does with them
+    (many=False: one skipped tile)."""
     w = config.window
+    them = "them" if many else "it"
     return {"causal": " (with the causal mask: entirely above the diagonal, the tiles FlashAttention skips)",
             "sliding_window": f" (with the window of W = {w}: entirely above the diagonal, or entirely more than "
-                              f"{w - 1} key{'' if w == 2 else 's'} back; FlashAttention's sliding window skips them)",
-            "padding": " (every key in them is padding; FlashAttention is given the sequences without their padding, "
-                       "so it never sees these keys)"}.get(config.mask, "")
+                              f"{w - 1} key{'' if w == 2 else 's'} back; FlashAttention's sliding window skips {them})",
+            "padding": f" (every key in {them} is padding; FlashAttention is given the sequences without their "
+                       "padding, so it never sees these keys)"}.get(config.mask, "")
+
+
+def skipped_text(c: Controls) -> str:
+    """The os_skipped claim (or its otherwise) with its counts in words: '1 of the 4 tiles has', 'the one tile has'."""
+    f = facts(c)
+    k, tiles = f["n_skipped"], f["n_tiles"]
+    which = ("The one tile has" if tiles == 1 else f"{k} of the {tiles} tiles " + ("has" if k == 1 else "have"))
+    every_tile = "the one tile holds" if tiles == 1 else "every B_r × B_c tile holds"
+    return say("os_skipped", c, which=which, where=skipped_where(c.config, many=k > 1), them="them" if k > 1 else "it",
+               every_tile=every_tile)
 
 
 # ---- sentences true only under some controls ---------------------------------------------------------
@@ -423,10 +445,15 @@ claim("os_rescaled",
       lambda c: bool(facts(c)["rescaled"]), "a block b > 0 in which some row's maximum rises above a finite m_i",
       PROOF + "test_rescaled_rows_are_exactly_those_whose_maximum_rose", about=KIND)
 claim("os_not_rescaled",
-      "No row that had already seen a key finds a larger score in this block: for each, e^(m_i − m_i′) = 1, so its "
-      "ℓ_i and o_i are only added to",
-      lambda c: c.block > 0 and not facts(c)["rescaled"] and facts(c)["any_seen"],
-      "a block b > 0 in which no finite m_i rises, some row having seen a key before it",
+      "No row that had already seen a key and whose tile is computed here finds a larger score in this block: for "
+      "each, e^(m_i − m_i′) = 1, so its ℓ_i and o_i are only added to",
+      lambda c: c.block > 0 and not facts(c)["rescaled"] and facts(c)["seen_computed"],
+      "a block b > 0 in which no finite m_i rises, some row that had seen a key before it having its tile computed",
+      PROOF + "test_rescaled_rows_are_exactly_those_whose_maximum_rose", about=KIND)
+claim("os_seen_all_skipped",
+      "The rows that had seen a key are all in skipped tiles here",
+      lambda c: c.block > 0 and facts(c)["any_seen"] and not facts(c)["seen_computed"],
+      "a block b > 0 in which every row that had seen a key before it has its tile skipped",
       PROOF + "test_rescaled_rows_are_exactly_those_whose_maximum_rose", about=KIND)
 claim("os_first_seen",
       "first keys in this block for {rows}: m_i rises from −∞ to the block's row maximum, and e^(m_i − m_i′) = 0 "
@@ -435,11 +462,11 @@ claim("os_first_seen",
       "a block b > 0 that holds the first keys some row may see (a window, or padding at the start)",
       PROOF + "test_rows_that_see_their_first_keys_start_from_nothing", about=KIND)
 claim("os_skipped",
-      "{skipped} of the {tiles} tiles {have} every score masked{where}: nothing in them is computed, and m_i, ℓ_i, "
-      "o_i pass through them unchanged",
-      lambda c: facts(c)["n_skipped"] > 0, "a mask that hides a whole B × B tile (causal: above the diagonal)",
+      "{which} every score masked{where}: nothing in {them} is computed, and m_i, ℓ_i, o_i pass through {them} "
+      "unchanged",
+      lambda c: facts(c)["n_skipped"] > 0, "a mask that hides a whole B_r × B_c tile (causal: above the diagonal)",
       PROOF + "test_skipped_tiles_are_the_fully_masked_ones", about=KIND,
-      otherwise="No tile was skipped: every B × B tile holds at least one score its queries may use")
+      otherwise="No tile was skipped: {every_tile} at least one score its queries may use")
 claim("os_skipped_here",
       "in this block the tiles of {rows} are skipped: their m_i, ℓ_i and o_i did not change",
       lambda c: bool(facts(c)["skipped_here"]), "a skipped tile in block b",
@@ -450,7 +477,7 @@ claim("os_empty_rows",
       lambda c: bool(facts(c)["empty_rows"]), "a mask that hides every key from some query (padding everything)",
       PROOF + "test_fully_masked_rows_give_zero_not_nan", about=KIND)
 claim("os_one_block",
-      "B = {B} ≥ n = {n}: every key fits in one block, so the loop runs once and is the plain softmax in one go "
+      "B_c = {B} ≥ n = {n}: every key fits in one block, so the loop runs once and is the plain softmax in one go "
       "(still exact)",
       lambda c: c.block_size >= len(head_of(c.config, c.head).tokens), "a block size of at least n",
       PROOF + "test_block_larger_than_n_is_one_block_and_still_right", about=KIND)
@@ -566,6 +593,8 @@ def _score_parts(ctx: Context, i: int, j: int):
     d_k = q.shape[0]
     reads = [("q", (i, m)) for m in range(d_k)] + [("k", (j, m)) for m in range(d_k)]
     qi, kj, qt, kt = rf"q{r}_{{{i}}}", rf"k{r}_{{{j}}}", f"q{r}_{i}", f"k{r}_{j}"
+    heads = f["n_heads"] > 1                       # each head its own score parameters: W_1^(h), W_2^(h), v^(h), W^(h)
+    own, own_t = (rf"^{{({f['head']})}}", f"^({f['head']})") if heads else ("", "")
     if score in ("dot", "scaled_dot"):
         value = math.fsum(float(q[m]) * float(k[m]) for m in range(d_k))
         shown, hidden = join_terms([f"{_par(q[m])} \\cdot {_par(k[m])}" for m in range(d_k)])
@@ -584,8 +613,9 @@ def _score_parts(ctx: Context, i: int, j: int):
         shown, hidden = join_terms([rf"{_par(v_a[a])} \tanh({_num(u[a])} + {_par(w[a])})" for a in range(d_a)])
         shown_t, _ = join_terms([f"{_partxt(v_a[a])}·tanh({_txt(u[a])} + {_partxt(w[a])})" for a in range(d_a)],
                                 latex=False)
-        sym = rf"v^\top \tanh(W_1^\top {qi} + W_2^\top {kj})"
-        sym_t, n_terms = f"vᵀ tanh(W_1ᵀ {qt} + W_2ᵀ {kt})", d_a
+        tp = rf"{own}{{}}^\top" if own else r"^\top"                         # v^(h)ᵀ: one superscript at a time
+        sym = rf"v{tp} \tanh(W_1{tp} {qi} + W_2{tp} {kj})"
+        sym_t, n_terms = f"v{own_t}ᵀ tanh(W_1{own_t}ᵀ {qt} + W_2{own_t}ᵀ {kt})", d_a
         reads += [("v_a", (a,)) for a in range(d_a)]
     else:
         w_b = ctx.value("w_b")
@@ -593,7 +623,7 @@ def _score_parts(ctx: Context, i: int, j: int):
         value = math.fsum(float(q[m]) * float(w_b[m, l]) * float(k[l]) for m in range(d_k) for l in range(d_k))
         shown, hidden = join_terms([f"{_par(q[m])} \\cdot {_par(u[m])}" for m in range(d_k)])
         shown_t, _ = join_terms([f"{_partxt(q[m])}·{_partxt(u[m])}" for m in range(d_k)], latex=False)
-        sym, sym_t, n_terms = rf"{qi}^\top W\, {kj}", f"{qt}ᵀ W {kt}", d_k
+        sym, sym_t, n_terms = rf"{qi}^\top W{own}\, {kj}", f"{qt}ᵀ W{own_t} {kt}", d_k
     slope = f["slope"]
     if slope is not None:
         bias = 0.0 - slope * abs(i - j)
@@ -775,9 +805,10 @@ def _context(ctx: Context, cell):
     f = ctx.trace.facts
     o, l = float(ctx.value("o_final")[i, c]), float(ctx.value("l_final")[i])
     value = o / l if l > 0 else 0.0
-    note = ("The one division, after the last block: o_i summed e^(S − m) v and ℓ_i summed e^(S − m) against the "
-            f"same final maximum, so their ratio is Σ_j A_ij v_j with A = softmax({f['reads_text']}), the weights "
-            "over the whole row." if l > 0 else
+    a = "A_h" if f["n_heads"] > 1 else "A"
+    note = ("The one division, after the last block: o_i summed e^((S_b)_ij − m_i) v_j and ℓ_i summed "
+            "e^((S_b)_ij − m_i) over every block b, each brought to the same final maximum m_i, so their ratio is "
+            f"Σ_j {'(A_h)_ij' if f['n_heads'] > 1 else 'A_ij'} v_j with {a} = softmax({f['reads_text']}), the weights over the whole row." if l > 0 else
             f"Row {i} saw no key: ℓ_i = 0, and C_i is set to 0 instead of 0/0 = NaN.")
     return _expl("context", cell, rf"C_{{{i},{c}}} = \frac{{o_{{{i},{c}}}}}{{\ell_{{{i}}}}}",
                  rf"\frac{{{_num(o)}}}{{{_num(l)}}}" if l > 0 else r"0 \ (\ell_i = 0)", value,

@@ -174,6 +174,7 @@ def test_cache_size_step_by_step():
     W), W ≥ n (never drops). Each setting shows exactly one of them."""
     base = Config(sentence=LONG, n_heads=2, n_kv_heads=1, **RANDOM)
     n = n_of(base)
+    from ui.kv_cache_view import status_text
     growth = ("kv_grows", "kv_stops_growing", "kv_prompt_beyond_window", "kv_window_covers")
     for window in (None, 1, 2, 4, n, n + 5):
         config = base if window is None else base.replace(mask="sliding_window", window=window)
@@ -187,12 +188,46 @@ def test_cache_size_step_by_step():
                 assert said == ["kv_window_covers" if window else "kv_grows"]
                 assert last == list(range(n)) and max(sizes) == n
                 assert sizes[prefill:] == list(range(prefill + 1, n + 1))
+                if window is None:                          # one row per decoded token, the prompt's P rows at once
+                    words = status_text(kv.kv_cache_trace(config, prefill, n - 1))
+                    assert ("the cache grows by one row per decoded token" + (
+                        f" (the prompt's {prefill} rows enter at once)" if prefill > 1 else "") + " and never drops one"
+                            ) in words, words
             elif prefill <= window:
                 assert said == ["kv_stops_growing"] and max(sizes) == window
                 assert sizes[-1] == window and last == list(range(n - window, n))
             else:
                 assert said == ["kv_prompt_beyond_window"] and max(sizes) == prefill > window
                 assert sizes[prefill:] == [window] * (n - prefill) and last == list(range(n - window, n))
+
+
+def test_a_window_is_a_rolling_buffer_of_w_rows():
+    """With a window W the cache is a rolling buffer: while a decoded step t is computed it holds exactly tokens
+    max(0, t − W + 1) … t, every one visible (no −∞ in its row), and between steps never more than W rows; a prompt
+    step holds the prompt's rows. The two sentences (W ≥ 2, W = 1) are shown exactly there, with these numbers."""
+    from ui.kv_cache_view import window_text
+    base = Config(sentence=LONG, n_heads=2, n_kv_heads=1, **RANDOM)
+    n = n_of(base)
+    for window in (1, 2, 3, n + 2):
+        config = base.replace(mask="sliding_window", window=window)
+        for prefill in (0, 1, 5):
+            steps = kv.decode(config, prefill).cache["steps"]
+            for step in steps:
+                t = step["t"]
+                if step["prefill"]:
+                    assert step["positions"] == list(range(prefill))
+                else:
+                    assert step["positions"] == list(range(max(0, t - window + 1), t + 1)), (window, prefill, t)
+                    assert np.isfinite(step["scores"]).all() and len(step["positions"]) <= window
+        s = kv.settings_for(config, 0, 0, n)
+        assert holds("kv_rolling_buffer", s) == (window >= 2) and holds("kv_window_of_one", s) == (window == 1)
+        words = window_text(config, n)
+        if window >= 2:
+            assert f"rolling buffer of W rows for the decoded tokens: as token t's row comes in, token t − {window}'s" in words
+            assert f"step t reads tokens t − {window - 1} … t" in words
+        else:
+            assert "each token sees only itself: a decoded token's row replaces the one before" in words
+    assert window_text(base, n) == "" and not holds("kv_rolling_buffer", kv.settings_for(base, 0, 0, n))
 
 
 def test_a_decoded_step_has_one_query_and_a_prompt_step_a_square():
@@ -218,6 +253,18 @@ def test_a_decoded_step_has_one_query_and_a_prompt_step_a_square():
         if together:
             assert f"all {prefill} queries are computed together; this is row {t}" in trace["q_t"].why
             assert f"scored as one {prefill} × {prefill} square" in trace["scores_t"].why
+    # a prompt's row: "masked after each row's token" alone only where no window hides keys inside the prompt
+    for window, prefill, t in ((None, 4, 3), (4, 4, 3), (9, 4, 3), (2, 4, 3), (1, 4, 1), (3, 4, 3), (2, 0, 3)):
+        config = Config(n_heads=2) if window is None else Config(n_heads=2, mask="sliding_window", window=window)
+        s, trace = kv.settings_for(config, prefill, t, 4), kv.kv_cache_trace(config, prefill, t)
+        rows = [st["scores"] for st in kv.decode(config, prefill).cache["steps"][:prefill]]
+        beyond_causal = prefill > 1 and bool((np.isneginf(np.stack(rows, axis=1)) & causal_mask(prefill)[None]).any())
+        assert holds("kv_prompt_square_window", s) == beyond_causal, (window, prefill)   # the window hides prompt keys
+        assert holds("kv_prompt_square", s) == (s.together and not beyond_causal)
+        assert sum(holds(k, s) for k in ("kv_one_row", "kv_prompt_square", "kv_prompt_square_window")) == 1
+        if beyond_causal:
+            assert (f"masked after each row's token and more than W − 1 = {window - 1} token{'s' * (window != 2)} "
+                    f"before it (the window of W = {window}); this is its row {t}") in trace["scores_t"].why
 
 
 # ---- the claims about heads (the sidebar's H and H_kv) ------------------------------------------------
@@ -235,7 +282,7 @@ def test_mha_every_query_head_reads_its_own_kv_head():
 def test_gqa_cache_is_g_times_smaller_than_mha():
     """The decoded cache's size (not a formula) is g times MHA's; "smaller" only when g > 1; the page's shapes
     table shows the decoded cache's shapes."""
-    from ui.kv_cache_view import shapes_table
+    from ui.kv_cache_view import shapes_table, sharing_text
     for h, h_kv in [(h, k) for h in (1, 2, 4, 6) for k in range(1, h + 1) if h % k == 0]:
         config = Config(n_heads=h, n_kv_heads=h_kv, d_v=3, **RANDOM)
         ours = kv.decode(config, 0).cache
@@ -248,7 +295,10 @@ def test_gqa_cache_is_g_times_smaller_than_mha():
         assert ratio == h // h_kv and mha["v"].size / ours["v"].size == ratio
         s = kv.KVSettings(h, h_kv)
         assert holds("kv_gqa_smaller", s) == (ratio > 1)
-        assert ("times smaller" in say("kv_gqa_smaller", s, g=s.g, n_kv_heads=h_kv, n_heads=h)) == (ratio > 1)
+        words = sharing_text(s)                                          # the words the sharing tab shows
+        assert ("times smaller" in words) == (ratio > 1)
+        if ratio > 1:                                                    # "1 KV head instead of 4", not "1 KV heads"
+            assert f": {h_kv} KV head{'s' if h_kv > 1 else ''} instead of {h}." in words, words
 
 
 def test_mqa_all_query_heads_read_kv_head_0():
@@ -276,19 +326,48 @@ def test_every_cell_is_explained_with_its_own_number(name, prefill, t):
 
 
 def test_cell_explanations_say_the_math():
+    """A clicked cell speaks the page's notation: a cached row by its token j (ŝ_{h,j}, K^cache_{u,j,c}, (B_h)_{t,j}),
+    the unrotated row as q_t, k_j (u is the KV head), a head's column of W_Q as h·d_k + c, (c_t)_h and (o_t)_c for
+    the context and output rows, and no double minus when the row's maximum is negative."""
     rope = kv.kv_cache_trace(CONFIGS["MQA RoPE W=2"], 1, 3)                  # the cache holds tokens 2 and 3
+    assert rope.facts["positions"] == [2, 3]
     e = explain(rope, "q_t", (1, 1))
-    assert e.text.startswith("q^R_3[1,1] = u_0·sin(3θ_0) + u_1·cos(3θ_0)") and "turned by RoPE at position 3" in e.note
+    assert e.text.startswith("q^R_3[1,1] = (q_3)[1,0]·sin(3θ_0) + (q_3)[1,1]·cos(3θ_0)")
+    assert e.symbolic.startswith(r"(q^R_{3})_{1,1} = (q_{3})_{1,0} \sin(3\theta_{0})") and "u_" not in e.symbolic
+    assert "turned by RoPE at position 3" in e.note and "Before the turn, q_3 = x_3·W_Q" in e.note
+    k = explain(rope, "k_cache", (0, 0, 1))                                   # cached row 0 is token 2
+    assert k.symbolic.startswith(r"K^{\text{cache}}_{0,2,1} = (k_{2})_{0,0} \sin(2\theta_{0})"), k.symbolic
+    assert "Token 2's cached key, KV head 0" in k.note and "u =" not in k.note
     e = explain(rope, "scores_t", (3, 0))
-    assert "⌊3/4⌋ = 0" in e.note and e.n_terms == 4 and "/ √d_k" in e.text.splitlines()[0]
+    assert e.symbolic.startswith(r"\hat s_{3,2} = \sum_c (q^R_{3})_{3,c} K^{\text{cache}}_{0,2,c}"), e.symbolic
+    assert "⌊3/4⌋ = 0" in e.note and "key j = 2 is token 2" in e.note and e.n_terms == 4
     assert e.value == pytest.approx(rope["q_t"].value[3] @ rope["k_cache"].value[0, 0] / 2, abs=1e-14)
     v = explain(rope, "kv_cache", (0, 1, 4 + 2))                              # the right half is V's: not rotated
-    assert v.text.startswith("V_cache[0,1,2] = Σ_m X[3,m]·W_V[m,2]") and "token 3" in v.note
+    assert v.text.startswith("V_cache[0,3,2] = Σ_m X[3,m]·W_V[m,2]") and "Token 3's cached value" in v.note
+    gqa = kv.kv_cache_trace(Config(n_heads=4, n_kv_heads=2), 2, 2)
+    assert r"(W_Q)_{:,\; h d_k:(h+1) d_k}" in gqa["q_t"].formula and r"(W_K)_{:,\; u d_k:(u+1) d_k}" in gqa["kv_cache"].formula
+    q = explain(gqa, "q_t", (1, 1))
+    assert q.symbolic.startswith(r"(q_{2})_{1,1} = \sum_{m=0}^{49} X_{2,m} (W_Q)_{m,5}")
+    assert "Head 1 owns W_Q's columns 4 … 7; column 5 = 1·4 + 1 is its column 1." in q.note
+    assert gqa["context_t"].formula.startswith(r"(c_{2})_h = \sum_j a_{h,j}")
+    assert gqa["output_t"].formula == r"o_{2} = [(c_{2})_0, \dots, (c_{2})_{H-1}]\, W_O"
+    o = explain(gqa, "output_t", (0,))
+    assert o.symbolic.startswith(r"(o_{2})_{0} = \sum_{h,e} (c_{2})_{h,e} (W_O)_{h d_v + e,\,0}")
+    assert explain(gqa, "context_t", (3, 1)).symbolic.startswith(r"(c_{2})_{3,1} = \sum_j a_{3,j}")
+    windowed_alibi = kv.kv_cache_trace(Config(positional="alibi", n_heads=2, mask="sliding_window", window=2), 0, 3)
+    b = explain(windowed_alibi, "alibi_t", (0, 0))                            # cached row 0 is token 2: B_{3,2}
+    assert b.symbolic == r"(B_{0})_{3,2} = -m_{0}\,(3 - 2)" and b.value == pytest.approx(-alibi_slopes(2)[0])
+    assert b.text.splitlines()[0] == "B_0[3,2] = −m_0·(3 − 2)"
     alibi = kv.kv_cache_trace(CONFIGS["H=3 ALiBi dot T=0.5 padding"], 0, 3)
     b = explain(alibi, "alibi_t", (2, 0))
-    assert b.text.splitlines()[0] == "B[2,0] = −m_2·(3 − 0)" and b.value == pytest.approx(-alibi_slopes(3)[2] * 3)
+    assert b.text.splitlines()[0] == "B_2[3,0] = −m_2·(3 − 0)" and b.value == pytest.approx(-alibi_slopes(3)[2] * 3)
     w = explain(alibi, "weights_t", (0, 1))
     assert "/ 0.5" in w.text and "temperature T = 0.5" in w.note
+    causal = kv.kv_cache_trace(Config(mask="causal"), 0, 3)
+    top = max(causal["scores_t"].value[0])
+    assert top < 0                                                            # the row's maximum is negative here
+    w = explain(causal, "weights_t", (0, 0))
+    assert rf"e^{{\hat s_{{0,0}} + {-top:.3f}}}" in w.substituted and "- -" not in w.substituted + w.text
     prompt = kv.kv_cache_trace(Config(), 4, 1)
     hidden = explain(prompt, "scores_t", (0, 3))
     assert hidden.value == float("-inf") and "comes later" in hidden.note
@@ -374,6 +453,15 @@ def test_calculator_cells_are_explained():
     assert e.text.splitlines()[1].strip() == "= 2·32·8·128·2·1" and "131,072 bytes = 128 KiB" in e.text
     assert "more than Llama 3 8B's configured maximum of 8,192 positions" in explain(trace, "cache_bytes", (0, 1)).note
     assert "is more than" not in explain(trace, "cache_bytes", (3, 1)).note                 # Qwen2.5: 131,072
+    # the calculator's number is "bytes", not B (ALiBi's bias on the same page); MHA in a sentence that parses
+    assert e.symbolic.startswith(r"\text{bytes}(\text{Llama 3 8B, per token}) = ") and e.text.startswith("bytes(")
+    assert "B_{" not in e.symbolic and "B[" not in e.text
+    assert "K and V (the 2) of its 8 KV heads, each d_head = 128 wide" in e.note
+    mha = explain(trace, "cache_bytes", (0, 2))
+    assert "K and V (the 2) for all 32 heads, one KV head per query head as MHA has, each d_head = 128 wide" in mha.note
+    from ui.kv_cache_view import calculator_table
+    widths = calculator_table(trace)["d_head"]                     # DeepSeek-V3's keys are 128 + 64 wide, values 128
+    assert widths["DeepSeek-V3"] == "K 192, V 128" and widths["Llama 3 8B"] == "128"
 
 
 def test_memory_curves_bend_at_the_window():
@@ -404,7 +492,7 @@ def test_bad_prompt_step_and_calculator_inputs_say_what_to_change():
 def test_every_claim_of_the_page_names_a_test_here():
     import tests.test_kv_cache as here
     mine = [c for c in CLAIMS.values() if c.about in ("kv_cache", "kv_cache_calc")]
-    assert len(mine) == 15
+    assert len(mine) == 19
     for c in mine:
         path, name = c.proof.split("::")
         assert path == "tests/test_kv_cache.py" and callable(getattr(here, name, None)), c.key
@@ -466,6 +554,11 @@ def test_a_window_shorter_than_the_prompt_is_said_truly():
     assert "stops growing at W" not in text
     assert "In the prompt all 4 queries are computed together; this is row 3" in page_text(at)
     assert "a decoding step scores one query" not in page_text(at)
+    assert ("the prompt is scored as one 4 × 4 square at once, masked after each row's token and more than W − 1 = "
+            "1 token before it (the window of W = 2); this is its row 3") in page_text(at)       # row 3 hides keys 0, 1
+    assert ("With the sidebar's window W = 2 the cache is a rolling buffer of W rows for the decoded tokens: as token "
+            "t's row comes in, token t − 2's, which t may not see, falls out, so step t reads tokens t − 1 … t (a prompt "
+            "longer than W is computed whole, then keeps its last W).") in page_text(at)
     at.slider(key="kv_cache.t").set_value(1).run()
     assert "row 1 of the prompt's scores is masked after token 1;" in status(at, 1)   # W = 2: key 0 still seen
     at.slider(key="kv_cache.t").set_value(2).run()
@@ -473,8 +566,17 @@ def test_a_window_shorter_than_the_prompt_is_said_truly():
     at.slider(key="kv_cache.t").set_value(3).run()
     at.number_input(key="kv_cache.prefill").set_value(2).run()
     text = status(at, 3)
-    assert "token 1's row falls out" in text and "The cache stops growing at W = 2 tokens" in text
+    assert "token 1's row falls out (older than the window) and one row is appended" in text
+    assert "the cache holds tokens 2 … 3 (2 rows)" in text and "The cache stops growing at W = 2 tokens" in text
     assert badge_of(at, "The cache: K and V")[0] == "KV head=1 × cached=2 × k | v=8"
+    at.number_input(key="kv_cache.prefill").set_value(0).run()             # W = 1: one row, the token's own
+    at.session_state["s.window"] = 1
+    at.run()
+    assert "the cache holds token 3 (1 row)" in status(at, 3) and badge_of(at, "The cache: K and V")[0] == \
+        "KV head=1 × cached=1 × k | v=8"
+    assert ("With the sidebar's window W = 1 each token sees only itself: a decoded token's row replaces the one "
+            "before, so the cache holds one row, token t's") in page_text(at)
+    assert "only the last W − 1" not in page_text(at) and "none: each token" not in page_text(at)
 
 
 def test_share_link_carries_the_view_and_a_fresh_session_shows_the_same_numbers():
@@ -491,7 +593,7 @@ def test_share_link_carries_the_view_and_a_fresh_session_shows_the_same_numbers(
     assert {k: link[k] for k in ("kv_cache.t", "kv_cache.prefill", "cell")} == {
         "kv_cache.t": "3", "kv_cache.prefill": "1", "cell": "kv_cache.hm.scores_t.None.2.1"}
     before = [m.value for m in at.markdown if "was made" in m.value or "Decoding = the full pass" in m.value]
-    assert len(before) == 2 and "How ŝ[2,1] was made" in before[1].replace("\\", "")
+    assert len(before) == 2 and "How ŝ[2,3] was made" in before[1].replace("\\", "")   # cached row 1 is token 3
     fresh = open_page(PAGE, query=link)
     no_exception(fresh)
     assert fresh.slider(key="kv_cache.t").value == 3 and fresh.number_input(key="kv_cache.prefill").value == 1
@@ -520,6 +622,9 @@ def test_tab_and_calculator_controls_travel_in_the_link():
     table = next(df.value for df in at.dataframe if "H_kv" in df.value.columns)
     assert list(table.index) == ["MHA", "GQA", "MQA"] and list(table["K cache"]) == ["(4, 4, 4)", "(2, 4, 4)", "(1, 4, 4)"]
     assert dict(at.query_params)["kv_cache.tab"] == "1"
+    bad = open_page(PAGE, query={"kv_cache.tab": "7"})                   # a tab the page has not: named, not "(0)" alone
+    assert ("Link setting “kv_cache.tab” (the open tab) must be from 0 to 2, not '7'; using the default "
+            "(“Decoding, step by step”).") in messages(bad), messages(bad)
 
 
 def test_sentence_changes_keep_t_and_p_inside_and_one_token_works():
@@ -538,11 +643,18 @@ def test_sentence_changes_keep_t_and_p_inside_and_one_token_works():
 
 
 def test_an_additive_score_is_said_with_a_button():
-    at = open_page(PAGE, query={"score": "additive", "mask": "causal"})
+    """The score is said with its button; with the mask None too, the causal notice names both changes (pages 5–7
+    show this pass only once the mask is Causal and the score Scaled dot)."""
+    at = open_page(PAGE, query={"score": "additive"})
     no_exception(at)
-    assert "this page decodes the scaled dot product" in messages(at) and "with the scaled dot product" in proof(at)[2]
+    assert "this page decodes the scaled dot product" in messages(at)
+    assert "with the causal mask and the scaled dot product" in proof(at)[2]
+    assert "With the sidebar's mask Causal and its score Scaled dot, these are pages 5–7's numbers." in messages(at)
     at.button(key="kv_cache.use_scaled").click().run()
-    assert at.session_state["s.score"] == "scaled_dot" and "(the sidebar's settings)" in proof(at)[2]
+    assert at.session_state["s.score"] == "scaled_dot" and "scaled dot product" not in proof(at)[2]
+    assert "With the sidebar's mask Causal, these are pages 5–7's numbers." in messages(at)
+    at.button(key="kv_cache.use_causal").click().run()
+    assert "(the sidebar's settings)" in proof(at)[2]
 
 
 def test_checked_box_runs_torch_live():
@@ -553,6 +665,7 @@ def test_checked_box_runs_torch_live():
     text = next(m.value for m in at.markdown if "Against PyTorch, live" in m.value)
     assert float(re.search(r"max \|torch − decoded\| = \*\*(\S+)\*\*", text)[1]) < 1e-12
     assert "causal flag" not in text                                       # ALiBi: the bias needs the matrix
+    assert "the causal mask and ALiBi's bias as one matrix" in text and "rotated" not in text   # no RoPE: nothing turned
 
 
 @pytest.mark.parametrize("key, cell, title", [("q_t.None", (1, 2), "q_2[1,2]"), ("kv_cache.0", (0, 5), "V_cache[0,0,1]"),
@@ -573,11 +686,13 @@ WALK = [({}, {}), ({"n_heads": 4, "n_kv_heads": 1, "positional": "rope", "mask":
          {"kv_cache.prefill": 0, "kv_cache.t": 3}),
         ({"n_heads": 4, "mask": "padding", "padding": (0, 1, 2, 3)}, {"kv_cache.prefill": 4, "kv_cache.t": 0}),
         ({"sentence": "hello", "n_heads": 2, "n_kv_heads": 1, "mask": "sliding_window", "window": 1},
-         {"kv_cache.prefill": 1, "kv_cache.t": 0})]
+         {"kv_cache.prefill": 1, "kv_cache.t": 0}),
+        ({"n_heads": 2, "mask": "sliding_window", "window": 1, "score": "bilinear", "positional": "alibi"},
+         {"kv_cache.prefill": 3, "kv_cache.t": 2})]
 
 
 @pytest.mark.parametrize("changes, own", WALK, ids=["defaults", "mqa-rope-w2-p4", "alibi6-w9-bias", "padding-all",
-                                                    "one-token-w1"])
+                                                    "one-token-w1", "w1-bilinear-alibi-p3"])
 def test_claims_walk_under_unusual_settings(changes, own):
     """The claims walk (tests/test_claims.py's walk) over this page under MQA/GQA/MHA, RoPE, ALiBi with H not a
     power of two, bias on, windows shorter and longer than the prompt, padding hiding every key, one token;

@@ -485,6 +485,11 @@ def test_kv_cache_decode_equals_the_full_pass(n_heads, n_kv, window, prefill, ro
     np.testing.assert_allclose(cache["k"], k_all[:, n - kept:], atol=1e-12)
     np.testing.assert_allclose(cache["v"], split_heads(x @ w_v, n_kv)[:, n - kept:], atol=1e-12)
     assert [s["t"] for s in cache["steps"]] == list(range(n))
+    for s in cache["steps"]:                    # a rolling buffer: a decoded step holds its W visible rows, no more
+        t = s["t"]
+        held = list(range(prefill)) if s["prefill"] else list(range(0 if window is None else max(0, t - window + 1), t + 1))
+        assert s["positions"] == held and s["cache_len"] == len(held), (t, s["positions"])
+        assert s["prefill"] or np.isfinite(s["scores"]).all()
 
 
 @pytest.mark.parametrize("n_heads, n_kv", [(4, 2), (3, 1)])

@@ -15,7 +15,7 @@ from attention_core import Config, ConfigError, online_softmax_attention, run_fo
 from attention_core.claims import CLAIMS, holds, say, shown_outside
 from attention_core.explain import explain, fmt
 from attention_core.lesson_online_softmax import (Controls, entry_symbol, head_of, matrix_symbol, online_softmax_trace,
-                                                  recurrence, rows_text, run_blocks, source_text)
+                                                  recurrence, rows_text, run_blocks, skipped_text, source_text)
 from tests.apptest_util import formulas, messages, no_exception, open_page
 
 PAGE = "app_pages/43_online_softmax.py"
@@ -232,7 +232,16 @@ def test_rescaled_rows_are_exactly_those_whose_maximum_rose(c):
     rose = np.flatnonzero(np.isfinite(before) & (after > before))
     assert lesson.facts["rescaled"] == tuple(rose)
     assert holds("os_rescaled", c) == bool(rose.size)
-    assert holds("os_not_rescaled", c) == (c.block > 0 and not rose.size and bool(np.isfinite(before).any()))
+    mask, B = head_of(c.config, c.head).mask, c.block_size                # a row's tile in block b skipped: all masked
+    skipped = np.array([mask is not None and not mask[(i // B) * B:(i // B + 1) * B, start:stop].any()
+                        for i in range(lesson.n)], dtype=bool)
+    seen_computed = np.isfinite(before) & ~skipped
+    assert holds("os_not_rescaled", c) == (c.block > 0 and not rose.size and bool(seen_computed.any()))
+    assert holds("os_seen_all_skipped", c) == (c.block > 0 and bool(np.isfinite(before).any())
+                                               and not seen_computed.any())
+    if holds("os_seen_all_skipped", c):              # the words: every row that had seen a key is in a skipped tile
+        seen = np.isfinite(before)
+        assert skipped[seen].all() and np.array_equal(lesson["l"].value[seen], lesson["l_prev"].value[seen])
     f, l_prev = lesson["rescale"].value, lesson["l_prev"].value
     assert np.array_equal(np.isneginf(after), np.isneginf(lesson["m"].value))
     finite = np.isfinite(after)
@@ -242,7 +251,7 @@ def test_rescaled_rows_are_exactly_those_whose_maximum_rose(c):
         terms = np.exp(s[i, start:stop] - after[i])
         assert abs(lesson["l"].value[i] - (f[i] * l_prev[i] + terms.sum())) < 1e-9 * max(1, lesson["l"].value[i])
     if holds("os_not_rescaled", c):                  # the words: factor 1 for every row that had seen a key
-        seen = np.isfinite(before)
+        seen = seen_computed
         assert seen.any() and np.all(after[seen] == before[seen])
         assert np.all(f[seen] == 1.0)
         assert np.all(lesson["l"].value[seen] >= l_prev[seen])
@@ -282,8 +291,17 @@ def test_skipped_tiles_are_the_fully_masked_ones(c):
     count = int(np.sum(masked))
     assert lesson.facts["n_skipped"] == count and lesson.facts["n_tiles"] == len(masked) * len(blocks)
     assert holds("os_skipped", c) == (count > 0)
+    words = skipped_text(c)                           # the words shown, their counts and grammar
+    tiles = len(masked) * len(blocks)
+    if count == 0:
+        assert words == "No tile was skipped: " + ("the one tile holds" if tiles == 1 else "every B_r × B_c tile holds") \
+            + " at least one score its queries may use"
+    else:
+        assert words.startswith("The one tile has every score masked" if tiles == 1 else
+                                f"{count} of the {tiles} tiles {'has' if count == 1 else 'have'} every score masked")
+        assert (": nothing in it is computed" in words) == (count == 1) and ("them" in words) == (count > 1), words
     if c.config.mask == "none":
-        assert count == 0 and say("os_skipped", c).startswith("No tile was skipped")
+        assert count == 0
     rows = [(r, min(r + B, n) - 1) for r in range(0, n, B)]
     if c.config.mask == "causal":                    # the words: the tiles entirely above the diagonal
         assert count == sum(c0 > last for _, last in rows for c0, _ in blocks)
@@ -345,7 +363,8 @@ def test_every_score_function_is_computed_block_by_block(c):
 
 
 def test_every_claim_of_the_page_is_registered_with_a_proof_here():
-    assert set(MINE) == {"os_first_block", "os_rescaled", "os_not_rescaled", "os_first_seen", "os_skipped", "os_skipped_here",
+    assert set(MINE) == {"os_first_block", "os_rescaled", "os_not_rescaled", "os_seen_all_skipped", "os_first_seen",
+                         "os_skipped", "os_skipped_here",
                          "os_empty_rows", "os_one_block", "os_any_score"}
     source = open(__file__, encoding="utf-8").read()
     for key in MINE:
@@ -395,6 +414,12 @@ def test_the_source_sentence_names_the_settings():
         assert part in text, part
     assert "temperature 1" not in text and "not the sidebar" not in text
     assert "plus ALiBi's bias B" in source_text(Config(positional="alibi"), 0)
+    assert "the padding mask (key 1 hidden)" in source_text(Config(mask="padding", padding=(1,)), 0)
+    assert "the padding mask (keys 0, 2 hidden)" in source_text(Config(mask="padding", padding=(0, 2)), 0)
+    heads = Config(positional="rope", n_heads=4, n_kv_heads=2, score="additive")         # each head its own v, W_1, W_2
+    assert "v^(h)ᵀ tanh(W_1^(h)ᵀ q^R_i + W_2^(h)ᵀ k^R_j)" in source_text(heads, 0)
+    assert "q_iᵀ W^(h) k_j" in source_text(Config(n_heads=2, score="bilinear"), 1)
+    assert "vᵀ tanh(W_1ᵀ q_i + W_2ᵀ k_j)" in source_text(Config(score="additive"), 0)     # one head: no superscript
 
 
 # ---- hostile inputs -----------------------------------------------------------------------------------
@@ -466,6 +491,11 @@ def test_explanations_show_the_recurrence_with_its_numbers():
     assert abs(c.value - o / l_final) < 1e-15
     r = explain(lesson, "rescale", (i,))
     assert abs(r.value - math.exp(m_old - m_new)) < 1e-15
+    # the final division names what was summed: e^((S_b)_ij − m_i), S_b being what softmax reads (S̃ / T here)
+    t = online_softmax_trace(Config(mask="causal", temperature=0.5), 2, 1)
+    note = explain(t, "context", (1, 1)).note
+    assert ("o_i summed e^((S_b)_ij − m_i) v_j and ℓ_i summed e^((S_b)_ij − m_i) over every block b" in note
+            and "Σ_j A_ij v_j with A = softmax(S̃ / 0.5)" in note and "e^(S − m)" not in note), note
 
 
 def test_a_score_explanation_shows_rope_alibi_and_t_with_their_numbers():
@@ -480,6 +510,15 @@ def test_a_score_explanation_shows_rope_alibi_and_t_with_their_numbers():
     e = explain(rope, "s_b", (3, 1))
     assert "q^R_{3}" in e.symbolic and "k^R_{3}" in e.symbolic and "rotated" in e.note
     assert "forward pages (head 0)" not in e.note             # the old, false sentence (#6)
+    additive = online_softmax_trace(Config(positional="rope", n_heads=4, n_kv_heads=2, score="additive"), 1, 2, 1)
+    e = explain(additive, "s_b", (0, 0))                      # head 1's own parameters: a superscript (1)
+    assert e.symbolic.startswith(r"(S_{2})_{0,2} = v^{(1)}{}^\top \tanh(W_1^{(1)}{}^\top q^R_{0} + W_2^{(1)}{}^\top k^R_{2})")
+    assert "v^(1)ᵀ tanh(W_1^(1)ᵀ q^R_0 + W_2^(1)ᵀ k^R_2)" in e.text
+    assert explain(additive, "w_1", (0, 0)).symbolic.startswith(r"(W_1^{(1)})_{0,0}")
+    bilinear = online_softmax_trace(Config(n_heads=2, score="bilinear"), 1, 1, 1)
+    assert r"q_{0}^\top W^{(1)}\, k_{1}" in explain(bilinear, "s_b", (0, 0)).symbolic
+    one = online_softmax_trace(Config(score="additive"), 1, 1)
+    assert r"v^\top \tanh(W_1^\top q_{0}" in explain(one, "s_b", (0, 0)).symbolic   # one head: none
 
 
 def test_rows_text():
@@ -514,7 +553,8 @@ def test_page_at_defaults_shows_the_recurrence_and_the_live_checks():
     assert "#991" in text
     assert number_after("max |C − A V|", text) < 1e-12
     assert number_after("max |(m_i + log ℓ_i) − log Σ_j e^(Ŝ_ij)|", text) < 1e-12
-    assert "n_q × B = 4 × 1 = 4" in text and "n_q × n_k = 16" in text
+    assert "n_q × B_c = 4 × 1 = 4" in text and "n_q × n_k = 16" in text and "B_c at a time" in text
+    assert at.slider(key="online_softmax.block_size").label == "Block size B_c (keys per block)"
     assert not CODE_NAMES.search(text), CODE_NAMES.search(text)
     assert shown_outside(text, Controls(Config(), 1, 1), about="online_softmax") == []
 
@@ -524,7 +564,9 @@ def test_page_follows_the_block_size_and_the_block():
     at.slider(key="online_softmax.block_size").set_value(2).run()
     no_exception(at)
     text = text_of(at)
-    assert "n_q × B = 4 × 2 = 8" in text and "Block 1: keys 2 … 3" in text
+    assert "n_q × B_c = 4 × 2 = 8" in text and "Block 1: keys 2 … 3" in text
+    assert "Which tiles are computed (B_r × B_c = 2 × 2 scores each, B_r = B_c here)" in text.replace("**", "")
+    assert "one B_r × B_c tile (B_r = B_c = 2 here: 2 × 2 = 4 scores)" in text
     assert at.slider(key="online_softmax.block").max == 1
     at.slider(key="online_softmax.block").set_value(0).run()
     assert "Block 0 is the first" in text_of(at)
@@ -581,6 +623,26 @@ def test_page_with_every_key_padded_gives_zero_and_says_why():
     assert "16 of the 16 tiles" in text and "(every key in them is padding;" in text        # B = 1
     at.slider(key="online_softmax.block_size").set_value(2).run()
     assert "4 of the 4 tiles" in text_of(at) and not at.error
+    at.slider(key="online_softmax.block_size").set_value(4).run()              # one tile, never computed
+    text = text_of(at)
+    assert "S_0 is never computed: every score in it is masked." in text and "made only now" not in text
+    assert ("The one tile has every score masked (every key in it is padding; FlashAttention is given the sequences "
+            "without their padding, so it never sees these keys): nothing in it is computed, and m_i, ℓ_i, o_i pass "
+            "through it unchanged") in text and "of the 1 tiles" not in text
+
+
+def test_a_block_whose_seen_rows_are_all_skipped_says_so():
+    """W = 1, B_c = 2, block 1: rows 0 and 1, which saw their keys in block 0, are in skipped tiles; rows 2 and 3
+    see their first keys. "No row that had already seen a key … only added to" would be about rows left unchanged."""
+    query = {"mask": "sliding_window", "window": "1", "online_softmax.block_size": "2", "online_softmax.block": "1"}
+    at = open_page(PAGE, query=query)
+    no_exception(at)
+    text = text_of(at)
+    assert "The rows that had seen a key are all in skipped tiles here." in text
+    assert "No row that had already seen a key" not in text and "only added to" not in text
+    assert "tiles of rows 0 (“i”) and 1 (“love”) are skipped" in text
+    assert "S_1 holds columns 2 … 3 of S̃, made only now (the rows of its skipped tiles are never computed" in text
+    assert "W = 1 key hides" in text and "W = 1 keys" not in text
 
 
 def test_page_keeps_a_block_size_larger_than_a_shortened_sentence_and_says_it_is_one_block():
@@ -590,9 +652,12 @@ def test_page_keeps_a_block_size_larger_than_a_shortened_sentence_and_says_it_is
     no_exception(at)
     text = text_of(at)
     assert at.slider(key="online_softmax.block_size").value == 4
-    assert "B = 4 ≥ n = 2: every key fits in one block" in text and "still exact" in text
-    assert "n_q × n_k = 2 × 2 = 4 score entries exist at a time (B = 4 is more than the n_k = 2 keys" in text.replace("**", "")
-    assert "n_q × B = 2 × 2" not in text.replace("**", "")                       # B is 4, not 2
+    assert "B_c = 4 ≥ n = 2: every key fits in one block" in text and "still exact" in text
+    assert ("n_q × n_k = 2 × 2 = 4 score entries exist at a time (B_c = 4 is more than the n_k = 2 keys, so they all "
+            "fit in one block: every query row against all of them); the plain") in text.replace("**", "")
+    assert ") (" not in text.replace("**", "") and "B × B" not in text and "B_r × B_c tile" not in text   # one tile
+    assert "one tile (all 2 × 2 = 4 scores here, as B_c ≥ n)" in text and "the one tile holds" in text
+    assert "n_q × B_c = 2 × 2" not in text.replace("**", "")                     # B_c is 4, not 2
     assert number_after("max |C − A V|", text.replace("**", "")) < 1e-12
 
 
@@ -602,7 +667,7 @@ def test_page_survives_a_block_size_of_zero():
     at.run()
     no_exception(at)
     assert at.slider(key="online_softmax.block_size").value >= 1
-    assert "n_q × B = 4 × 1" in text_of(at) or "block size B must be a whole number" in messages(at)
+    assert "n_q × B_c = 4 × 1" in text_of(at) or "block size B_c must be a whole number" in messages(at)
 
 
 def test_an_additive_score_is_said_in_sight_with_one_click_to_the_scaled_dot_product():
@@ -693,7 +758,7 @@ def test_a_link_with_a_block_or_head_beyond_the_sentence_is_fitted_and_the_addre
                                 "online_softmax.head": "5"})
     no_exception(at)
     text = text_of(at).replace("**", "")
-    assert "n_q × n_k = 4 × 4 = 16 score entries exist at a time (B = 6 is more than the n_k = 4 keys" in text
+    assert "n_q × n_k = 4 × 4 = 16 score entries exist at a time (B_c = 6 is more than the n_k = 4 keys" in text
     assert "One key block: b = 0." in text and "Block 0: keys 0 … 3" in text
     assert dict(at.query_params) == {"online_softmax.block_size": "6", "online_softmax.block": "0"}   # h = 0: default
 

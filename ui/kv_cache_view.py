@@ -26,6 +26,7 @@ def differences(config) -> str:
     """What this page decodes that is not the sidebar's forward pass, said in sight with a one-click button
     to make the sidebar match; returns the words naming the pass the page compares with."""
     used = kv.decoding_config(config)
+    score = f" and its score {SCORE_LABELS['scaled_dot'].split('  ')[0]}" if config.score != used.score else ""
     if config.mask in ("none", "padding"):
         keys = sorted(set(config.padding))
         hidden = (f" (hiding key{'s' if len(keys) > 1 else ''} {', '.join(map(str, keys))})"
@@ -34,11 +35,12 @@ def differences(config) -> str:
         with words:
             st.info(f"The sidebar's mask is **{MASK_LABELS[config.mask].split(' (')[0]}**{hidden}. Decoding sees only "
                     "earlier tokens, so it equals the forward pass **with the causal mask**: the pass this page "
-                    "decodes and checks against. With the sidebar's mask Causal, these are pages 5–7's numbers.",
+                    f"decodes and checks against. With the sidebar's mask Causal{score}, these are pages 5–7's numbers.",
                     icon=":material/info:")
         with button:
             sidebar_button("Set the sidebar's mask to Causal", {"mask": "causal"}, key="kv_cache.use_causal",
-                           help="Pages 5–7 then show the same forward pass this page decodes.")
+                           help="Pages 5–7 then show the same forward pass this page decodes"
+                                + (" once the score is the scaled dot product too (the button below)." if score else "."))
     if config.score != used.score:
         words, button = st.columns([5, 2], vertical_alignment="center")
         with words:
@@ -52,6 +54,13 @@ def differences(config) -> str:
                                ("the scaled dot product", used.score != config.score)) if on]
     return "the forward pass of pages 5–7" + (f", with {' and '.join(changed)}" if changed else
                                               " (the sidebar's settings)")
+
+
+def window_text(config, n: int) -> str:
+    """The sidebar's window in the first paragraph: the cache as a rolling buffer of W rows ('' without a window)."""
+    s = kv.settings_for(config, 0, 0, n)
+    words = [say(k, s, window=s.window, w_back=(s.window or 1) - 1) for k in ("kv_rolling_buffer", "kv_window_of_one")]
+    return "".join(f"{w}. " for w in words if w)
 
 
 def in_force(config) -> str:
@@ -149,12 +158,14 @@ def status_text(trace) -> str:
                 f"{seen}; {kept}.")
     else:
         prompt = (" the prompt of one token," if s.prefill == 1 and t == 0 else "")
-        out = (f" and token {t - s.window}'s row falls out (older than the window)"
+        out = (f"token {t - s.window}'s row falls out (older than the window) and "
                if s.window is not None and t >= s.window else "")
         line = (f"**t = {t} “{word}”** is{prompt} decoded alone: q_{t}, k_{t} and v_{t}, row {t} of X times W_Q, "
-                f"W_K, W_V{biases}, are this step's only projections{rope}; one row is appended{out}; {kept}.")
+                f"W_K, W_V{biases}, are this step's only projections{rope}; {out}one row is appended; {kept}.")
     tokens = f"{s.window} token{'s' if s.window != 1 else ''}" if s.window is not None else ""
-    growth = [say(k, s, window=s.window, window_tokens=tokens, prefill=s.prefill, n_tokens=kv.count(s.n, "token"))
+    prompt_rows = f" (the prompt's {s.prefill} rows enter at once)" if s.prefill > 1 else ""
+    growth = [say(k, s, window=s.window, window_tokens=tokens, prefill=s.prefill, n_tokens=kv.count(s.n, "token"),
+                  prompt_rows=prompt_rows)
               for k in ("kv_grows", "kv_stops_growing", "kv_prompt_beyond_window", "kv_window_covers")]
     return line + " " + " ".join(sentence(w) for w in growth if w)
 
@@ -192,7 +203,8 @@ def sharing_text(s: kv.KVSettings) -> str:
     if s.n_heads == 1:
         return ("With the sidebar's one head (Heads = 1) there is one query head and one K and V head: nothing to "
                 "share. Set Heads to 2 or more in the sidebar, then its KV heads, to see GQA and MQA shrink the cache.")
-    words = [say(k, s, g=s.g, n_kv_heads=s.n_kv_heads, n_heads=s.n_heads)
+    words = [say(k, s, g=s.g, n_kv_heads=s.n_kv_heads, n_heads=s.n_heads,
+                 kv_heads_words=kv.count(s.n_kv_heads, "KV head"))
              for k in ("kv_mha_own_heads", "kv_mqa_one_head", "kv_gqa_smaller")]
     return (f"With the sidebar's H = {s.n_heads} query heads and H_kv = {s.n_kv_heads} KV "
             f"head{'s' if s.n_kv_heads > 1 else ''}, g = H / H_kv = {s.g}: query head h reads KV head ⌊h / {s.g}⌋. "
@@ -229,7 +241,8 @@ def calculator_table(trace):
         window = "—" if p.window is None else (f"{p.window:,}" if p.local_layers == p.layers
                                                 else f"{p.window:,}, {p.local_layers} of {p.layers} layers")
         tokens = f"{trace.facts['tokens']:,}"
-        rows.append({"layers": p.layers, "H / H_kv": heads, "d_head": p.d_head, "window": window,
+        width = f"K {p.d_head + 64}, V {p.d_head}" if p.latent else str(p.d_head)   # K: 128 + RoPE's 64
+        rows.append({"layers": p.layers, "H / H_kv": heads, "d_head": width, "window": window,
                      "max positions": f"{p.context:,}", "per token": kv.human(per), f"at {tokens} tokens": kv.human(now),
                      f"MHA at {tokens}": kv.human(mha)})
     return pd.DataFrame(rows, index=list(kv.PRESETS))
@@ -243,7 +256,8 @@ def calculator_cells(trace) -> None:
     """The presets' table; a selected cell's arithmetic (bytes per token, at L tokens, as MHA) under it."""
     state = st.dataframe(calculator_table(trace), key="kv_cache.calc.table", on_select="rerun",
                          selection_mode="single-cell", width="content",
-                         column_config={"window": st.column_config.TextColumn(width="medium")})
+                         column_config={"window": st.column_config.TextColumn(width="medium"),
+                                        "d_head": st.column_config.TextColumn(width=92)})
     cells = list(state.selection.cells) if state is not None and "selection" in state else []
     name = str(cells[0][1]) if cells else ""
     quantity = next((q for q, start in reversed(list(enumerate(NUMBERS))) if name.startswith(start)), None)
@@ -275,19 +289,23 @@ def checked_text(config, prefill: int) -> str:
     """The page's checks in words: live where they are cheap, torch when the box is opened."""
     check = kv.check_against_full_pass(config, prefill)
     torch = kv.torch_check(config, prefill)
+    c = kv.decoding_config(config)
+    rotated = "rotated " if c.positional == "rope" else ""
+    matrix = ("the window" if c.mask == "sliding_window" else "the causal mask") + (
+        " and ALiBi's bias" if c.positional == "alibi" else "")
     flag = (f" PyTorch's causal flag instead of the mask matrix gives **{torch['is_causal']:.2g}** too."
             if torch["is_causal"] is not None else "")
     return (
         "**Decoding against the forward pass, live.** Every output row the cache gives is compared with the forward "
         f"pass's output O (max |o_decoded − O| = {check['outputs']:.2g}), every step's weights with the same entries "
-        f"of A ({check['weights']:.2g}), every query row with the forward pass's (rotated) Q "
-        f"({check['queries']:.2g}) and every cached key and value row with its K and V ({check['keys']:.2g}, "
+        f"of A ({check['weights']:.2g}), every query row with the forward pass's {rotated}Q "
+        f"({check['queries']:.2g}) and every cached key and value row with its {rotated}K and V ({check['keys']:.2g}, "
         f"{check['values']:.2g}). The tests repeat this under trained and seeded weights, biases, RoPE, ALiBi, MHA, "
         "GQA and MQA, windows shorter and longer than the prompt, one-token "
         "sentences, prompt lengths from 0 (every token alone) to n (the whole sentence as the prompt).\n\n"
-        "**Against PyTorch, live.** The forward pass's Q, K (rotated under RoPE) and V go through PyTorch's own "
+        f"**Against PyTorch, live.** The forward pass's {rotated}Q, {rotated}K and V go through PyTorch's own "
         "attention, with its grouped-query option repeating each KV head for its g query heads (⌊h/g⌋ here), the "
-        f"window or causal mask and ALiBi's bias as one matrix: max |torch − decoded| = **{torch['mask']:.2g}**.{flag}"
+        f"{matrix} as one matrix: max |torch − decoded| = **{torch['mask']:.2g}**.{flag}"
         "\n\n**Each clicked number** is recomputed from the numbers it is made of (the sums, the rotation, the "
         "softmax), and X, W_Q, W_K, W_V, W_O are made again by a fresh forward pass; the tests compare every cell's "
         "recomputed value with the one drawn.\n\n"

@@ -47,8 +47,9 @@ def controls(n: int, n_heads: int) -> tuple[int, int, int]:
             raw = st.session_state[KEY_B] = st.session_state.get(GOOD_B, 1)
     top = max(n, 2, raw or 0)
     _keep(KEY_B, 1, top)
-    B = cols[0].slider("Block size B (keys per block)", 1, top, key=KEY_B,
-                       help="How many keys are read at a time. FlashAttention picks it to fit a tile in on-chip memory.")
+    B = cols[0].slider("Block size B_c (keys per block)", 1, top, key=KEY_B,
+                       help="How many keys are read at a time (FlashAttention's B_c; its query blocks B_r are as many "
+                            "rows here). FlashAttention picks it to fit a tile in on-chip memory.")
     st.session_state[GOOD_B] = B
     n_blocks = -(-n // B)
     _keep(KEY_b, 0, n_blocks - 1)
@@ -159,10 +160,43 @@ def block_panel(lesson: Trace, title: str) -> None:
         st.markdown(f"**{title}**")
         explained_heatmap_box(lesson, lesson["s_b"], key="online_softmax.hm.s_b", max_w=360)
     with c2:
-        st.markdown(f"**Which B × B tiles are computed**: a cell is 1 if its tile is computed, 0 if it is skipped. "
+        f = lesson.facts
+        tiles = ("**Which tiles are computed**" if f["n_tiles"] > 1 else "**Is the one tile computed**") + (
+            f" (B_r × B_c = {f['block_size']} × {f['block_size']} scores each, B_r = B_c here)"
+            if f["block_size"] < lesson.n else f" (all {lesson.n} × {lesson.n} scores, as B_c ≥ n)")
+        st.markdown(f"{tiles}: a cell is 1 if its tile is computed, 0 if it is skipped. "
                     f"Rows are query blocks, columns key blocks; this block is column b = {b}.")
         explained_heatmap_box(lesson, lesson["tiles"], key="online_softmax.hm.tiles", max_w=240)
     state_table(lesson)
+
+
+def block_note(lesson: Trace, keys: str) -> str:
+    """What S_b is in this block: made only now, or never computed when every score of it is masked."""
+    f = lesson.facts
+    b = f["block"]
+    if f["all_skipped"]:
+        return f"S_{b} is never computed: every score in it is masked."
+    part = (" (the rows of its skipped tiles are never computed: −∞ there)" if f["skipped_here"] else "")
+    return f"S_{b} holds {keys.replace('key', 'column')} of {f['reads_text']}, made only now{part}."
+
+
+def memory_text(lesson: Trace) -> str:
+    """How many scores exist at once, for this block size (B_c ≥ n: one block, one tile)."""
+    f, n = lesson.facts, lesson.n
+    B = f["block_size"]
+    if B < n:
+        held = f"n_q × B_c = {n} × {B}"
+        row = "every query row against one block of keys"
+        tile = f"one B_r × B_c tile (B_r = B_c = {B} here: {B} × {B} = {B * B} score{'s' if B > 1 else ''})"
+    else:
+        held = f"n_q × n_k = {n} × {n}"
+        row = (f"B_c = {B} {'is more than' if B > n else 'equals'} the n_k = {n} keys, so they all fit in one block: "
+               "every query row against all of them")
+        tile = f"one tile (all {n} × {n} = {n * n} scores here, as B_c ≥ n)"
+    return (f"At most **{held} = {f['held']}** score {'entry exists' if f['held'] == 1 else 'entries exist'} at a time "
+            f"({row}); the plain softmax holds all **n_q × n_k = {f['full']}**. FlashAttention also cuts the queries "
+            f"into blocks, so {tile} sits in the GPU's fast on-chip memory; the n × n matrix is never written to its "
+            "main memory, which is what makes it fast and long contexts fit.")
 
 
 def state_table(lesson: Trace) -> None:

@@ -83,7 +83,7 @@ def flag(key: str, default: bool = False, what: str = "") -> Own:
 
 def tab(key: str, labels: tuple[str, ...], what: str = "the open tab") -> Own:
     """A lazy st.tabs (key=…, on_change="rerun"): its state is the open tab's label; the link carries
-    its place, 0 for the first."""
+    its place, 0 for the first. A notice names the places' tabs, so "using the default (0)" reads as a tab."""
     def parse(raw: str) -> str:
         index = int(raw)
         if not 0 <= index < len(labels):
@@ -286,6 +286,6 @@ declare("app_pages/42_kv_cache.py", *_kv_cache_controls())
 
 # /online_softmax
 declare("app_pages/43_online_softmax.py",
-        integer("online_softmax.block_size", 1, 1, 128, "the block size B"),
+        integer("online_softmax.block_size", 1, 1, 128, "the block size B_c"),
         integer("online_softmax.block", 1, 0, 127, "the key block b"),
         integer("online_softmax.head", 0, 0, 15, "the head h"))

@@ -1,5 +1,5 @@
 """/online_softmax in the browser: the block-size slider moved from the keyboard changes the count of scores
-held at once as n_q × B says and the number of key blocks as ⌈n / B⌉ says; a number of the state table,
+held at once as n_q × B_c says and the number of key blocks as ⌈n / B_c⌉ says; a number of the state table,
 selected with a click, is explained with the recurrence and its live numbers."""
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ SENTENCE = "the cat sat on a mat"           # n = 6
 
 
 def held(tab) -> tuple[int, int]:
-    """(B, n_q × B) as the memory paragraph prints them."""
+    """(B_c, n_q × B_c) as the memory paragraph prints them."""
     text = tab.get_by_text("score entries exist at a time", exact=False).first.inner_text()
-    found = re.search(r"n_q × B = (\d+) × (\d+) = (\d+)", text)
+    found = re.search(r"n_q × B_c = (\d+) × (\d+) = (\d+)", text)
     assert found, text
     n, b, product = map(int, found.groups())
     assert n == len(SENTENCE.split())
@@ -31,7 +31,7 @@ def test_block_size_slider_changes_what_is_held_and_the_blocks(app_server, stude
     open_page(tab, app_server, "online_softmax", {"sentence": SENTENCE, "mask": "causal"})
     expect(tab.locator("h1")).to_have_text("FlashAttention's online softmax", timeout=30_000)
     assert held(tab) == (1, 6)
-    slider = tab.get_by_role("slider", name="Block size B (keys per block)")
+    slider = tab.get_by_role("slider", name="Block size B_c (keys per block)")
     expect(slider).to_be_visible()
     assert slider.bounding_box()["y"] < 768, "the main control is on the first screen"
     for b in (2, 3):
@@ -66,7 +66,7 @@ def view_of(tab) -> dict:
     """What the round trip compares: the three own controls, the block's heading, the explanation of the clicked
     cell, and the sentence with the live check."""
     values = {name: tab.get_by_role("slider", name=name).input_value()
-              for name in ("Block size B (keys per block)", "Key block b", "Head h")}
+              for name in ("Block size B_c (keys per block)", "Key block b", "Head h")}
     made = tab.get_by_text("was made", exact=False).first
     expect(made).to_be_visible(timeout=20_000)
     box = tab.locator("[class*='st-key-xp-online_softmax-hm-s_b']").first
@@ -82,7 +82,7 @@ def test_a_view_with_rope_causal_two_heads_and_a_clicked_cell_round_trips_throug
     tab = student()
     open_page(tab, app_server, "online_softmax", {"positional": "rope", "mask": "causal", "n_heads": "2"})
     expect(tab.locator("h1")).to_have_text("FlashAttention's online softmax", timeout=30_000)
-    for name in ("Block size B (keys per block)", "Head h"):
+    for name in ("Block size B_c (keys per block)", "Head h"):
         slider = tab.get_by_role("slider", name=name)
         after_run(tab, lambda: (slider.focus(), slider.press("ArrowRight")), timeout_ms=30_000)
     expect(tab.get_by_role("slider", name="Key block b")).to_have_value("1")
@@ -92,7 +92,7 @@ def test_a_view_with_rope_causal_two_heads_and_a_clicked_cell_round_trips_throug
     cells.nth(1).scroll_into_view_if_needed()
     after_run(tab, lambda: cells.nth(1).click(), timeout_ms=30_000)
     before = view_of(tab)
-    assert before["Block size B (keys per block)"] == "2" and before["Key block b"] == "1" and before["Head h"] == "1"
+    assert before["Block size B_c (keys per block)"] == "2" and before["Key block b"] == "1" and before["Head h"] == "1"
     assert "Block 1: keys 2 … 3" in before["heading"]
     assert "S_1[3,2]" in before["explanation"] and "q^R" in before["explanation"]
     link = tab.url
