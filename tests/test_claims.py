@@ -179,7 +179,9 @@ def settings_grid() -> list[Config]:
             Config(positional="alibi", sentence="love"), Config(positional="rope", sentence="love", d_k=2),
             Config(mask="padding"), Config(n_heads=6, n_kv_heads=3, positional="rope", weights="random"),
             Config(positional="alibi", n_heads=7, mask="sliding_window", window=1, score="additive", weights="random"),
-            Config(positional="alibi", n_heads=6, mask="padding", padding=(1, 2, 3), weights="random")]
+            Config(positional="alibi", n_heads=6, mask="padding", padding=(1, 2, 3), weights="random"),
+            Config(mask="sliding_window", window=1),
+            Config(n_heads=2, mask="sliding_window", window=1, score="bilinear", positional="alibi", weights="random")]
     return out
 
 
