@@ -40,6 +40,13 @@ class Own:
     def shown(self, value) -> str:
         return (self.show or self.text)(value)
 
+    def valid(self, value) -> bool:
+        """A value this control can take (a widget whose options changed can hand back an old option's label)."""
+        try:
+            return self.parse(self.text(value)) == value
+        except (ValueError, TypeError):
+            return False
+
 
 def integer(key: str, default: int | None, lo: int, hi: int, what: str = "", optional: bool = False) -> Own:
     """A whole number from lo to hi (optional: empty in the link, or 'none', is None)."""
@@ -59,7 +66,13 @@ def number(key: str, default: float, lo: float, hi: float, what: str = "") -> Ow
         if not (math.isfinite(value) and lo <= value <= hi):
             raise ValueError(f"must be a number from {lo:g} to {hi:g}")
         return value
-    return Own(key, default, parse, lambda v: f"{float(v):g}", what or key)
+    return Own(key, default, parse, _number_text, what or key)
+
+
+def _number_text(value) -> str:
+    """Short when that is exact (0.5, 1500), else every digit: a link gives back the same number."""
+    short = f"{float(value):g}"
+    return short if float(short) == float(value) else repr(float(value))
 
 
 def choice(key: str, default, options, what: str = "") -> Own:
@@ -163,9 +176,12 @@ def start(page_file: str) -> None:
     """Before the page draws: keep the last run's values of every declared control, give this page's
     controls their kept values (the widgets are then drawn without a default of their own)."""
     state = st.session_state
-    for key in _all():
+    for key, c in _all().items():
         if key in state:
-            state[f"p.{key}"] = state[key]
+            if c.valid(state[key]):
+                state[f"p.{key}"] = state[key]
+            else:                               # never kept, never in a link: back to the last good value
+                state[key] = state.get(f"p.{key}", c.default)
     for c in controls_of(page_file):
         if c.key not in state:
             state[c.key] = state.get(f"p.{c.key}", c.default)

@@ -114,18 +114,28 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     points = (state or {}).get("selection", {}).get("cell") if state else None
     chart_key = key or f"hm:{step.key}:{head}"
     cell = (int(points[0]["i"]), int(points[0]["j"])) if points else None
+    if cell is not None and not in_bounds(step, head, cell):
+        cell = None            # a selection the chart kept from a matrix of another shape (the settings changed)
     page_state.click(chart_key, cell)                  # the link carries the last clicked cell
     if cell is None:
         cell = page_state.restored(chart_key)          # … and opens it again
-        value = step.value if head is None else step.value[head]
-        rows, cols = value.shape if value.ndim == 2 else (1, value.shape[-1])
-        if cell is not None and not (cell[0] < rows and cell[1] < cols):
+        if cell is not None and not in_bounds(step, head, cell):
             cell = None                                # a link's cell outside this matrix: none opened
     if cell is None:
         return None
     if explain:
         _explain_cell(trace, step.key, (head, cell), anchor=key)
     return cell
+
+
+def in_bounds(step: Step, head: int | None, cell: tuple[int, int]) -> bool:
+    """Is (row, column) a cell of the step's matrix (one head's; a vector is one row)?"""
+    try:
+        value = step.value if head is None else step.value[head]
+    except IndexError:
+        return False
+    rows, cols = value.shape if value.ndim == 2 else (1, value.shape[-1])
+    return 0 <= cell[0] < rows and 0 <= cell[1] < cols
 
 
 def chart(spec: dict, target=None):
@@ -289,6 +299,8 @@ def _explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None) ->
     from .explain_view import explanation
     head, (i, j) = clicked
     s = trace[key] if key in trace else trace.views[key]
+    if not in_bounds(s, head, (i, j)):          # a selection kept from a matrix of another shape: nothing to say
+        return
     cell = (head, i, j) if head is not None else ((j,) if s.value.ndim == 1 else (i, j))
     stored = float(s.value[cell])
     with st.container(key=anchor_class(anchor or key)):

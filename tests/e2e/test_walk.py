@@ -1,0 +1,615 @@
+"""A seeded random walk over every page, the way a student's hands go: one notch, one click at a time.
+
+For each page of the navigation (ui/nav.py SECTIONS, via bench._common.all_pages(): a new page
+joins by existing), a fresh student (browser context) opens the page on one shared server and
+makes STEPS interactions chosen at random from the controls the page and the sidebar show at
+that moment: a slider moved one notch by keyboard, a checkbox or toggle, a selectbox option, a
+multiselect option, a radio option, a segmented-control button, a number input step (its +/−
+buttons, or ArrowUp/ArrowDown where the input is too narrow to show them), a tab, a click in a
+heatmap (Vega-Lite) plot, an expander (the sidebar's lazy settings groups included), a page link
+(followed, then back by the top navigation), a button (never one that trains), and now and then
+a short sentence typed in the sidebar. Twice per walk a slider gets a burst of consecutive
+notches (the sidebar's "Heads" preferred): one notch at a time is how the Heads → KV heads crash
+was found, a single jump never showed it.
+
+After every interaction the run it caused is waited for (never a fixed sleep), then the page
+must show no exception (stException), no error dialog or connection error, the browser must
+have thrown no JS error, and the server must have logged no uncaught exception. A failure
+prints the page, the seed and every interaction so far, and the server's traceback.
+
+Another seed, more steps, fewer pages (url paths, "overview" for the Overview):
+
+    ATTENTION_EXPLORER_WALK_SEED=42 ATTENTION_EXPLORER_WALK_STEPS=60 \\
+        python -m pytest -q tests/e2e/test_walk.py -k "softmax or rope"
+"""
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from bench._common import EXCEPTION, IDLE, Page, all_pages, wait_run_end
+from tests.e2e.conftest import open_page
+
+SEED = int(os.environ.get("ATTENTION_EXPLORER_WALK_SEED", "20240607"))
+STEPS = int(os.environ.get("ATTENTION_EXPLORER_WALK_STEPS", "25"))
+BURSTS = 2                     # slider bursts per walk (consecutive notches on one slider)
+BURST_LENGTH = (3, 4)          # notches in a burst
+RUN_TIMEOUT_MS = 60_000        # a run caused by one interaction
+MAYBE_RUN_MS = 500             # an action that may rerun nothing (a tab, a plain expander, a chart click)
+EXPECT_SEND_MS = 2_500         # an action that should rerun (a widget) has asked for it by then
+
+PAGES = all_pages()
+
+# How often each kind of control is picked (relative), when the page has one.
+WEIGHTS = {"slider": 3.0, "checkbox": 1.5, "selectbox": 1.5, "multiselect": 0.7, "radio": 1.2, "segmented": 1.2,
+           "number": 1.5, "tab": 1.2, "heatmap": 1.2, "expander": 1.0, "page_link": 0.4, "button": 0.6,
+           "sentence": 0.3}
+SIDEBAR_SLIDER = 2.0           # a sidebar slider is this much likelier than one on the page
+CLOSED_GROUP = 4.0             # a closed sidebar settings group is this much likelier to be clicked (opened)
+MAX_PAGE_LINKS = 2             # page links followed per walk (each costs two page runs)
+NEVER = re.compile(r"\btrain\b|download|upload|delete|reset", re.I)   # buttons the walk never presses
+SENTENCES = ["the cat sat on a mat", "we miss the dog", "i love you today", "they hate me", "zebra quantum flux",
+             "the dog sat"]
+
+# Every control the student can reach now (visible, enabled), read in one evaluate: kind, the
+# nth element with its data-testid (for a locator), its label, and what the action needs.
+DISCOVER = """() => {
+  const shown = e => !!e && (e.checkVisibility ? e.checkVisibility({visibilityProperty: true}) : e.offsetParent !== null);
+  const text = e => (e ? e.innerText || e.textContent || '' : '').trim().replace(/\\s+/g, ' ');
+  const label = el => text(el.querySelector("[data-testid='stWidgetLabel']"));
+  const out = [];
+  const each = (testid, fn) => document.querySelectorAll(`[data-testid='${testid}']`).forEach((el, i) => {
+    if (!shown(el)) return;
+    const base = {testid, i, sidebar: !!el.closest("[data-testid='stSidebar']"),
+                  form: !!el.closest("[data-testid='stForm']"), label: label(el)};
+    const extra = fn(el);
+    if (extra) out.push(Object.assign(base, extra));
+  });
+  each('stSlider', el => {
+    const ins = [...el.querySelectorAll("input[type='range']")];
+    if (!ins.length || ins.some(x => x.disabled)) return null;
+    return {kind: 'slider', label: label(el) || ins[0].getAttribute('aria-label') || '',
+            thumbs: ins.map(x => ({value: +x.value, min: +x.min, max: +x.max, text: x.getAttribute('aria-valuetext')}))};
+  });
+  each('stCheckbox', el => {
+    const x = el.querySelector("input[type='checkbox']");
+    if (!x || x.disabled) return null;
+    return {kind: 'checkbox', toggle: x.getAttribute('role') === 'switch', checked: x.checked,
+            label: x.getAttribute('aria-label') || text(el)};
+  });
+  each('stSelectbox', el => {
+    const x = el.querySelector("input[role='combobox']");
+    if (!x || x.disabled) return null;
+    return {kind: 'selectbox', value: x.value, label: x.getAttribute('aria-label') || label(el)};
+  });
+  each('stMultiSelect', el => {
+    const x = el.querySelector("input[role='combobox']");
+    if (!x || x.disabled) return null;
+    return {kind: 'multiselect', label: x.getAttribute('aria-label') || label(el)};
+  });
+  each('stRadio', el => {
+    const options = [...el.querySelectorAll("[data-testid='stRadioOption']")].map(o => {
+      const x = o.querySelector('input'); return {text: text(o), checked: !!(x && x.checked), disabled: !x || x.disabled};
+    });
+    return options.some(o => !o.checked && !o.disabled) ? {kind: 'radio', options} : null;
+  });
+  each('stButtonGroup', el => {
+    const options = [...el.querySelectorAll('button')].map(b => ({text: text(b), variant: b.getAttribute('data-variant'),
+      checked: b.getAttribute('aria-checked') === 'true' || b.getAttribute('aria-pressed') === 'true', disabled: b.disabled}));
+    return options.some(o => !o.checked && !o.disabled) ? {kind: 'segmented', options} : null;
+  });
+  each('stNumberInput', el => {
+    const x = el.querySelector("input[type='number']");
+    if (!x || x.disabled) return null;
+    const btn = id => { const b = el.querySelector(`[data-testid='${id}']`); return !!b && shown(b) && !b.disabled; };
+    return {kind: 'number', label: x.getAttribute('aria-label') || label(el), value: x.value,
+            min: x.min === '' ? null : +x.min, max: x.max === '' ? null : +x.max,
+            up: btn('stNumberInputStepUp'), down: btn('stNumberInputStepDown')};
+  });
+  each('stTab', el => (el.getAttribute('aria-selected') === 'true' || el.getAttribute('aria-disabled') === 'true') ? null
+       : {kind: 'tab', label: text(el)});
+  each('stVegaLiteChart', el => {
+    const svg = el.querySelector('svg.marks');
+    const canvas = el.querySelector('canvas');
+    if (!svg && !canvas) return null;                  // not drawn yet
+    const r = (svg || canvas).getBoundingClientRect();
+    if (r.width < 10 || r.height < 10) return null;
+    const cells = svg ? [...svg.querySelectorAll('g.mark-rect.role-mark path')].filter(p => {
+      const b = p.getBoundingClientRect(); return b.width >= 3 && b.height >= 3; }).length : 0;
+    const heading = el.closest("[data-testid='stVerticalBlock']");
+    const h = heading && heading.querySelector('h1, h2, h3, h4, h5, h6');
+    return {kind: 'heatmap', cells, label: h ? text(h).slice(0, 60) : ''};
+  });
+  each('stExpander', el => {
+    const d = el.querySelector('details');
+    const s = el.querySelector('summary');
+    return d && s ? {kind: 'expander', open: d.open, label: text(s.querySelector("[data-testid='stMarkdownContainer']") || s)} : null;
+  });
+  each('stPageLink', el => {
+    const a = el.querySelector('a');
+    if (!a || a.getAttribute('aria-disabled') === 'true') return null;
+    const path = new URL(a.href, location.href).pathname;
+    return path === location.pathname ? null : {kind: 'page_link', label: text(a), href: path};
+  });
+  for (const testid of ['stButton', 'stFormSubmitButton']) each(testid, el => {
+    const b = el.querySelector('button');
+    return (!b || b.disabled) ? null : {kind: 'button', label: text(b), submit: testid === 'stFormSubmitButton'};
+  });
+  each('stTextInput', el => {
+    const x = el.querySelector('input');
+    if (!x || x.disabled || !el.closest("[data-testid='stSidebar']") || x.getAttribute('aria-label') !== 'Sentence') return null;
+    return {kind: 'sentence', label: 'Sentence', value: x.value};
+  });
+  return out;
+}"""
+
+MARKER = "() => [window.__doc || 0, window.__runs || 0, window.__ws ? window.__ws.received : 0, window.__ws ? window.__ws.sends.length : 0]"
+NO_SKELETON = "() => !document.querySelector(\"[data-testid='stSkeleton']\")"
+
+# A dropdown's options: (text, chosen, disabled).
+OPTIONS = """el => [...el.querySelectorAll("[role='option']")].map(o => [
+  (o.innerText || o.textContent || '').trim(), o.getAttribute('aria-selected') === 'true',
+  o.getAttribute('aria-disabled') === 'true'])"""
+
+# What must never be on screen after a run.
+PROBLEMS = """() => {
+  const shown = e => e.checkVisibility ? e.checkVisibility() : e.offsetParent !== null;
+  const text = e => (e.innerText || '').trim();
+  const out = [];
+  for (const e of document.querySelectorAll("%s")) out.push('exception on the page: ' + text(e).split('\\n')[0].slice(0, 600));
+  for (const e of document.querySelectorAll("[role='dialog'], [role='alertdialog'], [data-testid='stDialog']"))
+    if (shown(e)) out.push('a dialog is open: ' + text(e).slice(0, 600));
+  for (const e of document.querySelectorAll("[data-testid='stConnectionStatus']"))
+    out.push('connection status: ' + text(e).slice(0, 200));
+  return out;
+}""" % EXCEPTION.replace('"', "'")
+
+OBSERVE = f"""() => ({{skeletons: document.querySelectorAll("[data-testid='stSkeleton']").length,
+                      problems: ({PROBLEMS})(), controls: ({DISCOVER})()}})"""
+
+
+def _id(page: Page) -> str:
+    return page.path or "overview"
+
+
+class WalkFailure(AssertionError):
+    pass
+
+
+@dataclass
+class Walk:
+    tab: object
+    server: object
+    page: Page
+    seed: int
+    steps: int
+    rng: random.Random = field(init=False)
+    done: list = field(default_factory=list)          # what the student did, in order
+    js_errors: list = field(default_factory=list)
+    log_offset: int = 0
+    links_followed: int = 0
+    burst: list = field(default_factory=list)         # pending notches: (label, sidebar, key)
+    times: list = field(default_factory=list)        # (seconds, interaction)
+    controls: list = field(default_factory=list)      # what the student can reach now (DISCOVER)
+    _after: object = None                             # fills in a control's new value in the record
+    _recorded: bool = False
+    _doing: str = ""
+
+    def __post_init__(self):
+        self.rng = random.Random(f"{self.seed}:{_id(self.page)}")
+        self.tab.on("pageerror", lambda err: self.js_errors.append(str(err)))
+        slots = list(range(1, max(self.steps - 2, 2)))
+        self.burst_at = set(self.rng.sample(slots, min(BURSTS, len(slots))))
+
+    # ------------------------------------------------------------------ waiting and checking
+
+    def _log_size(self) -> int:
+        try:
+            return self.server.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def _new_log(self) -> str:
+        try:
+            with open(self.server.log_path, "rb") as f:
+                f.seek(self.log_offset)
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def act(self, action, run: bool | None) -> None:
+        """Do `action` and wait for the run it causes. Whether it asked for one is seen on the
+        websocket (the browser sends a message): run=True expects one (a slider sends after its
+        debounce), None maybe (a tab, a plain expander, a chart click), False none (in a form).
+        An action that asked for nothing is noted in the record (a no-op is no error)."""
+        tab = self.tab
+        doc, runs, received, sends = tab.evaluate(MARKER)
+        action()
+        asked = False
+        if run is not False:
+            started = f"""() => (window.__ws && window.__ws.sends.length > {sends})
+                || document.querySelector("[data-testid='stApp']").getAttribute('data-test-script-state') === 'running'"""
+            try:
+                tab.wait_for_function(started, timeout=EXPECT_SEND_MS if run else MAYBE_RUN_MS, polling=50)
+                asked = True
+            except Exception:
+                pass
+        if asked:
+            wait_run_end(tab, (doc, runs, received), timeout_ms=RUN_TIMEOUT_MS)
+        else:
+            tab.wait_for_selector(IDLE, timeout=RUN_TIMEOUT_MS)
+            if run and self._recorded:
+                self.done[-1] += "  (no rerun)"
+
+    def observe(self) -> list[str]:
+        """What is on screen now (after the lazily loaded components replaced their skeletons):
+        the controls for the next interaction, and any problem."""
+        seen = self.tab.evaluate(OBSERVE)
+        if seen["skeletons"]:
+            try:
+                self.tab.wait_for_function(NO_SKELETON, timeout=10_000, polling=50)
+            except Exception:
+                pass                                   # a skeleton that stays is no error of its own
+            seen = self.tab.evaluate(OBSERVE)
+        self.controls = seen["controls"]
+        if self._after is not None:                    # the value a control moved to, for the record
+            self.done[-1] = self._after(self.controls)
+            self._after = None
+        return seen["problems"]
+
+    def check(self, where: str) -> None:
+        problems = self.observe()
+        problems += [f"JS error: {e}" for e in self.js_errors]
+        log = self._new_log()
+        if "Uncaught app execution" in log or "Traceback (most recent call last)" in log:
+            problems.append("the server logged an exception")
+        if problems:
+            self.fail(where, problems, log)
+        self.log_offset = self._log_size()
+
+    def fail(self, where: str, problems: list[str], log: str | None = None) -> None:
+        log = self._new_log() if log is None else log
+        lines = [f"Random walk of /{self.page.path} ({self.page.file}), seed {self.seed}, "
+                 f"{len(self.done)} of {self.steps} interactions, failed {where}:"]
+        lines += [f"  ! {p}" for p in problems]
+        lines.append("Interactions so far (the last one is where it broke):")
+        lines += [f"  {n:2d}. {d}" for n, d in enumerate(self.done, 1)] or ["  (none: the page itself)"]
+        try:
+            lines.append(f"Address at the failure: {self.tab.url}")
+        except Exception:
+            pass
+        tb = _traceback(log)
+        if tb:
+            lines += ["Server log:", tb]
+        lines.append(f"Replay: ATTENTION_EXPLORER_WALK_SEED={self.seed} ATTENTION_EXPLORER_WALK_STEPS={self.steps} "
+                     f"python -m pytest -q 'tests/e2e/test_walk.py::test_random_walk_leaves_no_error[{_id(self.page)}]'")
+        raise WalkFailure("\n".join(lines))
+
+    # ------------------------------------------------------------------ the walk
+
+    def run(self) -> None:
+        self.log_offset = self._log_size()
+        try:
+            open_page(self.tab, self.server, self.page.path)
+        except Exception as err:
+            self.fail("opening the page", [f"{type(err).__name__}: {err}"])
+        self.check("on opening the page")
+        step = attempts = 0
+        while step < self.steps and attempts < 3 * self.steps:
+            attempts += 1
+            if step in self.burst_at and not self.burst:
+                self.plan_burst(self.controls)
+            t0 = time.perf_counter()
+            try:
+                did = self.one_step(self.controls)
+            except WalkFailure:
+                raise
+            except Exception as err:         # a control that would not answer, a run that never ended
+                if self._recorded:
+                    self.done[-1] += "  [did not complete]"
+                else:
+                    self.done.append(self._doing + "  [did not complete]")
+                self.fail(f"at interaction {len(self.done)}", [f"{type(err).__name__}: {str(err)[:800]}"])
+            if did is None:                  # nothing on this page to interact with
+                break
+            if did:
+                self.check(f"after interaction {len(self.done)}")
+                self.times.append((time.perf_counter() - t0, self.done[-1]))
+                step += 1
+            else:
+                self.observe()
+
+    def plan_burst(self, controls: list[dict]) -> None:
+        sliders = [c for c in controls if c["kind"] == "slider" and not c["form"]]
+        if not sliders:
+            return
+        weights = [(6.0 if c["label"] == "Heads" else 1.0) * (SIDEBAR_SLIDER if c["sidebar"] else 1.0) for c in sliders]
+        c = self.rng.choices(sliders, weights)[0]
+        n = self.rng.choice(BURST_LENGTH)
+        key = self.rng.choice(["ArrowRight", "ArrowLeft"])
+        if self.rng.random() < 0.5:                      # the same way every notch (2 → 3 → 4)
+            keys = [key] * n
+        else:                                            # there and back (1 → 2 → 1 → 2)
+            other = "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
+            keys = [key if k % 2 == 0 else other for k in range(n)]
+        self.burst = [(c["label"], c["sidebar"], k) for k in keys]
+
+    def one_step(self, controls: list[dict]):
+        if self.burst:
+            label, sidebar, key = self.burst.pop(0)
+            match = [c for c in controls if c["kind"] == "slider" and c["label"] == label and c["sidebar"] == sidebar]
+            if match:
+                self._recorded = False
+                self._doing = f"[{'sidebar' if sidebar else 'page'}] slider '{label}' (burst)"
+                return self.do_slider(match[0], key, burst=True)
+            self.burst.clear()
+        by_kind: dict[str, list[dict]] = {}
+        for c in controls:
+            kind = c["kind"]
+            if kind == "button" and NEVER.search(c["label"]):
+                continue
+            if kind == "page_link" and self.links_followed >= MAX_PAGE_LINKS:
+                continue
+            by_kind.setdefault(kind, []).append(c)
+        if not by_kind:
+            return None
+        kinds = sorted(by_kind)
+        kind = self.rng.choices(kinds, [WEIGHTS.get(k, 1.0) for k in kinds])[0]
+        group = by_kind[kind]
+        weights = [self.weight(c) for c in group]
+        c = self.rng.choices(group, weights)[0]
+        self._recorded = False
+        self._doing = f"[{'sidebar' if c['sidebar'] else 'page'}] {kind} '{c['label']}' (before its action was chosen)"
+        return getattr(self, f"do_{kind}")(c)
+
+    @staticmethod
+    def weight(c: dict) -> float:
+        if c["kind"] == "slider" and c["sidebar"]:
+            return SIDEBAR_SLIDER
+        if c["kind"] == "expander" and c["sidebar"] and not c["open"]:
+            return CLOSED_GROUP
+        return 1.0
+
+    # ------------------------------------------------------------------ the interactions
+
+    def loc(self, c: dict):
+        return self.tab.locator(f"[data-testid='{c['testid']}']").nth(c["i"])
+
+    def record(self, c: dict, text: str) -> None:
+        where = "sidebar" if c.get("sidebar") else "page"
+        self.done.append(f"[{where}] {text}")
+        self._recorded = True
+
+    def expects_run(self, c: dict):
+        return False if c.get("form") else True
+
+    @staticmethod
+    def find(c: dict, controls: list[dict]) -> dict | None:
+        """The same control (kind, label, side) after the run: to read its new value."""
+        for d in controls:
+            if d["kind"] == c["kind"] and d["label"] == c["label"] and d["sidebar"] == c["sidebar"]:
+                return d
+        return None
+
+    def do_slider(self, c: dict, key: str | None = None, burst: bool = False):
+        k = self.rng.randrange(len(c["thumbs"]))
+        t = c["thumbs"][k]
+        if key is None:
+            key = self.rng.choice(["ArrowRight", "ArrowLeft"])
+        if key == "ArrowRight" and t["value"] >= t["max"]:
+            key = "ArrowLeft"
+        elif key == "ArrowLeft" and t["value"] <= t["min"]:
+            key = "ArrowRight"
+        thumb = self.loc(c).locator("input[type='range']").nth(k)
+        self.record(c, f"{key} on slider '{c['label']}'" + (f" thumb {k}" if len(c["thumbs"]) > 1 else "") +
+                    f" ({t['text']} → …)" + (" [burst]" if burst else ""))
+        self.act(lambda: (thumb.focus(), thumb.press(key)), self.expects_run(c))
+
+        def after(controls, text=self.done[-1]):
+            d = self.find(c, controls)
+            return text.replace("→ …)", f"→ {d['thumbs'][k]['text'] if d and k < len(d['thumbs']) else '?'})")
+        self._after = after
+        return True
+
+    def do_checkbox(self, c: dict):
+        what = "toggle" if c["toggle"] else "checkbox"
+        self.record(c, f"click {what} '{c['label']}' ({'on → off' if c['checked'] else 'off → on'})")
+        box = self.loc(c).locator("label").first
+        self.act(lambda: box.click(), self.expects_run(c))
+        return True
+
+    def open_list(self, box):
+        """Open a selectbox's or multiselect's dropdown (a click in it; else its arrow; else ArrowDown)."""
+        field_ = box.locator("input[role='combobox']")
+        ways = [lambda: field_.click(), lambda: box.locator("button[aria-label='Open']").click(),
+                lambda: (field_.focus(), field_.press("ArrowDown"))]
+        for way in ways:
+            way()
+            listbox = self.tab.locator("[role='listbox']:visible").last
+            try:
+                listbox.wait_for(state="visible", timeout=3_000)
+                return listbox
+            except Exception:
+                self.tab.keyboard.press("Escape")
+        raise RuntimeError("its dropdown would not open (click, arrow button, ArrowDown)")
+
+    def do_selectbox(self, c: dict):
+        box = self.loc(c)
+        listbox = self.open_list(box)
+        options = listbox.locator("[role='option']")
+        found = listbox.evaluate(OPTIONS)
+        texts = [t for t, _, _ in found]
+        others = [n for n, (t, chosen, off) in enumerate(found)
+                  if not chosen and not off and _norm(t) != _norm(c["value"])]
+        if not others:
+            self.tab.keyboard.press("Escape")
+            return False
+        n = self.rng.choice(others)
+        self.record(c, f"select '{texts[n]}' in selectbox '{c['label']}' (was '{c['value']}')")
+        self.act(lambda: options.nth(n).click(), self.expects_run(c))
+        return True
+
+    def do_multiselect(self, c: dict):
+        listbox = self.open_list(self.loc(c))
+        options = listbox.locator("[role='option']")
+        found = listbox.evaluate(OPTIONS)
+        texts = [t for t, _, _ in found]
+        choices = [n for n, (t, chosen, off) in enumerate(found) if not chosen and not off and t != "No results"]
+        if not choices:
+            self.tab.keyboard.press("Escape")
+            return False
+        n = self.rng.choice(choices)
+        self.record(c, f"add '{texts[n]}' in multiselect '{c['label']}'")
+        self.act(lambda: (options.nth(n).click(), self.tab.keyboard.press("Escape")), self.expects_run(c))
+        return True
+
+    def do_radio(self, c: dict):
+        choices = [n for n, o in enumerate(c["options"]) if not o["checked"] and not o["disabled"]]
+        n = self.rng.choice(choices)
+        was = next((o["text"] for o in c["options"] if o["checked"]), None)
+        self.record(c, f"pick radio '{c['options'][n]['text']}' in '{c['label']}' (was '{was}')")
+        option = self.loc(c).locator("[data-testid='stRadioOption']").nth(n)
+        self.act(lambda: option.click(), self.expects_run(c))
+        return True
+
+    def do_segmented(self, c: dict):
+        choices = [n for n, o in enumerate(c["options"]) if not o["checked"] and not o["disabled"]]
+        n = self.rng.choice(choices)
+        was = [o["text"] for o in c["options"] if o["checked"]]
+        kind = c["options"][n]["variant"] or "segmented_control"
+        self.record(c, f"click {kind} button '{c['options'][n]['text']}' in '{c['label']}' (was {was})")
+        button = self.loc(c).locator("button").nth(n)
+        self.act(lambda: button.click(), self.expects_run(c))
+        return True
+
+    def do_number(self, c: dict):
+        up = self.rng.random() < 0.5
+        try:
+            value = float(c["value"])
+        except (TypeError, ValueError):
+            value = None
+        if value is not None and c["max"] is not None and value >= c["max"]:
+            up = False
+        if value is not None and c["min"] is not None and value <= c["min"]:
+            up = True
+        box = self.loc(c)
+        if c["up" if up else "down"]:
+            button = box.locator(f"[data-testid='{'stNumberInputStepUp' if up else 'stNumberInputStepDown'}']")
+            how, action = ("+" if up else "−"), (lambda: button.click())
+        else:                                  # too narrow for step buttons: the arrow keys step it
+            field_ = box.locator("input[type='number']")
+            key = "ArrowUp" if up else "ArrowDown"
+            how, action = key, (lambda: (field_.focus(), field_.press(key)))
+        self.record(c, f"{how} on number input '{c['label']}' ({c['value'] or 'empty'} → …)")
+        self.act(action, self.expects_run(c))
+
+        def after(controls, text=self.done[-1]):
+            d = self.find(c, controls)
+            return text.replace("→ …)", f"→ {d['value'] if d else '?'})")
+        self._after = after
+        return True
+
+    def do_tab(self, c: dict):
+        self.record(c, f"open tab '{c['label']}'")
+        tab = self.loc(c)
+        self.act(lambda: tab.click(), None)
+        return True
+
+    def do_heatmap(self, c: dict):
+        chart = self.loc(c)
+        name = f" under '{c['label']}'" if c["label"] else ""
+        chart.scroll_into_view_if_needed()
+        if c["cells"]:
+            sizes = chart.evaluate("""el => [...el.querySelectorAll('svg.marks g.mark-rect.role-mark path')].map(p => {
+                const b = p.getBoundingClientRect(); return b.width >= 3 && b.height >= 3; })""")
+            big = [n for n, ok in enumerate(sizes) if ok]
+            if not big:
+                return False
+            n = self.rng.choice(big)
+            cell = chart.locator("svg.marks g.mark-rect.role-mark path").nth(n)
+            self.record(c, f"click cell {n} of {len(sizes)} in chart #{c['i']}{name}")
+            cell.scroll_into_view_if_needed()
+            box = cell.bounding_box()
+            fx, fy = 0.5, 0.5
+        else:
+            plot = chart.locator("svg.marks, canvas").first
+            box = plot.bounding_box()
+            fx, fy = self.rng.uniform(0.3, 0.8), self.rng.uniform(0.2, 0.7)
+            self.record(c, f"click the plot of chart #{c['i']}{name} at ({fx:.2f}, {fy:.2f}) of its box")
+        self.act(lambda: self.tab.mouse.click(box["x"] + box["width"] * fx, box["y"] + box["height"] * fy), None)
+        return True
+
+    def do_expander(self, c: dict):
+        self.record(c, f"{'close' if c['open'] else 'open'} expander '{c['label']}'")
+        summary = self.loc(c).locator("summary").first
+        self.act(lambda: summary.click(), None)
+        return True
+
+    def do_page_link(self, c: dict):
+        self.links_followed += 1
+        self.record(c, f"follow page link '{c['label']}' (→ {c['href']})")
+        link = self.loc(c).locator("a").first
+        self.act(lambda: link.click(), True)
+        self.check(f"after interaction {len(self.done)} (on {self.tab.url})")
+        self.go_home()
+        return True
+
+    def go_home(self) -> None:
+        """Back to the walk's page by the top navigation (same session, settings kept)."""
+        section = self.page.section
+        self.done.append(f"[top bar] back to '{self.page.label}' by the navigation ({section} › {self.page.label})")
+        self.tab.locator("[data-testid='stTopNavSection']").filter(has_text=section).first.click()
+        link = self.tab.locator("a[data-testid='stTopNavDropdownLink']").filter(has_text=self.page.label).first
+        self.act(lambda: link.click(), True)
+
+    def do_button(self, c: dict):
+        self.record(c, f"press {'form submit ' if c['submit'] else ''}button '{c['label']}'")
+        button = self.loc(c).locator("button").first
+        self.act(lambda: button.click(), True)
+        return True
+
+    def do_sentence(self, c: dict):
+        options = [s for s in SENTENCES if s != c["value"]]
+        text = self.rng.choice(options)
+        self.record(c, f"type '{text}' in the Sentence box, Enter (was '{c['value']}')")
+        box = self.loc(c).locator("input").first
+
+        def typing():
+            box.fill(text)
+            box.press("Enter")
+        self.act(typing, True)
+        return True
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _traceback(log: str, chars: int = 6000) -> str:
+    """What the server logged since the last check, from its first traceback (the one this
+    interaction caused; later ones may follow from it)."""
+    if not log.strip():
+        return ""
+    at = log.find("Uncaught app execution")
+    if at < 0:
+        at = log.find("Traceback (most recent call last)")
+    text = log[at:] if at >= 0 else log[-chars:]
+    return text[:chars].rstrip()
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[_id(p) for p in PAGES])
+def test_random_walk_leaves_no_error(page, app_server, student):
+    started = time.perf_counter()
+    walk = Walk(student(), app_server, page, SEED, STEPS)
+    walk.run()
+    assert len(walk.times) == STEPS, (f"/{page.path}: only {len(walk.times)} of {STEPS} interactions found a control "
+                                      f"to act on:\n" + "\n".join(walk.done))
+    print(f"/{page.path}: {len(walk.times)} interactions in {time.perf_counter() - started:.1f} s (seed {SEED})")
+    if os.environ.get("ATTENTION_EXPLORER_WALK_VERBOSE"):
+        for seconds, what in walk.times:
+            print(f"   {seconds:5.2f} s  {what}")
