@@ -689,7 +689,10 @@ def config_from_query(params, check_forward: bool = True) -> tuple[Config, list[
     if error is not None:
         changed = [k for k in values if values[k] != getattr(default, k)]
         for name in reversed(changed):                        # the one field whose default makes it run
-            trial = Config(**{k: v for k, v in values.items() if k != name})
+            try:                                              # without it the others may not combine
+                trial = Config(**{k: v for k, v in values.items() if k != name})
+            except ConfigError:                               # (n_heads dropped, n_kv_heads kept): next one
+                continue
             if _forward_error(trial) is None:
                 notices.append(f"Link setting “{name}” does not fit with the others ({error}); using the "
                                f"default ({_shown(name, getattr(default, name))}).")

@@ -519,3 +519,11 @@ def test_symbols_of_the_new_steps_in_the_notation():
     assert {s["key"]: s["symbol"] for s in manifest["steps"]}["biased_scores"] == "(Ŝ+B)_h"
     every = set().union(*(run_forward(c).keys() for c in NEW_SETTINGS))
     assert set(STEP_SYMBOLS) >= every
+
+
+def test_a_link_whose_fallback_drops_a_field_the_others_need_never_raises():
+    """Only unknown words and shared KV heads: dropping n_heads alone leaves 2 KV heads for 1 query head
+    (a ConfigError that escaped and crashed every page); the fallback goes on to the next field."""
+    config, notices = config_from_query({"sentence": "zebra", "n_heads": "4", "n_kv_heads": "2"})
+    assert notices and config.sentence == Config().sentence        # the sentence was the culprit
+    assert (config.n_heads, config.n_kv_heads) == (4, 2)
