@@ -685,3 +685,23 @@ def table(rows: list[list], header: list[str]) -> str:
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+@dataclass
+class Table:
+    """One bench result: a title, a header, rows and notes. A bench's main() prints it as text;
+    bench/report.py writes the same object as Markdown into docs/performance.md."""
+    title: str
+    header: list[str]
+    rows: list[list]
+    notes: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "\n".join([self.title, table(self.rows, self.header), *self.notes])
+
+    def markdown(self) -> str:
+        cell = lambda c: str(c).replace("|", "\\|")
+        lines = ["| " + " | ".join(cell(h) for h in self.header) + " |",
+                 "|" + "|".join("---" for _ in self.header) + "|"]
+        lines += ["| " + " | ".join(cell(c) for c in r) + " |" for r in self.rows]
+        return "\n".join([self.title, "", *lines, *(["", *self.notes] if self.notes else [])])

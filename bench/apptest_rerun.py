@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import TRIVIAL_APP, all_pages, table  # noqa: E402
+from bench._common import TRIVIAL_APP, Table, all_pages  # noqa: E402
 
 TEMPERATURE = "w.temperature"       # ui/settings.py: widget keys are "w.<Config field>"
 GROUP_LABEL = "Score, mask & temperature"   # ui/settings.py: the lazy group the slider is drawn in
@@ -134,7 +134,8 @@ def measure(page, query: dict, repeats: int, timeout: float = 600) -> dict:
     return out
 
 
-def run(repeats: int = 5, levels: str = "defaults,largest", pages: str = "") -> list[list]:
+def run(repeats: int = 5, levels: str = "defaults,largest", pages: str = "") -> Table:
+    """Every chosen page at every level (progress printed as it goes); the table of ratios."""
     # AppTest runs cached functions' first calls outside a script run too: one warning each, no news
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(
         lambda record: "missing ScriptRunContext" not in record.getMessage())
@@ -161,10 +162,9 @@ def run(repeats: int = 5, levels: str = "defaults,largest", pages: str = "") -> 
         cell = (lambda v: "-" if v is None else f"{v:.0f} ({v / ref:.1f}x)")
         rows.append([f"/{page.path}", level, r["elements"], cell(r["plain"]), cell(r["change"]), cell(r["new"]),
                      r["errors"], f"≤{TARGET[level]}x " + ("ok" if worst <= TARGET[level] else "OVER")])
-    print(f"\nAppTest, one process. Reference: one-slider page {ref:.1f} ms per plain rerun "
-          f"(before / after the pages: {before:.1f} / {after:.1f} ms). ms (ratio), median of {repeats}.")
-    print(table(rows, ["page", "level", "elements", "plain", "change", "new", "errors", "target"]))
-    return rows
+    return Table(f"AppTest, one process. Reference: one-slider page {ref:.1f} ms per plain rerun "
+                 f"(before / after the pages: {before:.1f} / {after:.1f} ms). ms (ratio), median of {repeats}.",
+                 ["page", "level", "elements", "plain", "change", "new", "errors", "target"], rows)
 
 
 def main() -> None:
@@ -173,7 +173,7 @@ def main() -> None:
     ap.add_argument("--levels", default="defaults,largest")
     ap.add_argument("--pages", default="", help="comma-separated URL paths ('overview' for /)")
     args = ap.parse_args()
-    run(args.repeats, args.levels, args.pages)
+    print("\n" + run(args.repeats, args.levels, args.pages).text())
 
 
 if __name__ == "__main__":

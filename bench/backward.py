@@ -31,8 +31,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from attention_core import classifier as clf  # noqa: E402
-from attention_core.embeddings import glove_vocabulary  # noqa: E402
+from bench._common import Table  # noqa: E402
+from attention_core import classifier as clf, glove_vocabulary  # noqa: E402  (the public API: stays)
 
 
 def seconds(fn) -> float:
@@ -108,6 +108,29 @@ def bench_training(repeats: int) -> dict[str, float]:
     return results
 
 
+def measure(n: int = 64, d: int = 256, repeats: int = 200, train_repeats: int = 3) -> list[Table]:
+    """The one-sentence timings and the default training run, hand-written against torch autograd."""
+    import torch
+    one = bench_one_sentence(n, d, repeats)
+    first = Table(f"One sentence, n={n}, d_in=d_k=d_v={d}, float64 (median of {repeats}); numpy {np.__version__} "
+                  f"(BLAS threads: {THREADS or 'default'}), torch {torch.__version__} ({torch.get_num_threads()} "
+                  f"threads), load average {os.getloadavg()[0]:.2f}",
+                  ["pass", "hand ms", "torch ms", "ratio hand / torch"],
+                  [[what, f"{one['hand ' + key] * 1e3:.3f}", f"{one['torch ' + key] * 1e3:.3f}",
+                    f"{one['hand ' + key] / one['torch ' + key]:.2f}"]
+                   for what, key in (("backward alone", "backward"), ("forward + backward", "forward+backward"))])
+    run = bench_training(train_repeats)
+    c = clf.DEFAULTS
+    second = Table(f"Default training run: {c['epochs']} epochs × {run['sentences']} sentences = "
+                   f"{c['epochs'] * run['sentences']} SGD steps, d_k=d_v={c['d_k']}, lr={c['lr']} "
+                   f"(median of {train_repeats})",
+                   ["gradients", "seconds", "final accuracy", "ratio hand / torch"],
+                   [["hand-written", f"{run['hand']:.3f}", f"{run['accuracy']['hand']:.3f}",
+                     f"{run['hand'] / run['torch']:.2f}"],
+                    ["torch autograd", f"{run['torch']:.3f}", f"{run['accuracy']['torch']:.3f}", "1"]])
+    return [first, second]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=200, help="repeats per one-sentence timing (median)")
@@ -116,26 +139,8 @@ def main() -> None:
     parser.add_argument("-d", type=int, default=256, help="d_in = d_k = d_v")
     parser.add_argument("--threads", help="threads for numpy's BLAS and torch (default: theirs)")
     args = parser.parse_args()
-    import torch
-    print(f"numpy {np.__version__} (BLAS threads: {THREADS or 'default'}), torch {torch.__version__} "
-          f"({torch.get_num_threads()} threads), float64, load average {os.getloadavg()[0]:.2f}")
-
-    one = bench_one_sentence(args.n, args.d, args.repeats)
-    print(f"\nOne sentence, n={args.n}, d_in=d_k=d_v={args.d} (median of {args.repeats}):")
-    for key, seconds in one.items():
-        print(f"  {key:<24} {seconds * 1e3:8.3f} ms")
-    print(f"  ratio hand / torch, backward alone:      {one['hand backward'] / one['torch backward']:.2f}")
-    print(f"  ratio hand / torch, forward + backward:  "
-          f"{one['hand forward+backward'] / one['torch forward+backward']:.2f}")
-
-    run = bench_training(args.train_repeats)
-    d = clf.DEFAULTS
-    print(f"\nDefault training run: {d['epochs']} epochs × {run['sentences']} sentences = "
-          f"{d['epochs'] * run['sentences']} SGD steps, d_k=d_v={d['d_k']}, "
-          f"lr={d['lr']} (median of {args.train_repeats}):")
-    print(f"  hand gradients   {run['hand']:7.3f} s   final accuracy {run['accuracy']['hand']:.3f}")
-    print(f"  torch autograd   {run['torch']:7.3f} s   final accuracy {run['accuracy']['torch']:.3f}")
-    print(f"  ratio hand / torch, training run:        {run['hand'] / run['torch']:.2f}")
+    for t in measure(args.n, args.d, args.repeats, args.train_repeats):
+        print("\n" + t.text())
 
 
 if __name__ == "__main__":

@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import (CHART, Server, Session, all_pages, browser_available, launch_chromium,  # noqa: E402
-                           median, new_context, run_marker, table, wait_run_end, write_trivial_app)
+from bench._common import (CHART, Server, Session, Table, all_pages, browser_available,  # noqa: E402
+                           launch_chromium, median, new_context, run_marker, wait_run_end, write_trivial_app)
 
 DRAWN = {
     "trivial": "document.querySelector(\"[data-testid='stSlider'] input, [data-testid='stSlider'] [role='slider']\") !== null",
@@ -122,12 +122,9 @@ def first_runs(pages) -> list[list]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--pages", default="/,/embeddings", help="app pages to cold-start on, comma-separated URL paths")
-    ap.add_argument("--no-first-runs", action="store_true", help="skip the first run of every page")
-    args = ap.parse_args()
+def measure(rounds: int = 5, pages: str = "/,/embeddings", first: bool = True) -> list[Table]:
+    """The cold start of the app's `pages` against the one-slider app over `rounds` rounds, where the
+    import time goes (on the last of `pages`), and (with `first`) each page's first run on a fresh server."""
     ok, why = browser_available()
     if not ok:
         sys.exit(f"cold start needs the browser: {why}")
@@ -135,15 +132,15 @@ def main() -> None:
 
     trivial_app = write_trivial_app(tempfile.mkdtemp(prefix="bench_cold_"))
     targets = [("one-slider app", trivial_app, "/", True)] + [(f"app {p}", "app.py", p, False)
-                                                              for p in args.pages.split(",")]
+                                                              for p in pages.split(",")]
     results = defaultdict(list)
     with sync_playwright() as pw:
         browser = launch_chromium(pw)
         one_start(trivial_app, "/", browser, True)                   # warm the OS caches and chromium
-        for i in range(args.rounds):
+        for i in range(rounds):
             for name, script, path, trivial in targets:
                 results[name].append(one_start(script, path, browser, trivial))
-            print(f"  round {i + 1}/{args.rounds}: " + ", ".join(
+            print(f"  round {i + 1}/{rounds}: " + ", ".join(
                 f"{n} {results[n][-1]['drawn']:.2f} s" for n, *_ in targets), flush=True)
         browser.close()
 
@@ -156,25 +153,39 @@ def main() -> None:
                      f"{d:.2f}", f"{d / ref:.2f}x", f"{median([r['cpu'] for r in rs]):.2f}",
                      f"{median([r['rss'] for r in rs]) / 1e6:.0f}", sum(r["errors"] for r in rs),
                      "" if name.startswith("one-slider") else ("ok" if d / ref <= 1.5 else "OVER")])
-    print(f"\nCold start, median of {args.rounds} rounds (seconds since the server process started)")
-    print(table(rows, ["target", "healthy", "first run ended", "drawn", "ratio", "server CPU s", "RSS MB",
-                       "errors", "≤1.5x"]))
+    tables = [Table(f"Cold start, median of {rounds} rounds (seconds since the server process started)",
+                    ["target", "healthy", "first run ended", "drawn", "ratio", "server CPU s", "RSS MB", "errors",
+                     "≤1.5x"], rows)]
 
-    start, first, secs = import_profile(args.pages.split(",")[-1])
-    print(f"\nImports (python -X importtime; cumulative ms per package, nested packages also counted in "
-          f"the package that imported them) of a server answering "
-          f"{args.pages.split(',')[-1]} first (its first run took {secs:.2f} s here, importtime included):")
-    names = sorted(set(start) | set(first), key=lambda k: -(start.get(k, 0) + first.get(k, 0)))
-    rows = [[k, f"{start.get(k, 0) / 1e3:.0f}", f"{first.get(k, 0) / 1e3:.0f}"] for k in names[:15]]
-    print(table(rows, ["package", "at server start", "during the first run"]))
-    print("heavy packages imported before or at the first page: "
-          + ", ".join(f"{k} ({(start.get(k, 0) + first.get(k, 0)) / 1e3:.0f} ms)" for k in HEAVY
-                      if k in start or k in first))
+    last = pages.split(",")[-1]
+    start, first_run, secs = import_profile(last)
+    names = sorted(set(start) | set(first_run), key=lambda k: -(start.get(k, 0) + first_run.get(k, 0)))
+    tables.append(Table(
+        f"Imports (python -X importtime; cumulative ms per package, nested packages also counted in "
+        f"the package that imported them) of a server answering {last} first (its first run took {secs:.2f} s "
+        f"here, importtime included):",
+        ["package", "at server start", "during the first run"],
+        [[k, f"{start.get(k, 0) / 1e3:.0f}", f"{first_run.get(k, 0) / 1e3:.0f}"] for k in names[:15]],
+        ["heavy packages imported before or at the first page: "
+         + ", ".join(f"{k} ({(start.get(k, 0) + first_run.get(k, 0)) / 1e3:.0f} ms)" for k in HEAVY
+                     if k in start or k in first_run)]))
 
-    if not args.no_first_runs:
-        print("\nFirst run of each page on its own fresh server (protocol client; with -X importtime):")
-        print(table(first_runs(all_pages()), ["page", "first run s", "server CPU s", "exceptions",
-                                              "torch/sympy/GloVe/scipy imported"]))
+    if first:
+        print("  first run of each page on its own fresh server ...", flush=True)
+        tables.append(Table("First run of each page on its own fresh server (protocol client; with -X importtime):",
+                            ["page", "first run s", "server CPU s", "exceptions", "torch/sympy/GloVe/scipy imported"],
+                            first_runs(all_pages())))
+    return tables
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--pages", default="/,/embeddings", help="app pages to cold-start on, comma-separated URL paths")
+    ap.add_argument("--no-first-runs", action="store_true", help="skip the first run of every page")
+    args = ap.parse_args()
+    for t in measure(args.rounds, args.pages, not args.no_first_runs):
+        print("\n" + t.text())
 
 
 if __name__ == "__main__":

@@ -43,9 +43,9 @@ from urllib.parse import urlencode
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import apptest_rerun  # noqa: E402
-from bench._common import (CHART, REDRAW_HOOK, Server, Session, all_pages, browser_available,  # noqa: E402
-                           launch_chromium, median, new_context, open_group, percentile, run_marker,
-                           slider_value, slider_values, table, wait_for_charts, wait_run_end,
+from bench._common import (CHART, REDRAW_HOOK, Server, Session, Table, all_pages,  # noqa: E402
+                           browser_available, launch_chromium, median, new_context, open_group, percentile,
+                           run_marker, slider_value, slider_values, wait_for_charts, wait_run_end,
                            write_trivial_app)
 
 SLIDER = "Softmax temperature"          # the sidebar's settings, in the lazy group below
@@ -172,6 +172,97 @@ def browser_redraw(url: str, slider_label: str, changes: int, browser, group_lab
             "debounce": median(debounce), "n": len(redraw), "errors": errors}
 
 
+def choose_pages(wanted: str = "") -> list:
+    """The navigation's pages, or those named by URL path ('overview' or '/' for the Overview)."""
+    pages = all_pages()
+    if wanted:
+        names = set(wanted.split(","))
+        pages = [p for p in pages if p.path in names or (not p.path and names & {"overview", "/"})]
+    return pages
+
+
+def protocol(trivial: Server, app: Server, pages, levels: str, repeats: int, page_budget: float) -> Table:
+    """Every page at every level over the websocket protocol, against the one-slider page's rerun
+    measured before and after the pages (progress printed as it goes)."""
+    base = [measure_trivial(trivial, max(repeats, 15))]
+    print(f"one-slider page: median {base[0]['median'] * 1e3:.1f} ms, server CPU {base[0]['cpu'] * 1e3:.1f} ms "
+          f"per rerun", flush=True)
+    rows, results = [], {}
+    for level in levels.split(","):
+        pool = Pool()
+        for page in pages:
+            r = measure_page(app, page, LEVELS[level], pool, repeats, page_budget)
+            results[(level, page.path)] = r
+            if "skipped" in r:
+                print(f"  {level:8s} /{page.path:16s} load {r['load']:.2f} s, {r['skipped']}", flush=True)
+                continue
+            print(f"  {level:8s} /{page.path:16s} load {r['load']:.2f} s, new {median(r['new']) * 1e3:.0f} ms "
+                  f"(n={len(r['new'])}), seen {median(r['seen']) * 1e3:.0f} ms"
+                  + (" (group opened first)" if r["opened"] else ""), flush=True)
+    base.append(measure_trivial(trivial, max(repeats, 15)))
+    no_quickack = measure_trivial(trivial, 15, quickack=False)
+    ref = median([b["median"] for b in base])
+    ref_cpu = median([b["cpu"] for b in base])
+    for (level, path), r in results.items():
+        if "skipped" in r:
+            rows.append([f"/{path}", level, f"{r['load']:.2f}", "-", "-", 0, "-", "-", "-", "-", "-", r["errors"],
+                         f"{r['skipped']}: see AppTest's plain rerun"])
+            continue
+        new, seen = median(r["new"]), median(r["seen"])
+        ok = "ok" if new / ref <= TARGET[level] else "OVER"
+        rows.append([f"/{path}", level, f"{r['load']:.2f}", f"{new * 1e3:.0f}", f"{new / ref:.1f}x", len(r["new"]),
+                     f"{seen * 1e3:.0f}", f"{seen / ref:.1f}x", f"{r['cpu_new'] * 1e3:.0f}",
+                     f"{r['cpu_seen'] * 1e3:.0f}", f"{median(r['mb_new']):.2f}", r["errors"],
+                     f"≤{TARGET[level]}x {ok}" + ("" if seen / ref <= TARGET[level] else " (seen OVER)")])
+    return Table(f"Reference: one-slider page, median {ref * 1e3:.1f} ms per rerun (blocks before/after: "
+                 f"{base[0]['median'] * 1e3:.1f} / {base[1]['median'] * 1e3:.1f} ms), server CPU {ref_cpu * 1e3:.1f} ms; "
+                 f"with the client's delayed ACKs (no quickack): {no_quickack['median'] * 1e3:.1f} ms",
+                 ["page", "level", "load s", "new ms", "new ratio", "n", "seen ms", "seen ratio",
+                  "CPU new ms", "CPU seen ms", "MB/new", "errors", "target"], rows,
+                 [f"server RSS after: {app.rss_bytes() / 1e6:.0f} MB"])
+
+
+def browser(trivial: Server, app: Server, browser_pages: str, changes: int) -> Table:
+    """A slider key press redrawn in headless chromium, on the one-slider page and the pages named."""
+    ok, why = browser_available()
+    if not ok:
+        return Table(f"Browser redraw: skipped ({why})", [], [])
+    from playwright.sync_api import sync_playwright
+
+    rows = []
+    with sync_playwright() as pw:
+        chromium = launch_chromium(pw)
+        targets = [("one-slider page", trivial.url + "/", "Value", "")]
+        targets += [(f"/{p}", f"{app.url}/{p}", SLIDER, GROUP_LABEL) for p in browser_pages.split(",") if p]
+        for name, url, label, group in targets:
+            r = browser_redraw(url, label, changes, chromium, group)
+            rows.append([name, r["n"], f"{r['p50']:.0f}", f"{r['p95']:.0f}", f"{r['key_p95']:.0f}",
+                         f"{r['debounce']:.0f}", r["errors"], "ok" if r["p95"] <= 250 else "OVER"])
+            print(f"  browser {name}: redraw p95 {r['p95']:.0f} ms", flush=True)
+        chromium.close()
+    return Table("Browser (headless chromium, defaults): a slider key press redrawn, ms",
+                 ["page", "n", "send->drawn p50", "send->drawn p95", "key->drawn p95", "key->send (debounce)",
+                  "errors", "≤250 ms"], rows)
+
+
+def measure(pages, levels: str = "defaults,largest", repeats: int = 7, page_budget: float = 90.0,
+            apptest: bool = True, browser_pages: str = "scores,multi_head,softmax",
+            browser_changes: int = 20) -> list[Table]:
+    """The three parts in order: AppTest (unless apptest=False), the protocol, the browser (unless
+    browser_pages is empty)."""
+    tables = []
+    if apptest:
+        print("1. AppTest (bench/apptest_rerun.py): every page in one process", flush=True)
+        tables.append(apptest_rerun.run(repeats, levels, ",".join(p.path or "overview" for p in pages)))
+        print("\n2. The websocket protocol: one server for the app, one for the one-slider page", flush=True)
+    trivial_app = write_trivial_app(tempfile.mkdtemp(prefix="bench_rerun_"))
+    with Server(trivial_app) as trivial, Server("app.py") as app:
+        tables.append(protocol(trivial, app, pages, levels, repeats, page_budget))
+        if browser_pages:
+            tables.append(browser(trivial, app, browser_pages, browser_changes))
+    return tables
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=7, help="slider moves per page and kind (default 7)")
@@ -183,77 +274,10 @@ def main() -> None:
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--no-apptest", action="store_true", help="skip the AppTest part")
     args = ap.parse_args()
-
-    pages = all_pages()
-    if args.pages:
-        wanted = set(args.pages.split(","))
-        pages = [p for p in pages if p.path in wanted or (not p.path and wanted & {"overview", "/"})]
-    if not args.no_apptest:
-        print("1. AppTest (bench/apptest_rerun.py): every page in one process", flush=True)
-        apptest_rerun.run(args.repeats, args.levels, ",".join(p.path or "overview" for p in pages))
-        print("\n2. The websocket protocol: one server for the app, one for the one-slider page", flush=True)
-    trivial_app = write_trivial_app(tempfile.mkdtemp(prefix="bench_rerun_"))
-    with Server(trivial_app) as trivial, Server("app.py") as app:
-        base = [measure_trivial(trivial, max(args.repeats, 15))]
-        print(f"one-slider page: median {base[0]['median'] * 1e3:.1f} ms, server CPU {base[0]['cpu'] * 1e3:.1f} ms "
-              f"per rerun", flush=True)
-        rows, results = [], {}
-        for level in args.levels.split(","):
-            pool = Pool()
-            for page in pages:
-                r = measure_page(app, page, LEVELS[level], pool, args.repeats, args.page_budget)
-                results[(level, page.path)] = r
-                if "skipped" in r:
-                    print(f"  {level:8s} /{page.path:16s} load {r['load']:.2f} s, {r['skipped']}", flush=True)
-                    continue
-                print(f"  {level:8s} /{page.path:16s} load {r['load']:.2f} s, new {median(r['new']) * 1e3:.0f} ms "
-                      f"(n={len(r['new'])}), seen {median(r['seen']) * 1e3:.0f} ms"
-                      + (" (group opened first)" if r["opened"] else ""), flush=True)
-        base.append(measure_trivial(trivial, max(args.repeats, 15)))
-        no_quickack = measure_trivial(trivial, 15, quickack=False)
-        ref = median([b["median"] for b in base])
-        ref_cpu = median([b["cpu"] for b in base])
-        for (level, path), r in results.items():
-            if "skipped" in r:
-                rows.append([f"/{path}", level, f"{r['load']:.2f}", "-", "-", 0, "-", "-", "-", "-", "-", r["errors"],
-                             f"{r['skipped']}: see AppTest's plain rerun"])
-                continue
-            new, seen = median(r["new"]), median(r["seen"])
-            ok = "ok" if new / ref <= TARGET[level] else "OVER"
-            rows.append([f"/{path}", level, f"{r['load']:.2f}", f"{new * 1e3:.0f}", f"{new / ref:.1f}x", len(r["new"]),
-                         f"{seen * 1e3:.0f}", f"{seen / ref:.1f}x", f"{r['cpu_new'] * 1e3:.0f}",
-                         f"{r['cpu_seen'] * 1e3:.0f}", f"{median(r['mb_new']):.2f}", r["errors"],
-                         f"≤{TARGET[level]}x {ok}" + ("" if seen / ref <= TARGET[level] else " (seen OVER)")])
-        print()
-        print(f"Reference: one-slider page, median {ref * 1e3:.1f} ms per rerun (blocks before/after: "
-              f"{base[0]['median'] * 1e3:.1f} / {base[1]['median'] * 1e3:.1f} ms), server CPU {ref_cpu * 1e3:.1f} ms; "
-              f"with the client's delayed ACKs (no quickack): {no_quickack['median'] * 1e3:.1f} ms")
-        print(table(rows, ["page", "level", "load s", "new ms", "new ratio", "n", "seen ms", "seen ratio",
-                           "CPU new ms", "CPU seen ms", "MB/new", "errors", "target"]))
-        print(f"server RSS after: {app.rss_bytes() / 1e6:.0f} MB")
-
-        if args.no_browser:
-            return
-        ok, why = browser_available()
-        if not ok:
-            print(f"\nbrowser redraw: skipped ({why})")
-            return
-        from playwright.sync_api import sync_playwright
-
-        rows = []
-        with sync_playwright() as pw:
-            browser = launch_chromium(pw)
-            targets = [("one-slider page", trivial.url + "/", "Value", "")]
-            targets += [(f"/{p}", f"{app.url}/{p}", SLIDER, GROUP_LABEL) for p in args.browser_pages.split(",") if p]
-            for name, url, label, group in targets:
-                r = browser_redraw(url, label, args.browser_changes, browser, group)
-                rows.append([name, r["n"], f"{r['p50']:.0f}", f"{r['p95']:.0f}", f"{r['key_p95']:.0f}",
-                             f"{r['debounce']:.0f}", r["errors"], "ok" if r["p95"] <= 250 else "OVER"])
-                print(f"  browser {name}: redraw p95 {r['p95']:.0f} ms", flush=True)
-            browser.close()
-        print("\nBrowser (headless chromium, defaults): a slider key press redrawn, ms")
-        print(table(rows, ["page", "n", "send->drawn p50", "send->drawn p95", "key->drawn p95",
-                           "key->send (debounce)", "errors", "≤250 ms"]))
+    tables = measure(choose_pages(args.pages), args.levels, args.repeats, args.page_budget, not args.no_apptest,
+                     "" if args.no_browser else args.browser_pages, args.browser_changes)
+    for t in tables:
+        print("\n" + t.text())
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import (Server, Session, median, slider_value, slider_values, table,  # noqa: E402
+from bench._common import (Server, Session, Table, median, slider_value, slider_values,  # noqa: E402
                            write_trivial_app)
 
 SLIDER, GROUP = "Softmax temperature", "grp.score"
@@ -122,15 +122,9 @@ if not getattr(_sr.ScriptRunner, "_profiled", False):
             print(f"\n--- {name}: no profile written ({path})")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--page", default="qkv")
-    ap.add_argument("--reruns", type=int, default=30)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--variants", default=",".join(VARIANTS))
-    ap.add_argument("--profile", action="store_true")
-    args = ap.parse_args()
-    names = args.variants.split(",")
+def compare(page: str = "qkv", reruns: int = 30, rounds: int = 2, variants: str = ",".join(VARIANTS)) -> Table:
+    """A server per config variant and one for the one-slider page, measured in turns `rounds` times."""
+    names = variants.split(",")
     trivial_app = write_trivial_app(tempfile.mkdtemp(prefix="server_cost_"))
     servers = {name: Server("app.py", extra_args=VARIANTS[name]) for name in names}
     servers["one-slider"] = Server(trivial_app)
@@ -140,12 +134,12 @@ def main() -> None:
     try:
         for s in servers.values():
             s.wait_healthy(120)
-        for rnd in range(args.rounds):
+        for rnd in range(rounds):
             for name, server in servers.items():
                 if name == "one-slider":
-                    r = measure(server, "", "Value", args.reruns, None)
+                    r = measure(server, "", "Value", reruns, None)
                 else:
-                    r = measure(server, args.page, SLIDER, args.reruns, GROUP)
+                    r = measure(server, page, SLIDER, reruns, GROUP)
                 results[name].append(r)
                 print(f"  round {rnd + 1} {name:15s} CPU {r['cpu'] * 1e3:5.1f} ms/rerun (event loop "
                       f"{r['loop'] * 1e3:4.1f}), median {r['median'] * 1e3:5.1f} ms, {r['kb']:.1f} kB", flush=True)
@@ -160,10 +154,21 @@ def main() -> None:
                      f"{cpu * 1e3:.1f}", f"{loop * 1e3:.1f}", f"{(cpu - loop) * 1e3:.1f}",
                      f"{cpu / base:.2f}x", f"{median([r['median'] for r in rs]) * 1e3:.1f}",
                      f"{median([r['kb'] for r in rs]):.1f}", f"{median([r['msgs'] for r in rs]):.0f}"])
-    print(f"\n/{args.page}, {args.reruns} warm temperature changes per round, median of {args.rounds} rounds "
-          "(/proc ticks are 10 ms: per rerun figures are block averages)")
-    print(table(rows, ["variant", "options", "CPU ms/rerun", "event loop ms", "script threads ms",
-                       "vs default", "median ms", "kB/rerun", "messages/rerun"]))
+    return Table(f"/{page}, {reruns} warm temperature changes per round, median of {rounds} rounds "
+                 "(/proc ticks are 10 ms: per rerun figures are block averages)",
+                 ["variant", "options", "CPU ms/rerun", "event loop ms", "script threads ms", "vs default",
+                  "median ms", "kB/rerun", "messages/rerun"], rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--page", default="qkv")
+    ap.add_argument("--reruns", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--profile", action="store_true")
+    args = ap.parse_args()
+    print("\n" + compare(args.page, args.reruns, args.rounds, args.variants).text())
     if args.profile:
         profile(args.page, args.reruns)
 
