@@ -57,10 +57,12 @@ NO_PANEL = "no settings panel"
 
 
 class Pool:
-    """Values not yet used at one level: a 'new' move is a cache miss for every page."""
+    """Values not yet used at one level: a 'new' move is a cache miss for every page. The slider has
+    99 values and 21 pages x 7 moves need more: once every value is used, those used longest ago come
+    back (ui/cache.py keeps the Traces of the last 64 Configs, so they are misses again)."""
 
     def __init__(self):
-        self.used: set[float] = set()
+        self.used: list[float] = []          # in the order used
 
     def take(self, slider, k: int) -> list[float]:
         current = {slider_value(slider)} | set(slider.default)
@@ -68,7 +70,9 @@ class Pool:
         # spread over the range, middle first: every value is a plausible drag target
         free.sort(key=lambda v: abs(v - (slider.min + slider.max) / 2))
         chosen = free[:k]
-        self.used.update(chosen)
+        if len(chosen) < k:                  # every value used: the oldest first
+            chosen += [v for v in self.used if v not in current][:k - len(chosen)]
+        self.used = [v for v in self.used if v not in chosen] + chosen
         return chosen
 
 
