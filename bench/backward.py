@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from attention_core import classifier as clf  # noqa: E402
-from attention_core.embeddings import glove_vocabulary  # noqa: E402
+from attention_core.math.embeddings import glove_vocabulary  # noqa: E402
 
 
 def seconds(fn) -> float:
