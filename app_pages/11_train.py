@@ -4,7 +4,7 @@ import streamlit as st
 import ui
 from attention_core import ConfigError
 from attention_core import classifier as clf
-from attention_core.claims import say
+from attention_core.forward.claims import say
 from ui.training import encoded, initial_params, model_controls, shipped_examples, trained_results
 
 PAGE = "app_pages/11_train.py"

@@ -3,7 +3,7 @@ import streamlit as st
 import ui
 from ui.cache import get_neighbours
 from ui.text import md_escape
-from attention_core.embeddings import cosine_similarity, vocabulary_for
+from attention_core.math.embeddings import cosine_similarity, vocabulary_for
 
 PAGE = "app_pages/1_embeddings.py"
 config, trace = ui.page(PAGE, "Tokens & embeddings")

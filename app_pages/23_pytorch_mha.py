@@ -5,7 +5,7 @@ import ui
 from ui.torch_view import check, code_excerpt, computed, pitfall, shapes_table, walk
 from attention_core import ConfigError
 from attention_core import torch_mha as tm
-from attention_core.config import MAX_HEADS, divisors
+from attention_core.math.limits import MAX_HEADS, divisors
 
 PAGE = "app_pages/23_pytorch_mha.py"
 # The layer has its own sizes (head_dim = hid_dim / heads), scores (scaled dot) and mask (padding only),

@@ -3,8 +3,8 @@ import streamlit as st
 
 import ui
 from attention_core import sinusoidal_encoding
-from attention_core.embeddings import cosine_similarity
-from attention_core.positional import learned_encoding
+from attention_core.math.embeddings import cosine_similarity
+from attention_core.math.positional import learned_encoding
 from ui.demo_charts import pe_curves_chart
 from ui.page_text import position_intro, swap_hint
 

@@ -2,7 +2,7 @@ import numpy as np
 import streamlit as st
 
 import ui
-from attention_core.pitfalls import FROM_TUTORIALS, PITFALLS
+from attention_core.labs.pitfalls import FROM_TUTORIALS, PITFALLS
 from ui.cache import get_pitfall
 
 PAGE = "app_pages/30_pitfalls.py"

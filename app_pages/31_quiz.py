@@ -1,7 +1,7 @@
 import streamlit as st
 
 import ui
-from attention_core.quiz import grade, make_questions, readable, symbols_caption
+from attention_core.labs.quiz import grade, make_questions, readable, symbols_caption
 from ui.text import md_escape
 
 PAGE = "app_pages/31_quiz.py"

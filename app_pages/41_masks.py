@@ -2,7 +2,7 @@ import streamlit as st
 
 import ui
 from attention_core import ConfigError
-from attention_core.lesson_masks import KIND, masks_trace
+from attention_core.lessons.masks import KIND, masks_trace
 from ui.masks_view import checked_text, compare, intro, own_controls, panels, pipeline, sidebar_part
 from ui.views import checked_box, claims_shown
 

@@ -1,7 +1,7 @@
 import streamlit as st
 
 import ui
-from attention_core import lesson_kv_cache as kv
+from attention_core.lessons import kv_cache as kv
 from ui import kv_cache_view as view
 from ui import page_state
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from attention_core import entropy
-from attention_core.claims import say
+from attention_core.forward.claims import say
 
 PAGE = "app_pages/5_softmax.py"
 

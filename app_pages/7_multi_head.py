@@ -1,7 +1,7 @@
 import streamlit as st
 
 import ui
-from attention_core.notation import attention_parts, multi_head_formula
+from attention_core.math.notation import attention_parts, multi_head_formula
 
 PAGE = "app_pages/7_multi_head.py"
 config, trace = ui.page(PAGE, "Multi-head attention")

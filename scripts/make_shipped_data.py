@@ -14,7 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attention_core import embeddings, pretrained  # noqa: E402
+from attention_core.math import embeddings  # noqa: E402
+from attention_core import pretrained
 
 if __name__ == "__main__":
     embeddings.write_word_list()

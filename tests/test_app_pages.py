@@ -184,7 +184,7 @@ def test_glove_fixes_d_model_with_reason():
 
 def test_nearest_neighbours_are_drawn_with_their_similarities():
     from attention_core import Config, nearest
-    from attention_core.embeddings import vocabulary_for
+    from attention_core.math.embeddings import vocabulary_for
     at = open_page("app_pages/1_embeddings.py")
     no_exception(at)
     word = at.selectbox(key="nn_word").value

@@ -4,8 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attention_core import (causal_mask, multi_head_attention, padding_mask,
-                            scaled_dot_product_attention, softmax)
+from attention_core import causal_mask, multi_head_attention, padding_mask, scaled_dot_product_attention, softmax
 
 torch.set_default_dtype(torch.float64)
 SHAPES = [  # n_q, n_k, d_k, d_v

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attention_core import bahdanau as b
-from attention_core.config import ConfigError
+from attention_core.math.limits import ConfigError
 
 STEP_KEYS = ["s_prev", "h", "w", "u", "v", "w_s", "u_h", "pre_tanh", "hidden", "scores", "weights", "context"]
 

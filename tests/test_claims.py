@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from attention_core import Config, run_forward, sinusoidal_encoding
-from attention_core.claims import CLAIMS, holds, say, shown_outside
-from attention_core.embeddings import cosine_similarity, glove_vocabulary
-from attention_core.notation import attention_parts, multi_head_formula
+from attention_core.forward.claims import CLAIMS, holds, say, shown_outside
+from attention_core.math.embeddings import cosine_similarity, glove_vocabulary
+from attention_core.math.notation import attention_parts, multi_head_formula
 from tests.apptest_util import formulas
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +69,7 @@ def test_glove_puts_related_words_closer_than_unrelated_ones():
     for config in (Config(embedding="random", d_model=50), Config(embedding="toy", weights="random")):
         assert not holds("similar_meaning", config)
         assert CLAIMS["similar_meaning"].marker not in run_forward(config)["x_embed"].why
-    from attention_core.embeddings import random_vector
+    from attention_core.math.embeddings import random_vector
     rv = lambda w: random_vector(w, 50, 0)
     assert np.mean([float(cosine_similarity(np.stack([rv(a), rv(b)]))[0, 1]) for a, b in related]) < 0.3
 

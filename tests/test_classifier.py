@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from attention_core import classifier as clf
-from attention_core.config import ConfigError
-from attention_core.embeddings import glove_vocabulary
+from attention_core.math.limits import ConfigError
+from attention_core.math.embeddings import glove_vocabulary
 
 torch = pytest.importorskip("torch")
 
@@ -333,9 +333,9 @@ def test_without_position_the_prediction_ignores_word_order(vocab, embedding, he
     """claims.train_order_blind: with Position = none a shuffled sentence gets the same prediction (attention's
     rows move with their words, and the mean over the rows does not see the order), under every other setting
     of the training pages; with the index column or sinusoids it changes: the condition is needed."""
-    from attention_core import claims
-    from attention_core.embeddings import toy_vocabulary
-    from attention_core.training_input import TrainingSettings
+    from attention_core.forward import claims
+    from attention_core.math.embeddings import toy_vocabulary
+    from attention_core.training.training_input import TrainingSettings
     v = vocab if embedding == "glove" else toy_vocabulary()
     sentence, shuffled = (("the battery died within a week", "a week within the battery died") if embedding == "glove"
                           else ("i love the cat", "the cat love i"))
@@ -366,9 +366,9 @@ def test_key_bias_shifts_each_row_by_q_dot_b_k_over_sqrt_d_k(vocab, embedding, p
     q_i · b_K: the scores are scaled) to every score of row i, so the loss does not change and ∂L/∂b_K is 0
     up to rounding. With two heads the row shift is per head, q_{h,i} · b_{K,h} / √d_k, not the one-head
     sentence's q_i · b_K / √d_k: the condition (one head) is needed for those words."""
-    from attention_core import claims
-    from attention_core.embeddings import toy_vocabulary
-    from attention_core.training_input import TrainingSettings
+    from attention_core.forward import claims
+    from attention_core.math.embeddings import toy_vocabulary
+    from attention_core.training.training_input import TrainingSettings
     v = vocab if embedding == "glove" else toy_vocabulary()
     sentence = "the battery died within a week" if embedding == "glove" else "i love the cat"
     tokens, x = clf.sentence_matrix(sentence, v, positional)

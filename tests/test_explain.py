@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from attention_core import Config, run_forward
 from old_defaults import toy_config
-from attention_core.config import divisors
-from attention_core.explain import (EXPLAINERS, Context, can_explain, elide, explain, fmt, latex_text,
-                                    register, settings_of)
+from attention_core.math.limits import divisors
+from attention_core.explanations import (EXPLAINERS, Context, can_explain, elide, explain, fmt, latex_text,
+                                         register, settings_of)
 
 WORDS = ("i", "love", "you", "today", "we", "like", "hate", "the", "cat", "sat", "on", "mat", "dog")
 
@@ -257,7 +257,7 @@ def test_other_traces_reusing_forward_keys_get_no_forward_explainer():
     with other math: the forward explainers must not claim them (a click shows the value)."""
     from attention_core import bahdanau as b
     from attention_core import grid as g
-    from attention_core.explain import trace_kind
+    from attention_core.explanations import trace_kind
 
     h = np.array([[0.0, 1.0], [3.0, 4.0], [1.0, 2.0]])
     grid = g.make_grid()
@@ -277,8 +277,9 @@ import ast
 import itertools
 from dataclasses import replace
 
-from attention_core import claims, notation
-from attention_core.claims import CLAIMS, shown_outside
+from attention_core.forward import claims
+from attention_core.math import notation
+from attention_core.forward.claims import CLAIMS, shown_outside
 
 # The notation's symbol for each step a cell explainer writes (docs/notation.md), independent of explain.py's table.
 NOTATION_LATEX = {"scores": notation.S, "scaled_scores": notation.S_SCALED, "masked_scores": notation.S_MASKED,
@@ -582,7 +583,7 @@ def _render_explanation(key: str, cell: tuple) -> list[str]:
 
     def app(key, cell):
         from attention_core import Config, run_forward
-        from attention_core.explain import explain
+        from attention_core.explanations import explain
         from ui.explain_view import explanation
         trace = run_forward(Config())
         explanation(explain(trace, key, tuple(cell)), float(trace[key].value[tuple(cell)]))

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attention_core import classifier as clf
-from attention_core.training_input import TrainingSettings
-from attention_core.explain import EXPLAINERS, can_explain, explain, fmt, trace_kind
+from attention_core.training.training_input import TrainingSettings
+from attention_core.explanations import EXPLAINERS, can_explain, explain, fmt, trace_kind
 from tests.test_explain import balanced
 
 GRADIENT_KEYS = ("dL/dpooled", "dL/df", "dL/dw_o", "dL/db_o", "dL/dcontext", "dL/dweights", "dL/dv",
@@ -90,7 +90,7 @@ DATASET_RUNS = [(0, "index", 16, 16, 0, 0), (1, "sinusoidal", 4, 3, 1, 0), (4, "
 
 @pytest.fixture(scope="module")
 def dataset_traces():
-    glove = pytest.importorskip("attention_core.embeddings").glove_vocabulary
+    glove = pytest.importorskip("attention_core.math.embeddings").glove_vocabulary
     try:
         vocab = glove()
     except ImportError:
@@ -299,7 +299,7 @@ def test_errors_for_cells_outside_a_step():
 
 
 def test_importing_the_classifier_registers_them_without_heavy_imports():
-    code = ("import sys, attention_core.classifier; from attention_core.explain import EXPLAINERS; "
+    code = ("import sys, attention_core.classifier; from attention_core.explanations import EXPLAINERS; "
             "assert ('classifier', 'dL/dw_q') in EXPLAINERS and ('classifier', 'dweights/dscores') in EXPLAINERS; "
             "assert not {'torch', 'sympy', 'streamlit'} & set(sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -321,7 +321,7 @@ def test_explanations_hold_under_the_training_settings(change, frozen):
     grid of its settings: no claim about the training pages outside its condition, no "seed 00…", X's
     note names the position X has, the b_K note says /√d_k, and ∂L/∂b_K is 0 where it says so."""
     from attention_core import Config
-    from attention_core.claims import CLAIMS, shown_outside
+    from attention_core.forward.claims import CLAIMS, shown_outside
     from ui.training_step import step_for
     config = Config(**{"sentence": "i love the cat", "weights": "random", **change})
     trace = step_for(config, "negative", 0.05, ("w_o", "b_o") if frozen else ())[3]

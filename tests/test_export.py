@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_core import Config, run_forward
-from attention_core.export import (QUERY_FIELDS, array_from_csv, config_from_query, config_to_query, csv_files,
-                                   csv_zip, load_npz, npz_bytes, python_script, step_csv)
+from attention_core.labs.export import (QUERY_FIELDS, array_from_csv, config_from_query, config_to_query,
+                                        csv_files, csv_zip, load_npz, npz_bytes, python_script, step_csv)
 
 MULTI = Config(sentence="the cat sat on the mat", embedding="random", d_model=8, n_heads=2, d_k=3, d_v=2,
                mask="causal", bias=True, temperature=0.8)
@@ -288,8 +288,8 @@ def test_any_query_gives_a_config_and_never_raises(params):
 import json
 import re
 
-from attention_core import notation
-from attention_core.export import STEP_SYMBOLS, csv_names, csv_readme, step_symbol
+from attention_core.math import notation
+from attention_core.labs.export import STEP_SYMBOLS, csv_names, csv_readme, step_symbol
 
 SCRIPT_SYMBOL = {"scores": "S", "scaled_scores": "Ŝ", "masked_scores": "S̃"}
 
@@ -434,7 +434,7 @@ def _script_function(source: str, name: str):
 def test_script_alibi_slopes_are_the_papers_for_every_head_count():
     """The script's own alibi_slopes: 2^(−8(h+1)/H) for a power of two; for other H the paper's construction
     (the closest power of two's slopes, then every other slope of twice as many heads)."""
-    from attention_core.alibi import alibi_slopes
+    from attention_core.math.alibi import alibi_slopes
     slopes = _script_function(python_script(SCRIPT_CONFIGS["alibi-3-heads-window"]), "alibi_slopes")
     assert slopes(8).tolist() == [2.0 ** -k for k in range(1, 9)]                           # 1/2 … 1/256
     assert slopes(3).tolist() == [2.0 ** -4, 2.0 ** -8, 2.0 ** -2]
@@ -448,7 +448,7 @@ def test_script_rope_is_the_complex_rotation_and_its_gqa_is_torchs(tmp_path):
     """The script's Q^R, K^R against RoPE's complex-number form (z_i e^{i p θ_i}); its context against torch's
     scaled_dot_product_attention with enable_gqa=True and an explicit causal mask."""
     torch = pytest.importorskip("torch")
-    from attention_core.rope import rotary_complex
+    from attention_core.math.rope import rotary_complex
     config = SCRIPT_CONFIGS["rope-gqa-causal-bias"]
     arrays = run_script(python_script(config), tmp_path, "rope_gqa")
     for name in ("q", "k"):
@@ -479,8 +479,8 @@ def test_script_alibi_and_window_are_torchs_float_bias_and_bool_mask(tmp_path):
 
 def test_script_writes_the_trained_mean_pooled_kv_weights_as_literals():
     """Trained weights with grouped KV heads: W_K, W_V are the mean of each group's trained columns, written in."""
-    from attention_core.forward import mean_pool_heads
-    from attention_core.pretrained import trained_weights
+    from attention_core.forward.weights import mean_pool_heads
+    from attention_core.training.pretrained import trained_weights
     config = SCRIPT_CONFIGS["gqa-trained-causal"]
     source = python_script(config)
     tree = ast.parse(source)

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from attention_core import Config, explain, run_forward
-from attention_core.alibi import alibi_bias
-from attention_core.claims import CLAIMS, holds
-from attention_core.rope import rotary_complex, rotary_embedding
+from attention_core.math.alibi import alibi_bias
+from attention_core.forward.claims import CLAIMS, holds
+from attention_core.math.rope import rotary_complex, rotary_embedding
 
 SENTENCE = "the cat sat on the mat today"
 SETTINGS = [

@@ -5,8 +5,8 @@ import torch
 import torch.nn.functional as F
 
 from attention_core import grid as g
-from attention_core.attention import scaled_dot_product_attention, softmax
-from attention_core.config import ConfigError
+from attention_core.math.attention import scaled_dot_product_attention, softmax
+from attention_core.math.limits import ConfigError
 
 torch.set_default_dtype(torch.float64)
 col = g.FEATURE_NAMES.index

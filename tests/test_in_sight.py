@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from attention_core import Config, run_forward, sinusoidal_encoding
-from attention_core.embeddings import cosine_similarity
+from attention_core.math.embeddings import cosine_similarity
 from tests.apptest_util import charts, formulas, no_exception, open_page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ def test_no_positional_encoding_suggests_a_sentence_the_vocabulary_has():
     warning = "\n".join(w.value for w in at.warning)
     assert "dog bites man" not in warning                     # the toy table has no "bites", no "man"
     assert "“the cat sat on a mat” and “a mat sat on the cat”" in warning
-    from attention_core.embeddings import toy_vocabulary
+    from attention_core.math.embeddings import toy_vocabulary
     assert all(w in toy_vocabulary() for w in "the cat sat on a mat".split())
     at = open_page(page("2_positional"), {"embedding": "random", "positional": "none"})
     assert "“dog bites man”" in "\n".join(w.value for w in at.warning)
@@ -110,7 +110,7 @@ def test_the_similar_rows_claim_only_for_trained_vectors(embedding, says, never)
 
 def test_the_toy_closeness_example_is_the_tables_own():
     from attention_core import nearest
-    from attention_core.embeddings import toy_vocabulary
+    from attention_core.math.embeddings import toy_vocabulary
     (near, cos), = nearest(toy_vocabulary(), "the", 1)
     at = open_page(page("1_embeddings"), {"embedding": "toy", "weights": "random"})
     assert f"the nearest neighbour of “the” is “{near}” (cosine {cos:.2f})" in texts(at)
@@ -125,7 +125,7 @@ def test_embedding_formula_counts_tokens_from_zero():
 # -- one index convention: from 0, as on the heatmaps ------------------------------------------------
 
 def test_scores_formula_counts_from_zero_like_the_explainer():
-    from attention_core.explain import explain
+    from attention_core.explanations import explain
     at = open_page(page("4_scores"))
     no_exception(at)
     latex = "\n".join(formulas(at))

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from attention_core import Config, ConfigError, run_forward
-from attention_core import lesson_kv_cache as kv
-from attention_core.alibi import alibi_bias, alibi_slopes
-from attention_core.attention import causal_mask, sliding_window_mask
-from attention_core.claims import CLAIMS, holds, say, shown_outside
-from attention_core.explain import explain
-from attention_core.gqa import grouped_query_attention, kv_head_of
-from attention_core.kv_cache import kv_cache_decode
+from attention_core.lessons import kv_cache as kv
+from attention_core.math.alibi import alibi_bias, alibi_slopes
+from attention_core.math.attention import causal_mask, sliding_window_mask
+from attention_core.forward.claims import CLAIMS, holds, say, shown_outside
+from attention_core.explanations import explain
+from attention_core.math.gqa import grouped_query_attention, kv_head_of
+from attention_core.math.kv_cache import kv_cache_decode
 from tests.apptest_util import charts, messages, no_exception, open_page
 from ui.page_state import KV_CACHE_TABS as TABS
 
@@ -716,7 +716,7 @@ def test_the_is_causal_pitfall_under_gqa_and_rope_reads_the_cached_keys():
     """The pitfalls lab's "is_causal=True with fewer queries than keys" under the sidebar's GQA and RoPE: the new
     token's weights are over the keys a cache holds (K^R, each query head reading its KV head), i.e. the last row
     of the full causal pass; is_causal's upper-left mask puts all the weight on key 0."""
-    from attention_core.pitfalls import PITFALLS_BY_KEY
+    from attention_core.labs.pitfalls import PITFALLS_BY_KEY
     for config in (Config(n_heads=4, n_kv_heads=2, weights="random"), Config(n_heads=4, n_kv_heads=1, positional="rope")):
         r = PITFALLS_BY_KEY["causal_upper_left"].compute(config)
         full = run_forward(config.replace(mask="causal", temperature=1.0))

@@ -1,7 +1,7 @@
 """The Labs pages through AppTest: pitfalls, quiz, share & export."""
 import pytest
 
-from attention_core.pitfalls import PITFALLS
+from attention_core.labs.pitfalls import PITFALLS
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest_util import ROOT, messages, no_exception, open_page
@@ -29,7 +29,7 @@ def test_pitfalls_with_several_heads_show_one_head_at_a_time():
 
 
 def _answer_first(at, kind, right: bool):
-    from attention_core.quiz import make_questions
+    from attention_core.labs.quiz import make_questions
     trace = at.session_state["s.last_good"]
     from ui.cache import get_trace
     questions = make_questions(get_trace(trace), seed=0)
@@ -85,7 +85,7 @@ def test_downloads_built_on_click_hold_the_pages_numbers():
     import numpy as np
 
     from attention_core import Config, run_forward
-    from attention_core.export import array_from_csv, csv_names, load_npz, python_script
+    from attention_core.labs.export import array_from_csv, csv_names, load_npz, python_script
     from ui.cache import export_csv, export_npz, export_script
     config = Config(sentence="we love you", d_k=3)
     trace = run_forward(config)
@@ -208,7 +208,7 @@ def test_export_page_under_the_new_settings_renders_and_its_downloads_hold_its_n
 
     import numpy as np
 
-    from attention_core.export import array_from_csv, config_from_query, csv_names, load_npz
+    from attention_core.labs.export import array_from_csv, config_from_query, csv_names, load_npz
     from ui.cache import export_csv, export_csv_zip, export_npz, export_script, get_trace
     at = open_page("app_pages/32_export.py", query=query)
     no_exception(at)

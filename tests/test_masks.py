@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from attention_core import Config, ConfigError, run_forward
-from attention_core.alibi import alibi_slopes
-from attention_core.attention import causal_mask, softmax
-from attention_core.claims import CLAIMS, holds, shown_outside
-from attention_core.explain import explain
-from attention_core.lesson_masks import KIND, MaskSettings, masks_trace, slope_parts
-from attention_core.rope import rotary_embedding
+from attention_core.math.alibi import alibi_slopes
+from attention_core.math.attention import causal_mask, softmax
+from attention_core.forward.claims import CLAIMS, holds, shown_outside
+from attention_core.explanations import explain
+from attention_core.lessons.masks import KIND, MaskSettings, masks_trace, slope_parts
+from attention_core.math.rope import rotary_embedding
 
 PAGE = "app_pages/41_masks.py"
 RANDOM = Config(embedding="random", weights="random", d_model=6, d_k=4, seed=5, mask="causal")   # no GloVe, no training
@@ -571,13 +571,13 @@ def test_a_sink_too_small_for_float64_is_said_to_round_to_1():
     config = cfg(mask="causal", score="dot", d_k=64, temperature=0.1)
     t = masks_trace(config, 0, -30.0)
     assert np.any(t["row_sums"].value[:, 0] == 1.0)
-    from attention_core.claims import say
+    from attention_core.forward.claims import say
     words = say("masks_sink_below_one", t.facts["settings"])
     assert "in exact arithmetic" in words and "the sum rounds to 1" in words
 
 
 def test_formulas_and_words_for_one_element_ranges_rope_additive_and_readers():
-    from attention_core.lesson_masks import _scores_why, score_formula, slopes_formula
+    from attention_core.lessons.masks import _scores_why, score_formula, slopes_formula
     from ui.masks_view import slopes_markdown
     assert r"h = 2 \end{cases}" in slopes_formula(3) and r"h = 4 \end{cases}" in slopes_formula(5)
     assert r"m_{0}, m_{1} = " in slopes_markdown(3) and r"\text{then } m_{2} = " in slopes_markdown(3)

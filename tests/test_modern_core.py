@@ -10,14 +10,14 @@ import math
 import numpy as np
 import pytest
 
-from attention_core.alibi import alibi_bias, alibi_slopes
-from attention_core.attention import (causal_mask, merge_heads, padding_mask, scaled_dot_product_attention,
-                                      sliding_window_mask, softmax, softmax_with_sink, split_heads)
-from attention_core.config import ConfigError
-from attention_core.gqa import expand_kv, grouped_query_attention, kv_head_of
-from attention_core.kv_cache import kv_cache_decode
-from attention_core.online_softmax import online_softmax_attention
-from attention_core.rope import half_permutation, rotary_complex, rotary_embedding
+from attention_core.math.alibi import alibi_bias, alibi_slopes
+from attention_core.math.attention import (causal_mask, merge_heads, padding_mask, scaled_dot_product_attention,
+                                           sliding_window_mask, softmax, softmax_with_sink, split_heads)
+from attention_core.math.limits import ConfigError
+from attention_core.math.gqa import expand_kv, grouped_query_attention, kv_head_of
+from attention_core.math.kv_cache import kv_cache_decode
+from attention_core.math.online_softmax import online_softmax_attention
+from attention_core.math.rope import half_permutation, rotary_complex, rotary_embedding
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -333,7 +333,7 @@ def test_gqa_against_torch_enable_gqa(n_heads, n_kv, masking):
 
 
 def test_gqa_with_one_kv_head_per_query_head_is_multi_head_attention():
-    from attention_core.attention import multi_head_attention
+    from attention_core.math.attention import multi_head_attention
     x = rng(4).standard_normal((5, 6))
     w_q, w_k, w_v, w_o = (rng(5 + i).standard_normal((6, 6)) for i in range(4))
     a = grouped_query_attention(x, x, w_q, w_k, w_v, w_o, 2, 2)

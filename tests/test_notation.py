@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from attention_core import Config, run_forward
-from attention_core.notation import SYMBOLS, attention_formula, softmax_argument, softmax_input
+from attention_core.math.notation import SYMBOLS, attention_formula, softmax_argument, softmax_input
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "notation.md").read_text(encoding="utf-8")

@@ -12,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from attention_core import Config, ConfigError, online_softmax_attention, run_forward
-from attention_core.claims import CLAIMS, holds, say, shown_outside
-from attention_core.explain import explain, fmt
-from attention_core.lesson_online_softmax import (Controls, entry_symbol, head_of, matrix_symbol, online_softmax_trace,
-                                                  recurrence, rows_text, run_blocks, skipped_text, source_text)
+from attention_core.forward.claims import CLAIMS, holds, say, shown_outside
+from attention_core.explanations import explain, fmt
+from attention_core.lessons.online_softmax import (Controls, entry_symbol, head_of, matrix_symbol,
+                                                   online_softmax_trace, recurrence, rows_text, run_blocks,
+                                                   skipped_text, source_text)
 from tests.apptest_util import formulas, messages, no_exception, open_page
 
 PAGE = "app_pages/43_online_softmax.py"

@@ -6,8 +6,8 @@ import pytest
 
 from attention_core import Config, run_forward, sinusoidal_encoding, softmax
 from old_defaults import toy_config
-from attention_core.pitfalls import (FROM_TUTORIALS, PITFALLS, PITFALLS_BY_KEY, PitfallResult, difference,
-                                     naive_softmax, seed_001_encoding, small_attention, symbols)
+from attention_core.labs.pitfalls import (FROM_TUTORIALS, PITFALLS, PITFALLS_BY_KEY, PitfallResult, difference,
+                                          naive_softmax, seed_001_encoding, small_attention, symbols)
 
 TODAYS = ["alibi_no_step", "rope_pairing", "causal_upper_left", "window_w_plus_one", "latent_cache_x2"]
 
@@ -338,8 +338,8 @@ def _sdpa_weights(torch, q, k, **kwargs):
                                              (Config(embedding="random", d_model=12, d_k=2, n_heads=12), 12)])
 def test_alibi_without_step_against_the_paper_and_torch(config, n_alibi):
     torch = pytest.importorskip("torch")
-    from attention_core.alibi import alibi_slopes
-    from attention_core.pitfalls import alibi_slopes_without_step
+    from attention_core.math.alibi import alibi_slopes
+    from attention_core.labs.pitfalls import alibi_slopes_without_step
     assert alibi_slopes_without_step(12).tolist() == [2.0 ** -e for e in (1, 2, 3, 4, 5, 6, 7, 8, 0.5, 1, 1.5, 2)]
     np.testing.assert_allclose(alibi_slopes(12)[8:], 2.0 ** -np.array([0.5, 1.5, 2.5, 3.5]), rtol=1e-15)  # the paper's
     for h in (1, 2, 4, 8, 16):                                           # powers of two: the mistake changes nothing
@@ -364,7 +364,7 @@ def test_alibi_without_step_against_the_paper_and_torch(config, n_alibi):
 @pytest.mark.parametrize("config", [Config(), CONFIGS["heads-additive-causal-bias"], CONFIGS["dot-index-wide"]])
 def test_rope_pairing_right_is_metas_model_and_wrong_is_still_relative(config):
     torch = pytest.importorskip("torch")
-    from attention_core.rope import half_permutation, rotary_embedding
+    from attention_core.math.rope import half_permutation, rotary_embedding
     trace = run_forward(config)
     r = PITFALLS_BY_KEY["rope_pairing"].compute(trace)
     q, k = _heads(trace, "q")[0], _heads(trace, "k")[0]
@@ -423,7 +423,7 @@ def test_window_w_plus_one_against_torch_masks(config):
 
 
 def test_latent_cache_is_the_papers_d_c_plus_d_r_times_layers():
-    from attention_core.pitfalls import latent_cache_bytes_per_token
+    from attention_core.labs.pitfalls import latent_cache_bytes_per_token
     # DeepSeek-V2's Table 1: MLA caches (d_c + d_h^R)·l elements per token; DeepSeek-V3: d_c = 512, d_h^R = 64, l = 61
     assert latent_cache_bytes_per_token(61, 512, 64, 1) == (512 + 64) * 61 == 35_136
     config = CONFIGS["heads-additive-causal-bias"]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from attention_core import Config, ConfigError, classifier as clf, pretrained, run_forward, vocabulary_limit
-from attention_core.export import config_from_query, config_to_query
-from attention_core.text import tokenize
+from attention_core.labs.export import config_from_query, config_to_query
+from attention_core.math.text import tokenize
 
 SENTENCES = [line.strip() for line in (Path(__file__).resolve().parents[1] / "data" / "student_sentences.txt")
              .read_text().splitlines() if line.strip() and not line.startswith("#")]
@@ -198,7 +198,7 @@ def test_multi_head_weights_are_per_head_softmaxes():
 
 
 def test_the_shipped_word_list_is_the_start_of_glove_s_list():
-    from attention_core import embeddings
+    from attention_core.math import embeddings
     shipped = embeddings.WORD_LIST_PATH.read_text(encoding="utf-8").split("\n")
     assert len(shipped) == embeddings.SHIPPED_WORDS
     assert tuple(shipped) == embeddings._parquet_words(embeddings.SHIPPED_WORDS)

@@ -5,11 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from attention_core import Config, notation, run_forward
-from attention_core.claims import CLAIMS, shown_outside
-from attention_core.quiz import (PLAIN_SCORES, Question, _at, context_question_at, context_sign_question, grade,
-                                 make_questions, output_sign_question, parse_number, parse_shape, parse_sign,
-                                 score_step_symbol, softmax_scores, softmax_sign_question)
+from attention_core.math import notation
+from attention_core import Config, run_forward
+from attention_core.forward.claims import CLAIMS, shown_outside
+from attention_core.labs.quiz import (PLAIN_SCORES, Question, _at, context_question_at, context_sign_question,
+                                      grade, make_questions, output_sign_question, parse_number, parse_shape,
+                                      parse_sign, score_step_symbol, softmax_scores, softmax_sign_question)
 from tests.old_defaults import toy_config
 
 CONFIGS = [
@@ -336,7 +337,7 @@ def test_gradient_sign_question_is_the_sign_torch_autograd_gives():
 def test_which_head_is_the_argmax_of_each_heads_softmax_in_torch():
     """The head question's answer against every head's weights recomputed by torch from Q_h, K_h."""
     torch = pytest.importorskip("torch")
-    from attention_core.rope import rotary_complex
+    from attention_core.math.rope import rotary_complex
     for config in (Config(n_heads=4, mask="causal", temperature=0.5), Config(n_heads=2, score="dot"),
                    Config(n_heads=4, embedding="random", weights="random", sentence="the cat sat on the mat"),
                    Config(n_heads=4, n_kv_heads=2, positional="rope", mask="causal"),

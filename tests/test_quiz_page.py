@@ -1,5 +1,5 @@
 """The quiz page through AppTest: a sign question's verdict and explanation, an unreadable answer asked again."""
-from attention_core.quiz import grade, make_questions
+from attention_core.labs.quiz import grade, make_questions
 from tests.apptest_util import no_exception, open_page
 from ui.cache import get_trace
 from ui.text import md_escape

@@ -1,4 +1,4 @@
-"""RoPE: attention_core.rope and the /rope page (attention_core.lesson_rope, ui/rope_view.py).
+"""RoPE: attention_core.math.rope and the /rope page (attention_core.lessons.rope, ui/rope_view.py).
 
 Against torch as the model libraries write it (Meta's Llama code: torch.polar / view_as_complex; Hugging
 Face's Llama: cos/sin with rotate_half), against RoFormer's formula θ_i = 10000^(−2(i−1)/d) (i from 1
@@ -19,13 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_core import Config, ConfigError, run_forward
-from attention_core.claims import CLAIMS, holds, say, shown_outside
-from attention_core.explain import explain
-from attention_core.lesson_rope import (RopeSettings, complex_form, head_rows, pair_path, rope_lesson, score_key,
-                                        shift_check, torch_checks, torch_rope_complex, torch_rope_rotate_half,
-                                        with_rope)
-from attention_core.rope import (half_permutation, rope_angles, rope_frequencies, rotary_complex, rotary_embedding,
-                                 rotate_half)
+from attention_core.forward.claims import CLAIMS, holds, say, shown_outside
+from attention_core.explanations import explain
+from attention_core.lessons.rope import (RopeSettings, complex_form, head_rows, pair_path, rope_lesson, score_key,
+                                         shift_check, torch_checks, torch_rope_complex, torch_rope_rotate_half,
+                                         with_rope)
+from attention_core.math.rope import (half_permutation, rope_angles, rope_frequencies, rotary_complex,
+                                      rotary_embedding, rotate_half)
 from tests.apptest_util import formulas, messages, no_exception, open_page
 
 PAGE = "app_pages/40_rope.py"

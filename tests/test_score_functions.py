@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from attention_core import Config, run_forward
-from attention_core.claims import CLAIMS, say
-from attention_core.torch_mha import score_costs
+from attention_core.forward.claims import CLAIMS, say
+from attention_core.lessons.torch_mha import score_costs
 from tests.apptest_util import charts, formulas, no_exception, open_page
 from ui.score_panels import scores_symbol, softmax_text
 
@@ -134,7 +134,7 @@ def test_pair_formulas_are_the_notations():
     assert got == {"dot": r"S_{ij} = q_i \cdot k_j", "scaled_dot": r"\hat S_{ij} = q_i \cdot k_j / \sqrt{d_k}",
                    "additive": r"S_{ij} = v^\top \tanh(W_1^\top q_i + W_2^\top k_j)",
                    "bilinear": r"S_{ij} = q_i^\top W k_j"}
-    from attention_core import attention as att
+    from attention_core.math import attention as att
     rng = np.random.default_rng(0)
     q, k = rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
     w_1, w_2, v = rng.standard_normal((4, 6)), rng.standard_normal((4, 6)), rng.standard_normal(6)

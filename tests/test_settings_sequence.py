@@ -27,8 +27,9 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
-from attention_core.config import (COMBINES, EMBEDDINGS, MASKS, POSITIONALS, SCORES, UNKNOWN_POLICIES, WEIGHTS,
-                                   Config, ConfigError)
+from attention_core.forward.config import (COMBINES, EMBEDDINGS, MASKS, POSITIONALS, SCORES, UNKNOWN_POLICIES,
+                                           WEIGHTS, Config)
+from attention_core.math.limits import ConfigError
 from tests.apptest_util import open_page
 
 PAGES = ["app_pages/7_multi_head.py", "app_pages/5_softmax.py"]

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_core.symbolic import scaled_dot_gradient, softmax_jacobian
+from attention_core.training.symbolic import scaled_dot_gradient, softmax_jacobian
 
 
 @pytest.mark.parametrize("row", [[0.3, -1.2], [0.3, -1.2, 2.0], [5.0, 5.0, -5.0]])

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from attention_core import torch_mha as tm
-from attention_core.attention import merge_heads, multi_head_attention, softmax, split_heads
-from attention_core.config import ConfigError
+from attention_core.math.attention import merge_heads, multi_head_attention, softmax, split_heads
+from attention_core.math.limits import ConfigError
 
 SHAPES = [(1, 1, 1), (3, 4, 2), (5, 6, 3), (7, 8, 8), (6, 9, 3), (10, 32, 4)]     # n, d_model, heads
 

@@ -6,8 +6,8 @@ from attention_core import ConfigError
 from attention_core import classifier as clf
 from tests.apptest_util import messages, no_exception, open_page
 from attention_core import Config
-from attention_core.forward import run_forward
-from attention_core.training_input import classifier_input
+from attention_core.forward.stages import run_forward
+from attention_core.training.training_input import classifier_input
 from ui.training import ModelSettings, initial_params, params_from_npz, params_npz, shipped_examples
 from ui.training_step import GROUPS, step_for
 
@@ -178,7 +178,7 @@ def page_strings(at) -> str:
 
 
 def assert_true_where_shown(text: str, settings) -> None:
-    from attention_core.claims import shown_outside
+    from attention_core.forward.claims import shown_outside
     assert shown_outside(text, settings, about="training") == [], settings
     assert "seed 00" not in text.lower(), [line for line in text.splitlines() if "seed 00" in line.lower()]
 
@@ -202,8 +202,8 @@ def test_training_step_words_hold_under_its_settings(query, freeze):
     """Every tab of the backward walk and the SymPy panel under a grid of the page's settings: no claim about
     the training pages is shown where it does not hold, no learner reads "seed 00…", and what depends on the
     settings says what they are."""
-    from attention_core.claims import CLAIMS, holds
-    from attention_core.training_input import training_settings
+    from attention_core.forward.claims import CLAIMS, holds
+    from attention_core.training.training_input import training_settings
     at = open_page("app_pages/10_training_step.py", query, timeout=120)
     no_exception(at)
     if freeze:
@@ -250,7 +250,7 @@ def test_train_page_words_hold_under_its_settings(embedding, positional, freeze)
     """The train page after a short run, under its own settings (vocabulary, Position, frozen last layer; it
     runs one head): no training claim shown outside its condition, no "seed 00…"; Position = none says the
     classifier cannot tell word order, and it is so for the trained parameters."""
-    from attention_core.claims import CLAIMS, holds
+    from attention_core.forward.claims import CLAIMS, holds
     from ui.training import ModelSettings, encoded, vocab
     at = open_page("app_pages/11_train.py", timeout=120)
     at.selectbox(key="tr_emb").set_value(embedding)
@@ -285,8 +285,8 @@ SAME_GRID = [dict(positional=p, combine=c) for p, c in (("none", "add"), ("index
 def test_classifier_starts_equal_to_the_forward_pass_exactly_when_claimed(change):
     """claims.train_same_as_forward: where the step page says Q, K, V, Ŝ and A start equal to pages 3–5's, the
     classifier's numbers are the forward pass's to 1e-12; under every setting the claim excludes they are not."""
-    from attention_core.claims import holds
-    from attention_core.training_input import training_settings
+    from attention_core.forward.claims import holds
+    from attention_core.training.training_input import training_settings
     config = Config(**{"sentence": "the sound is great", "embedding": "random", "d_model": 6, "weights": "random",
                        "d_k": 4, "d_v": 3, "seed": 2, **change})
     settings = training_settings(config)

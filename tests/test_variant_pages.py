@@ -4,7 +4,7 @@ import pytest
 
 from attention_core import Config, run_forward
 from attention_core import bahdanau as b
-from attention_core.torch_mha import score_costs
+from attention_core.lessons.torch_mha import score_costs
 from tests.apptest_util import charts, formulas, messages, no_exception, open_page
 
 PAGES = ["app_pages/20_score_functions.py", "app_pages/21_alignment.py", "app_pages/22_grid.py", "app_pages/23_pytorch_mha.py"]

@@ -15,7 +15,7 @@ def get_trace(config: Config) -> Trace:
 @functools.lru_cache(maxsize=64)
 def get_pitfall(key: str, config: Config):
     """A pitfall's correct and wrong results for a Config, computed once."""
-    from attention_core.pitfalls import PITFALLS_BY_KEY
+    from attention_core.labs.pitfalls import PITFALLS_BY_KEY
     return PITFALLS_BY_KEY[key].compute(config)
 
 
@@ -33,7 +33,7 @@ def _neighbours(embedding: str, glove_vocab: int, vectors, word: str, k: int) ->
     from types import SimpleNamespace
 
     from attention_core import nearest
-    from attention_core.embeddings import vocabulary_for
+    from attention_core.math.embeddings import vocabulary_for
     vocab = vocabulary_for(SimpleNamespace(embedding=embedding, glove_vocab=glove_vocab, vectors=vectors))
     return tuple(nearest(vocab, word, k))
 
@@ -48,24 +48,24 @@ def get_neighbours(config: Config, word: str, k: int = 8) -> list[tuple[str, flo
 
 @functools.lru_cache(maxsize=16)
 def export_npz(config: Config) -> bytes:
-    from attention_core.export import npz_bytes
+    from attention_core.labs.export import npz_bytes
     return npz_bytes(get_trace(config))
 
 
 @functools.lru_cache(maxsize=16)
 def export_csv_zip(config: Config) -> bytes:
-    from attention_core.export import csv_zip
+    from attention_core.labs.export import csv_zip
     return csv_zip(get_trace(config))
 
 
 @functools.lru_cache(maxsize=64)
 def export_csv(config: Config, key: str) -> str:
-    from attention_core.export import step_csv
+    from attention_core.labs.export import step_csv
     trace = get_trace(config)
     return step_csv(trace[key], trace)
 
 
 @functools.lru_cache(maxsize=16)
 def export_script(config: Config) -> str:
-    from attention_core.export import python_script
+    from attention_core.labs.export import python_script
     return python_script(config)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 
-from attention_core.demos import dot_product_spread, saturation
+from attention_core.math.demos import dot_product_spread, saturation
 
 from .charts import grouped_bars_spec, line_spec
 
@@ -57,7 +57,7 @@ def pe_curves_chart(dims: tuple[int, ...], values_bytes: bytes, shape: tuple[int
 def cost_chart(d_k: int, d_a: int, names: tuple[tuple[str, str], ...]) -> dict:
     """The score functions' FLOPs against the sentence length, once per (d_k, d_a) per process
     (Altair's validation of the spec costs more than the rest of the page's rerun)."""
-    from attention_core.torch_mha import score_costs
+    from attention_core.lessons.torch_mha import score_costs
     label = dict(names)
     data = [{"n": m, "FLOPs": c["flops"], "score": label[c["name"]]}
             for m in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) for c in score_costs(m, m, d_k, d_a)]
@@ -70,7 +70,7 @@ def cost_table(n: int, d_k: int, d_a: int, heads: int, names: tuple[tuple[str, s
     """The score functions' costs at these sizes as a pyarrow Table, once per sizes per process
     (st.dataframe sends a Table as it is; a list of dicts goes through pandas on every rerun)."""
     import pyarrow as pa
-    from attention_core.torch_mha import score_costs
+    from attention_core.lessons.torch_mha import score_costs
     label, rows = dict(names), []
     for c in score_costs(n, n, d_k, d_a):
         row = {"score function": label[c["name"]], "FLOPs": c["flops"], "parameters": c["params"],

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core.explain import Explanation
+from attention_core.explanations import Explanation
 
 from .text import md_escape
 

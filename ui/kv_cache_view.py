@@ -8,9 +8,9 @@ import functools
 import numpy as np
 import streamlit as st
 
-from attention_core import lesson_kv_cache as kv
-from attention_core.claims import say
-from attention_core.explain import can_explain, explain
+from attention_core.lessons import kv_cache as kv
+from attention_core.forward.claims import say
+from attention_core.explanations import can_explain, explain
 
 from .explain_view import explanation
 from .page_state import KV_CACHE_TABS

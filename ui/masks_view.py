@@ -7,12 +7,13 @@ import math
 import numpy as np
 import streamlit as st
 
-from attention_core.alibi import alibi_slopes
-from attention_core.attention import softmax
-from attention_core.claims import say
-from attention_core.config import MAX_TOKENS, Config
-from attention_core.lesson_masks import MaskSettings, index_range, padding_compared
-from attention_core.trace import Trace
+from attention_core.math.alibi import alibi_slopes
+from attention_core.math.attention import softmax
+from attention_core.forward.claims import say
+from attention_core.math.limits import MAX_TOKENS
+from attention_core.forward.config import Config
+from attention_core.lessons.masks import MaskSettings, index_range, padding_compared
+from attention_core.forward.trace import Trace
 
 from . import page_state
 from .settings import POSITIONAL_LABELS, sidebar_button

@@ -8,9 +8,9 @@ import numpy as np
 import streamlit as st
 
 from attention_core import ConfigError, Trace
-from attention_core.claims import say
-from attention_core.explain import explain, fmt
-from attention_core.lesson_online_softmax import Controls, check_block_size, recurrence_parts
+from attention_core.forward.claims import say
+from attention_core.explanations import explain, fmt
+from attention_core.lessons.online_softmax import Controls, check_block_size, recurrence_parts
 
 from . import page_state
 

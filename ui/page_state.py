@@ -289,7 +289,7 @@ KV_CACHE_TABS = ("Decoding, step by step", "Which heads share K and V", "Cache s
 
 
 def _kv_cache_controls() -> tuple[Own, ...]:
-    from attention_core.lesson_kv_cache import BYTES, CONTEXTS, PRESETS
+    from attention_core.lessons.kv_cache import BYTES, CONTEXTS, PRESETS
     return (integer("kv_cache.t", 2, 0, 127, "the decoding step t"),
             integer("kv_cache.prefill", 2, 0, 128, "the prompt's length P"),
             tab("kv_cache.tab", KV_CACHE_TABS),

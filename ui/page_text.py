@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_core.embeddings import nearest, vocabulary_for
+from attention_core.math.embeddings import nearest, vocabulary_for
 
 # sentence pairs with the same words in another order, the first whose words the vocabulary has is suggested
 SWAPS = (("dog bites man", "man bites dog"), ("the cat sat on a mat", "a mat sat on the cat"),

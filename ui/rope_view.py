@@ -9,10 +9,11 @@ import numpy as np
 import streamlit as st
 
 from attention_core import Config, ConfigError, Trace
-from attention_core.claims import holds, say
-from attention_core.explain import fmt
-from attention_core.lesson_rope import (BASES, FAMILIES, RopeSettings, base_tex, kv_head_of, pair_columns, pair_path,
-                                        pairings_alike, score_key, shift_check, torch_checks, with_rope)
+from attention_core.forward.claims import holds, say
+from attention_core.explanations import fmt
+from attention_core.lessons.rope import (BASES, FAMILIES, RopeSettings, base_tex, kv_head_of, pair_columns,
+                                         pair_path, pairings_alike, score_key, shift_check, torch_checks,
+                                         with_rope)
 
 from . import page_state, views
 from .cache import get_trace

@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 
 from attention_core import Config, Step, Trace
-from attention_core import attention as att
-from attention_core import notation
+from attention_core.math import attention as att
+from attention_core.math import notation
 
 from .cache import get_trace
 

@@ -12,10 +12,10 @@ from dataclasses import fields
 import streamlit as st
 
 from attention_core import Config, ConfigError
-from attention_core.config import MAX_TOKENS, divisors
-from attention_core.embeddings import vocabulary_limit
-from attention_core.export import config_from_query, config_to_query
-from attention_core.text import tokenize
+from attention_core.math.limits import MAX_TOKENS, divisors
+from attention_core.math.embeddings import vocabulary_limit
+from attention_core.labs.export import config_from_query, config_to_query
+from attention_core.math.text import tokenize
 
 from .cache import get_trace
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from attention_core import classifier as clf
-from attention_core.embeddings import glove_vocabulary, toy_vocabulary
-from attention_core.training_input import TrainingSettings
+from attention_core.math.embeddings import glove_vocabulary, toy_vocabulary
+from attention_core.training.training_input import TrainingSettings
 
 VOCABS = {"glove": "GloVe 50-d (20,000 words)", "toy": "Toy (3-d: tutorial 2's words and a few more)"}
 POSITION_LABELS = {"index": "index column (tutorial 1)", "sinusoidal": "sinusoidal (added)", "none": "none"}

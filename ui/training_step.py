@@ -9,8 +9,8 @@ import streamlit as st
 
 import ui
 from attention_core import classifier as clf
-from attention_core.claims import say
-from attention_core.symbolic import scaled_dot_gradient, softmax_jacobian
+from attention_core.forward.claims import say
+from attention_core.training.symbolic import scaled_dot_gradient, softmax_jacobian
 
 from .training import shipped_examples
 
@@ -79,7 +79,7 @@ def step_controls():
         st.error(st.session_state["s.upload_error"], icon=":material/error:")
     try:
         config = Config(**current_settings())
-        from attention_core.training_input import classifier_input
+        from attention_core.training.training_input import classifier_input
         inp = classifier_input(config)
         st.session_state["ts.last_good"] = config
     except ConfigError as err:
@@ -93,7 +93,7 @@ def _gradients(config, label: str, frozen: bool = False):
     """classifier_input, forward, hand backward (as Steps) and the checks against autograd and finite
     differences: what the sentence, its settings and the label decide (not η). The trace records the
     page's TrainingSettings (frozen too), which its words are checked against."""
-    from attention_core.training_input import classifier_input, training_settings
+    from attention_core.training.training_input import classifier_input, training_settings
     inp = classifier_input(config)
     settings = training_settings(config, frozen)
     params = clf.init_params(inp.x.shape[1], config.d_k, config.d_v, config.seed)

@@ -188,7 +188,7 @@ def step_box(trace: Trace, key: str, *, title: str | None = None, why: bool | st
     page; inside a fragment of the page's own (step_boxes), that fragment. A rerun's cost is per element: heading, badge and formula are one Markdown; why, inputs and
     the click hint one caption; a single heatmap goes straight into its row, and the explanation's
     place in the row is made only once a cell is clicked."""
-    from attention_core.explain import can_explain
+    from attention_core.explanations import can_explain
     s = trace[key]
     with st.container(border=True):
         st.markdown(heading(title or s.title, s, formula if isinstance(formula, str) else s.formula if formula else None))
@@ -258,7 +258,7 @@ def explained_heatmap_box(trace: Trace, step: Step, key: str, max_w: float = 620
     """A heatmap of its own (not a step's box), its clicked cell explained beside it (or under it
     where there is no room, scrolled into view). explained_heatmap is this as a fragment; call
     this one inside a fragment of your own that holds several."""
-    from attention_core.explain import can_explain
+    from attention_core.explanations import can_explain
     row = side_row(key)
     with row:
         cell = heatmap(trace, step, head, title=title, key=key, max_w=max_w)
@@ -294,7 +294,7 @@ def scroll_into_view(anchor: str, nonce: str) -> None:
 
 def _explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None) -> None:
     """The clicked cell's arithmetic, with the live numbers (or its value where no explainer exists)."""
-    from attention_core.explain import can_explain, explain
+    from attention_core.explanations import can_explain, explain
 
     from .explain_view import explanation
     head, (i, j) = clicked
