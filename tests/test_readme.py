@@ -31,7 +31,7 @@ def test_links_and_images_resolve():
 
 def test_the_screenshot_is_small():
     for image in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README):
-        assert (ROOT / image).stat().st_size < 300_000, image
+        assert (ROOT / image).stat().st_size < 100_000, image
 
 
 def test_the_notebook_example_runs(tmp_path, monkeypatch):
