@@ -56,7 +56,6 @@ def score_key(config: Config) -> str:
     return "scaled_scores" if config.score == "scaled_dot" else "scores"
 
 
-
 def head_weights(forward: Trace, head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | float, np.ndarray | float]:
     """(W_Q's d_k columns of query head h, W_K's of its KV head, b_Q's and b_K's, or 0.0 without biases): what made
     head_rows' Q_h and K_⌊h/g⌋; (d_model, d_k), (d_model, d_k), (d_k,), (d_k,)."""
