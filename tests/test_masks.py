@@ -15,7 +15,7 @@ from attention_core.math.alibi import alibi_slopes
 from attention_core.math.attention import causal_mask, softmax
 from attention_core.forward.claims import CLAIMS, holds, shown_outside
 from attention_core.explanations import explain
-from attention_core.lessons.masks import KIND, MaskSettings, masks_trace, slope_parts
+from attention_core.lessons.masks import KIND, MaskSettings, masks_trace, rule_mask, rule_says, slope_parts
 from attention_core.math.rope import rotary_embedding
 
 PAGE = "app_pages/41_masks.py"
@@ -296,6 +296,16 @@ def test_every_key_hidden_gives_zero_rows(sink):
         assert "the sink takes the whole row" in explain(t, "sink_weights", (3, 1)).note
     assert not holds("masks_all_hidden", MaskSettings(7, mask="padding", hidden=tuple(range(6))))
     assert not holds("masks_all_hidden", MaskSettings(7, mask="causal"))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+def test_every_compared_rule_says_what_its_mask_shows(n):
+    """compare.RULES holds each compared mask twice, as the math layer builds it and as the rule a click explains:
+    they agree on every cell."""
+    for kind, arg in (("window", 1), ("window", 3), ("window1", 1), ("window1", 3), ("causal", None),
+                      ("padding", (0, n - 1)), ("padding", ())):
+        m = rule_mask(kind, arg, n)
+        assert [[rule_says(kind, arg, i, j)[0] for j in range(n)] for i in range(n)] == (m == 1).tolist(), (kind, arg)
 
 
 def test_claims_name_the_masks_page():

@@ -1,4 +1,9 @@
-"""run_forward(config) -> Trace: every intermediate of the attention forward pass, named."""
+"""run_forward(config) -> Trace: every intermediate of the attention forward pass, named.
+
+STAGES run in order on a Pass; each adds its Steps (value, formula, inputs, why) to the Trace. The sentences
+of why that depend on the settings or the numbers are in why.py (embedding_why and exact_slope are also
+found here, where outside code has always imported them).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,7 +12,7 @@ import numpy as np
 
 from ..math import attention as att
 from ..math.alibi import alibi_bias, alibi_slopes
-from ..math.embeddings import nearest, vocabulary_for
+from ..math.embeddings import vocabulary_for
 from ..math.gqa import expand_kv
 from ..math.limits import ConfigError
 from ..math.notation import softmax_argument
@@ -18,37 +23,8 @@ from .config import Config
 from .encode import embed_words, position_encoding, with_position
 from .trace import Trace
 from .weights import init_bias, init_weight, projection_weights
-
-
-def _scaling_why(d_k: int, scaled: np.ndarray, weights: str) -> str:
-    """Why divide by √d_k, with the spread the scores have here (trained weights can widen it on purpose)."""
-    spread = float(np.mean(np.std(scaled, axis=-1)))          # standard deviation within a row, averaged
-    why = (f"Dividing by √d_k = {np.sqrt(d_k):.3g} stops the scores' spread growing with d_k, so softmax does not "
-           f"saturate just because d_k is large. Their spread here: {spread:.2g} (standard deviation within a row)")
-    if weights == "random":
-        return why + ", from the seeded random weights."
-    return why + ": what the trained weights learned, and what makes softmax peaked or flat."
-
-
-def _order_note(config: Config) -> str:
-    """Whether attention can tell word order here: only said where it holds (claims.py: order_blind)."""
-    blind = say("order_blind", config)
-    return f" So {blind}." if blind else ""
-
-
-def _agreement_note(config: Config, labels: list[str], weights: np.ndarray) -> str:
-    """With trained W_Q, W_K: how many rows put their largest weight on the same key, counted here."""
-    if config.weights != "trained" or config.score not in ("dot", "scaled_dot"):
-        return ""
-    rows = weights.reshape(-1, weights.shape[-1])                        # (H·n_q, n_k)
-    rows = rows[rows.sum(axis=1) > 0]                                    # rows whose keys are all hidden say nothing
-    if not len(rows):
-        return ""
-    top = np.bincount(rows.argmax(axis=1), minlength=weights.shape[-1])  # (n_k,): rows whose largest weight is key j
-    j = int(top.argmax())
-    heads = f" (all {weights.shape[0]} heads)" if weights.ndim == 3 else ""
-    return (f" W_Q and W_K were trained for a sentiment classifier that averages every word's row: here "
-            f"{int(top[j])} of the {len(rows)} rows{heads} put their largest weight on “{labels[j]}”.")
+from .why import (MASK_WORDS, agreement_note, embedding_why, exact_slope, groups_text, kv_weights_note, order_note,
+                  scaling_why, score_parameter_start)
 
 
 def _heads(h: int, *axes: str) -> tuple[str, ...]:
@@ -76,25 +52,6 @@ class Pass:
     @property
     def n(self) -> int:
         return self.trace.n
-
-
-def embedding_why(config, d_embed: int) -> str:
-    """What an embedding row is, for this source: only trained vectors put similar words close."""
-    if config.embedding == "glove":
-        return (f"Each word becomes a row: its {d_embed}-number GloVe vector, trained on word co-occurrences "
-                f"in 6 billion tokens of text, so {say('similar_meaning', config)}.")
-    if config.embedding == "upload":
-        return (f"Each word becomes a row: its {d_embed}-number vector from your file. If your vectors were "
-                "trained (GloVe, word2vec, fastText…), words with similar meaning get similar rows; if not, "
-                "closeness means nothing.")
-    if config.embedding == "toy":
-        vocab = vocabulary_for(config)
-        (near, cos), = nearest(vocab, "the", 1)
-        return (f"Each word becomes a row: its {d_embed} hand-picked numbers from a toy table of {len(vocab.words)} "
-                "words (dimensions read loosely as you-ness, presence, warmth). They are not trained, so "
-                f"closeness here is not meaning: the nearest neighbour of “the” is “{near}” (cosine {cos:.2f}).")
-    return (f"Each word becomes a row: {d_embed} numbers drawn from N(0, 1) by a generator seeded with the word "
-            "(the same word always gets the same row). They carry no meaning: how close two words are is chance.")
 
 
 def embed(p: Pass) -> None:
@@ -146,12 +103,9 @@ def position(p: Pass) -> None:
         how = f"added element-wise: d_model stays {d_embed}"
         formula = r"X = X_{\text{emb}} + PE"
     trace.add("x", "Input X", x, ("n", "d_model"), formula, ("x_embed", "pe") if pe is not None else ("x_embed",),
-              why=f"The matrix attention works on. Position in X: {how}." + _order_note(config))
+              why=f"The matrix attention works on. Position in X: {how}." + order_note(config))
     trace.facts.update(n=n, d_embed=d_embed, d_model=x.shape[1], position=how)
     p.x = x
-
-
-MASK_WORDS = {"causal": "causal", "padding": "padding", "sliding_window": "sliding-window"}
 
 
 def project(p: Pass) -> None:
@@ -175,7 +129,7 @@ def project(p: Pass) -> None:
         trace.add(f"w_{name}", f"W_{name.upper()}", w, ("d_model", cols),
                   rf"W_{name.upper()} \in \mathbb{{R}}^{{{d_model} \times {heads * width}}}",
                   why=f"{learned['why']} Their shape does not depend on the sentence length."
-                      + (_kv_weights_note(config) if name != "q" and h_kv < h else ""))
+                      + (kv_weights_note(config) if name != "q" and h_kv < h else ""))
         value = x @ w                                                           # (n, heads·width)
         inputs = ("x", f"w_{name}")
         formula = rf"{name.upper()} = X W_{name.upper()}"
@@ -199,23 +153,7 @@ def project(p: Pass) -> None:
                       rf"{name.upper()}_h = {name.upper()}_{{[:,\, h \cdot {d_name} : (h+1) \cdot {d_name}]}}",
                       (name,), why=f"Head h takes its own block of {width} columns."
                       + (f" There are H_kv = {h_kv} of them: query head h reads KV head ⌊h / {h // h_kv}⌋ "
-                         f"({_groups_text(h, h_kv)})." if shared else ""))
-
-
-def _groups_text(h: int, h_kv: int) -> str:
-    """'query heads 0–1 → KV head 0, 2–3 → KV head 1'."""
-    g = h // h_kv
-    spans = [f"{a * g}–{a * g + g - 1}" if g > 1 else f"{a * g}" for a in range(h_kv)]
-    return "query heads " + ", ".join(f"{s} → KV head {a}" for a, s in enumerate(spans))
-
-
-def _kv_weights_note(config: Config) -> str:
-    h, h_kv = config.n_heads, config.kv_heads
-    if config.weights == "trained":
-        return (f" Grouped-query attention: {h_kv} KV head{'s' if h_kv > 1 else ''} for {h} query heads. Each KV "
-                f"head's columns are the mean of its group's {h // h_kv} trained heads' columns, as the GQA paper "
-                "turns a multi-head checkpoint into a grouped one (before uptraining, which is not done here).")
-    return f" Grouped-query attention: {h_kv} KV head{'s' if h_kv > 1 else ''} for {h} query heads."
+                         f"({groups_text(h, h_kv)})." if shared else ""))
 
 
 def rotate(p: Pass) -> None:
@@ -223,7 +161,7 @@ def rotate(p: Pass) -> None:
     config, trace = p.config, p.trace
     if config.positional != "rope":
         return
-    d_k, base, sq = config.d_k, config.pe_base, "_h" if p.h > 1 else ""
+    d_k, base = config.d_k, config.pe_base
     for name in ("q", "k"):
         src = f"{name}_heads" if p.h > 1 else name
         rotated = rotary_embedding(p.proj[name], base=base)                     # same shape: (H?, n, d_k)
@@ -232,10 +170,10 @@ def rotate(p: Pass) -> None:
                   rf"{name}^R_p = R_p\, {name}_p:\ \ ({name}^R_p)_{{2i}} = {name}_{{p,2i}} \cos(p\theta_i) - "
                   rf"{name}_{{p,2i+1}} \sin(p\theta_i),\ \ ({name}^R_p)_{{2i+1}} = {name}_{{p,2i}} \sin(p\theta_i) + "
                   rf"{name}_{{p,2i+1}} \cos(p\theta_i),\ \ \theta_i = {base:g}^{{-2i/{d_k}}}",
-                  (src,), why=(f"The row of the token at position p turned by p: pair i of its columns (2i, 2i+1) by "
-                               f"the angle p·θ_i, pair 0 fastest (1 radian per position), the last pair slowest. Lengths do not "
-                               f"change. Interleaved pairs, as RoFormer and Meta's Llama code (the RoPE page shows the "
-                               f"half-split pairing and the permutation between them)."))
+                  (src,), why=("The row of the token at position p turned by p: pair i of its columns (2i, 2i+1) by "
+                               "the angle p·θ_i, pair 0 fastest (1 radian per position), the last pair slowest. Lengths do not "
+                               "change. Interleaved pairs, as RoFormer and Meta's Llama code (the RoPE page shows the "
+                               "half-split pairing and the permutation between them)."))
         p.proj[name] = rotated
     trace.facts["rope"] = True
 
@@ -264,7 +202,7 @@ def score(p: Pass) -> None:
             scaled = scores / np.sqrt(d_k)
             trace.add("scaled_scores", "Scaled scores", scaled, _heads(h, "n_q", "n_k"),
                       rf"\hat S{sq} = \frac{{S{sq}}}{{\sqrt{{d_k}}}} = \frac{{Q{r}{sq} {kt}^\top}}{{\sqrt{{{d_k}}}}}",
-                      ("scores",), why=_scaling_why(d_k, scaled, config.weights))
+                      ("scores",), why=scaling_why(d_k, scaled, config.weights))
             p.logits = "scaled_scores"
     elif config.score == "additive":
         w_1 = init_weight(seed, "w_a_q", (h, d_k, d_k)[h == 1:], d_k)
@@ -274,9 +212,7 @@ def score(p: Pass) -> None:
                                 ("v_a", v_a, ("d_a",), r"v")):
             trace.add(key, f"Additive score parameter {f}", val, _heads(h, *ax), rf"{f} \text{{ (learned)}}",
                       why="The additive score learns its own small network to compare a query with a key "
-                          "(shown at its seeded random start, N(0, 1/d_k): "
-                          + ("only W_Q, W_K, W_V were trained, for scaled dot-product scores)." if config.weights == "trained"
-                             else "no weight here is trained)."))
+                          + score_parameter_start(config))
         scores = att.additive_scores(q, k, w_1, w_2, v_a)
         trace.add("scores", "Additive scores", scores, _heads(h, "n_q", "n_k"),
                   (r"(S_h)_{ij} = v^{(h)\top} \tanh(W_1^{(h)\top} q_i + W_2^{(h)\top} k_j),\ q_i, k_j \text{ rows of } Q_h, K_h"
@@ -287,9 +223,7 @@ def score(p: Pass) -> None:
         w_b = init_weight(seed, "w_b", (h, d_k, d_k)[h == 1:], d_k)
         trace.add("w_b", "Bilinear score matrix W", w_b, _heads(h, "d_k", "d_k"), r"W \text{ (learned)}",
                   why="The bilinear score lets every dimension of a query meet every dimension of a key "
-                      "(shown at its seeded random start, N(0, 1/d_k): "
-                      + ("only W_Q, W_K, W_V were trained, for scaled dot-product scores)." if config.weights == "trained"
-                         else "no weight here is trained)."))
+                      + score_parameter_start(config))
         scores = att.bilinear_scores(q, k, w_b)
         trace.add("scores", "Bilinear scores", scores, _heads(h, "n_q", "n_k"),
                   rf"S{sq} = Q{r}{sq}\, W{'^{(h)}' if h > 1 else ''}\, {kt}^\top",
@@ -322,12 +256,6 @@ def bias(p: Pass) -> None:
     if sym == "S":                               # the explainers' symbol: (S + B), not (Ŝ + B), for unscaled scores
         trace.facts.setdefault("symbols", {})["biased_scores"] = ("(S + B)", "(S+B)")
     p.logits = "biased_scores"
-
-
-def exact_slope(s: float) -> str:
-    """1/2, 1/256, or 2^(−0.5) when not a power-of-two fraction."""
-    e = np.log2(s)
-    return f"1/{int(round(2 ** -e))}" if abs(e - round(e)) < 1e-12 else f"2^({e:g})"
 
 
 def mask(p: Pass) -> None:
@@ -377,7 +305,7 @@ def normalise(p: Pass) -> None:
               (p.logits,), scale="sequential",
               why=f"Each row becomes weights over the keys: {say('rows_sum_to_one', config)}."
                   + (f" Temperature {t:g} {'sharpens' if t < 1 else 'flattens'} it." if t != 1 else "")
-                  + _agreement_note(config, trace.token_labels(), weights))
+                  + agreement_note(config, trace.token_labels(), weights))
     trace.facts["softmax_input"] = p.logits
 
 
