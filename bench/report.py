@@ -1,6 +1,6 @@
 """Run the benches and write docs/performance.md from what they measure (the file is never edited by hand).
 
-    python bench/report.py [--out docs/performance.md] [--quick] [--skip cold_start,backward]
+    python bench/report.py [--out docs/performance.md] [--quick] [--skip cold_start,backward] [--threads=1]
 
 Each part is a bench's own function, the one its command line prints (bench/_common.Table):
 
@@ -28,6 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# first: bench/backward.py reads --threads=N from the command line and sets numpy's and torch's thread
+# pools before either starts (then every part runs with N threads, the app's servers too)
+from bench import backward  # noqa: E402
 from bench import _common  # noqa: E402
 from bench._common import Table, sections  # noqa: E402
 
@@ -140,7 +143,6 @@ def run_parts(parts: set[str], o: dict) -> list[Table]:
         from bench import server_cost
         out.append(with_title(server_cost.compare("qkv", o["cost_reruns"], o["cost_rounds"]), PROSE["cost"]))
     if "backward" in parts:
-        from bench import backward
         first, second = backward.measure(repeats=o["bw_repeats"], train_repeats=o["train_repeats"])
         out += [with_title(first, PROSE["backward"]), second]
     return out
@@ -167,6 +169,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--quick", action="store_true", help="few repeats, the defaults level only (a smoke test)")
     ap.add_argument("--skip", default="", help=f"comma-separated parts to leave out: {', '.join(PARTS)}")
+    ap.add_argument("--threads", help="threads for numpy's BLAS and torch, in every part (default: theirs); "
+                                      "on a machine shared with other work, 1 (see bench/backward.py)")
     args = ap.parse_args()
     parts = set(PARTS) - set(filter(None, args.skip.split(",")))
     started, load_before, t0 = datetime.date.today().isoformat(), load(), time.perf_counter()
