@@ -5,7 +5,8 @@
 - ui/ has one folder per section of ui/nav.py's SECTIONS (nav.FOLDERS), and no other: a new section gets its
   folder; each folder's __init__ docstring names the pages it serves and lists its modules;
 - a page imports views from its own section's folder or from ui/'s top (the shared parts), never from another
-  section's folder; a section's module likewise (what two sections share moves up to ui/'s top).
+  section's folder; a section's module likewise (what two sections share moves up to ui/'s top);
+- no import circle among ui's modules.
 """
 from __future__ import annotations
 
@@ -112,3 +113,32 @@ def test_the_shared_modules_at_the_top_import_no_section_folder():
     stray = [f"{module.relative_to(ROOT)}:{line} imports {m}" for module in sorted(UI.glob("*.py"))
              for m, line in ui_imports(module) if folder_of(m) is not None]
     assert not stray, stray
+
+
+def test_no_import_circle_in_ui():
+    """ui's modules import each other in one direction (imports inside functions count too)."""
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in UI.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        graph[name] = set()
+        for m, _ in ui_imports(path):
+            while m and m not in modules:            # 'ui.views.step' -> 'ui.views'
+                m = m.rpartition(".")[0]
+            if m and m != name:
+                graph[name].add(m)
+    done, on_path = set(), []
+
+    def visit(name):
+        if name in on_path:
+            raise AssertionError("import circle: " + " -> ".join(on_path[on_path.index(name):] + [name]))
+        if name in done:
+            return
+        on_path.append(name)
+        for dep in sorted(graph[name]):
+            visit(dep)
+        on_path.pop()
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name)
