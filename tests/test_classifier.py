@@ -413,7 +413,7 @@ def test_learning_rate_5_diverges_with_the_default_settings_but_not_frozen():
     """The train page's help on the learning rate: with its default settings (GloVe, index column, d_k = d_v = 16,
     seed 0, batch 1, 30 epochs, 20% held out) a rate of 5 diverges within a few epochs, and the page stops at the
     last good parameters; with the last layer frozen it does not diverge (so the help says so)."""
-    from ui.training import ModelSettings, encoded, initial_params, shipped_examples
+    from ui.training.classifier_view import ModelSettings, encoded, initial_params, shipped_examples
     s = ModelSettings()
     assert (s.embedding, s.positional, s.d_k, s.d_v, s.seed) == ("glove", "index", 16, 16, 0)
     samples, _ = encoded(shipped_examples(), s.embedding, s.positional)

@@ -190,7 +190,7 @@ def test_pytorch_walk_runs_only_the_open_tab_with_torch_numbers():
 
 
 def test_pytorch_runs_are_cached_per_layer_input_not_per_sidebar_setting():
-    from ui import torch_view as tv
+    from ui.variants import torch_view as tv
     config = Config()
     first = tv.check(config, 1, ())
     hotter = config.replace(temperature=2.5)                 # the layer ignores temperature: same X, same runs

@@ -52,7 +52,7 @@ MASK_WORDS = {"causal": "causal mask", "padding": "padding mask", "sliding_windo
 
 def position_intro(config, query: dict[str, str]) -> str:
     """The positional page's first paragraph: where position enters attention under these settings."""
-    from . import nav
+    from .. import nav
     start = "Attention compares every token with every other, but nothing in Q Kᵀ knows **where** a token is"
     if config.positional == "rope":
         return (start + ": here the sidebar's Position is **RoPE**, which adds nothing to X. Position enters "

@@ -12,7 +12,7 @@ from attention_core import classifier as clf
 from attention_core.forward.claims import say
 from attention_core.training.symbolic import scaled_dot_gradient, softmax_jacobian
 
-from .training import shipped_examples
+from .classifier_view import shipped_examples
 
 
 def _dataset_label(sentence: str) -> str | None:
@@ -36,7 +36,7 @@ def step_controls():
 
     A bad setting shows its message and the last settings that worked are used (None: none yet)."""
     from attention_core import Config, ConfigError
-    from .settings import EMBEDDING_LABELS, POSITIONAL_LABELS, upload_vectors, widget, current_settings, init_state
+    from ..settings import EMBEDDING_LABELS, POSITIONAL_LABELS, upload_vectors, widget, current_settings, init_state
     init_state()
     with st.sidebar:                                   # the shared settings live in the sidebar on every page
         st.markdown("**Settings** · shared with the forward pages")

@@ -6,7 +6,7 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 
-from . import nav, page_state
+from .. import nav, page_state
 
 # Pages that draw their own controls and read none of the shared settings: a link opens them as they start.
 OWN_CONTROLS = {"11_train.py", "21_alignment.py", "22_grid.py"}

@@ -19,7 +19,7 @@ import pandas as pd
 from attention_core import Config, Trace
 from attention_core import torch_mha as tm
 
-from .cache import get_trace
+from ..cache import get_trace
 
 
 class _Memo:

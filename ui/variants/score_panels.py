@@ -14,7 +14,7 @@ from attention_core import Config, Step, Trace
 from attention_core.math import attention as att
 from attention_core.math import notation
 
-from .cache import get_trace
+from ..cache import get_trace
 
 
 @functools.lru_cache(maxsize=256)

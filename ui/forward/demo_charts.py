@@ -1,11 +1,12 @@
-"""The scores page's experiments as charts, computed once per process (their inputs never change)."""
+"""The scores and positional pages' experiments as charts, computed once per process (their inputs never
+change, or are the chart's whole key)."""
 from __future__ import annotations
 
 import functools
 
 from attention_core.math.demos import dot_product_spread, saturation
 
-from .charts import grouped_bars_spec, line_spec
+from ..charts import grouped_bars_spec, line_spec
 
 D_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -51,42 +52,3 @@ def pe_curves_chart(dims: tuple[int, ...], values_bytes: bytes, shape: tuple[int
     data = [{"position": p, "value": float(table[p, j]), "dimension": f"dim {j}"}
             for j in dims for p in range(shape[0])]
     return fill_width(line_spec(data, "position", "value", "dimension", title="PE[p, j] along the positions"))
-
-
-@functools.lru_cache(maxsize=64)
-def cost_chart(d_k: int, d_a: int, names: tuple[tuple[str, str], ...]) -> dict:
-    """The score functions' FLOPs against the sentence length, once per (d_k, d_a) per process
-    (Altair's validation of the spec costs more than the rest of the page's rerun)."""
-    from attention_core.lessons.torch_mha import score_costs
-    label = dict(names)
-    data = [{"n": m, "FLOPs": c["flops"], "score": label[c["name"]]}
-            for m in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) for c in score_costs(m, m, d_k, d_a)]
-    return line_spec(data, "n", "FLOPs", "score", log=True, width=520, x_title="tokens n (= n_q = n_k)",
-                     y_title="FLOPs per head", title=f"Score FLOPs against sentence length (d_k = d_a = {d_k})")
-
-
-@functools.lru_cache(maxsize=64)
-def cost_table(n: int, d_k: int, d_a: int, heads: int, names: tuple[tuple[str, str], ...]):
-    """The score functions' costs at these sizes as a pyarrow Table, once per sizes per process
-    (st.dataframe sends a Table as it is; a list of dicts goes through pandas on every rerun)."""
-    import pyarrow as pa
-    from attention_core.lessons.torch_mha import score_costs
-    label, rows = dict(names), []
-    for c in score_costs(n, n, d_k, d_a):
-        row = {"score function": label[c["name"]], "FLOPs": c["flops"], "parameters": c["params"],
-               "largest array (entries)": c["memory"]}
-        if heads > 1:
-            row.update({f"FLOPs, {heads} heads": heads * c["flops"], f"parameters, {heads} heads": heads * c["params"]})
-        rows.append(row)
-    return pa.Table.from_pylist(rows)
-
-
-@functools.lru_cache(maxsize=32)
-def loss_chart(losses: tuple[float, ...]) -> tuple[object, dict]:
-    """(rows as a pyarrow Table, Vega-Lite spec) of a training-loss curve, built once per curve per
-    process: Altair's validation of a long curve costs ~0.1 s, which a rerun would pay every time."""
-    import pyarrow as pa
-    spec = line_spec([{"step": k + 1, "loss": v} for k, v in enumerate(losses)], "step", "loss",
-                     title="Training loss (MSE per sequence)", x_title="training sequence", y_title="loss", width=620)
-    rows = pa.Table.from_pylist(spec["data"]["values"])
-    return rows, {k: v for k, v in spec.items() if k != "data"}

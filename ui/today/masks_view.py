@@ -15,9 +15,9 @@ from attention_core.forward.config import Config
 from attention_core.lessons.masks import MaskSettings, index_range, padding_compared
 from attention_core.forward.trace import Trace
 
-from . import page_state
-from .settings import POSITIONAL_LABELS, sidebar_button
-from .text import md_escape
+from .. import page_state
+from ..settings import POSITIONAL_LABELS, sidebar_button
+from ..text import md_escape
 
 MASK_NAMES = {"causal": "causal", "sliding_window": "a sliding window", "padding": "padding", "none": "none"}
 COMPARE_TABS = ("W or W + 1 keys", "Causal or window", "Causal or padding")
@@ -176,7 +176,7 @@ def pipeline(t: Trace, config: Config) -> list:
 def panels(trace: Trace, items: list) -> None:
     """The page's step boxes in order, in one fragment (a click or a table toggle reruns these, not the page).
     An item is Markdown (str), a box (key, why[, step_box options]) or a list of boxes side by side."""
-    from .views import step_box
+    from ..views import step_box
 
     def box(key, why, options=None):
         step_box(trace, key, why=why, **(options or {}))

@@ -15,10 +15,10 @@ from attention_core.lessons.rope import (BASES, FAMILIES, RopeSettings, base_tex
                                          pair_path, pairings_alike, score_key, shift_check, torch_checks,
                                          with_rope)
 
-from . import page_state, views
-from .cache import get_trace
-from .settings import POSITIONAL_LABELS, sidebar_button
-from .text import md_escape
+from .. import page_state, views
+from ..cache import get_trace
+from ..settings import POSITIONAL_LABELS, sidebar_button
+from ..text import md_escape
 
 MASK_WORDS = {"causal": "causal", "padding": "padding", "sliding_window": "sliding-window"}
 

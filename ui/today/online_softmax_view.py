@@ -12,7 +12,7 @@ from attention_core.forward.claims import say
 from attention_core.explanations import explain, fmt
 from attention_core.lessons.online_softmax import Controls, check_block_size, recurrence_parts
 
-from . import page_state
+from .. import page_state
 
 KEY_B, KEY_b, KEY_h = "online_softmax.block_size", "online_softmax.block", "online_softmax.head"
 GOOD_B = "online_softmax.good_block_size"
@@ -72,7 +72,7 @@ def score_note(c: Controls) -> None:
     words = say("os_any_score", c, score=c.config.score)
     if words:
         st.markdown(f":small[{words}.]")
-        from .settings import sidebar_button
+        from ..settings import sidebar_button
         sidebar_button("Use the scaled dot product (FlashAttention's score)", {"score": "scaled_dot"},
                        key="online_softmax.use_scaled_dot", help="Sets the sidebar's score function.")
 
@@ -142,7 +142,7 @@ def _clickable(lesson: Trace, which: str, key: str) -> None:
         if cell is not None and not (cell[0] < lesson.n and cell[1] < len(columns)):
             cell = None                                   # a link's cell outside this table: none opened
     if cell is not None:
-        from .explain_view import explanation
+        from ..explain_view import explanation
         _, step, c = columns[cell[1]]
         at = (cell[0],) if c is None else (cell[0], c)
         explanation(explain(lesson, step, at), float(lesson[step].value[at]))
@@ -153,7 +153,7 @@ def block_panel(lesson: Trace, title: str) -> None:
     """S_b and the tile map as heatmaps, then the state table, in one fragment: a click in any of them reruns
     these three (not the page), and a page run pays for one fragment instead of three. The charts' titles are
     Markdown above them (they wrap; a chart's own title is cut to the chart's width)."""
-    from .views import explained_heatmap_box
+    from ..views import explained_heatmap_box
     b = lesson.facts["block"]
     c1, c2 = st.columns([3, 2])
     with c1:

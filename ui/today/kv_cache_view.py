@@ -12,10 +12,10 @@ from attention_core.lessons import kv_cache as kv
 from attention_core.forward.claims import say
 from attention_core.explanations import can_explain, explain
 
-from .explain_view import explanation
-from .page_state import KV_CACHE_TABS
-from .settings import MASK_LABELS, SCORE_LABELS, sidebar_button
-from .views import _explain_cell, badge_text, click_hint, heatmap
+from ..explain_view import explanation
+from ..page_state import KV_CACHE_TABS
+from ..settings import MASK_LABELS, SCORE_LABELS, sidebar_button
+from ..views import badge_text, click_hint, explain_cell, heatmap
 
 TABS = KV_CACHE_TABS
 POSITION_WORDS = {"rope": "RoPE", "alibi": "ALiBi", "sinusoidal": "sinusoidal", "learned": "a learned table",
@@ -116,7 +116,7 @@ def group_box(trace, keys: tuple[str, ...], title: str, note: str, new_rows: lis
                     if cell is not None:
                         clicked = (s.key, h, cell)
         if clicked is not None:
-            _explain_cell(trace, clicked[0], clicked[1:], anchor=f"kv_cache.{'.'.join(keys)}")
+            explain_cell(trace, clicked[0], clicked[1:], anchor=f"kv_cache.{'.'.join(keys)}")
 
 
 def decode_panels(trace, status: str, proof: str) -> None:

@@ -14,7 +14,7 @@ import streamlit as st
 
 from attention_core import grid as g
 
-from .charts import DIVERGING
+from ..charts import DIVERGING
 
 
 def _kind(trace):
