@@ -5,6 +5,7 @@ gradient_explainers.py explains every cell of a classifier trace; this file hold
     ref, ref_text          one cell in LaTeX and in plain text: Q_{1,2}, (W_Q)_{0,1}, ∂L/∂Ŝ_{0,1}, (J_2)_{0,1}
     sum_of                 Σ_m Π factors for one cell, its factors named by index letters ("im", "mj")
     sum_explanation        an Explanation of such a sum (+ a bias, over a divisor), long sums elided
+    Sum, explain_sum       a step that is one such sum, as a row of data (gradient_explainers.SUMS), and its explainer
     explanation            any Explanation: the formula, the live numbers, the value, one per line
     register               registers an explainer for classifier traces only
 
@@ -14,6 +15,8 @@ gradient_explainers.py explains every cell of a classifier trace; this file hold
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -168,5 +171,50 @@ def sum_explanation(ctx: Context, key, cell, rhs, rhs_text, terms, bias=None, di
         else:
             shown = rf"\frac{{{shown}}}{{{d_tex}}} = \frac{{{ctx.num(total)}}}{{{d_tex}}}"
             shown_text = f"({shown_text}) / {d_text} = {ctx.num_text(total)} / {d_text}"
-    return explanation(ctx, key, cell, rhs, rhs_text, shown, shown_text, value, note, len(terms), hidden,
-                       reads)
+    return explanation(ctx, key, cell, rhs, rhs_text, shown, shown_text, value, note, len(terms), hidden, reads)
+
+
+# ---- a step that is one sum of products, as a row of data -------------------------------------------------
+
+@dataclass(frozen=True)
+class Sum:
+    """key[cell] = Σ_over Π factors (+ bias), scaled: one row of gradient_explainers.SUMS.
+
+    Letters name the indices: cell="ij", over="m", factors=(("q", "im"), ("k", "jm")) reads
+    Ŝ_{i,j} = Σ_m Q_{i,m} K_{j,m}; the sum runs over the first factor's axis lettered `over`.
+    """
+    key: str
+    cell: str                                  # the letters of the cell's indices
+    over: str                                  # the letter summed over
+    factors: tuple[tuple[str, str], ...]       # (step, its index letters), multiplied
+    note: Callable[..., str]                   # note(ctx, *cell): the sentence of why
+    bias: tuple[str, str] | None = None        # (step, its index letters), added after the sum
+    scale: str = ""                            # a key of SCALES, or "" for none
+
+
+# A scale: how the formula writes the divisor (LaTeX, text), whether 1/d stands in front of the sum
+# (else the sum is over d), and its live value (ctx, summed length) -> (LaTeX, text, number).
+SCALES = {"/√d_k": (r"\sqrt{d_k}", "√d_k", False, lambda ctx, n: sqrt_d_k(ctx)),
+          "1/√d_k": (r"\sqrt{d_k}", "√d_k", True, lambda ctx, n: sqrt_d_k(ctx)),
+          "1/n": ("n", "n", True, lambda ctx, n: (str(n), str(n), n))}
+
+
+def explain_sum(row: Sum, ctx: Context, cell) -> Explanation:
+    """The explainer of every Sum row: its formula written from the row's letters, its terms read from the trace."""
+    at = dict(zip(row.cell, cell))
+    terms, rhs, rhs_text, n = sum_of(ctx, row.factors, row.over, at)
+    bias = None
+    if row.bias is not None:
+        b_key, letters = row.bias
+        b_cell = tuple(at[letter] for letter in letters)
+        rhs, rhs_text = f"{rhs} + {ref(b_key, b_cell)}", f"{rhs_text} + {ref_text(b_key, b_cell)}"
+        bias = (ctx.value(b_key)[b_cell], (b_key, b_cell))
+    divisor, prefix = None, False
+    if row.scale:
+        d_tex, d_text, prefix, value = SCALES[row.scale]
+        divisor = value(ctx, n)
+        if prefix:
+            rhs, rhs_text = rf"\frac{{1}}{{{d_tex}}} {rhs}", f"(1/{d_text}) {rhs_text}"
+        else:
+            rhs, rhs_text = rf"\frac{{{rhs}}}{{{d_tex}}}", f"({rhs_text}) / {d_text}"
+    return sum_explanation(ctx, row.key, cell, rhs, rhs_text, terms, bias, divisor, prefix, row.note(ctx, *cell))

@@ -15,7 +15,7 @@ Most steps are one sum of products (Q = X W_Q + b_Q, ∂L/∂W_Q = Xᵀ ∂L/∂
 SUMS, read by one explainer; adding such a step's explainer is adding a row. The two softmaxes are rows
 of SOFTMAXES. The rest have a shape of their own, each one function: the leaves (X, the parameters, y),
 the loss, ∂L/∂f̄ and ∂L/∂F, the row Jacobians, ∂L/∂Ŝ and ∂L/∂X. How a cell is named and how an
-Explanation is put together: cell_arithmetic.py.
+Explanation is put together, and the explainer of a Sum row: cell_arithmetic.py.
 
     >>> import numpy as np
     >>> from attention_core import classifier as clf
@@ -30,68 +30,24 @@ Explanation is put together: cell_arithmetic.py.
     >>> bool(abs(e.value - trace["dL/dw_q"].value[1, 0]) < 1e-15)
     True
 
-Importing this module registers the explainers; classifier.py imports it, so they are there
-whenever a classifier trace can exist. It imports only the explanations layer and cell_arithmetic
-(numpy), never the classifier at import time, so there is no import cycle.
+Importing this module registers the explainers; step_trace.py (which makes the trace) imports it, so they are
+there whenever a classifier trace can exist. It imports the explanations layer, the claims and cell_arithmetic,
+never the classifier, so there is no import cycle.
 """
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from ..explanations import Context, join_terms, latex_text, row_excerpt, softmax_fraction
-from .cell_arithmetic import (FAN_IN, JACOBIAN, TEX, class_name, explanation, label, ref, ref_text, register, settings,
-                              shown_terms, sqrt_d_k, sum_explanation, sum_of, word)
+from ..forward.claims import say
+from .cell_arithmetic import (FAN_IN, JACOBIAN, TEX, Sum, class_name, explain_sum, explanation, label, ref, ref_text,
+                              register, settings, shown_terms, sum_of, word)
 
 
-# ---- the sums of products: one row a step ------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Sum:
-    """key[cell] = Σ_over Π factors (+ bias), scaled: one row of SUMS.
-
-    Letters name the indices: cell="ij", over="m", factors=(("q", "im"), ("k", "jm")) reads
-    Ŝ_{i,j} = Σ_m Q_{i,m} K_{j,m}; the sum runs over the first factor's axis lettered `over`.
-    """
-    key: str
-    cell: str                                  # the letters of the cell's indices
-    over: str                                  # the letter summed over
-    factors: tuple[tuple[str, str], ...]       # (step, its index letters), multiplied
-    note: Callable[..., str]                   # note(ctx, *cell): the sentence of why
-    bias: tuple[str, str] | None = None        # (step, its index letters), added after the sum
-    scale: str = ""                            # a key of SCALES, or "" for none
-
-
-# A scale: how the formula writes the divisor (LaTeX, text), whether 1/d stands in front of the sum
-# (else the sum is over d), and its live value (ctx, summed length) -> (LaTeX, text, number).
-SCALES = {"/√d_k": (r"\sqrt{d_k}", "√d_k", False, lambda ctx, n: sqrt_d_k(ctx)),
-          "1/√d_k": (r"\sqrt{d_k}", "√d_k", True, lambda ctx, n: sqrt_d_k(ctx)),
-          "1/n": ("n", "n", True, lambda ctx, n: (str(n), str(n), n))}
-
-
-def explain_sum(row: Sum, ctx: Context, cell):
-    at = dict(zip(row.cell, cell))
-    terms, rhs, rhs_text, n = sum_of(ctx, row.factors, row.over, at)
-    bias = None
-    if row.bias is not None:
-        b_key, letters = row.bias
-        b_cell = tuple(at[letter] for letter in letters)
-        rhs, rhs_text = f"{rhs} + {ref(b_key, b_cell)}", f"{rhs_text} + {ref_text(b_key, b_cell)}"
-        bias = (ctx.value(b_key)[b_cell], (b_key, b_cell))
-    divisor, prefix = None, False
-    if row.scale:
-        d_tex, d_text, prefix, value = SCALES[row.scale]
-        divisor = value(ctx, n)
-        if prefix:
-            rhs, rhs_text = rf"\frac{{1}}{{{d_tex}}} {rhs}", f"(1/{d_text}) {rhs_text}"
-        else:
-            rhs, rhs_text = rf"\frac{{{rhs}}}{{{d_tex}}}", f"({rhs_text}) / {d_text}"
-    return sum_explanation(ctx, row.key, cell, rhs, rhs_text, terms, bias, divisor, prefix, row.note(ctx, *cell))
-
+# ---- the sums of products: one row a step (Sum, explain_sum: cell_arithmetic.py) -----------------------
 
 def _most_attended(ctx: Context, i: int) -> str:
     a = ctx.value("weights")[i]
@@ -106,7 +62,6 @@ def _projection_rows(name: str, role: str) -> tuple[Sum, ...]:
     def bias_note(ctx, j):
         note = f"{TEX[b]}[{j}] is added to column {j} of {TEX[name]} for every word, so its gradient sums that column."
         if name == "k":
-            from ..forward.claims import say
             note += " " + say("train_b_k_zero", settings(ctx))
         return note
 
@@ -115,8 +70,8 @@ def _projection_rows(name: str, role: str) -> tuple[Sum, ...]:
             note=lambda ctx, i, j: f"Word {word(ctx, i)}'s {role}, entry {j}: row {i} of X times column {j} of "
                                    f"{TEX[w]}, plus the bias."),
         Sum(f"dL/d{w}", "ab", "i", (("x", "ia"), (g, "ib")),
-            note=lambda ctx, a, j: f"(Xᵀ {ref_text(g)})[{a},{j}]: {TEX[w]}[{a},{j}] carries input feature {a} of "
-                                   f"every word into column {j} of {TEX[name]}, so each word contributes its feature "
+            note=lambda ctx, a, b: f"(Xᵀ {ref_text(g)})[{a},{b}]: {TEX[w]}[{a},{b}] carries input feature {a} of "
+                                   f"every word into column {b} of {TEX[name]}, so each word contributes its feature "
                                    f"{a} times its gradient there."),
         Sum(f"dL/d{b}", "b", "i", ((g, "ib"),), note=bias_note),
     )
