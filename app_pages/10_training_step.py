@@ -4,7 +4,7 @@ import ui
 from attention_core import ConfigError
 from attention_core import classifier as clf
 from ui.settings import query_for
-from ui.training_step import backward_walk, input_summary, step_controls, step_for, sympy_panel
+from ui.training.step_view import backward_walk, input_summary, step_controls, step_for, sympy_panel
 
 PAGE = "app_pages/10_training_step.py"
 ui.page(PAGE, "One training step, backwards", settings=False)

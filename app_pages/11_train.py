@@ -5,7 +5,7 @@ import ui
 from attention_core import ConfigError
 from attention_core import classifier as clf
 from attention_core.forward.claims import say
-from ui.training import encoded, initial_params, model_controls, shipped_examples, trained_results
+from ui.training.classifier_view import encoded, initial_params, model_controls, shipped_examples, trained_results
 
 PAGE = "app_pages/11_train.py"
 ui.page(PAGE, "Train a classifier", settings=False)

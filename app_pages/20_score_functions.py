@@ -2,9 +2,9 @@ import streamlit as st
 
 import ui
 from attention_core.lessons.torch_mha import score_costs
-from ui.demo_charts import cost_chart, cost_table
+from ui.variants.score_costs import cost_chart, cost_table
 from attention_core.forward.claims import say
-from ui.score_panels import score_panel, scores_symbol, softmax_text
+from ui.variants.score_panels import score_panel, scores_symbol, softmax_text
 
 PAGE = "app_pages/20_score_functions.py"
 config, trace = ui.page(PAGE, "Score functions")

@@ -2,12 +2,11 @@ import streamlit as st
 
 import ui
 from attention_core import ConfigError
-from attention_core import grid as g
-from ui.grid_view import channels, features_table, crossed, grid_of, looks, picture, several, single
+from ui.variants import grid_sections as view
+from ui.variants.grid_view import crossed, grid_of, several, single
 
 PAGE = "app_pages/22_grid.py"
 ui.page(PAGE, "Cross-attention on a grid", settings=False)
-GRIDS = [3, 4, 6, 8, 12]            # cells per side; each divides the 48-pixel image
 
 
 st.markdown(
@@ -17,21 +16,7 @@ st.markdown(
     "order of tutorial 4: (a) one query scored against every cell with a plain dot product, (b) many "
     "queries at once, (c) keys and values transformed from the features: cross-attention.")
 
-with st.container(border=True):
-    c1, c2, c3, c4 = st.columns(4)
-    with c1:
-        scene_name = st.selectbox("Scene", list(g.SCENES), key="grid.scene")
-    with c2:
-        query = st.selectbox("Query", list(g.QUERIES), key="grid.query",
-                             help="What the decoder is looking for, written in the features' own terms.")
-    with c3:
-        cells = st.select_slider("Grid", options=GRIDS, value=6, format_func=lambda c: f"{c}×{c}", key="grid.cells")
-    with c4:
-        sharpness = st.slider("Query length (sharpness)", min_value=1.0, max_value=30.0, value=10.0, step=1.0,
-                              key="grid.sharpness", help="Each query is a unit vector times this number: longer "
-                              "queries give larger scores and more peaked weights.")
-    queries = st.multiselect("Queries asked together in (b) and (c)", list(g.QUERIES),
-                             default=["red", "blue", "green", "top-left"], key="grid.queries")
+scene_name, query, cells, sharpness, queries = view.controls()
 try:
     grid = grid_of(scene_name, cells)
     one = single(scene_name, cells, query, float(sharpness))
@@ -40,119 +25,26 @@ except ConfigError as err:
     st.error(str(err), icon=":material/error:")
     st.stop()
 
-st.header("The image and its features")
-left, right = st.columns([2, 3])
-with left:
-    picture(grid.image, grid.shape, width=384,
-               caption=f"“{scene_name}”: 48×48 pixels drawn in numpy, cut into {cells}×{cells} cells of "
-                       f"{48 // cells}×{48 // cells} pixels. Cell r0c0 is the top left, r0c1 the one to its right.")
-with right:
-    st.warning("**A stand-in for a CNN.** A real captioner's grid comes from a trained convolutional network "
-               "whose features nobody can name. Here each cell's vector comes from a small hand-made filter bank "
-               "instead, so every number can be checked by eye. Attention treats it exactly like a CNN feature "
-               "map: one vector per region.", icon=":material/construction:")
-    st.table(features_table())
-st.subheader("The feature map: one channel per feature")
-st.caption("Each small map is one column of X laid back on the grid, as a CNN's output channels are: "
-           "where the image is red, round, bright, …")
-channels(scene_name, cells)
-xbox = st.expander("The same numbers as the matrix X attention works on (one row per cell)", key="grid.x",
-                   on_change="rerun")
-if xbox.open:                       # lazy: closed, its step does not run
-    with xbox:
-        ui.step(one, "x", key_prefix="grid.")
+view.image_and_features(grid, one, scene_name, cells)
 
 tabs = st.tabs(["(a) One query", "(b) Many queries", "(c) Learned K and V: cross-attention"], key="grid.tab",
                on_change="rerun")
 
 with tabs[0]:
     if tabs[0].open is not False:
-        st.markdown(f"The query **“{query}”** is a vector in the same {g.D_X}-feature space as the cells. Instead of "
-                    "a learned scoring network (Bahdanau's), tutorial 4's second abstraction scores each "
-                    "cell with a **dot product**: large where the cell's features point the way the query does.")
-        ui.step(one, "q", key_prefix="grid.a.")
-        ui.step(one, "scores", key_prefix="grid.a.")
-        ui.step(one, "weights", key_prefix="grid.a.")
-        st.subheader(f"Where “{query}” looks")
-        c1, c2 = st.columns([2, 3])
-        with c1:
-            looks(grid, one["weights"].value, 384, "The image dimmed where the weight is low; framed: the cells "
-                                             "with at least half the largest weight.")
-        with c2:
-            ui.step(one, "weights_grid", key_prefix="grid.a.")
-        ui.step(one, "context", key_prefix="grid.a.")
-        top = int(one["weights"].value.argmax())
-        st.caption(f"The largest weight, {one['weights'].value[top]:.3f}, is on cell {grid.cells[top]}. The context "
-                   "c is the feature vector a decoder would receive for this word: what was found, averaged over "
-                   "the cells with the weights.")
+        view.one_query(grid, one, query)
 
 with tabs[1]:
-    if tabs[1].open:
-        if many is None:
-            st.info("Choose at least one query above.", icon=":material/info:")
-        else:
-            st.markdown("Stack the queries as the rows of a matrix Q (N_q × D_x) and every question is asked in "
-                        "one matrix product: the score matrix S = Q Xᵀ has one row per query and one column per "
-                        "cell, and softmax runs along each row.")
-            for key in ("queries", "scores", "weights"):
-                ui.step(many, key, key_prefix="grid.b.")
-            st.subheader("Each row of A back on the image")
-            st.caption("Dimmed where the weight is low; framed: the cells with at least half the row's largest weight.")
-            cols = st.columns(min(4, len(queries)))
-            for k, name in enumerate(queries):
-                with cols[k % len(cols)]:
-                    looks(grid, many["weights"].value[k], 240, f"“{name}”")
-            ui.step(many, "context", key_prefix="grid.b.")
+    if tabs[1].open and view.asked(many):
+        view.many_queries(grid, many, queries)
 
 with tabs[2]:
-    if tabs[2].open:
-        if many is None:
-            st.info("Choose at least one query above.", icon=":material/info:")
-        else:
-            st.markdown(
-                "So far the cell features X did two jobs: they were **matched** against the queries and "
-                "**returned** as the output. The last abstraction gives each job its own transform: keys "
-                "K = X W_K decide what gets attention, values V = X W_V decide what is handed back, and the "
-                "queries come from somewhere else (a decoder, a question), so this is **cross-attention**. "
-                "In a real model W_K and W_V are learned; here you can compare two stand-ins.")
-            c1, c2 = st.columns([2, 1])
-            with c1:
-                transforms = st.radio("W_K and W_V", ["hand", "random"], horizontal=True, key="grid.transforms",
-                                      format_func={"hand": "hand-set (what training might find)",
-                                                   "random": "random (an untrained model)"}.get)
-            with c2:
-                seed = st.number_input("Seed of the random transforms", min_value=0, max_value=2**32 - 1, value=0,
-                                       step=1, key="grid.seed", disabled=transforms == "hand")
-            try:
-                hand = crossed(scene_name, cells, tuple(queries), float(sharpness), "hand", 0)
-                rand = crossed(scene_name, cells, tuple(queries), float(sharpness), "random", int(seed))
-            except ConfigError as err:
-                st.error(str(err), icon=":material/error:")
-                st.stop()
-            cross = hand if transforms == "hand" else rand
-            if transforms == "hand":
-                st.caption(f"Hand-set: W_K = √d_k · I (d_k = D_x = {g.D_X}) keeps the features' meaning, so the named "
-                           "queries still match, and its √d_k cancels the 1/√d_k of scaled dot-product attention, so "
-                           "the weights equal (b)'s. W_V keeps only colour and position ("
-                           + ", ".join(g.VALUE_FEATURES) + "): the context says what colour the attended cells are "
-                           "and where they are, not how they matched.")
-            else:
-                st.caption("Random W_K and W_V, N(0, 1/D_x), as a model has them before training: the keys no "
-                           "longer speak the queries' language, so nothing makes “red” look at red cells (where "
-                           "it does, that is chance). Training is what makes keys match queries.")
-            for key in ("queries", "w_k", "w_v", "k", "v", "scores", "weights", "context"):
-                ui.step(cross, key, key_prefix=f"grid.c.{transforms}.", why=not (key == "context" and transforms == "random"))
-            if transforms == "random":
-                d_v = cross["w_v"].shape[1]
-                st.caption(f"Each query's blend of the values. A random W_V mixes all {g.D_X} features into each "
-                           f"of the {d_v} value columns v0…v{d_v - 1}, so the context has no nameable meaning until "
-                           "trained.")
-            st.subheader("Hand-set against random transforms")
-            for k, name in enumerate(queries):
-                c0, c1, c2 = st.columns([1, 2, 2], vertical_alignment="center")
-                with c0:
-                    st.markdown(f"**“{name}”**")
-                with c1:
-                    looks(grid, hand["weights"].value[k], 200, "hand-set W_K")
-                with c2:
-                    looks(grid, rand["weights"].value[k], 200, f"random W_K (seed {int(seed)})")
+    if tabs[2].open and view.asked(many):
+        transforms, seed = view.transform_controls()
+        try:
+            hand = crossed(scene_name, cells, tuple(queries), float(sharpness), "hand", 0)
+            rand = crossed(scene_name, cells, tuple(queries), float(sharpness), "random", seed)
+        except ConfigError as err:
+            st.error(str(err), icon=":material/error:")
+            st.stop()
+        view.cross_attention(grid, hand, rand, transforms, seed, queries)

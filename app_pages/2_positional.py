@@ -5,8 +5,8 @@ import ui
 from attention_core import sinusoidal_encoding
 from attention_core.math.embeddings import cosine_similarity
 from attention_core.math.positional import learned_encoding
-from ui.demo_charts import pe_curves_chart
-from ui.page_text import position_intro, swap_hint
+from ui.forward.demo_charts import pe_curves_chart
+from ui.forward.page_text import position_intro, swap_hint
 
 PAGE = "app_pages/2_positional.py"
 
@@ -15,7 +15,7 @@ PAGE = "app_pages/2_positional.py"
 def whole_table(trace, config, max_len: int) -> None:
     """The table over max_len positions, a few of its columns as curves, and how similar two
     positions are: one fragment (a click, or picking other curves, reruns this part, not the page)."""
-    from ui.page_text import similarity_note
+    from ui.forward.page_text import similarity_note
     d = trace.facts["d_embed"]
     full = trace.view(f"pe_full:{max_len}", f"{config.positional.title()} encoding, {max_len} positions",
                       lambda: sinusoidal_encoding(max_len, d, config.pe_base) if config.positional == "sinusoidal"

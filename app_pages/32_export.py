@@ -6,7 +6,7 @@ import ui
 from attention_core.labs.export import csv_names
 from ui.cache import chart_image, export_csv, export_csv_zip, export_npz, export_script
 from ui.charts import heatmap_spec, standalone
-from ui.share import share_box
+from ui.labs.share import share_box
 
 PAGE = "app_pages/32_export.py"
 config, trace = ui.page(PAGE, "Share and export")

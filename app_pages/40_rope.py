@@ -4,7 +4,7 @@ import ui
 from attention_core import ConfigError
 from attention_core.lessons.rope import RopeSettings, rope_lesson
 from ui import page_state
-from ui.rope_view import (angles_intro, checked_text, controls, forward_with_rope, pair_turning, pairing_panel,
+from ui.today.rope_view import (angles_intro, checked_text, controls, forward_with_rope, pair_turning, pairing_panel,
                           rotated_rows, scores_box, shift_panel)
 
 PAGE = "app_pages/40_rope.py"

@@ -3,7 +3,7 @@ import streamlit as st
 import ui
 from attention_core import ConfigError
 from attention_core.lessons.masks import KIND, masks_trace
-from ui.masks_view import checked_text, compare, intro, own_controls, panels, pipeline, sidebar_part
+from ui.today.masks_view import checked_text, compare, intro, own_controls, panels, pipeline, sidebar_part
 from ui.views import checked_box, claims_shown
 
 PAGE = "app_pages/41_masks.py"

@@ -2,7 +2,7 @@ import streamlit as st
 
 import ui
 from attention_core.lessons import kv_cache as kv
-from ui import kv_cache_view as view
+from ui.today import kv_cache_view as view
 from ui import page_state
 
 PAGE = "app_pages/42_kv_cache.py"

@@ -4,7 +4,7 @@ import ui
 from attention_core.forward.claims import say
 from attention_core.lessons.online_softmax import (KIND, Controls, online_softmax_trace, rows_text, skipped_text,
                                                    source_text)
-from ui.online_softmax_view import (block_note, block_panel, checks, controls, final_table, head_value, memory_text,
+from ui.today.online_softmax_view import (block_note, block_panel, checks, controls, final_table, head_value, memory_text,
                                    recurrence, score_note, v_symbol)
 from ui.views import checked_box, claims_shown
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from ui.cache import get_trace
-from ui.demo_charts import D_VALUES, saturation_chart, spread_chart
+from ui.forward.demo_charts import D_VALUES, saturation_chart, spread_chart
 
 PAGE = "app_pages/4_scores.py"
 

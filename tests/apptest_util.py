@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HOME = "app_pages/overview.py"
 
 
-GROUPS = ("position", "score", "display")     # ui/settings.py: the lazy settings groups, key "grp.<name>"
+GROUPS = ("position", "score", "display")     # ui/settings_panel.py: the lazy settings groups, key "grp.<name>"
 
 
 def open_page(page: str = HOME, query: dict | None = None, timeout: float = 60, groups: bool = False) -> AppTest:

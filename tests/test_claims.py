@@ -269,7 +269,7 @@ def test_no_page_shows_a_claim_where_it_does_not_hold(config):
 
 def test_no_sentence_says_the_spread_is_near_1_without_its_condition():
     """The words "near 1 whatever d_k" are false for inputs without unit variance: nowhere in the app."""
-    for path in list((ROOT / "attention_core").glob("*.py")) + list((ROOT / "app_pages").glob("*.py")) + \
-            list((ROOT / "ui").glob("*.py")):
+    for path in list((ROOT / "attention_core").rglob("*.py")) + list((ROOT / "app_pages").rglob("*.py")) + \
+            list((ROOT / "ui").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"near 1,? whatever d_k", text), path

@@ -292,8 +292,11 @@ def test_upload_accepts_quotes_bom_crlf_and_bytes(tmp_path):
     ("text,label\n" + "x" * 1_000_001 + ",neutral\n", "larger than 1 MB"),
     (b"text,label\ncaf\xe9,neutral\n", "not UTF-8"),
     ('text,label\n"unclosed,positive\n', "Line 2: the CSV cannot be read .* check the quotes"),
+    # one line too long to be a file name: once an OSError (File name too long) from asking whether it is a file
+    ("text,label," + "x" * 300, "Line 1 must be the header"),
+    ("x" * 1_000_001, "larger than 1 MB"),
 ], ids=["header", "empty", "no rows", "label", "empty text", "3 fields", "1 field", "long text", "2001 rows",
-        "over 1 MB", "not utf-8", "open quote"])
+        "over 1 MB", "not utf-8", "open quote", "long line", "over 1 MB, one line"])
 def test_upload_errors_name_the_problem(upload, message):
     with pytest.raises(ConfigError, match=message):
         clf.load_dataset(upload)
@@ -413,7 +416,7 @@ def test_learning_rate_5_diverges_with_the_default_settings_but_not_frozen():
     """The train page's help on the learning rate: with its default settings (GloVe, index column, d_k = d_v = 16,
     seed 0, batch 1, 30 epochs, 20% held out) a rate of 5 diverges within a few epochs, and the page stops at the
     last good parameters; with the last layer frozen it does not diverge (so the help says so)."""
-    from ui.training import ModelSettings, encoded, initial_params, shipped_examples
+    from ui.training.classifier_view import ModelSettings, encoded, initial_params, shipped_examples
     s = ModelSettings()
     assert (s.embedding, s.positional, s.d_k, s.d_v, s.seed) == ("glove", "index", 16, 16, 0)
     samples, _ = encoded(shipped_examples(), s.embedding, s.positional)

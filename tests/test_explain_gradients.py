@@ -322,7 +322,7 @@ def test_explanations_hold_under_the_training_settings(change, frozen):
     note names the position X has, the b_K note says /√d_k, and ∂L/∂b_K is 0 where it says so."""
     from attention_core import Config
     from attention_core.forward.claims import CLAIMS, shown_outside
-    from ui.training_step import step_for
+    from ui.training.step_view import step_for
     config = Config(**{"sentence": "i love the cat", "weights": "random", **change})
     trace = step_for(config, "negative", 0.05, ("w_o", "b_o") if frozen else ())[3]
     settings = trace.facts["settings"]

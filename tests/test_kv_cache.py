@@ -174,7 +174,7 @@ def test_cache_size_step_by_step():
     W), W ≥ n (never drops). Each setting shows exactly one of them."""
     base = Config(sentence=LONG, n_heads=2, n_kv_heads=1, **RANDOM)
     n = n_of(base)
-    from ui.kv_cache_view import status_text
+    from ui.today.kv_cache_view import status_text
     growth = ("kv_grows", "kv_stops_growing", "kv_prompt_beyond_window", "kv_window_covers")
     for window in (None, 1, 2, 4, n, n + 5):
         config = base if window is None else base.replace(mask="sliding_window", window=window)
@@ -205,7 +205,7 @@ def test_a_window_is_a_rolling_buffer_of_w_rows():
     """With a window W the cache is a rolling buffer: while a decoded step t is computed it holds exactly tokens
     max(0, t − W + 1) … t, every one visible (no −∞ in its row), and between steps never more than W rows; a prompt
     step holds the prompt's rows. The two sentences (W ≥ 2, W = 1) are shown exactly there, with these numbers."""
-    from ui.kv_cache_view import window_text
+    from ui.today.kv_cache_view import window_text
     base = Config(sentence=LONG, n_heads=2, n_kv_heads=1, **RANDOM)
     n = n_of(base)
     for window in (1, 2, 3, n + 2):
@@ -282,7 +282,7 @@ def test_mha_every_query_head_reads_its_own_kv_head():
 def test_gqa_cache_is_g_times_smaller_than_mha():
     """The decoded cache's size (not a formula) is g times MHA's; "smaller" only when g > 1; the page's shapes
     table shows the decoded cache's shapes."""
-    from ui.kv_cache_view import shapes_table, sharing_text
+    from ui.today.kv_cache_view import shapes_table, sharing_text
     for h, h_kv in [(h, k) for h in (1, 2, 4, 6) for k in range(1, h + 1) if h % k == 0]:
         config = Config(n_heads=h, n_kv_heads=h_kv, d_v=3, **RANDOM)
         ours = kv.decode(config, 0).cache
@@ -459,7 +459,7 @@ def test_calculator_cells_are_explained():
     assert "K and V (the 2) of its 8 KV heads, each d_head = 128 wide" in e.note
     mha = explain(trace, "cache_bytes", (0, 2))
     assert "K and V (the 2) for all 32 heads, one KV head per query head as MHA has, each d_head = 128 wide" in mha.note
-    from ui.kv_cache_view import calculator_table
+    from ui.today.kv_cache_view import calculator_table
     widths = calculator_table(trace)["d_head"]                     # DeepSeek-V3's keys are 128 + 64 wide, values 128
     assert widths["DeepSeek-V3"] == "K 192, V 128" and widths["Llama 3 8B"] == "128"
 

@@ -148,3 +148,18 @@ def test_the_reader_sees_the_circles_it_is_meant_to_catch(module, target):
     planted = source.read_text(encoding="utf-8") + f"\n\ndef _f():\n    {relative}\n"
     assert target not in [t for t, _, _ in imports(source)]
     assert target in [t for t, _, _ in imports(source, planted)]
+
+
+MAX_LINES = 400
+
+
+def test_small_files():
+    """One idea a file: no core module passes 400 lines unless its docstring says why (a line starting
+    "Longer than 400 lines:"), as splitting it would part things that belong together."""
+    long = []
+    for f in FILES:
+        text = f.read_text(encoding="utf-8")
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if len(text.splitlines()) > MAX_LINES and "Longer than 400 lines:" not in doc:
+            long.append(f"{module_name(f)}: {len(text.splitlines())} lines")
+    assert not long, "split these by idea (or say why not in the docstring):\n" + "\n".join(long)

@@ -149,7 +149,7 @@ def test_weights_equal_torch_sdpa_with_the_bias_and_the_mask(name):
 
 
 def test_the_live_checks_agree():
-    from ui.masks_view import checked_text, sink_difference, torch_difference
+    from ui.today.masks_view import checked_text, sink_difference, torch_difference
     for name in ("rope-gqa-window", "alibi6-window", "mqa-padding-additive", "bilinear-causal"):
         t = masks_trace(CONFIGS[name], 1, 0.5)
         diff, how = torch_difference(t)
@@ -588,7 +588,7 @@ def test_a_sink_too_small_for_float64_is_said_to_round_to_1():
 
 def test_formulas_and_words_for_one_element_ranges_rope_additive_and_readers():
     from attention_core.lessons.masks import _scores_why, score_formula, slopes_formula
-    from ui.masks_view import slopes_markdown
+    from ui.today.masks_view import slopes_markdown
     assert r"h = 2 \end{cases}" in slopes_formula(3) and r"h = 4 \end{cases}" in slopes_formula(5)
     assert r"m_{0}, m_{1} = " in slopes_markdown(3) and r"\text{then } m_{2} = " in slopes_markdown(3)
     assert r"\dots" not in slopes_formula(2) + slopes_formula(3) + slopes_markdown(3)

@@ -1,4 +1,4 @@
-"""RoPE: attention_core.math.rope and the /rope page (attention_core.lessons.rope, ui/rope_view.py).
+"""RoPE: attention_core.math.rope and the /rope page (attention_core.lessons.rope, ui/today/rope_view.py).
 
 Against torch as the model libraries write it (Meta's Llama code: torch.polar / view_as_complex; Hugging
 Face's Llama: cos/sin with rotate_half), against RoFormer's formula θ_i = 10000^(−2(i−1)/d) (i from 1

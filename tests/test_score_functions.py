@@ -7,7 +7,7 @@ from attention_core import Config, run_forward
 from attention_core.forward.claims import CLAIMS, say
 from attention_core.lessons.torch_mha import score_costs
 from tests.apptest_util import charts, formulas, no_exception, open_page
-from ui.score_panels import scores_symbol, softmax_text
+from ui.variants.score_panels import scores_symbol, softmax_text
 
 D_VALUES = (1, 4, 16, 64, 256)
 N = 40_000                      # samples per width: the variance is estimated to about ±3% (kurtosis of q·k ≤ 9)

@@ -213,5 +213,5 @@ def test_no_step_text_names_a_seed_file():
         t = tm.pytorch_trace(x, 2, pad=(1,), mode=mode)
         for s in t:
             assert "seed 00" not in f"{s.title} {s.formula} {s.why}".lower(), s.key
-    from ui.torch_view import code_excerpt
+    from ui.variants.torch_view import code_excerpt
     assert "seed 00" not in code_excerpt().lower() and "tutorial 3" in code_excerpt()

@@ -8,8 +8,8 @@ from tests.apptest_util import messages, no_exception, open_page
 from attention_core import Config
 from attention_core.forward.stages import run_forward
 from attention_core.training.training_input import classifier_input
-from ui.training import ModelSettings, initial_params, params_from_npz, params_npz, shipped_examples
-from ui.training_step import GROUPS, step_for
+from ui.training.classifier_view import ModelSettings, initial_params, params_from_npz, params_npz, shipped_examples
+from ui.training.step_view import GROUPS, step_for
 
 
 WALK = [g for g, _ in GROUPS]
@@ -251,7 +251,7 @@ def test_train_page_words_hold_under_its_settings(embedding, positional, freeze)
     runs one head): no training claim shown outside its condition, no "seed 00…"; Position = none says the
     classifier cannot tell word order, and it is so for the trained parameters."""
     from attention_core.forward.claims import CLAIMS, holds
-    from ui.training import ModelSettings, encoded, vocab
+    from ui.training.classifier_view import ModelSettings, encoded, vocab
     at = open_page("app_pages/11_train.py", timeout=120)
     at.selectbox(key="tr_emb").set_value(embedding)
     at.selectbox(key="tr_pos").set_value(positional)

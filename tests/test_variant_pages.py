@@ -190,7 +190,7 @@ def test_pytorch_walk_runs_only_the_open_tab_with_torch_numbers():
 
 
 def test_pytorch_runs_are_cached_per_layer_input_not_per_sidebar_setting():
-    from ui import torch_view as tv
+    from ui.variants import torch_view as tv
     config = Config()
     first = tv.check(config, 1, ())
     hotter = config.replace(temperature=2.5)                 # the layer ignores temperature: same X, same runs
@@ -257,7 +257,7 @@ def json_text(spec) -> str:
 
 @pytest.mark.parametrize("query", [{"temperature": "2.5"}, {"temperature": "0.4", "mask": "causal", "n_heads": "2"}])
 def test_score_function_weights_at_any_temperature_equal_the_forward_pass(query):
-    """The page re-runs only the softmax when the temperature changes (ui/score_panels.py): its
+    """The page re-runs only the softmax when the temperature changes (ui/variants/score_panels.py): its
     weights must be exactly run_forward's under the same settings, for every score function."""
     at = open_page("app_pages/20_score_functions.py", query=query)
     no_exception(at)

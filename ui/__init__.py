@@ -1,4 +1,17 @@
-"""Streamlit-side helpers shared by every page: settings, caches, views."""
+"""The Streamlit side. Here: the page frame every page starts with (ui.page) and the views pages use most.
+
+ui/ mirrors the navigation (ui/nav.py SECTIONS): one folder per section holds the views of that section's
+pages only (nav.FOLDERS: forward/, training/, variants/, today/, labs/, each saying in its __init__ which pages
+it serves); what several sections use stays here, at the top:
+
+    nav              the sections and their pages, the one st.navigation, previous / next links
+    settings         the sidebar's settings -> a Config and its Trace (settings_state, settings_panel: its parts)
+    page_state       a page's own controls, open tab and clicked cell, kept and carried in the link
+    views            the shared views: a Step's box (matrix, widgets, explain_view, raw_html: its parts)
+    charts           Vega-Lite specs: heatmaps of Steps, lines, bars
+    cache            process-wide caches: one Trace per Config, neighbours, pitfalls, exports
+    text             user text made safe for Markdown
+"""
 from __future__ import annotations
 
 import streamlit as st

@@ -1,10 +1,13 @@
-"""The arithmetic behind one number: shown when a heatmap cell is clicked."""
+"""The arithmetic behind one number, shown when a heatmap cell is clicked: is the cell in the matrix, its
+explanation with the live numbers (or its value where no explainer exists), scrolled into view."""
 from __future__ import annotations
 
 import streamlit as st
 
+from attention_core import Step, Trace
 from attention_core.explanations import Explanation
 
+from .raw_html import anchor_class, scroll_into_view
 from .text import md_escape
 
 
@@ -27,3 +30,44 @@ def explanation(e: Explanation, stored: float | None = None) -> None:
             notes.append(f"{'✓' if same else '✗'} {source}: {e.value:.10g}; the cell holds {stored:.10g}.")
         notes.append("Click another cell to explain it; double-click the chart to clear.")
         st.caption("  \n".join(notes))
+
+
+def in_bounds(step: Step, head: int | None, cell: tuple[int, int]) -> bool:
+    """Is (row, column) a cell of the step's matrix (one head's; a vector is one row)?"""
+    try:
+        value = step.value if head is None else step.value[head]
+    except IndexError:
+        return False
+    rows, cols = value.shape if value.ndim == 2 else (1, value.shape[-1])
+    return 0 <= cell[0] < rows and 0 <= cell[1] < cols
+
+
+def explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None) -> None:
+    """The clicked cell's arithmetic, with the live numbers (or its value where no explainer exists)."""
+    from attention_core.explanations import can_explain, explain
+
+    head, (i, j) = clicked
+    s = trace[key] if key in trace else trace.views[key]
+    if not in_bounds(s, head, (i, j)):          # a selection kept from a matrix of another shape: nothing to say
+        return
+    cell = (head, i, j) if head is not None else ((j,) if s.value.ndim == 1 else (i, j))
+    stored = float(s.value[cell])
+    with st.container(key=anchor_class(anchor or key)):
+        if key in trace and can_explain(trace, key):
+            explanation(explain(trace, key, cell, precision=st.session_state.get("s.precision", 3)), stored)
+        else:
+            rows, cols = _labels_of(trace, s, head)
+            where = f" (row {i} “{rows[i]}”, column {j} “{cols[j]}”)" if rows and cols else ""
+            st.info(f"{s.title} {list(cell)} = {stored:.6g}{where}", icon=":material/info:")
+    scroll_into_view(anchor or key, "-".join(map(str, cell)))
+
+
+def _labels_of(trace: Trace, s: Step, head: int | None):
+    axes = s.axes[1:] if head is not None else s.axes
+    if len(axes) != 2 or s.value.ndim - (head is not None) != 2:
+        return None, None
+    shape = s.value.shape[-2:]
+    try:
+        return trace.labels(axes[0], shape[0]), trace.labels(axes[1], shape[1])
+    except Exception:
+        return None, None

@@ -48,6 +48,11 @@ SECTIONS = [
     ]),
 ]
 
+# Each section's folder in ui/, holding the views of that section's pages only (what several sections use
+# stays at ui/'s top). tests/test_house.py: one folder a section, and no other.
+FOLDERS = {"Forward pass": "forward", "Training": "training", "Attention variants": "variants",
+           "Today's attention": "today", "Labs": "labs"}
+
 FORWARD = [f for f, _, _, _ in SECTIONS[0][1]]
 HOME = FORWARD[0]
 # Measured (docs/layout.md): in the sidebar the 17 links push the sentence box to y≈905 px

@@ -51,7 +51,7 @@ from bench._common import (EXCEPTION, Server, Session, after_run, browser_availa
 from tests.load.replicas import NGINX, Replicas, nginx_available  # noqa: E402
 
 APP_SLIDER = "Softmax temperature"          # a setting: the whole page reruns
-GROUP = "grp.score"                         # ...drawn only while this lazy expander is open (ui/settings.py)
+GROUP = "grp.score"                         # ...drawn only while this lazy expander is open (ui/settings_panel.py)
 GROUP_LABEL = "Score, mask & temperature"
 LOCAL_SLIDER = {"scores": "d_k for the experiment"}   # a page's own control in an st.fragment
 TRIVIAL_SLIDER = "Value"

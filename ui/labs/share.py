@@ -1,0 +1,77 @@
+"""A full link to a page with the learner's settings: scheme, host, path and query, ready to paste."""
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import streamlit as st
+
+from .. import nav, page_state
+
+# Pages that draw their own controls and read none of the shared settings: a link opens them as they start.
+OWN_CONTROLS = {"11_train.py", "21_alignment.py", "22_grid.py"}
+
+
+url_path = nav.url_path_of      # the path Streamlit serves a page file at ('' for the Overview)
+
+
+def app_base(current_page: str) -> tuple[str, bool]:
+    """(the app's root URL as the browser sees it, True) — through any proxy, since the browser sends
+    its own address; or (the server's configured address, False) when the client sent none."""
+    url = st.context.url
+    if url:
+        url = url.split("?")[0].split("#")[0].removesuffix("/")
+        here = url_path(current_page)
+        return (url.removesuffix("/" + here) if here else url), True
+    from streamlit import config
+    host = config.get_option("browser.serverAddress") or "localhost"
+    port = config.get_option("browser.serverPort") or config.get_option("server.port")
+    base = (config.get_option("server.baseUrlPath") or "").strip("/")
+    return f"http://{host}:{port}" + (f"/{base}" if base else ""), False
+
+
+def share_link(base: str, page_file: str, query: dict[str, str]) -> str:
+    """base + page path + the settings, each value percent-encoded (spaces as %20)."""
+    path = url_path(page_file)
+    link = base + (f"/{path}" if path else "/")
+    if query and Path(page_file).name not in OWN_CONTROLS:
+        link += "?" + urlencode(query, quote_via=quote, safe=",")
+    elif query.get("presenter"):                 # presenter mode is display only: any page can open in it
+        link += "?presenter=1"
+    return link
+
+
+def share_box(current_page: str, query: dict[str, str]) -> str:
+    """A page chooser (the page the learner came from first), the link with a copy button, an open button.
+
+    The link carries the settings, the chosen page's own controls and clicked cell (ui/page_state.py),
+    and presenter mode only if asked for here (a teacher's projector link; a student's link opens without)."""
+    pages = [entry[0] for _, section in nav.SECTIONS for entry in nav.existing(section)]
+    came_from = st.session_state.get("s.came_from")
+    start = came_from if came_from in pages else nav.HOME
+    page_file = st.selectbox("Page to share", pages, index=pages.index(start), format_func=nav.label_of,
+                             key="export_share_page", help="The page you came from, unless you pick another.")
+    presenter = st.toggle("Open in presenter mode (for a projector)", key="export_share_presenter",
+                          help="Adds presenter=1: larger heatmaps and labels. Leave it off for links meant for "
+                               "students.")
+    base, from_browser = app_base(current_page)
+    own = {} if Path(page_file).name in OWN_CONTROLS else page_state.params(page_file)
+    link = share_link(base, page_file, {**query, **own, **({"presenter": "1"} if presenter else {})})
+    st.code(link, language=None, wrap_lines=True)
+    st.link_button("Open this link in a new tab", link, icon=":material/open_in_new:")
+    notes = ["Copy it with the button at the box's right (it shows when you point at the box): whoever opens it sees that page with the **same "
+             "numbers**." if Path(page_file).name not in OWN_CONTROLS else
+             "This page draws its own controls and reads none of the shared settings: the link opens it as it "
+             "starts."]
+    if not query and not own:
+        notes.append("Your settings are the defaults, so the link needs " + ("only presenter=1." if presenter else
+                                                                             "no parameters."))
+    carried = [what for what, on in (("its own controls as you left them", set(own) - {page_state.CELL}),
+                                     ("the cell you clicked", page_state.CELL in own)) if on]
+    if carried:
+        notes.append(f"On {nav.label_of(page_file)} it also keeps " + " and ".join(carried) + ".")
+    if not from_browser:
+        notes.append(f"Your browser did not say its address, so the link uses this server's configured one "
+                     f"({base}); check it before you share.")
+    st.caption(" ".join(notes))
+    return link

@@ -1,0 +1,125 @@
+"""A matrix or a vector on screen: a Step's heatmap (its clicked cell kept in the link) or table, a small
+Vega-Lite chart, short vectors as one-row tables."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import streamlit as st
+
+from attention_core import Step, Trace
+
+from . import page_state
+from .charts import heatmap_spec
+from .explain_view import explain_cell, in_bounds
+from .raw_html import fit_css_in_fragment
+from .settings_state import presenting
+
+
+def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3, key: str | None = None):
+    """The numbers of a step (one head) as a table. With a key, a cell can be selected, with the
+    mouse or the keyboard (arrow keys in the grid): returns the selected (row, col) or None."""
+    import pandas as pd
+    value, axes = (step.value[head], step.axes[1:]) if head is not None else (step.value, step.axes)
+    if value.ndim == 1:
+        value, axes = value[None, :], ("",) + axes
+    rows = trace.labels(axes[0], value.shape[0]) if axes[0] else [step.key]
+    cols = trace.labels(axes[1], value.shape[1])
+    names = [f"c{j}" for j in range(value.shape[1])]          # positional names, the labels are shown
+    frame = pd.DataFrame(np.where(np.isneginf(value), np.nan, value), index=rows, columns=names)
+    config = {n: st.column_config.NumberColumn(str(c), format=f"%.{digits}f") for n, c in zip(names, cols)}
+    if key is None:
+        st.dataframe(frame, column_config=config, width="content")
+        state = None
+    else:
+        state = st.dataframe(frame, column_config=config, width="content", key=key, on_select="rerun",
+                             selection_mode="single-cell")
+    if np.isneginf(value).any():
+        st.caption("Empty cells are −∞ (masked).")
+    cells = list(state.selection.cells) if state is not None and "selection" in state else []
+    if not cells:
+        return None
+    row, name = cells[0]
+    return int(row), int(str(name)[1:])
+
+
+def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
+            key: str | None = None, domain=None, max_w: float = 620, explain: bool = False, highlight=None):
+    """Draw one heatmap; returns the clicked cell (i, j) or None (or shows its arithmetic if `explain`).
+
+    highlight: (row, col) cells to outline."""
+    spec, cells = heatmap_spec(trace, step, head, title, domain, max_w, highlight, presenting())
+    fit_css_in_fragment()
+    state = st.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
+                               selection_mode="cell", width="content")
+    points = (state or {}).get("selection", {}).get("cell") if state else None
+    chart_key = key or f"hm:{step.key}:{head}"
+    cell = (int(points[0]["i"]), int(points[0]["j"])) if points else None
+    if cell is not None and not in_bounds(step, head, cell):
+        cell = None            # a selection the chart kept from a matrix of another shape (the settings changed)
+    page_state.click(chart_key, cell)                  # the link carries the last clicked cell
+    if cell is None:
+        cell = page_state.restored(chart_key)          # … and opens it again
+        if cell is not None and not in_bounds(step, head, cell):
+            cell = None                                # a link's cell outside this matrix: none opened
+    if cell is None:
+        return None
+    if explain:
+        explain_cell(trace, step.key, (head, cell), anchor=key)
+    return cell
+
+
+def chart(spec: dict, target=None):
+    """A small Vega-Lite chart whose inline rows travel as a pyarrow Table (Streamlit would
+    otherwise build a pandas frame from them on every rerun). target: a placeholder (st.empty)."""
+    import pyarrow as pa
+    if target is None:
+        fit_css_in_fragment()
+    draw = (target or st).vega_lite_chart
+    values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
+    width = "stretch" if spec.get("width") == "container" else "content"
+    if values is None:
+        return draw(spec=spec, width=width)
+    return draw(pa.Table.from_pylist(values), spec={k: v for k, v in spec.items() if k != "data"}, width=width)
+
+
+@functools.lru_cache(maxsize=256)
+def number_columns(names: tuple[str, ...], digits: int, gaps: tuple[str, ...] = ()) -> dict:
+    """A column_config of fixed-decimal number columns, built once per (names, digits): Streamlit
+    copies the mapping it is given (process_config_mapping), so one shared dict is safe. The
+    columns in `gaps` hold gapped_column()'s text, right-aligned like the numbers."""
+    return {c: st.column_config.TextColumn(alignment="right") if c in gaps else
+            st.column_config.NumberColumn(format=f"%.{digits}f") for c in names}
+
+
+def gapped_column(values: np.ndarray, digits: int):
+    """A number column with gaps (NaN) as text, the gaps empty: Streamlit's grid writes a null as
+    'None'. Pair it with number_columns(..., gaps=...)."""
+    import pyarrow as pa
+    return pa.array(["" if np.isnan(x) else f"{x:.{digits}f}" for x in np.asarray(values, dtype=np.float64)])
+
+
+def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
+    """A short vector as a one-row table."""
+    import pyarrow as pa
+    v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    names = tuple(labels or [str(i) for i in range(v.size)])
+    row = pa.Table.from_arrays([v[k:k + 1] for k in range(v.size)], names=list(names))
+    st.dataframe(row, hide_index=True, width="content", column_config=number_columns(names, digits))
+
+
+def vector_rows(rows: dict[str, np.ndarray], digits: int = 3) -> None:
+    """Several short vectors as one table, one row each, named in its first column; columns are
+    the entries' indices 0, 1, … (a shorter vector's missing entries stay empty). One element
+    instead of one table per vector."""
+    import pyarrow as pa
+    width = max(np.size(v) for v in rows.values())
+    grid = np.full((len(rows), width), np.nan)
+    for r, v in enumerate(rows.values()):
+        grid[r, :np.size(v)] = np.ravel(v)
+    names = tuple(str(k) for k in range(width))
+    gaps = tuple(n for k, n in enumerate(names) if np.isnan(grid[:, k]).any())
+    table = pa.Table.from_arrays([pa.array(list(rows))] + [gapped_column(grid[:, k], digits) if names[k] in gaps
+                                                           else grid[:, k] for k in range(width)],
+                                 names=["vector", *names])
+    st.dataframe(table, hide_index=True, width="content", column_config=number_columns(names, digits, gaps))
