@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench._common import TRIVIAL_APP, Table, all_pages  # noqa: E402
 
-TEMPERATURE = "w.temperature"       # ui/settings.py: widget keys are "w.<Config field>"
-GROUP_LABEL = "Score, mask & temperature"   # ui/settings.py: the lazy group the slider is drawn in
+TEMPERATURE = "w.temperature"       # ui/settings_state.py: widget keys are "w.<Config field>"
+GROUP_LABEL = "Score, mask & temperature"   # ui/settings_panel.py: the lazy group the slider is drawn in
 WORDS = ("the quick brown fox jumps over a lazy dog while students watch attention weights move "
          "across every row").split()
 LEVELS = {

@@ -22,7 +22,7 @@ in one process first, then Streamlit's websocket protocol, then a real browser.
    Pages without the settings panel (no such slider: training_step, train, alignment, grid)
    are listed as such; AppTest's table gives their plain rerun.
    Ratios are medians over the one-slider page's median, measured before and after the pages.
-   Levels (bench/apptest_rerun.LEVELS): defaults; largest = the widget bounds in ui/settings.py
+   Levels (bench/apptest_rerun.LEVELS): defaults; largest = the widget bounds in ui/settings_panel.py
    (random embeddings and weights, d_model=128, d_k=d_v=64, 8 heads) and a 100-token sentence.
 
 3. Headless chromium: a slider change redrawn, p95 (key press on the slider -> the websocket
@@ -49,7 +49,7 @@ from bench._common import (CHART, REDRAW_HOOK, Server, Session, Table, all_pages
                            write_trivial_app)
 
 SLIDER = "Softmax temperature"          # the sidebar's settings, in the lazy group below
-GROUP = "grp.score"                     # ui/settings.py: st.expander("Score, mask & temperature", key=...)
+GROUP = "grp.score"                     # ui/settings_panel.py: st.expander("Score, mask & temperature", key=...)
 GROUP_LABEL = "Score, mask & temperature"
 LEVELS = apptest_rerun.LEVELS           # the same URL settings as the AppTest part
 TARGET = apptest_rerun.TARGET
