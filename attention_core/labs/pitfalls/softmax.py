@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..explanations import settings_of
-from ..forward.trace import Trace
-from ..forward.weights import param_rng
-from ..math import attention as att
-from ..math.gqa import expand_kv
-from .pitfalls_base import (PitfallResult, difference, mask_of, one_token, pitfall, rows_sum_to_one, symbols,
+from ...explanations import settings_of
+from ...forward.trace import Trace
+from ...forward.weights import param_rng
+from ...math import attention as att
+from ...math.gqa import expand_kv
+from .base import (PitfallResult, difference, mask_of, one_token, pitfall, rows_sum_to_one, symbols,
                             trace_of)
 
 

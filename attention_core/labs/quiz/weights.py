@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..forward.trace import Trace
-from .quiz_grading import Question
-from .quiz_notation import config_of, groups
+from ...forward.trace import Trace
+from .grading import Question
+from .notation import config_of, groups
 
 def _weights_rows(trace: Trace):
     """[(head index or None, row i)] of the weights that have some weight (not fully masked)."""
@@ -86,7 +86,7 @@ ROWS_NOT_COLUMNS = "quiz_rows_not_columns"      # its words: claims.py, the quiz
 def column_sum_question(trace: Trace, rng: np.random.Generator) -> Question | None:
     if "weights" not in trace or trace["weights"].value.ndim not in (2, 3) or trace.n < 2:
         return None
-    from ..forward.claims import CLAIMS, say
+    from ...forward.claims import CLAIMS, say
     w = trace["weights"].value
     h = int(rng.integers(w.shape[0])) if w.ndim == 3 else None
     block = w[h] if h is not None else w                                  # (n_q, n_k)

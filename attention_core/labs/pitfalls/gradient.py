@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..forward.trace import Trace
-from ..forward.weights import param_rng
-from ..math import attention as att
-from .pitfalls_base import PitfallResult, difference, one_token, pitfall, trace_of
+from ...forward.trace import Trace
+from ...forward.weights import param_rng
+from ...math import attention as att
+from .base import PitfallResult, difference, one_token, pitfall, trace_of
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..math import attention as att
-from .pitfalls_base import PitfallResult, count, difference, one_head_squeezed, pitfall, query_key_heads, trace_of
+from ...math import attention as att
+from .base import PitfallResult, count, difference, one_head_squeezed, pitfall, query_key_heads, trace_of
 
 
 # ---- 11. is_causal=True with fewer queries than keys ----------------------------------------------------

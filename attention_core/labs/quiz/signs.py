@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..forward.trace import Trace
-from .quiz_grading import Question
-from .quiz_notation import at, by_head, divided_by_t, groups, num, softmax_scores, temperature_of
+from ...forward.trace import Trace
+from .grading import Question
+from .notation import at, by_head, divided_by_t, groups, num, softmax_scores, temperature_of
 
 ZERO = 1e-12                     # |value| at or below this counts as zero for a sign question
 UP_DOWN = ("up (positive)", "down (negative)", "stay (zero)")    # how a sign question about a change is answered

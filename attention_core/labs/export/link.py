@@ -13,8 +13,8 @@ import math
 import re
 from dataclasses import fields
 
-from ..forward.config import COMBINES, EMBEDDINGS, MASKS, POSITIONALS, SCORES, UNKNOWN_POLICIES, WEIGHTS, Config
-from ..math.limits import ConfigError
+from ...forward.config import COMBINES, EMBEDDINGS, MASKS, POSITIONALS, SCORES, UNKNOWN_POLICIES, WEIGHTS, Config
+from ...math.limits import ConfigError
 
 QUERY_FIELDS = tuple(f.name for f in fields(Config) if f.name != "vectors")
 CHOICES = {"embedding": EMBEDDINGS, "unknown": UNKNOWN_POLICIES, "positional": POSITIONALS,
@@ -86,7 +86,7 @@ def _parse(name: str, raw: str):
 def _forward_error(config: Config) -> str | None:
     """None if the forward pass runs, else why not (a ConfigError: heads, padding past the end, no known
     words; or a missing table)."""
-    from ..forward.stages import run_forward
+    from ...forward.stages import run_forward
     try:
         run_forward(config)
         return None

@@ -32,8 +32,8 @@ import zipfile
 
 import numpy as np
 
-from ..forward.config import Config
-from ..forward.trace import Step, Trace
+from ...forward.config import Config
+from ...forward.trace import Step, Trace
 
 # ---- the notation's symbol for each step (docs/notation.md), as plain text ------------------------------
 

@@ -14,7 +14,7 @@ Each step hands the next the name of the variable softmax would read so far (`lo
 """
 from __future__ import annotations
 
-from .export_script_base import Script
+from .script_base import Script
 
 ALIBI_SLOPES = '''
 
@@ -90,7 +90,7 @@ def add_scores(s: Script, sq: str, sk: str) -> str:
 
 def add_alibi(s: Script, logits: str, before: str) -> tuple[str, str]:
     """ALiBi: the slopes m_h, the bias B_h[i, j] = −m_h |i − j| and the biased scores; their name and symbol."""
-    from ..forward.stages import exact_slope
+    from ...forward.stages import exact_slope
     add, hs = s.add, s.hs
     add("# -- ALiBi: slopes m_h, h = 0 … H−1 (Press et al.): 2^(−8(h+1)/H) when H is a power of two (the paper")
     add("#    counts heads from 1: 2^(−8h/H)); otherwise the c = 2^⌊log2 H⌋ slopes of c heads, then every other")

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..forward.config import Config
-from ..forward.trace import Trace
+from ...forward.config import Config
+from ...forward.trace import Trace
 
 
 def literal(a: np.ndarray) -> str:
@@ -92,7 +92,7 @@ class Script:
     def param(self, name: str, shape: tuple, fan_in: int) -> str:
         """The code of a weight: the trained matrix (W_Q, W_K, W_V under trained weights) or the literal seeded
         start as literals, else a call of the script's param(), which draws it as the explorer does."""
-        from ..forward.weights import init_weight
+        from ...forward.weights import init_weight
         if self.trained and name in ("w_q", "w_k", "w_v"):
             return literal(self.trace[name].value)
         if self.literal:
@@ -101,7 +101,7 @@ class Script:
 
     def bias(self, name: str, shape: tuple) -> str:
         """The code of a bias, as param() writes a weight."""
-        from ..forward.weights import init_bias
+        from ...forward.weights import init_bias
         if self.trained and name in ("b_q", "b_k", "b_v"):
             return literal(self.trace[name].value)
         return literal(init_bias(self.config.seed, name, shape)) if self.literal else f"bias({name!r}, {shape!r})"

@@ -9,7 +9,7 @@ Q = X W_Q, K = X W_K, V = X W_V (split per head), and RoPE's rotation of Q and K
 """
 from __future__ import annotations
 
-from .export_script_base import Script, literal
+from .script_base import Script, literal
 
 NOTHING_ADDED = {"rope": "nothing added to X (RoPE rotates Q and K below)",
                  "alibi": "nothing added to X (ALiBi biases the scores below)"}

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from ..forward.trace import Trace
-from .quiz_grading import Question
-from .quiz_notation import at, config_of, facts_line, groups, name_of, shape_text
+from ...forward.trace import Trace
+from .grading import Question
+from .notation import at, config_of, facts_line, groups, name_of, shape_text
 
 SHAPE_STEPS = ("q", "k", "v", "w_q", "w_v", "scores", "weights", "context", "w_o", "output", "q_heads",
                "v_heads", "concat", "x", "pe", "w_b", "w_a_q", "masked_scores", "w_k", "k_heads", "k_rot", "alibi")

@@ -24,11 +24,11 @@ with "dL/d…" gradient steps gets its sign questions from those).
 
 The questions live by family:
 
-    quiz_grading   Question; reading a typed answer (shape, sign, number, yes/no, choice); grade
-    quiz_notation  the notation in plain text: symbols, entries such as A_1[3,0], names, shapes, the caption
-    quiz_shapes    the shape of a step, the numbers a weight matrix holds, a scaled score from its raw score
-    quiz_weights   the word or head attended to most, a row's and a column's sum, a masked key's weight
-    quiz_signs     up, down or stay: the sign of one derivative, in closed form or from a gradient step
+    grading   Question; reading a typed answer (shape, sign, number, yes/no, choice); grade
+    notation  the notation in plain text: symbols, entries such as A_1[3,0], names, shapes, the caption
+    shapes    the shape of a step, the numbers a weight matrix holds, a scaled score from its raw score
+    weights   the word or head attended to most, a row's and a column's sum, a masked key's weight
+    signs     up, down or stay: the sign of one derivative, in closed form or from a gradient step
 """
 from __future__ import annotations
 
@@ -36,14 +36,14 @@ import zlib
 
 import numpy as np
 
-from ..forward.trace import Trace
-from .quiz_grading import Question, grade, parse_number, parse_shape, parse_sign, parse_yesno, readable
-from .quiz_notation import PLAIN_SCORES, score_step_symbol, softmax_scores, symbols_caption
-from .quiz_notation import at as _at                      # tests/test_quiz.py reads it under its old name
-from .quiz_shapes import parameter_count_question, scaled_score_question, shape_question
-from .quiz_signs import (context_question_at, context_sign_question, gradient_sign_question, output_sign_question,
+from ...forward.trace import Trace
+from .grading import Question, grade, parse_number, parse_shape, parse_sign, parse_yesno, readable
+from .notation import PLAIN_SCORES, score_step_symbol, softmax_scores, symbols_caption
+from .notation import at as _at                      # tests/test_quiz.py reads it under its old name
+from .shapes import parameter_count_question, scaled_score_question, shape_question
+from .signs import (context_question_at, context_sign_question, gradient_sign_question, output_sign_question,
                          softmax_sign_question)
-from .quiz_weights import (attends_question, column_sum_question, masked_weight_question, row_sum_question,
+from .weights import (attends_question, column_sum_question, masked_weight_question, row_sum_question,
                            which_head_question)
 
 GENERATORS = (shape_question, attends_question, gradient_sign_question, row_sum_question, which_head_question,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..forward.trace import Trace
-from ..math import notation
+from ...forward.trace import Trace
+from ...math import notation
 
 PLAIN_SCORES = {notation.S: "S", notation.S_SCALED: "Ŝ", notation.S_MASKED: "S̃",
                 rf"{notation.S} + {notation.B}": "S + B", rf"{notation.S_SCALED} + {notation.B}": "Ŝ + B"}
@@ -91,7 +91,7 @@ def temperature_of(trace: Trace) -> float:
     config = trace.facts.get("config")
     if config is not None:
         return float(config.temperature)
-    from ..explanations import settings_of
+    from ...explanations import settings_of
     return settings_of(trace).temperature
 
 

@@ -1,5 +1,5 @@
 """A runnable numpy-only script of the forward pass, written for one configuration: its docstring (the settings,
-the notation), the constants and helpers, then every step (export_script_inputs, export_script_attention) and a
+the notation), the constants and helpers, then every step (script_inputs, script_attention) and a
 main that prints them or saves them to an .npz.
 
     >>> from attention_core import Config
@@ -9,10 +9,10 @@ main that prints them or saves them to an .npz.
 """
 from __future__ import annotations
 
-from ..forward.config import Config
-from .export_script_attention import add_attention
-from .export_script_base import Script
-from .export_script_inputs import add_inputs
+from ...forward.config import Config
+from .script_attention import add_attention
+from .script_base import Script
+from .script_inputs import add_inputs
 
 RUN_AND_NOTATION = """\
 Run:  python this_file.py            prints every step
@@ -84,7 +84,7 @@ def python_script(config: Config, weights: str = "seeded") -> str:
     out in numpy. The sentence and its tokens appear only as repr()'d
     string literals assigned to SENTENCE and TOKENS. Run it: `python script.py [steps.npz]`.
     """
-    from ..forward.stages import run_forward
+    from ...forward.stages import run_forward
     if weights not in ("seeded", "literal"):
         raise ValueError("weights must be 'seeded' or 'literal'")
     s = Script(config, run_forward(config), literal=weights == "literal")

@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
-from ..explanations import settings_of
-from ..forward.trace import Trace
-from ..forward.weights import param_rng
-from ..math import attention as att
-from .pitfalls_base import PitfallResult, difference, pitfall, query_key_rows, trace_of
+from ...explanations import settings_of
+from ...forward.trace import Trace
+from ...forward.weights import param_rng
+from ...math import attention as att
+from .base import PitfallResult, difference, pitfall, query_key_rows, trace_of
 
 
 # ---- 2. no √d_k at large d_k ---------------------------------------------------------------------------

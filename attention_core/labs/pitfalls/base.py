@@ -18,11 +18,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..explanations import settings_of
-from ..forward.config import Config
-from ..forward.stages import run_forward
-from ..forward.trace import Trace
-from ..math.gqa import expand_kv
+from ...explanations import settings_of
+from ...forward.config import Config
+from ...forward.stages import run_forward
+from ...forward.trace import Trace
+from ...math.gqa import expand_kv
 
 ROW_SUM_TOL = 1e-9
 

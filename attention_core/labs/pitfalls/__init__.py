@@ -20,21 +20,21 @@ wrong versions coincide with the right one (the check_detail says so).
 
 The mistakes live by family, each function marked with its card (@pitfall: title, source, words):
 
-    pitfalls_base       PitfallResult, Pitfall, the @pitfall mark, symbols, the checks' helpers
-    pitfalls_softmax    softmax over the wrong axis, −∞ and a fully masked row, dropout at inference, scores @ V
-    pitfalls_scaling    no √d_k at a large d_k, / √(n·d_k)
-    pitfalls_gradient   one softmax Jacobian for every row
-    pitfalls_positions  the odd width's last encoding column, ALiBi without [0::2], RoPE's pairing
-    pitfalls_decoding   is_causal=True against a KV cache, a window of W + 1 keys, a latent cache × 2
+    base       PitfallResult, Pitfall, the @pitfall mark, symbols, the checks' helpers
+    softmax    softmax over the wrong axis, −∞ and a fully masked row, dropout at inference, scores @ V
+    scaling    no √d_k at a large d_k, / √(n·d_k)
+    gradient   one softmax Jacobian for every row
+    positions  the odd width's last encoding column, ALiBi without [0::2], RoPE's pairing
+    decoding   is_causal=True against a KV cache, a window of W + 1 keys, a latent cache × 2
 """
 from __future__ import annotations
 
-from .pitfalls_base import Pitfall, PitfallResult, difference, symbols
-from .pitfalls_decoding import causal_upper_left, latent_cache_bytes_per_token, latent_cache_x2, window_w_plus_one
-from .pitfalls_gradient import SmallAttention, one_jacobian, small_attention
-from .pitfalls_positions import alibi_no_step, alibi_slopes_without_step, odd_pe_zero, rope_pairing, seed_001_encoding
-from .pitfalls_scaling import no_scaling, sqrt_len_q
-from .pitfalls_softmax import dropout_at_inference, naive_softmax, neg_inf_nan, scores_times_v, softmax_axis
+from .base import Pitfall, PitfallResult, difference, symbols
+from .decoding import causal_upper_left, latent_cache_bytes_per_token, latent_cache_x2, window_w_plus_one
+from .gradient import SmallAttention, one_jacobian, small_attention
+from .positions import alibi_no_step, alibi_slopes_without_step, odd_pe_zero, rope_pairing, seed_001_encoding
+from .scaling import no_scaling, sqrt_len_q
+from .softmax import dropout_at_inference, naive_softmax, neg_inf_nan, scores_times_v, softmax_axis
 
 PITFALLS: tuple[Pitfall, ...] = tuple(compute.pitfall for compute in (
     softmax_axis, no_scaling, neg_inf_nan, dropout_at_inference, scores_times_v, one_jacobian, sqrt_len_q,

@@ -10,11 +10,11 @@ import math
 
 import numpy as np
 
-from ..explanations import settings_of
-from ..math import attention as att
-from ..math.gqa import expand_kv
-from ..math.positional import sinusoidal_encoding
-from .pitfalls_base import PitfallResult, count, difference, heads_of, pitfall, power, trace_of
+from ...explanations import settings_of
+from ...math import attention as att
+from ...math.gqa import expand_kv
+from ...math.positional import sinusoidal_encoding
+from .base import PitfallResult, count, difference, heads_of, pitfall, power, trace_of
 
 
 # ---- 8. odd d_model: the sinusoidal encoding's last column left at zero (seed 001) --------------------
@@ -87,7 +87,7 @@ def alibi_no_step(source) -> PitfallResult:
     −m_h·(i − j) to Q Kᵀ/√d_k of the learner's head h mod H. Heads counted from 0.
     """
     trace, _ = trace_of(source)
-    from ..math.alibi import alibi_slopes
+    from ...math.alibi import alibi_slopes
     h_learner = trace.facts["n_heads"]
     n_alibi = _alibi_heads(h_learner)
     right, bad = alibi_slopes(n_alibi), alibi_slopes_without_step(n_alibi)          # (H,), m_0 … m_{H−1}
@@ -133,7 +133,7 @@ def rope_pairing(source) -> PitfallResult:
     The learner's head-0 Q and K play the projections of a rotary model with interleaved pairs (Meta's
     Llama code); their columns permuted by half_permutation are the converted checkpoint (Hugging Face's).
     """
-    from ..math.rope import half_permutation, rotary_embedding
+    from ...math.rope import half_permutation, rotary_embedding
     trace, _ = trace_of(source)
     q, k = heads_of(trace, "q")[0], heads_of(trace, "k")[0]                       # (n, d_k): head 0
     d_k = q.shape[1]
