@@ -22,11 +22,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..math.data import DATA_DIR
-from ..math.embeddings import Vocabulary, embed
-from ..math.limits import MAX_CHARS, ConfigError
-from ..math.positional import index_feature, sinusoidal_encoding
-from ..math.text import resolve
+from ...math.data import DATA_DIR
+from ...math.embeddings import Vocabulary, embed
+from ...math.limits import MAX_CHARS, ConfigError
+from ...math.positional import index_feature, sinusoidal_encoding
+from ...math.text import resolve
 from .model import CLASSES, label_index
 
 POSITIONALS = ("index", "sinusoidal", "none")

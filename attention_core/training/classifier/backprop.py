@@ -14,7 +14,7 @@ With H heads, C, Q, K, V and their gradients are (n, H·d): the heads' column bl
 Gradients are named "dL/d<name>" and have the shape of <name>. tests/test_classifier.py checks them against
 torch autograd and finite differences (gradient_check.py) to 1e-9.
 
-    >>> from attention_core.training.model import _forward, init_params
+    >>> from attention_core.training.classifier.model import _forward, init_params
     >>> params = init_params(d_in=4, d_k=2, d_v=3, seed=0)
     >>> c = _forward(params, np.ones((5, 4)), 2)
     >>> g = _backward(params, c, 2)
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..math.attention import merge_heads, split_heads
+from ...math.attention import merge_heads, split_heads
 from .model import PARAM_NAMES, _forward
 
 

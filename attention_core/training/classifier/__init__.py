@@ -18,7 +18,7 @@ Two mistakes of the tutorial are fixed: each row of A is its own softmax, so eac
 own Jacobian diag(a_i) − a_i a_iᵀ (the text builds one from A's first column and uses it for
 every row); and the scores are divided by √d_k, not by √(number of entries of Q).
 
-This file is the classifier's entry point (`from attention_core import classifier as clf`); each part
+This folder's __init__ is the classifier's entry point (`from attention_core import classifier as clf`); each part
 is a file of its own, and every name below is found here as well as there:
 
     model.py           the parameters and the forward pass, the shape of every line
@@ -27,6 +27,8 @@ is a file of its own, and every name below is found here as well as there:
     dataset.py         the CSV of sentences and labels, and a sentence as X
     step_trace.py      the trace of one training step: forward and backward as Steps, explained cell by cell
     gradient_check.py  the same model in torch, and the hand gradients against autograd and finite differences
+    gradient_explainers.py  the arithmetic of each cell of the trace: a table of sums, the softmaxes, the rest
+    cell_arithmetic.py      what those explainers share: naming a cell; a sum of products as a row of data
 
     >>> params = init_params(d_in=4, d_k=2, d_v=3, seed=0)
     >>> x = np.arange(12.0).reshape(3, 4) / 10                  # 3 words, 4 features each
@@ -41,9 +43,9 @@ from __future__ import annotations
 
 import numpy as np  # noqa: F401  (the doctest above uses it)
 
-from ..forward.trace import Trace
-from ..math.attention import softmax
-from ..math.limits import ConfigError
+from ...forward.trace import Trace
+from ...math.attention import softmax
+from ...math.limits import ConfigError
 from . import gradient_explainers  # noqa: F401  (registers the explainers of this trace's steps)
 from .backprop import loss_and_gradients, softmax_jacobians
 from .dataset import (DATA_PATH, MAX_DATASET_BYTES, MAX_DATASET_ROWS, POSITIONALS, Example, Sample, d_in_for,

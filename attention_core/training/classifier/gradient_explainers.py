@@ -41,8 +41,8 @@ import math
 
 import numpy as np
 
-from ..explanations import Context, join_terms, latex_text, row_excerpt, softmax_fraction
-from ..forward.claims import say
+from ...explanations import Context, join_terms, latex_text, row_excerpt, softmax_fraction
+from ...forward.claims import say
 from .cell_arithmetic import (FAN_IN, JACOBIAN, TEX, Sum, class_name, explain_sum, explanation, label, ref, ref_text,
                               register, settings, shown_terms, sum_of, word)
 

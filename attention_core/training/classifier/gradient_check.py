@@ -2,7 +2,7 @@
 
 torch is imported inside the functions only: attention_core never pulls it in at import.
 
-    >>> from attention_core.training.model import init_params
+    >>> from attention_core.training.classifier.model import init_params
     >>> params = init_params(d_in=3, d_k=2, d_v=2, seed=0)
     >>> errors = check_gradients(params, np.eye(3), "neutral")
     >>> max(e["torch"] for e in errors.values()) < 1e-9, max(e["finite_differences"] for e in errors.values()) < 1e-6
@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..math.limits import ConfigError
+from ...math.limits import ConfigError
 from .backprop import loss_and_gradients
 from .model import _as_input, _forward, label_index
 

@@ -19,9 +19,9 @@ import math
 
 import numpy as np
 
-from ..forward.weights import init_weight
-from ..math.attention import merge_heads, softmax, split_heads
-from ..math.limits import MAX_DIM, MAX_HEADS, ConfigError
+from ...forward.weights import init_weight
+from ...math.attention import merge_heads, softmax, split_heads
+from ...math.limits import MAX_DIM, MAX_HEADS, ConfigError
 
 CLASSES = ("negative", "neutral", "positive")    # seed 000's one-hot order: [1,0,0], [0,1,0], [0,0,1]
 PARAM_NAMES = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")

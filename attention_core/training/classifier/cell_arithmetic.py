@@ -20,8 +20,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..explanations import Context, Explanation, join_terms
-from ..explanations import register as register_explainer
+from ...explanations import Context, Explanation, join_terms
+from ...explanations import register as register_explainer
 
 KIND = "classifier"
 
@@ -98,7 +98,7 @@ def settings(ctx: Context):
     """The TrainingSettings the trace was made under (classifier.forward records them; not known: positional None)."""
     made_under = ctx.trace.facts.get("settings")
     if made_under is None:
-        from .training_input import TrainingSettings
+        from ..training_input import TrainingSettings
         made_under = TrainingSettings(positional=None)
     return made_under
 

@@ -6,7 +6,7 @@ train() runs epochs of such steps over the sentences, one at a time (seed 000's 
 mini-batches, and stops with TrainingDiverged, keeping the last good parameters, as soon as the loss or a
 parameter is NaN or infinite.
 
-    >>> from attention_core.training.model import init_params
+    >>> from attention_core.training.classifier.model import init_params
     >>> params = init_params(d_in=2, d_k=2, d_v=2, seed=0)
     >>> moved = sgd_step(params, {name: np.ones_like(value) for name, value in params.items()}, 0.5, frozen=("b_o",))
     >>> float(moved["b_q"][0]), float(moved["b_o"][0])
@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..math.limits import ConfigError
+from ...math.limits import ConfigError
 from .backprop import loss_and_gradients
 from .dataset import MAX_DATASET_ROWS
 from .model import PARAM_NAMES, _forward

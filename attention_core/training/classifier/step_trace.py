@@ -5,7 +5,7 @@ with its axes, its formula and a sentence of why; backward(..., trace) adds ever
 hand-written backward pass (backprop.py) as a Step "dL/d<name>", and the row Jacobians "dweights/dscores".
 Importing this file registers the explainers of every one of those Steps (gradient_explainers.py).
 
-    >>> from attention_core.training.model import init_params
+    >>> from attention_core.training.classifier.model import init_params
     >>> params = init_params(d_in=4, d_k=2, d_v=3, seed=0)
     >>> loss, trace = forward(params, np.arange(12.0).reshape(3, 4) / 10, "positive")
     >>> trace["scores"].formula
@@ -21,13 +21,13 @@ import math
 import numpy as np
 
 from . import gradient_explainers  # noqa: F401  (registers the explainers of this trace's steps)
-from ..forward.claims import say
-from ..forward.trace import Trace
-from ..math.limits import ConfigError
+from ...forward.claims import say
+from ...forward.trace import Trace
+from ...math.limits import ConfigError
 from .backprop import _backward, softmax_jacobians
 from .cell_arithmetic import PLAIN, TEX
 from .model import CLASSES, PARAM_AXES, PARAM_NAMES, _as_input, _forward, label_index
-from .training_input import TrainingSettings
+from ..training_input import TrainingSettings
 
 # How the math writes each name (LaTeX), and how a title writes it (plain text).
 _SYMBOLS = {name: TEX[name] for name in (*PARAM_NAMES, "x", "q", "k", "v", "scores", "weights", "context", "f",
