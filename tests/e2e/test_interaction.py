@@ -44,6 +44,22 @@ def token_rows(tab, want: list[str] | None = None) -> list[list[str]]:
     return [c["y"] for c in wait_for_charts(tab, ok) if c["visible"] and c["rendered"]]
 
 
+def settled_count(locator, quiet_s: float = 1.5, timeout_s: float = 20.0) -> int:
+    """How many elements match, once the number has stayed the same for quiet_s: the browser mounts a page's
+    charts one after another after the run ends (on a loaded machine the second heatmap can come a second later)."""
+    import time
+    start = time.monotonic()
+    count, since = locator.count(), time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        time.sleep(0.25)
+        now = locator.count()
+        if now != count:
+            count, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            break
+    return count
+
+
 def sentence_box(tab):
     return tab.locator("[data-testid='stSidebar']").get_by_role("textbox", name="Sentence")
 
@@ -157,7 +173,7 @@ def test_clicking_a_cell_shows_its_arithmetic(app_server, student):
     cells = tab.locator(CHART).first.locator("svg.marks g.mark-rect.role-mark path")       # the page's first heatmap
     n = len(SENTENCE_C.split())
     assert cells.count() >= n * n, cells.count()
-    before = tab.locator(CHART).count()
+    before = settled_count(tab.locator(CHART))      # the charts the run drew, once all have mounted
     # the cell of row 1, column 2 (cells are drawn row by row)
     after_run(tab, lambda: cells.nth(1 * n + 2).click())
     shown = tab.get_by_text("was made", exact=False)
@@ -165,7 +181,7 @@ def test_clicking_a_cell_shows_its_arithmetic(app_server, student):
     text = shown.first.inner_text()
     assert "[1,2]" in text, text
     expect(tab.get_by_text("✓ recomputed from the terms above", exact=False).first).to_be_visible()
-    assert tab.locator(CHART).count() == before
+    assert settled_count(tab.locator(CHART)) == before
     no_exception(tab)
 
 
