@@ -438,10 +438,25 @@ class Walk:
                 self.tab.keyboard.press("Escape")
         raise RuntimeError("its dropdown would not open (click, arrow button, ArrowDown)")
 
+    def click_option(self, box, listbox, n: int, attempts: int = 3) -> None:
+        """Click option n of an open dropdown. When a run lands while the list is open (a slow machine: the
+        run the last interaction caused redraws the widget) the option is detached and the list closes:
+        wait for the app to be idle, open the list again and click once more; a list that never holds
+        still (a rerun loop) still fails, after `attempts` tries."""
+        for attempt in range(attempts):
+            try:
+                listbox.locator("[role='option']").nth(n).click(timeout=8_000)
+                return
+            except Exception:
+                if attempt == attempts - 1:
+                    raise
+                self.tab.keyboard.press("Escape")
+                self.tab.wait_for_selector(IDLE, timeout=RUN_TIMEOUT_MS)
+                listbox = self.open_list(box)
+
     def do_selectbox(self, c: dict):
         box = self.loc(c)
         listbox = self.open_list(box)
-        options = listbox.locator("[role='option']")
         found = listbox.evaluate(OPTIONS)
         texts = [t for t, _, _ in found]
         others = [n for n, (t, chosen, off) in enumerate(found)
@@ -451,12 +466,12 @@ class Walk:
             return False
         n = self.rng.choice(others)
         self.record(c, f"select '{texts[n]}' in selectbox '{c['label']}' (was '{c['value']}')")
-        self.act(lambda: options.nth(n).click(), self.expects_run(c))
+        self.act(lambda: self.click_option(box, listbox, n), self.expects_run(c))
         return True
 
     def do_multiselect(self, c: dict):
-        listbox = self.open_list(self.loc(c))
-        options = listbox.locator("[role='option']")
+        box = self.loc(c)
+        listbox = self.open_list(box)
         found = listbox.evaluate(OPTIONS)
         texts = [t for t, _, _ in found]
         choices = [n for n, (t, chosen, off) in enumerate(found) if not chosen and not off and t != "No results"]
@@ -465,7 +480,7 @@ class Walk:
             return False
         n = self.rng.choice(choices)
         self.record(c, f"add '{texts[n]}' in multiselect '{c['label']}'")
-        self.act(lambda: (options.nth(n).click(), self.tab.keyboard.press("Escape")), self.expects_run(c))
+        self.act(lambda: (self.click_option(box, listbox, n), self.tab.keyboard.press("Escape")), self.expects_run(c))
         return True
 
     def do_radio(self, c: dict):
