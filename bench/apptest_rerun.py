@@ -16,7 +16,7 @@ median plain rerun, measured before and after the pages in the same run. Pages w
 settings panel (training_step, train, alignment, grid) report '-' for change and new: their
 plain rerun is their figure.
 
-Targets (../shared/DESIGN.md, Performance; issue 11): ≤ 8x at defaults, ≤ 50x at the largest settings.
+Targets (docs/architecture.md, the performance budget): ≤ 8x at defaults, ≤ 50x at the largest settings.
 bench/rerun.py calls this first, then times the protocol and the browser.
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ Then what the time goes to: `python -X importtime` on a server answering its fir
 run of every page on its own fresh server (protocol client): a page that imports torch,
 sympy or GloVe at its first run shows here.
 
-Target (../shared/DESIGN.md): ≤ 1.5x the trivial app.
+Target (docs/architecture.md, the performance budget): ≤ 1.5x the trivial app.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ Each part is a bench's own function, the one its command line prints (bench/_com
   bench/server_cost.py   what a rerun costs the server beyond the page script, per .streamlit/config.toml option
   bench/backward.py      the hand-written backward pass against torch autograd
 
-The whole run takes about half an hour on a 2-core machine; measure on a quiet one (the load average
+The whole run takes a few minutes on a 2-core machine; measure on a quiet one (the load average
 before and after is written into the file's header). --quick runs every page with few repeats, for a
 check that the generator works, not for figures to commit.
 """
@@ -63,7 +63,7 @@ Every page of the navigation (`ui/nav.py`), as the tables below name them by URL
 The server-side cost of a rerun with no websocket in the way. *elements*: what Streamlit serialises;
 *plain*: a rerun with nothing changed; *change*: the sidebar's softmax temperature moved between two
 values; *new*: moved to a value never computed before (a cache miss). Pages without the settings panel
-show their plain rerun only. *largest*: the widget bounds (100 tokens, random embeddings and weights,
+show their plain rerun only. *largest*: the widget bounds and a 100-token sentence (random embeddings and weights,
 d_model 128, d_k = d_v = 64, 8 heads).""",
     "protocol": """\
 ## Reruns over Streamlit's websocket protocol

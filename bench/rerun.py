@@ -28,7 +28,7 @@ in one process first, then Streamlit's websocket protocol, then a real browser.
 3. Headless chromium: a slider change redrawn, p95 (key press on the slider -> the websocket
    send -> the run ends and the DOM is quiet for 150 ms).
 
-Targets (../shared/DESIGN.md, Performance; issue 11): ≤ 8x at defaults, ≤ 50x at the largest
+Targets (docs/architecture.md, the performance budget): ≤ 8x at defaults, ≤ 50x at the largest
 settings, browser redraw p95 ≤ 250 ms.
 """
 from __future__ import annotations

@@ -55,7 +55,7 @@ FOLDERS = {"Forward pass": "forward", "Training": "training", "Attention variant
 
 FORWARD = [f for f, _, _, _ in SECTIONS[0][1]]
 HOME = FORWARD[0]
-# Measured (docs/layout.md): in the sidebar the 17 links push the sentence box to y≈905 px
+# Measured (docs/layout.md): in the sidebar the 17 links of the time pushed the sentence box to y≈905 px
 # (to 512 px with expanded=8); in the top bar the sidebar starts with the settings (142 px).
 POSITION = "top"
 
