@@ -7,6 +7,7 @@
     encode    a sentence to X: embeddings and positional encoding
     stages    run_forward: the stages embed → position → project → rotate → score → bias → mask →
               normalise → mix → output, each adding its Steps to the Trace
+    transformer  the stages inside blocks: the residual stream, the norms (pre or post), the MLP, the logits
     why       the stages' sentences of why that depend on the settings or the numbers (embedding, √d_k, GQA…)
 
 May import: the math (layer 1) and each other.

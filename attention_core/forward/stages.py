@@ -44,6 +44,7 @@ class Pass:
     proj: dict = field(default_factory=dict)   # "q" (H?, n, d_k), "k" (H_kv?, n, d_k), "v" (H_kv?, n, d_v)
     logits: str = ""                       # the key of the scores the next stage reads
     mask: np.ndarray | None = None         # (n, n) bool, True = may attend
+    weights: dict | None = None            # given W_Q, W_K, W_V, W_O (a block's layer, a trained LM), else the settings'
 
     @property
     def h(self) -> int:
@@ -119,7 +120,7 @@ def project(p: Pass) -> None:
                               "Unhide it (the mask's hidden positions), or type a longer sentence.")
     trace.facts.update(n_heads=h, n_kv_heads=h_kv, d_k=d_k, d_v=d_v)
     d_model = x.shape[1]
-    learned = projection_weights(config, d_model)                                # w_q, w_k, w_v (and b_*)
+    learned = p.weights or projection_weights(config, d_model)                   # w_q, w_k, w_v (and b_*)
     trace.facts.update(weights=config.weights, weights_why=learned["why"])
     for name, heads, width in (("q", h, d_k), ("k", h_kv, d_k), ("v", h_kv, d_v)):
         w = learned[f"w_{name}"]                                                # (d_model, heads·width)
@@ -330,15 +331,17 @@ def output(p: Pass) -> None:
     """O = C W_O (+ b_O): back to d_model columns."""
     config, trace = p.config, p.trace
     h, d_v, seed, d_model = config.n_heads, config.d_v, config.seed, p.x.shape[1]
-    w_o = init_weight(seed, "w_o", (h * d_v, d_model), h * d_v)
+    given = p.weights and "w_o" in p.weights
+    w_o = p.weights["w_o"] if given else init_weight(seed, "w_o", (h * d_v, d_model), h * d_v)
     trace.add("w_o", "W_O", w_o, ("H·d_v" if h > 1 else "d_v", "d_model"),
               rf"W_O \in \mathbb{{R}}^{{{h * d_v} \times {d_model}}}",
-              why="The output projection mixes the heads back into d_model columns (shown at its seeded random "
-                  "start, N(0, 1/(H·d_v))" + (": only W_Q, W_K, W_V are trained)." if config.weights == "trained" else ")."))
+              why="The output projection mixes the heads back into d_model columns " + (
+                  f"({p.weights['why']})." if given else "(shown at its seeded random start, N(0, 1/(H·d_v))"
+                  + (": only W_Q, W_K, W_V are trained)." if config.weights == "trained" else ").")))
     out = trace["concat" if h > 1 else "context"].value @ w_o
     formula, inputs = r"O = C\, W_O", ("concat" if h > 1 else "context", "w_o")
     if config.bias:
-        b_o = init_bias(seed, "b_o", (d_model,))
+        b_o = p.weights["b_o"] if given else init_bias(seed, "b_o", (d_model,))
         trace.add("b_o", "b_O", b_o, ("d_model",), rf"b_O \in \mathbb{{R}}^{{{d_model}}}", why="Output bias.")
         out = out + b_o
         formula, inputs = formula + " + b_O", inputs + ("b_o",)
@@ -365,6 +368,23 @@ def start(config: Config) -> Pass:
     trace.facts.update(unknown=tokens.unknown, skipped=tokens.skipped,
                        source=vocab.name if vocab else f"seeded random ({config.d_model}-d)")
     return Pass(config, trace, vocab)
+
+
+def attend(config: Config, x: np.ndarray, tokens, weights: dict | None = None, why: str = "") -> Trace:
+    """The attention stages (project → … → output) on a given X (n, d_model), one row per token.
+
+    A transformer block's attention sublayer reads the residual stream (normalised, with pre-norm), not the
+    embeddings: the same stages, the same Steps and explainers, with `x` as "x". `weights` (w_q, w_k, w_v,
+    w_o, their biases with config.bias, and "why": where they come from) replace the settings' draws.
+    """
+    trace = Trace(tuple(tokens))
+    trace.facts.update(config=config, kind="forward", n=len(tokens), d_embed=x.shape[1], d_model=x.shape[1],
+                       position="carried in the stream X", unknown=(), skipped=(), source="the residual stream")
+    trace.add("x", "Input X", x, ("n", "d_model"), "X", why=why or "What the attention sublayer reads.")
+    p = Pass(config, trace, None, x=np.asarray(x, dtype=np.float64), weights=weights)
+    for stage in STAGES[2:]:
+        stage(p)
+    return trace
 
 
 def run_forward(config: Config) -> Trace:

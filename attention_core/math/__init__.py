@@ -12,6 +12,8 @@
     online_softmax  FlashAttention's running max and sum over key blocks
     kv_cache        decoding one token at a time from a cache
     demos           small experiments that show why a step is the way it is
+    norms           LayerNorm and RMSNorm, with their derivatives
+    mlp             a block's MLP: two linear maps with GELU between, and its backward pass
 
 May import: numpy and the standard library, and each other. Nothing above (no Config, no Trace).
 """
