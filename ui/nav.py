@@ -41,6 +41,12 @@ SECTIONS = [
         ("app_pages/42_kv_cache.py", "KV cache & decoding", ":material/memory:", "kv_cache"),
         ("app_pages/43_online_softmax.py", "FlashAttention's online softmax", ":material/bolt:", "online_softmax"),
     ]),
+    ("Inside a transformer", [
+        ("app_pages/50_block.py", "The transformer block", ":material/stacks:", "block"),
+        ("app_pages/51_next_token.py", "The next token", ":material/arrow_forward:", "next_token"),
+        ("app_pages/52_induction_heads.py", "Induction heads", ":material/content_copy:", "induction_heads"),
+        ("app_pages/53_block_gradients.py", "Gradients through a block", ":material/call_split:", "block_gradients"),
+    ]),
     ("Labs", [
         ("app_pages/30_pitfalls.py", "Pitfalls lab", ":material/bug_report:", "pitfalls"),
         ("app_pages/31_quiz.py", "Predict, then reveal", ":material/quiz:", "quiz"),
@@ -51,7 +57,7 @@ SECTIONS = [
 # Each section's folder in ui/, holding the views of that section's pages only (what several sections use
 # stays at ui/'s top). tests/test_house.py: one folder a section, and no other.
 FOLDERS = {"Forward pass": "forward", "Training": "training", "Attention variants": "variants",
-           "Today's attention": "today", "Labs": "labs"}
+           "Today's attention": "today", "Inside a transformer": "transformer", "Labs": "labs"}
 
 FORWARD = [f for f, _, _, _ in SECTIONS[0][1]]
 HOME = FORWARD[0]

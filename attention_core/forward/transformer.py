@@ -82,7 +82,7 @@ def init_params(arch: Arch, d_model: int, vocab: int, seed: int, n_heads: int = 
     w = lambda name, shape, fan_in: init_weight(seed, f"{prefix}.{name}", shape, fan_in)
     params: dict[str, np.ndarray] = {}
     for l in range(arch.n_layers):
-        for norm in ("ln1", "ln2"):
+        for norm in ("ln1", "ln2") if arch.mlp else ("ln1",):
             params[f"l{l}.{norm}.g"] = np.ones(d_model)
             if arch.norm == "layer":
                 params[f"l{l}.{norm}.b"] = np.zeros(d_model)
