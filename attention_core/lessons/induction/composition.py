@@ -1,0 +1,139 @@
+"""K-composition with live numbers: which part of layer 1's key makes the current token's query match it.
+
+On a repeated sequence take a position i whose token occurred before, last at j < i. An induction head of layer
+1 attends from i to j + 1, the token that followed the earlier occurrence. Its key k_{j+1} is made from the
+stream X_1 at row j + 1, which is a sum of pieces (attention-only, pre-norm, so nothing else writes to it):
+
+    X_1[j+1] = E[x_{j+1}] + P[j+1] + Σ_h o_h[j+1],      o_h = C_h W_O^{(h)}  (layer 0's head h's output)
+
+Layer 1's LayerNorm is linear in the row once the row's own scale s = √(σ² + ε) is fixed (σ² of the whole row):
+
+    LN(x) = γ ⊙ (x − μ(x)) / s + β,     μ(x) = mean of the row,  and μ is linear too: μ(Σ_p x_p) = Σ_p μ(x_p)
+          = Σ_p γ ⊙ (x_p − μ(x_p)) / s  +  β
+
+so each piece p gets the share n_p = γ ⊙ (x_p − μ(x_p)) / s, with the WHOLE row's s (not its own), and β is a
+piece of its own; the shares sum to LN(x) exactly. Layer 1's key is linear in LN(x): k = LN(x) W_K^{(h)}, so
+
+    k_{j+1} = Σ_p n_p W_K^{(h)},      S_h[i, j+1] = q_i · k_{j+1} = Σ_p q_i · (n_p W_K^{(h)})
+
+(S_h unscaled, as the forward pass's scores step; the softmax reads S / √d_k). The previous-token head's
+output at j + 1 is (mostly) a copy of token j's value, and token j is the same token as x_i: that share of the
+key is what the query q_i (made from x_i) matches. The same split at every key j' ≤ i shows that piece
+lighting up at j + 1 only. Every number is read from the model's forward Trace or made from its pieces, and the
+pieces are checked to sum to the Trace's own key and score (facts["check"]).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...forward.trace import Trace
+from ...math.limits import ConfigError
+from ...math.norms import layer_norm_parts
+from ...training.lm.model import D_HEAD
+from .head_scores import patterns, prev_token_scores, top_head
+
+KIND = "induction"
+LAYER = 1
+
+
+def earlier(ids, i: int) -> int:
+    """j: the last position before i holding the same token as i."""
+    same = [j for j in range(i) if ids[j] == ids[i]]
+    if not same:
+        raise ConfigError(f"Token {i} has not occurred before it: pick a position in the second copy.")
+    return same[-1]
+
+
+def piece_names(n_heads: int, prev_head: int) -> list[str]:
+    """The pieces of the stream at a row, in order: embedding, position, layer 0's heads, then β."""
+    return (["token embedding E[x]", "position embedding P"]
+            + [f"layer-0 head {h}" + (" (previous-token)" if h == prev_head else "") for h in range(n_heads)]
+            + ["LayerNorm shift β"])
+
+
+def stream_pieces(trace: Trace, params: dict) -> np.ndarray:
+    """(piece, n, d_model): E[x], P, and each layer-0 head's output C_h W_O^{(h)}: they sum to X_1 (the stream
+    layer 1 reads). C_h and W_O are read from layer 0's attention Trace."""
+    att = trace.facts["attention"][0]
+    ids = np.asarray(trace.facts["ids"])
+    n = len(ids)
+    context, w_o = att["context"].value, att["w_o"].value                     # (H, n, d_v), (H·d_v, d_model)
+    d_v = context.shape[-1]
+    heads = [context[h] @ w_o[h * d_v:(h + 1) * d_v] for h in range(context.shape[0])]   # each (n, d_model)
+    return np.stack([params["tok_emb"][ids], params["pos_emb"][:n], *heads])
+
+
+def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -> Trace:
+    """The split of layer 1's key k_{j+1} and score S_h[i, ·] into the stream's pieces, as a Trace of kind
+    "induction". head: a layer-1 head (default: the one that puts the most weight on j + 1 from i)."""
+    ids = list(trace.facts["ids"])
+    n = len(ids)
+    if not 0 < i < n:
+        raise ConfigError(f"The query position i must be between 1 and {n - 1}.")
+    j = earlier(ids, i)
+    r = j + 1
+    att0, att1 = trace.facts["attention"][0], trace.facts["attention"][LAYER]
+    a = patterns(trace)                                                         # (layer, head, n, n)
+    if head is None:
+        head = int(np.argmax(a[LAYER, :, i, r]))
+    prev_head = top_head(prev_token_scores(a), 0)
+    eps = trace.facts["arch"].eps
+    pieces = stream_pieces(trace, params)                                      # (P, n, d)
+    stream = trace["l0.out"].value                                              # (n, d)   X_1
+    _, _, var = layer_norm_parts(stream, eps)
+    scale = np.sqrt(var + eps)                                                  # (n, 1)   the row's own s
+    gamma, beta = params[f"l{LAYER}.ln1.g"], params[f"l{LAYER}.ln1.b"]
+    normed = gamma * (pieces - pieces.mean(axis=-1, keepdims=True)) / scale     # (P, n, d)   n_p
+    normed = np.concatenate([normed, np.broadcast_to(beta, (1, n, len(beta)))])   # (P+1, n, d)   β its own piece
+    cols = slice(head * D_HEAD, (head + 1) * D_HEAD)
+    w_k = att1["w_k"].value[:, cols]                                            # (d, d_k)
+    key_parts = normed @ w_k                                                    # (P+1, n, d_k)
+    q = att1["q_heads"].value[head, i]                                          # (d_k,)
+    score_parts = key_parts[:, : i + 1] @ q                                     # (P+1, i+1)
+    names = piece_names(att0["context"].shape[0], prev_head)
+    tokens = trace.tokens
+    keys = [f"{tokens[c]} ({c})" for c in range(i + 1)]
+    lesson = Trace(tokens)
+    lesson.facts.update(kind=KIND, i=i, j=j, r=r, head=head, layer=LAYER, prev_head=prev_head, eps=eps,
+                        scale=float(scale[r, 0]), mean=float(stream[r].mean()), d_k=D_HEAD, names=names,
+                        weight=float(a[LAYER, head, i, r]), ids=tuple(ids),
+                        axis_labels={"part": names, "n_k": keys},
+                        check={"stream": float(np.abs(pieces.sum(0) - stream).max()),
+                               "norm": float(np.abs(normed.sum(0) - trace[f"l{LAYER}.ln1"].value).max()),
+                               "key": float(np.abs(key_parts.sum(0) - att1["k_heads"].value[head]).max()),
+                               "score": float(np.abs(score_parts.sum(0) - att1["scores"].value[head, i, : i + 1]).max())})
+    lesson.add("parts", f"The pieces of the stream X₁ at row j + 1 = {r}", pieces[:, r], ("part", "d_model"),
+               r"X_1[j+1] = E[x_{j+1}] + P[j+1] + \sum_h o_h[j+1]", why="Attention-only and pre-norm: the stream "
+               "layer 1 reads is the embedding, the position and what each head of layer 0 added, nothing else.")
+    lesson.add("gamma", "LayerNorm's γ (layer 1)", gamma, ("d_model",), r"\gamma")
+    lesson.add("normed_parts", "Each piece's share of LN(X₁) at row j + 1", normed[:, r], ("part", "d_model"),
+               r"n_p = \gamma \odot \frac{x_p - \mu(x_p)}{s},\quad s = \sqrt{\sigma^2 + \epsilon}",
+               ("parts",), why=f"s = {scale[r, 0]:.4f} is the whole row's scale, the same for every piece, so the "
+               "shares add up to the normalised row exactly; β is a share of its own.")
+    lesson.add("w_k", f"Layer 1's W_K, head {head}'s columns", w_k, ("d_model", "d_k"), rf"W_K^{{({head})}}")
+    lesson.add("key_parts", f"Each piece's share of the key k_{{j+1}} (head {head})", key_parts[:, r],
+               ("part", "d_k"), rf"k^{{(p)}} = n_p\, W_K^{{({head})}}", ("normed_parts", "w_k"))
+    lesson.add("key", f"The key k_{{j+1}} = k_{r}", att1["k_heads"].value[head, r], ("d_k",),
+               r"k_{j+1} = \sum_p k^{(p)}", ("key_parts",), why="Read from layer 1's own forward pass.")
+    lesson.add("query", f"The query q_i = q_{i}", q, ("d_k",), rf"q_i = \mathrm{{LN}}(X_1)[i]\, W_Q^{{({head})}}",
+               why="Read from layer 1's own forward pass.")
+    lesson.add("key_parts_all", "Each piece's share of every key", key_parts[:, : i + 1], ("part", "n_k", "d_k"),
+               rf"k^{{(p)}}_{{j'}} = n_p[j']\, W_K^{{({head})}}", ("normed_parts", "w_k"))
+    lesson.add("score_parts", f"Each piece's share of the scores of query {i}", score_parts, ("part", "n_k"),
+               r"q_i \cdot k^{(p)}_{j'}", ("query", "key_parts_all"),
+               why="Row p: how much the piece p of each key j' adds to the score of query i. The previous-token "
+                   "head's row stands out at j + 1, and nowhere else.")
+    lesson.add("scores", f"The scores S_{head}[{i}, j'] (unscaled)", att1["scores"].value[head, i, : i + 1], ("n_k",),
+               r"S_h[i, j'] = \sum_p q_i \cdot k^{(p)}_{j'}", ("score_parts",), why="Read from layer 1's own forward "
+               "pass: the sum of the column above, for every key.")
+    return lesson
+
+
+def shares(lesson: Trace) -> list[dict]:
+    """One row per piece: its share of S[i, j+1], and its mean share over the other keys j' ≤ i."""
+    f = lesson.facts
+    s = lesson["score_parts"].value                                             # (P+1, i+1)
+    others = [c for c in range(s.shape[1]) if c != f["r"]]
+    return [{"piece": name, "share of S[i, j+1]": float(s[p, f["r"]]),
+             "mean share at the other keys": float(s[p, others].mean()) if others else 0.0}
+            for p, name in enumerate(f["names"])]
