@@ -305,3 +305,13 @@ declare("app_pages/43_online_softmax.py",
         integer("online_softmax.block_size", 1, 1, 128, "the block size B_c"),
         integer("online_softmax.block", 1, 0, 127, "the key block b"),
         integer("online_softmax.head", 0, 0, 15, "the head h"))
+
+# /induction_heads (the training seed and steps go in the link; the run itself stays in the session)
+INDUCTION_TABS = ("Every head's pattern", "K-composition, with live numbers", "Ablate a head", "Your sentence")
+INDUCTION_ABLATE = ("all", "0,0", "0,1", "0,2", "0,3", "1,0", "1,1", "1,2", "1,3")
+declare("app_pages/52_induction_heads.py",
+        integer("induction.seed", 0, 0, 9999, "the training seed"),
+        integer("induction.steps", 2500, 50, 10000, "the training steps"),
+        tab("induction.tab", INDUCTION_TABS),
+        integer("induction.i", 30, 20, 39, "the query position i"),
+        choice("induction.ablate", "all", INDUCTION_ABLATE, "the head zeroed"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...training.lm.model import D_HEAD, N_HEADS, lm_trace, token_labels
-from .sequence import HALF, copy_positions, token_names
+from .sequence import copy_positions, token_names
 
 
 def ablated(params: dict, layer: int, head: int) -> dict:
@@ -33,9 +33,9 @@ def log_probs(logits: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
 
 
-def copy_loss(params: dict, batch: np.ndarray, half: int = HALF) -> float:
+def copy_loss(params: dict, batch: np.ndarray) -> float:
     """The mean cross-entropy of the next token over the second copies of a batch (rows of 2·half ids)."""
-    at = copy_positions(half)
+    at = copy_positions(np.shape(batch)[-1])
     losses = []
     for ids in batch:
         trace = lm_trace(params, ids, token_labels([]), tokens=token_names(ids))
@@ -44,9 +44,9 @@ def copy_loss(params: dict, batch: np.ndarray, half: int = HALF) -> float:
     return float(np.mean(losses))
 
 
-def ablation_table(params: dict, batch: np.ndarray, half: int = HALF) -> dict:
+def ablation_table(params: dict, batch: np.ndarray) -> dict:
     """{"intact": copy loss, "ablated": (layer, head) copy loss with that head zeroed, "change": ablated − intact}."""
     layers = sum(1 for name in params if name.endswith(".w_o"))
-    intact = copy_loss(params, batch, half)
-    loss = np.array([[copy_loss(ablated(params, l, h), batch, half) for h in range(N_HEADS)] for l in range(layers)])
+    intact = copy_loss(params, batch)
+    loss = np.array([[copy_loss(ablated(params, l, h), batch) for h in range(N_HEADS)] for l in range(layers)])
     return {"intact": intact, "ablated": loss, "change": loss - intact}

@@ -44,11 +44,22 @@ def earlier(ids, i: int) -> int:
     return same[-1]
 
 
-def piece_names(n_heads: int, prev_head: int) -> list[str]:
-    """The pieces of the stream at a row, in order: embedding, position, layer 0's heads, then β."""
+def offsets(a: np.ndarray, longest: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Per head of one layer's patterns (head, n, n): the distance d = 0 … longest it looks back most, and the mean
+    weight A[i, i − d] there (over i ≥ d)."""
+    n = a.shape[-1]
+    mean = np.array([[a[h, np.arange(d, n), np.arange(n - d)].mean() for d in range(min(longest, n - 1) + 1)]
+                     for h in range(a.shape[0])])                             # (head, d)
+    best = mean.argmax(axis=1)
+    return best, mean[np.arange(a.shape[0]), best]
+
+
+def piece_names(back: np.ndarray) -> list[str]:
+    """The pieces of the stream at a row, in order: embedding, position, layer 0's heads (named by how far back
+    each looks most: 1 = a previous-token head), then β."""
+    what = lambda d: "itself" if d == 0 else "previous-token" if d == 1 else f"{d} tokens back"
     return (["token embedding E[x]", "position embedding P"]
-            + [f"layer-0 head {h}" + (" (previous-token)" if h == prev_head else "") for h in range(n_heads)]
-            + ["LayerNorm shift β"])
+            + [f"layer-0 head {h} ({what(int(d))})" for h, d in enumerate(back)] + ["LayerNorm shift β"])
 
 
 def stream_pieces(trace: Trace, params: dict) -> np.ndarray:
@@ -77,6 +88,7 @@ def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -
     if head is None:
         head = int(np.argmax(a[LAYER, :, i, r]))
     prev_head = top_head(prev_token_scores(a), 0)
+    back, back_weight = offsets(a[0])
     eps = trace.facts["arch"].eps
     pieces = stream_pieces(trace, params)                                      # (P, n, d)
     stream = trace["l0.out"].value                                              # (n, d)   X_1
@@ -90,13 +102,14 @@ def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -
     key_parts = normed @ w_k                                                    # (P+1, n, d_k)
     q = att1["q_heads"].value[head, i]                                          # (d_k,)
     score_parts = key_parts[:, : i + 1] @ q                                     # (P+1, i+1)
-    names = piece_names(att0["context"].shape[0], prev_head)
+    names = piece_names(back)
     tokens = trace.tokens
     keys = [f"{tokens[c]} ({c})" for c in range(i + 1)]
     lesson = Trace(tokens)
     lesson.facts.update(kind=KIND, i=i, j=j, r=r, head=head, layer=LAYER, prev_head=prev_head, eps=eps,
                         scale=float(scale[r, 0]), mean=float(stream[r].mean()), d_k=D_HEAD, names=names,
                         weight=float(a[LAYER, head, i, r]), ids=tuple(ids),
+                        back=tuple(int(d) for d in back), back_weight=tuple(float(w) for w in back_weight),
                         axis_labels={"part": names, "n_k": keys},
                         check={"stream": float(np.abs(pieces.sum(0) - stream).max()),
                                "norm": float(np.abs(normed.sum(0) - trace[f"l{LAYER}.ln1"].value).max()),
@@ -130,10 +143,14 @@ def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -
 
 
 def shares(lesson: Trace) -> list[dict]:
-    """One row per piece: its share of S[i, j+1], and its mean share over the other keys j' ≤ i."""
+    """One row per piece: its share of S[i, j+1], its mean share over the other keys j' ≤ i, and the difference
+    (how much the piece singles out j + 1)."""
     f = lesson.facts
     s = lesson["score_parts"].value                                             # (P+1, i+1)
     others = [c for c in range(s.shape[1]) if c != f["r"]]
-    return [{"piece": name, "share of S[i, j+1]": float(s[p, f["r"]]),
-             "mean share at the other keys": float(s[p, others].mean()) if others else 0.0}
-            for p, name in enumerate(f["names"])]
+    rows = []
+    for p, name in enumerate(f["names"]):
+        at, mean = float(s[p, f["r"]]), float(s[p, others].mean()) if others else 0.0
+        rows.append({"piece": name, "share of S[i, j+1]": at, "mean share at the other keys": mean,
+                     "singles out j+1 by": at - mean})
+    return rows

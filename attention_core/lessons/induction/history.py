@@ -1,16 +1,16 @@
 """Where a training run's loss sits on its plateau and where it drops, found from the run's own history.
 
-The copy task's loss first falls quickly to about ln 31 (the model learns that every token is equally likely),
-then sits there, a plateau, while nothing it can use has formed; then, when the previous-token head and the
-induction head form together, it drops to a lower level. From a loss curve L(step), smoothed by a running
-median over `window` records (a batch's loss is noisy):
+The copy loss first falls to about ln 31 (the model learns that every token is equally likely), then sits there,
+a plateau, while nothing it can use has formed; then, when the previous-token head and the induction heads form
+together, it drops fast, and afterwards keeps improving slowly. From the curve L(step) recorded every few steps,
+smoothed by a running median of 3 records (one batch's loss is noisy):
 
-    high  = the median of the smoothed curve over its first quarter      (the plateau's level)
-    low   = the minimum of the smoothed curve over its last tenth         (where the run ends)
-    drop  = from the first step below high − 10% (high − low) to the first step below low + 10% (high − low)
-    plateau = from the first step at or below high + 10% (high − low) to the drop's start
+    fall rate  r_k = (L_k − L_{k+1}) / (step_{k+1} − step_k)            nats per step, between two records
+    drop       the records around the fastest fall, k* = argmax r_k, extended both ways while r_k ≥ r_{k*} / 4
+    plateau    from the first record within 10% of (high − low) of its level `high` (the median before the drop)
+               to the drop's start
 
-No drop (high − low < min_drop nats): the run never left the plateau, and `found` is False.
+No drop (the curve never falls by min_drop nats below its start's level): `found` is False.
 """
 from __future__ import annotations
 
@@ -25,29 +25,34 @@ class Phases:
     plateau: tuple[int, int]          # (first step, last step) on the plateau
     drop: tuple[int, int]             # (first step, last step) of the drop
     high: float                       # the plateau's level (nats)
-    low: float                        # the level after the drop (nats)
+    low: float                        # the level at the end of the run (nats)
 
 
-def smooth(values: np.ndarray, window: int) -> np.ndarray:
+def smooth(values: np.ndarray, window: int = 3) -> np.ndarray:
     """The running median over `window` records centred on each (shorter at the ends)."""
     half = window // 2
     return np.array([np.median(values[max(0, k - half): k + half + 1]) for k in range(len(values))])
 
 
-def phases(steps, loss, window: int = 5, min_drop: float = 0.2) -> Phases:
+def phases(steps, loss, min_drop: float = 0.5, share: float = 0.25) -> Phases:
     """The plateau and the drop of a loss curve recorded at `steps`."""
     steps, loss = np.asarray(steps), np.asarray(loss, dtype=np.float64)
+    last = int(steps[-1])
+    none = lambda high, low: Phases(False, (int(steps[0]), last), (last, last), high, low)
     if len(steps) < 4 or not np.all(np.isfinite(loss)):
-        return Phases(False, (int(steps[0]), int(steps[-1])), (int(steps[-1]), int(steps[-1])),
-                      float(loss[0]), float(loss[-1]))
-    s = smooth(loss, window)
-    high = float(np.median(s[: max(1, len(s) // 4)]))
-    low = float(s[-max(1, len(s) // 10):].min())
-    gap = high - low
-    if gap < min_drop:
-        return Phases(False, (int(steps[0]), int(steps[-1])), (int(steps[-1]), int(steps[-1])), high, low)
-    first = int(np.argmax(s <= high + 0.1 * gap))
-    start = int(np.argmax(s < high - 0.1 * gap))
-    end = start + int(np.argmax(s[start:] < low + 0.1 * gap))
-    return Phases(True, (int(steps[first]), int(steps[max(first, start - 1)])), (int(steps[start]), int(steps[end])),
+        return none(float(loss[0]), float(loss[-1]))
+    s = smooth(loss)
+    rate = -np.diff(s) / np.diff(steps)                                        # (m − 1,)
+    k = int(np.argmax(rate))
+    left, right = k, k
+    while left > 0 and rate[left - 1] >= rate[k] * share:
+        left -= 1
+    while right < len(rate) - 1 and rate[right + 1] >= rate[k] * share:
+        right += 1
+    high = float(np.median(s[1: left + 1])) if left >= 1 else float(s[0])
+    low = float(s[-1])
+    if rate[k] <= 0 or high - s[right + 1] < min_drop:
+        return none(high, low)
+    first = int(np.argmax(s <= high + 0.1 * (high - low)))
+    return Phases(True, (int(steps[min(first, left)]), int(steps[left])), (int(steps[left]), int(steps[right + 1])),
                   high, low)

@@ -1,0 +1,54 @@
+import streamlit as st
+
+import ui
+from ui.transformer import induction_run as runs
+from ui.transformer import induction_view as view
+
+PAGE = "app_pages/52_induction_heads.py"
+ui.page(PAGE, "Induction heads", settings=False)
+st.markdown(view.INTRO)
+with st.expander("Why the repeat starts at a random offset", icon=":material/shuffle:"):
+    st.markdown(view.WHY_RANDOM)
+runs.interrupted_notice()
+
+with st.container(border=True):
+    c1, c2, c3 = st.columns([1, 1, 2.2], vertical_alignment="bottom")
+    seed = c1.number_input("Seed", min_value=0, max_value=9999, step=1, key="induction.seed",
+                           help="Fixes the random start and the batches: the same seed trains the same run.")
+    steps = c2.number_input("Training steps", min_value=50, max_value=10000, step=250, key="induction.steps",
+                            help="AdamW, learning rate 0.003, batches of 32 sequences of 40 tokens.")
+    go = c3.button("Train from a seeded random start", type="primary", icon=":material/play_arrow:",
+                   key="induction.train", help="Trains with torch here, now; the shipped run stays until it finishes.")
+    st.caption("About 8 ms a step on 2 cores: the default 2,500 steps take about 20–30 s. Leaving the page or "
+               "changing a control stops the run (the previous weights stay).")
+if go:
+    runs.train_live(int(seed), int(steps))
+    runs.interrupted_notice()
+
+try:
+    run, an = runs.current()
+except (OSError, KeyError, ValueError) as err:
+    st.error(f"The shipped run could not be read: {err}", icon=":material/error:")
+    st.stop()
+st.markdown(view.run_text(run, an))
+view.curves(run, an)
+with st.expander("Every head's scores, at step 0 and now", icon=":material/table:"):
+    view.scores_table(an)
+
+tabs = st.tabs(view.TABS, key="induction.tab", on_change="rerun")
+with tabs[0]:
+    if tabs[0].open is not False:
+        view.patterns_panel(run, an)
+with tabs[1]:
+    if tabs[1].open:
+        i = st.slider("Query position i (in the second copy)", 20, 39, key="induction.i")
+        view.composition_panel(an, int(i))
+with tabs[2]:
+    if tabs[2].open:
+        chosen = st.selectbox("Head", view.INDUCTION_ABLATE, key="induction.ablate",
+                              format_func=lambda v: "all heads" if v == "all" else
+                              view.head_label(*map(int, v.split(","))))
+        view.ablation_panel(an, chosen)
+with tabs[3]:
+    if tabs[3].open:
+        view.sentence_panel(run, an, st.session_state.get("s.sentence") or "the cat sat on the mat and the cat sat on the")

@@ -1,0 +1,180 @@
+"""The induction-heads lesson and page: the K-composition's pieces sum to the forward pass's key and score, an
+ablation equals a torch forward with the head zeroed, the shipped weights hold a previous-token head and an
+induction head, the plateau and the drop are where the history says, and the page (its live Train path too)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attention_core.explanations import explain
+from attention_core.lessons import induction as ind
+from attention_core.training.lm import shipped
+from attention_core.training.lm.model import D_HEAD, N_HEADS, lm_trace, token_labels
+from tests.apptest_util import charts, messages, no_exception, open_page
+
+PAGE = "app_pages/52_induction_heads.py"
+
+
+@pytest.fixture(scope="module")
+def run():
+    return shipped.load()
+
+
+@pytest.fixture(scope="module")
+def trace(run):
+    ids = ind.repeated_ids()
+    return lm_trace(run.params, ids, token_labels([]), tokens=ind.token_names(ids))
+
+
+# ---- K-composition --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("i", [20, 27, 30, 39])
+def test_the_pieces_sum_to_the_key_and_the_score_of_the_forward_pass(run, trace, i):
+    lesson = ind.k_composition(trace, run.params, i)
+    f, att1 = lesson.facts, trace.facts["attention"][1]
+    assert f["j"] == i - ind.HALF and f["r"] == f["j"] + 1                 # distinct tokens within a half
+    pieces = ind.stream_pieces(trace, run.params)
+    assert np.abs(pieces.sum(0) - trace["l0.out"].value).max() < 1e-12
+    key = lesson["key_parts"].value.sum(0)
+    assert np.abs(key - att1["k_heads"].value[f["head"], f["r"]]).max() < 1e-12
+    score = lesson["score_parts"].value.sum(0)
+    assert np.abs(score - att1["scores"].value[f["head"], i, : i + 1]).max() < 1e-12
+    assert abs(lesson["key_parts"].value.sum(0) @ lesson["query"].value
+               - att1["scores"].value[f["head"], i, f["r"]]) < 1e-12
+    assert max(f["check"].values()) < 1e-12
+
+
+def test_the_layer_norm_split_uses_the_whole_rows_scale(run, trace):
+    """n_p = γ (x_p − μ(x_p)) / s with the row's s: the shares sum to LN(X₁); each piece's own scale would not."""
+    lesson = ind.k_composition(trace, run.params, 30)
+    r = lesson.facts["r"]
+    normed = lesson["normed_parts"].value
+    assert np.abs(normed.sum(0) - trace["l1.ln1"].value[r]).max() < 1e-12
+    x = trace["l0.out"].value[r]
+    assert lesson.facts["scale"] == pytest.approx(math.sqrt(x.var() + 1e-5), abs=1e-15)
+    own = [run.params["l1.ln1.g"] * (p - p.mean()) / math.sqrt(p.var() + 1e-5) for p in lesson["parts"].value]
+    assert np.abs(np.sum(own, 0) + run.params["l1.ln1.b"] - trace["l1.ln1"].value[r]).max() > 0.1
+
+
+def test_the_explainers_recompute_every_number_from_its_terms(run, trace):
+    lesson = ind.k_composition(trace, run.params, 33)
+    for key in ("normed_parts", "key_parts", "key", "score_parts", "scores"):
+        value = lesson[key].value
+        for cell in [(0,) * value.ndim, tuple(s - 1 for s in value.shape), tuple(s // 2 for s in value.shape)]:
+            e = explain(lesson, key, cell)
+            assert e.value == pytest.approx(float(value[cell]), abs=1e-12), (key, cell)
+    e = explain(lesson, "scores", (lesson.facts["r"],))
+    assert "2 more" not in e.text and e.n_terms == len(lesson.facts["names"]) == 7
+
+
+def test_the_previous_token_head_singles_out_the_key_after_the_earlier_occurrence(run, trace):
+    """Averaged over the second copy, layer 0's previous-token head's piece adds far more at j + 1 than elsewhere."""
+    lesson = ind.k_composition(trace, run.params, 30)
+    prev = lesson.facts["prev_head"]
+    assert lesson.facts["back"][prev] == 1
+    diffs = [ind.shares(ind.k_composition(trace, run.params, i))[2 + prev]["singles out j+1 by"]
+             for i in range(21, 40)]
+    assert np.mean(diffs) > 10 and min(diffs) > 0
+
+
+def test_a_position_without_an_earlier_occurrence_is_refused(run, trace):
+    with pytest.raises(Exception, match="has not occurred before"):
+        ind.k_composition(trace, run.params, 5)
+
+
+# ---- scores, ablation --------------------------------------------------------------------------------------------
+
+def test_the_scores_now_are_the_historys_last_row(run):
+    """Read from the float64 forward Trace on the training's probe, they equal what training logged (float32 torch)."""
+    batch = ind.repeated_batch()
+    a = np.stack([ind.patterns(lm_trace(run.params, ids, token_labels([]))) for ids in batch])
+    assert np.abs(ind.prev_token_scores(a) - run.history["prev"][-1]).max() < 1e-4
+    assert np.abs(ind.induction_scores(a, batch) - run.history["induction"][-1]).max() < 1e-4
+    assert ind.copy_loss(run.params, batch) == pytest.approx(run.history["copy_loss"][-1], abs=1e-4)
+
+
+def test_the_shipped_weights_hold_a_previous_token_head_and_an_induction_head(run):
+    """Measured (seed 0, 2,500 steps): layer 0 head 0's previous-token score 0.97, layer 1's best induction score
+    0.89; at step 0 every score is below 0.1."""
+    batch = ind.repeated_batch()
+    scores = lambda params: (lambda a: (ind.prev_token_scores(a), ind.induction_scores(a, batch)))(
+        np.stack([ind.patterns(lm_trace(params, ids, token_labels([]))) for ids in batch]))
+    prev, induction = scores(run.params)
+    assert prev[0].max() > 0.9 and induction[1].max() > 0.8
+    assert prev[1].max() < 0.2 and induction[0].max() < 0.2                # the jobs are each in their own layer
+    prev0, induction0 = scores(run.start)
+    assert prev0.max() < 0.15 and induction0.max() < 0.15
+
+
+def test_ablating_the_induction_head_hurts_copying_more_than_another_head(run):
+    table = ind.ablation_table(run.params, ind.repeated_batch())
+    change = table["change"]
+    batch = ind.repeated_batch()
+    a = np.stack([ind.patterns(lm_trace(run.params, ids, token_labels([]))) for ids in batch])
+    top = ind.top_head(ind.induction_scores(a, batch), 1)
+    weakest = int(np.argmin(ind.induction_scores(a, batch)[1]))              # layer 1's head with the least of the job
+    assert change[1, top] > 0.2 and change[1, top] > change[1, weakest] + 0.2
+    back, weight = ind.offsets(a.mean(0)[0])                                # layer 0: how far back, how sharply
+    diffuse = [h for h in range(N_HEADS) if weight[h] < 0.5]                # heads with no sharp positional job
+    assert diffuse and all(change[1, top] > change[0, h] + 0.2 for h in diffuse)
+    assert change[0, ind.top_head(ind.prev_token_scores(a), 0)] == change.max()   # the previous-token head: most
+
+
+def _torch_copy_loss(params: dict, batch: np.ndarray, layer: int, head: int) -> float:
+    """The model in torch, float64, by hand: head `head` of layer `layer` zeroed (its columns of C set to 0)."""
+    import torch
+    import torch.nn.functional as F
+
+    p = {k: torch.tensor(v, dtype=torch.float64) for k, v in params.items()}
+    ids = torch.tensor(batch)
+    b, n = ids.shape
+    x = p["tok_emb"][ids] + p["pos_emb"][:n]
+    for l in range(2):
+        h = F.layer_norm(x, (x.shape[-1],), p[f"l{l}.ln1.g"], p[f"l{l}.ln1.b"], eps=1e-5)
+        split = lambda t: t.view(b, n, N_HEADS, D_HEAD).transpose(1, 2)
+        q, k, v = split(h @ p[f"l{l}.w_q"]), split(h @ p[f"l{l}.w_k"]), split(h @ p[f"l{l}.w_v"])
+        c = F.scaled_dot_product_attention(q, k, v, is_causal=True)        # (b, H, n, d_v)
+        if l == layer:
+            c = c.clone()
+            c[:, head] = 0.0
+        x = x + c.transpose(1, 2).reshape(b, n, -1) @ p[f"l{l}.w_o"]
+    logits = F.layer_norm(x, (x.shape[-1],), p["ln_f.g"], p["ln_f.b"], eps=1e-5) @ p["w_u"]
+    at = torch.tensor(ind.copy_positions(n))
+    return float(F.cross_entropy(logits[:, at].reshape(-1, logits.shape[-1]), ids[:, at + 1].reshape(-1)))
+
+
+@pytest.mark.parametrize("layer,head", [(0, 0), (0, 3), (1, 2)])
+def test_an_ablation_equals_torch_with_that_head_zeroed(run, layer, head):
+    pytest.importorskip("torch")
+    batch = ind.repeated_batch()[:4]
+    ours = ind.copy_loss(ind.ablated(run.params, layer, head), batch)
+    assert ours == pytest.approx(_torch_copy_loss(run.params, batch, layer, head), abs=1e-9)
+    assert ours != pytest.approx(ind.copy_loss(run.params, batch), abs=1e-3)
+
+
+# ---- the plateau and the drop ------------------------------------------------------------------------------------
+
+def test_the_plateau_and_the_drop_are_where_the_history_says(run):
+    h = run.history
+    ph = ind.phases(h["step"], h["copy_loss"])
+    steps, copy = h["step"], h["copy_loss"]
+    assert ph.found and ph.plateau[1] == ph.drop[0] < ph.drop[1]
+    on = (steps >= 100) & (steps <= ph.plateau[1])
+    assert np.all(np.abs(copy[on] - ph.high) < 0.15)                      # flat at its level on the plateau
+    at = lambda s: float(copy[steps == s][0])
+    assert at(ph.drop[0]) - at(ph.drop[1]) > 0.6 * (ph.high - ph.low)      # most of the fall happens in the drop
+    assert ph.drop[1] - ph.drop[0] <= 0.2 * steps[-1]                       # and the drop is short
+    from attention_core.training.lm.train import drop_step
+    assert ph.drop[0] <= drop_step(h) <= ph.drop[1]                         # the training's own mark falls inside it
+
+
+def test_no_drop_is_found_on_a_flat_curve_or_a_diverged_one():
+    steps = np.arange(0, 1000, 50)
+    flat = 3.43 + 0.02 * np.random.default_rng(0).standard_normal(len(steps))
+    assert not ind.phases(steps, flat).found
+    assert not ind.phases(steps, np.where(steps > 500, np.nan, 3.4)).found
+    drop = 3.43 - 2.0 / (1 + np.exp(-(steps - 600) / 20.0))
+    ph = ind.phases(steps, drop)
+    assert ph.found and ph.drop[0] <= 600 <= ph.drop[1] and ph.plateau[1] == ph.drop[0]

@@ -1,0 +1,132 @@
+"""The induction-heads page's charts (Vega-Lite dicts): the loss with its plateau and drop marked, each head's
+scores over the steps, every head's attention pattern before and after training, the ablations' bars."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..charts import SEQUENTIAL
+
+HEAD_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"]
+
+
+def head_label(layer: int, head: int) -> str:
+    return f"layer {layer} head {head}"
+
+
+def _pad(spec: dict) -> dict:
+    spec["autosize"] = {"type": "pad", "contains": "padding"}
+    return spec
+
+
+def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230) -> dict:
+    """The training loss and the copy loss per logged step; the plateau (grey) and the drop (orange) shaded where
+    `phases` (lessons.induction.phases) found them."""
+    rows = [{"step": int(s), "nats": float(v), "curve": name} for name, key in (("training loss", "loss"),
+                                                                             ("copy loss (repeated half)", "copy_loss"))
+            for s, v in zip(history["step"], history[key]) if np.isfinite(v)]
+    layers = []
+    if phases is not None and phases.found:
+        bands = [{"from": phases.plateau[0], "to": phases.plateau[1], "phase": "plateau"},
+                 {"from": phases.drop[0], "to": phases.drop[1], "phase": "drop"}]
+        layers += [{"data": {"values": bands}, "mark": {"type": "rect", "opacity": 0.18},
+                    "encoding": {"x": {"field": "from", "type": "quantitative"}, "x2": {"field": "to"},
+                                 "color": {"field": "phase", "type": "nominal", "legend": None,
+                                           "scale": {"domain": ["plateau", "drop"], "range": ["#7f7f7f", "#f28e2b"]}},
+                                 "tooltip": [{"field": "phase"}, {"field": "from", "title": "from step"},
+                                             {"field": "to", "title": "to step"}]}},
+                   {"data": {"values": bands}, "mark": {"type": "text", "align": "left", "dx": 3, "dy": 8, "y": 0,
+                                                        "fontSize": 11, "fontWeight": "bold"},
+                    "encoding": {"x": {"field": "from", "type": "quantitative"}, "text": {"field": "phase"}}}]
+    layers.append({"data": {"values": rows}, "mark": {"type": "line", "strokeWidth": 2},
+                   "encoding": {"x": {"field": "step", "type": "quantitative", "title": "training step",
+                                      "scale": {"nice": False}},
+                                "y": {"field": "nats", "type": "quantitative", "title": "loss (nats)"},
+                                "stroke": {"field": "curve", "type": "nominal", "title": None,
+                                           "scale": {"range": ["#1f5fa8", "#c2560b"]},
+                                           "legend": {"orient": "bottom", "direction": "horizontal"}},
+                                "tooltip": [{"field": "curve"}, {"field": "step", "type": "quantitative"},
+                                            {"field": "nats", "type": "quantitative", "format": ".3f"}]}})
+    return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "width": width, "height": height,
+                 "title": "Loss per step", "layer": layers})
+
+
+def scores_spec(history: dict, width: int = 250, height: int = 200) -> dict:
+    """Two panels: every head's previous-token score and induction score per logged step."""
+    rows = [{"step": int(s), "score": float(history[key][k, l, h]), "head": head_label(l, h), "kind": title}
+            for key, title in (("prev", "previous-token score"), ("induction", "induction score"))
+            for k, s in enumerate(history["step"]) for l in range(history[key].shape[1])
+            for h in range(history[key].shape[2])]
+    heads = sorted({r["head"] for r in rows})
+    panel = lambda title: {"transform": [{"filter": {"field": "kind", "equal": title}}],
+                           "mark": {"type": "line", "strokeWidth": 1.8}, "width": width, "height": height,
+                           "title": title,
+                           "encoding": {"x": {"field": "step", "type": "quantitative", "title": "training step",
+                                              "scale": {"nice": False}},
+                                        "y": {"field": "score", "type": "quantitative", "title": "score",
+                                              "scale": {"domain": [0, 1]}},
+                                        "color": {"field": "head", "type": "nominal", "title": None,
+                                                  "scale": {"domain": heads, "range": HEAD_COLORS[: len(heads)]},
+                                                  "legend": {"orient": "bottom", "columns": 4}},
+                                        "tooltip": [{"field": "head"}, {"field": "step", "type": "quantitative"},
+                                                    {"field": "score", "type": "quantitative", "format": ".3f"}]}}
+    return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": rows},
+                 "hconcat": [panel("previous-token score"), panel("induction score")],
+                 "resolve": {"scale": {"color": "shared"}}})
+
+
+def patterns_spec(named: list[tuple[str, np.ndarray]], tokens, size: int = 125) -> dict:
+    """Small multiples: one heatmap per (stage, layer, head) of the weights A_h (query rows, key columns), only the
+    keys a query sees (j ≤ i). named: [(stage title, patterns (layer, head, n, n))]."""
+    rows, n = [], named[0][1].shape[-1]
+    for stage, a in named:
+        n_layers, n_heads, n, _ = a.shape
+        ii, jj = np.tril_indices(n)
+        for l in range(n_layers):
+            for h in range(n_heads):
+                w = a[l, h, ii, jj]
+                rows += [{"stage": f"{stage}: layer {l}", "head": f"head {h}", "i": int(i), "j": int(j),
+                          "q": f"{tokens[i]} ({i})", "k": f"{tokens[j]} ({j})", "A": round(float(v), 4)}
+                         for i, j, v in zip(ii, jj, w)]
+    axis = {"values": list(range(0, n, 10 if n > 15 else 2)), "labelFontSize": 10, "titleFontSize": 11,
+            "labelAngle": 0}
+    return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": rows},
+                 "facet": {"row": {"field": "stage", "type": "nominal", "title": None, "sort": None,
+                                   "header": {"labelFontSize": 12, "labelAngle": 0, "labelAlign": "left",
+                                              "labelOrient": "top", "labelFontWeight": "bold"}},
+                           "column": {"field": "head", "type": "nominal", "title": None,
+                                      "header": {"labelFontSize": 12}}},
+                 "spacing": {"row": 6, "column": 10},
+                 "spec": {"width": size, "height": size, "mark": {"type": "rect"},
+                          "encoding": {"x": {"field": "j", "type": "ordinal", "title": "key position j",
+                                             "axis": axis},
+                                       "y": {"field": "i", "type": "ordinal", "title": "query position i",
+                                             "axis": axis},
+                                       "color": {"field": "A", "type": "quantitative", "title": "weight",
+                                                 "scale": {"domain": [0, 1], "range": SEQUENTIAL}},
+                                       "tooltip": [{"field": "q", "title": "query"}, {"field": "k", "title": "key"},
+                                                   {"field": "A", "title": "weight", "format": ".3f"}]}}})
+
+
+def ablation_spec(change: np.ndarray, chosen: tuple[int, int] | None, intact: float, width: int = 460,
+                  height: int = 220) -> dict:
+    """One bar per head: the copy loss with that head zeroed, minus the intact model's."""
+    rows = [{"head": head_label(l, h), "change": float(change[l, h]),
+             "picked": "picked" if chosen in (None, (l, h)) else "other"}
+            for l in range(change.shape[0]) for h in range(change.shape[1])]
+    return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": rows},
+                 "width": width, "height": height,
+                 "title": f"Copy loss with one head zeroed, minus the intact {intact:.3f} nats",
+                 "layer": [{"mark": {"type": "bar"},
+                            "encoding": {"x": {"field": "head", "type": "nominal", "sort": None, "title": None,
+                                               "axis": {"labelAngle": -30}},
+                                         "y": {"field": "change", "type": "quantitative",
+                                               "title": "change in copy loss (nats)"},
+                                         "color": {"field": "picked", "type": "nominal", "legend": None,
+                                                   "scale": {"domain": ["picked", "other"],
+                                                             "range": ["#1f5fa8", "#c6d4e6"]}},
+                                         "tooltip": [{"field": "head"},
+                                                     {"field": "change", "type": "quantitative", "format": "+.3f"}]}},
+                           {"mark": {"type": "text", "dy": -7, "fontSize": 11},
+                            "encoding": {"x": {"field": "head", "type": "nominal", "sort": None},
+                                         "y": {"field": "change", "type": "quantitative"},
+                                         "text": {"field": "change", "type": "quantitative", "format": "+.2f"}}}]})

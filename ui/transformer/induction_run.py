@@ -1,0 +1,107 @@
+"""The induction-heads page's runs: the shipped one (instant, cached per process), and a learner's own, trained live
+with torch when they press Train (kept in st.session_state for the session), and what the page reads from a run:
+every head's pattern before and after, the scores now, the ablations."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import streamlit as st
+
+from attention_core.lessons import induction as ind
+from attention_core.training.lm.model import as_float64, lm_trace, token_labels
+
+RUN = "induction.run"              # session_state: the learner's last finished run
+RUNNING = "induction.running"      # session_state: set while a run trains; still set on the next run = interrupted
+MESSAGE = "induction.message"      # session_state: what happened to the last run that did not finish
+REDRAW_EVERY = 250                 # steps between two redraws of the live charts
+
+
+def analyse(run: dict) -> dict:
+    """What the page shows of a run: both traces on the shown sequence, every head's patterns, the scores on the
+    repeated batch before and after, the ablations (each head zeroed) on it, the plateau and the drop."""
+    ids = ind.repeated_ids()
+    names = ind.token_names(ids)
+    trace = lambda params: lm_trace(params, ids, token_labels([]), tokens=names)
+    start, end = as_float64(run["start"]), as_float64(run["params"])
+    batch = ind.repeated_batch()
+    before, after = trace(start), trace(end)
+    return {"ids": ids, "names": names, "before": before, "after": after, "params": end,
+            "scores_before": batch_scores(start, batch), "scores_after": batch_scores(end, batch),
+            "ablation": ind.ablation_table(end, batch),
+            "phases": ind.phases(run["history"]["step"], run["history"]["copy_loss"])}
+
+
+def batch_scores(params: dict, batch: np.ndarray) -> dict:
+    """{"prev", "induction"}: (layer, head) on the repeated batch, read from each sequence's forward Trace."""
+    a = np.stack([ind.patterns(lm_trace(params, ids, token_labels([]), tokens=ind.token_names(ids))) for ids in batch])
+    return {"prev": ind.prev_token_scores(a), "induction": ind.induction_scores(a, batch)}
+
+
+@st.cache_resource(show_spinner=False)
+def shipped() -> tuple[dict, dict]:
+    """(the shipped run, its analysis): read once per process."""
+    from attention_core.training.lm import shipped as data
+    got = data.load()
+    run = {"start": got.start, "params": got.params, "history": got.history, "seed": int(got.settings["seed"]),
+           "steps": int(got.settings["steps"]), "seconds": None, "source": "shipped"}
+    return run, analyse(run)
+
+
+def current() -> tuple[dict, dict]:
+    """The learner's run if they trained one this session, else the shipped one."""
+    own = st.session_state.get(RUN)
+    return (own["run"], own["analysis"]) if own else shipped()
+
+
+def interrupted_notice() -> None:
+    """A run the page's rerun cut short (the flag is still set) or one that stopped or diverged: say so, once."""
+    if st.session_state.pop(RUNNING, False):
+        st.session_state[MESSAGE] = ("The training run was stopped halfway (the page reran before it finished): "
+                                     "the previous weights stay.")
+    message = st.session_state.pop(MESSAGE, None)
+    if message:
+        st.warning(message, icon=":material/warning:")
+
+
+def train_live(seed: int, steps: int) -> None:
+    """Train from the seeded start with torch (imported now), drawing the progress, the loss and the heads' scores
+    every REDRAW_EVERY steps; a finished run replaces the session's, a stopped or diverged one leaves it."""
+    from attention_core.training.lm import train as lm_train
+    from .induction_charts import loss_spec, scores_spec
+    from ..matrix import chart
+
+    bar = st.progress(0.0, text="Starting: torch is loading…")
+    c1, c2 = st.columns([1, 1.2])
+    loss_box, score_box = c1.empty(), c2.empty()
+    rows: list[tuple] = []
+    t0 = time.perf_counter()
+
+    def redraw() -> None:
+        h = {"step": np.array([r[0] for r in rows]), "loss": np.array([r[1] for r in rows]),
+             "copy_loss": np.array([r[2] for r in rows]), "prev": np.array([r[3] for r in rows]),
+             "induction": np.array([r[4] for r in rows])}
+        chart(loss_spec(h, None, width=380, height=200), target=loss_box)
+        chart(scores_spec(h, width=200, height=170), target=score_box)
+
+    def callback(step, loss, copy_loss, scores) -> bool:
+        rows.append((step, loss, copy_loss, np.asarray(scores["prev"]), np.asarray(scores["induction"])))
+        bar.progress(min(step / max(steps, 1), 1.0), text=f"Step {step:,} of {steps:,}: loss {loss:.3f}, copy loss "
+                                                           f"{copy_loss:.3f} nats ({time.perf_counter() - t0:.1f} s)")
+        if step % REDRAW_EVERY == 0 or step == steps:
+            redraw()
+        return True
+
+    st.session_state[RUNNING] = True
+    result = lm_train.train(seed=seed, steps=steps, callback=callback)
+    st.session_state.pop(RUNNING, None)
+    bar.empty()
+    loss_box.empty()
+    score_box.empty()
+    if result.status != "done" or result.params is None or not np.all(np.isfinite(result.history["loss"])):
+        st.session_state[MESSAGE] = ((result.message or "The run did not finish.")
+                                     + " The previous weights stay.").replace("stay. The previous weights stay.", "stay.")
+        return
+    run = {"start": result.start, "params": result.params, "history": result.history, "seed": seed, "steps": steps,
+           "seconds": result.seconds, "source": "session"}
+    st.session_state[RUN] = {"run": run, "analysis": analyse(run)}

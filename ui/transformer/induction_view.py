@@ -1,0 +1,183 @@
+"""The induction-heads page's views: what an induction head is, why the repeat moves, a run's curves and numbers,
+every head's pattern before and after, the K-composition with live numbers, the ablations, the learner's sentence."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from attention_core.explanations import explain
+from attention_core.lessons import induction as ind
+from attention_core.training.lm.model import D_HEAD, lm_trace, sentence_ids
+
+from ..matrix import chart
+from ..views import step_boxes
+from .induction_charts import ablation_spec, head_label, loss_spec, patterns_spec, scores_spec
+
+from ..page_state import INDUCTION_ABLATE, INDUCTION_TABS as TABS
+
+INTRO = (
+    "An **induction head** continues a repeat: having seen … **A B** … and now **A** again, it predicts **B** "
+    "(Elhage et al. 2021, *A Mathematical Framework for Transformer Circuits*; Olsson et al. 2022, *In-context "
+    "Learning and Induction Heads*). It takes two heads in two layers. In layer 0 a **previous-token head** attends "
+    "from each token to the one before it, so it writes into B's row of the residual stream *the token before me "
+    "was A*. In layer 1 the **induction head**'s query at the current A looks for exactly that: its key at B is "
+    "built from what the previous-token head wrote (**K-composition**), so A's query matches B's key, and the head "
+    "copies B's value forward into the prediction. Below, the small model (2 layers × 4 heads, d_model = 64, "
+    "attention only) trained on the copy task: its loss, its heads' jobs as numbers, and the arithmetic.")
+
+WHY_RANDOM = (
+    "Each training sequence is 40 random tokens of the 31 in which one segment of 6–14 tokens is repeated **at a "
+    "random later offset**. With the repeat always the same number of positions later, position alone tells where "
+    "the answer is: a head that attends a fixed distance back (learned from the position embeddings, no content "
+    "needed) copies as well as an induction head, and no induction head forms. Only when the distance changes from "
+    "sequence to sequence must the model find the earlier occurrence by what the token is.")
+
+
+def run_text(run: dict, an: dict) -> str:
+    """The run in one paragraph, every number from its history and its analysis."""
+    h, ph = run["history"], an["phases"]
+    who = ("**The shipped run**, trained by the project's own code" if run["source"] == "shipped"
+           else "**Your run** (this session)")
+    took = f" in {run['seconds']:.1f} s" if run.get("seconds") else ""
+    text = (f"{who}: seed {run['seed']}, {run['steps']:,} steps{took}. The copy loss (the next token's cross-entropy "
+            f"on the second copy of repeated random tokens, where copying gives the answer) goes from "
+            f"{h['copy_loss'][0]:.2f} to {h['copy_loss'][-1]:.2f} nats (ln 31 = {np.log(31):.2f} is a blind guess). ")
+    if ph.found:
+        text += (f"It sits on a **plateau** at about {ph.high:.2f} nats from step {ph.plateau[0]:,} to "
+                 f"{ph.plateau[1]:,}, then **drops** between steps {ph.drop[0]:,} and {ph.drop[1]:,} to about "
+                 f"{ph.low:.2f}: the steps where the heads' scores jump (right).")
+    else:
+        text += "No drop yet: the loss is still on its plateau (more steps, or another seed, get past it)."
+    return text
+
+
+def curves(run: dict, an: dict) -> None:
+    c1, c2 = st.columns([1, 1.15])
+    with c1:
+        chart(loss_spec(run["history"], an["phases"]))
+    with c2:
+        chart(scores_spec(run["history"]))
+
+
+def scores_table(an: dict):
+    """One row per head: both scores at step 0 and now, and the copy loss change when it is zeroed."""
+    b, a, ab = an["scores_before"], an["scores_after"], an["ablation"]["change"]
+    rows = [{"head": head_label(l, h), "previous-token, step 0": b["prev"][l, h], "previous-token, now": a["prev"][l, h],
+             "induction, step 0": b["induction"][l, h], "induction, now": a["induction"][l, h],
+             "copy loss change if zeroed": ab[l, h]} for l in range(2) for h in range(4)]
+    st.dataframe(rows, hide_index=True, width="content",
+                 column_config={k: st.column_config.NumberColumn(format="%.3f") for k in rows[0] if k != "head"})
+
+
+def roles(an: dict) -> tuple[int, int]:
+    """(layer 0's previous-token head, layer 1's induction head) by their scores now."""
+    return ind.top_head(an["scores_after"]["prev"], 0), ind.top_head(an["scores_after"]["induction"], 1)
+
+
+def patterns_panel(run: dict, an: dict) -> None:
+    prev, induction = roles(an)
+    a = an["scores_after"]
+    st.markdown(
+        f"The weights A_h (query row i, key column j, only j ≤ i: the mask is causal) of every head on one sequence: "
+        f"{ind.HALF} random tokens, then the same {ind.HALF} again. A **previous-token head** is the line just under "
+        f"the diagonal (j = i − 1); an **induction head** is a line {ind.HALF - 1} columns left of the diagonal in the "
+        f"second half (j = i − {ind.HALF} + 1: the token after the earlier copy of i's token). Now, on 16 such "
+        f"sequences: layer 0 head {prev}'s previous-token score is **{a['prev'][0, prev]:.2f}** (step 0: "
+        f"{an['scores_before']['prev'][0, prev]:.2f}); layer 1 head {induction}'s induction score is "
+        f"**{a['induction'][1, induction]:.2f}** (step 0: {an['scores_before']['induction'][1, induction]:.2f}).")
+    chart(patterns_spec([("step 0", ind.patterns(an["before"])), (f"after {run['steps']:,} steps",
+                                                                  ind.patterns(an["after"]))], an["names"]))
+
+
+def composition_panel(an: dict, i: int) -> None:
+    _, head = roles(an)
+    lesson = ind.k_composition(an["after"], an["params"], i, head)
+    f = lesson.facts
+    names, ids = an["names"], an["ids"]
+    st.markdown(
+        f"Query **i = {i}** holds **{names[i]}**; {names[i]} occurred last at **j = {f['j']}**, so the token to copy "
+        f"is at **j + 1 = {f['r']}** ({names[f['r']]}, which is indeed token i + 1 = {names[i + 1] if i + 1 < len(ids) else '—'}). "
+        f"Layer 1's induction head {head} puts weight **A = {f['weight']:.3f}** on key {f['r']}. Why its query matches "
+        f"that key: layer 1 reads the stream X₁, whose row j + 1 is a sum of pieces, the token embedding, the position "
+        f"embedding and each layer-0 head's output. LayerNorm is linear once the row's own scale s = √(σ² + ε) is "
+        f"fixed (here s = {f['scale']:.4f}, ε = {f['eps']:g}), and the mean is linear too, so each piece p gets the "
+        r"share $n_p = \gamma \odot (x_p - \mu(x_p))/s$, $\beta$ is a piece of its own, and the shares sum to "
+        r"$\mathrm{LN}(X_1)$ exactly. The key and the score are linear in them:")
+    st.latex(r"k_{j+1} = \sum_p n_p W_K^{(h)}, \qquad S_h[i, j+1] = q_i \cdot k_{j+1} = \sum_p q_i \cdot n_p W_K^{(h)}")
+    st.latex(explain(lesson, "scores", (f["r"],)).latex)
+    rows = ind.shares(lesson)
+    st.markdown(composition_text(lesson, rows, names))
+    st.dataframe(rows, hide_index=True, width="content", column_config={
+        k: st.column_config.NumberColumn(format="%.3f") for k in rows[0] if k != "piece"})
+    step_boxes(lesson, ["score_parts", "key_parts"], key_prefix="induction.")
+
+
+def composition_text(lesson, rows: list[dict], names: list[str]) -> str:
+    """What singles out key j + 1, in words with the live numbers: the pieces ranked, the previous-token head's
+    part, and any layer-0 head that looks further back (a longer prefix)."""
+    f = lesson.facts
+    score = lesson["scores"].value
+    others = np.delete(score, f["r"])
+    ranked = sorted(range(len(rows)), key=lambda p: -rows[p]["singles out j+1 by"])
+    text = (f"At key j + 1 the pieces add up to S = **{score[f['r']]:.2f}**; the other keys' scores average "
+            f"{others.mean():.2f}. What singles out j + 1 is each piece's share there minus its mean share at the "
+            "other keys: " + ", ".join(f"{rows[p]['piece']} **{rows[p]['singles out j+1 by']:+.1f}**"
+                                       for p in ranked[:3]) + ". ")
+    prev = f["prev_head"]
+    if f["back"][prev] == 1:
+        diff = rows[2 + prev]["singles out j+1 by"]
+        text += (f"The previous-token head (layer-0 head {prev}, {f['back_weight'][prev]:.2f} of its weight one "
+                 f"token back) wrote token j's identity into row j + 1: **{names[f['j']]}**, the same token as query "
+                 f"i's, from whose row the query is made. Its part alone singles out j + 1 by {diff:+.1f}. ")
+    for p in ranked[:3]:
+        h = p - 2
+        if 0 <= h < len(f["back"]) and f["back"][h] >= 2:
+            d = f["back"][h]
+            text += (f"Layer-0 head {h} looks {d} tokens back ({f['back_weight'][h]:.2f}): at j + 1 it carries token "
+                     f"j + 1 − {d}, which in a repeat is also the token {d - 1} before i, so the key says more of "
+                     "the prefix the query is matching. ")
+    return text + (f"(The softmax reads S / √d_k.) Checked: the pieces sum to the forward pass's own key and score to "
+                   f"within {max(f['check'].values()):.1e}.")
+
+
+def ablation_panel(an: dict, chosen: str) -> None:
+    ab = an["ablation"]
+    pick = None if chosen == "all" else tuple(int(c) for c in chosen.split(","))
+    prev, induction = roles(an)
+    worst = np.unravel_index(np.argmax(ab["change"]), ab["change"].shape)
+    text = (f"Zero one head's output (its {D_HEAD}-row block of W_O set to 0, so it writes nothing into the "
+            f"stream) and run the model again on 16 repeated sequences. Intact, the copy loss is **{ab['intact']:.3f}** "
+            f"nats. Zeroing layer 1 head {induction} (the induction head) changes it by "
+            f"**{ab['change'][1, induction]:+.3f}**; layer 0 head {prev} (the previous-token head) by "
+            f"**{ab['change'][0, prev]:+.3f}**. The largest change is {head_label(*map(int, worst))}'s.")
+    if pick is not None:
+        text += (f" Picked: {head_label(*pick)}, {ab['ablated'][pick]:.3f} nats with it zeroed "
+                 f"({ab['change'][pick]:+.3f}).")
+    st.markdown(text)
+    chart(ablation_spec(ab["change"], pick, ab["intact"]))
+
+
+EXAMPLE = "the cat sat on the mat and the cat sat on the"
+
+
+def sentence_panel(run: dict, an: dict, sentence: str) -> None:
+    """The settings' sentence through the model (each distinct word one token); one without a repeated word has
+    nothing to copy, so the example with a repeated phrase is shown instead, and said so."""
+    ids, words, labels, notices = sentence_ids(sentence)
+    if len(set(ids)) == len(ids):
+        st.info(f"The settings' sentence, “{sentence}”, repeats no word: there is nothing to copy, and the model "
+                f"can only guess. Shown instead: “{EXAMPLE}” (a sentence with a repeated phrase typed in the sidebar "
+                "of any forward page is shown here).", icon=":material/info:")
+        sentence = EXAMPLE
+        ids, words, labels, notices = sentence_ids(sentence)
+    for n in notices:
+        st.info(n, icon=":material/info:")
+    trace = lm_trace(an["params"], ids, labels)
+    logits = trace["logits"].value[-1]
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    best = int(np.argmax(p))
+    st.markdown(f"“{sentence}”, each distinct word one of the model's tokens (what it learned does not depend on "
+                f"which token is which). After the last word the most likely next token is **{labels[best]}** "
+                f"(p = {p[best]:.2f}). Every head on it:")
+    chart(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], list(trace.tokens), size=150))
