@@ -19,11 +19,10 @@ with st.container(border=True):
                             help="AdamW, learning rate 0.003, batches of 32 sequences of 40 tokens.")
     go = c3.button("Train from a seeded random start", type="primary", icon=":material/play_arrow:",
                    key="induction.train", help="Trains with torch here, now; the shipped run stays until it finishes.")
-    st.caption("About 8 ms a step on 2 cores: the default 2,500 steps take about 20–30 s. Leaving the page or "
-               "changing a control stops the run (the previous weights stay).")
+    st.caption(runs.timing_text() + " Leaving the page or changing a control stops a run (the previous weights stay).")
 if go:
     runs.train_live(int(seed), int(steps))
-    runs.interrupted_notice()
+    st.rerun()                                  # the page again, with the new run (or the message and the old one)
 
 try:
     run, an = runs.current()

@@ -178,3 +178,95 @@ def test_no_drop_is_found_on_a_flat_curve_or_a_diverged_one():
     drop = 3.43 - 2.0 / (1 + np.exp(-(steps - 600) / 20.0))
     ph = ind.phases(steps, drop)
     assert ph.found and ph.drop[0] <= 600 <= ph.drop[1] and ph.plateau[1] == ph.drop[0]
+
+
+# ---- the page -----------------------------------------------------------------------------------------------------
+
+def _text(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_the_page_shows_the_shipped_runs_numbers(run):
+    at = open_page(PAGE, timeout=120)
+    no_exception(at)
+    h = run.history
+    ph = ind.phases(h["step"], h["copy_loss"])
+    text = _text(at)
+    assert "The shipped run" in text and f"from {h['copy_loss'][0]:.2f} to {h['copy_loss'][-1]:.2f} nats" in text
+    assert f"from step {ph.plateau[0]:,} to {ph.plateau[1]:,}" in text
+    assert f"between steps {ph.drop[0]:,} and {ph.drop[1]:,}" in text
+    specs = charts(at)
+    loss = next(s for s in specs if s.get("title") == "Loss per step")
+    bands = loss["layer"][0]["data"]["values"]
+    assert [(b["phase"], b["from"], b["to"]) for b in bands] == [("plateau", *ph.plateau), ("drop", *ph.drop)]
+    grid = next(s for s in specs if "facet" in s)
+    assert len({(r["stage"], r["head"]) for r in grid["data"]["values"]}) == 16      # 2 stages × 2 layers × 4 heads
+    assert "previous-token score is **0.97**" in text
+    assert not at.exception and at.button(key="induction.train").label.startswith("Train")
+
+
+def test_the_k_composition_and_ablation_tabs_show_the_lessons_numbers(run, trace):
+    at = open_page(PAGE, query={"induction.tab": "1", "induction.i": "33"}, timeout=120)
+    no_exception(at)
+    lesson = ind.k_composition(trace, run.params, 33, ind.top_head(run.history["induction"][-1], 1))
+    r = lesson.facts["r"]
+    assert f"**j + 1 = {r}**" in _text(at)
+    assert f"S = **{lesson['scores'].value[r]:.2f}**" in _text(at)
+    assert any(explain(lesson, "scores", (r,)).substituted in f.value for f in at.latex)
+    at.session_state["induction.tab"] = "Ablate a head"
+    at.run()
+    table = ind.ablation_table(run.params, ind.repeated_batch())
+    assert f"Intact, the copy loss is **{table['intact']:.3f}**" in _text(at)
+    at.selectbox(key="induction.ablate").set_value("1,2").run()
+    assert f"Picked: layer 1 head 2, {table['ablated'][1, 2]:.3f} nats" in _text(at)
+    assert dict(at.query_params).get("induction.ablate") == "1,2"
+
+
+def test_train_runs_live_and_the_page_then_shows_the_new_run():
+    pytest.importorskip("torch")
+    at = open_page(PAGE, timeout=120)
+    at.number_input(key="induction.steps").set_value(50).run()
+    at.number_input(key="induction.seed").set_value(3).run()
+    at.button(key="induction.train").click().run(timeout=600)
+    no_exception(at)
+    own = at.session_state["induction.run"]["run"]
+    assert own["seed"] == 3 and own["steps"] == 50 and list(own["history"]["step"]) == [0, 50]
+    assert "Your run** (this session): seed 3, 50 steps" in _text(at)
+    assert "No drop yet" in _text(at)                                       # 50 steps: still on the plateau
+    assert "Your last run: 50 steps in" in "\n".join(c.value for c in at.caption)
+    assert dict(at.query_params).get("induction.steps") == "50"
+
+
+@pytest.mark.parametrize("status", ["diverged", "stopped"])
+def test_a_run_that_diverges_or_stops_leaves_the_previous_weights(monkeypatch, status):
+    from attention_core.training.lm import train as lm_train
+
+    def fake(seed, steps, callback=None, **_):
+        callback(0, 3.4, 3.4, {"prev": np.zeros((2, 4)), "induction": np.zeros((2, 4))})
+        message = "The loss became nan at step 7." if status == "diverged" else "Stopped at step 0 of 50."
+        return lm_train.Result(None if status == "diverged" else {}, {"loss": np.array([3.4])}, status, message, 0.1, 7)
+
+    monkeypatch.setattr(lm_train, "train", fake)
+    at = open_page(PAGE, timeout=120)
+    at.button(key="induction.train").click().run()
+    no_exception(at)
+    assert "induction.run" not in at.session_state and "The shipped run" in _text(at)
+    assert ("The loss became nan" if status == "diverged" else "Stopped at step 0") in messages(at)
+    assert "the previous weights stay" in messages(at).lower()
+
+
+def test_a_run_cut_short_by_a_rerun_says_so_and_keeps_the_previous_weights():
+    at = open_page(PAGE, timeout=120)
+    at.session_state["induction.running"] = True                           # what a rerun mid-run leaves behind
+    at.run()
+    no_exception(at)
+    assert "stopped halfway" in messages(at) and "The shipped run" in _text(at)
+    at.run()
+    assert "stopped halfway" not in messages(at)                            # said once
+
+
+def test_the_sentence_tab_runs_the_settings_sentence_or_the_example():
+    at = open_page(PAGE, query={"induction.tab": "3"}, timeout=120)
+    no_exception(at)
+    assert "repeats no word" in messages(at)
+    assert "most likely next token is **mat**" in _text(at)

@@ -2,4 +2,8 @@
 (51_next_token.py), induction heads (52_induction_heads.py), gradients through a block (53_block_gradients.py).
 The block page reads the sidebar's forward pass; the other three run the small language model the project
 trains (attention_core/training/lm), with the learner's sentence as its tokens.
+
+    induction_view     the induction-heads page's texts and panels (run, patterns, K-composition, ablation, sentence)
+    induction_charts   its Vega-Lite charts: loss with plateau and drop, scores over steps, pattern grid, ablation bars
+    induction_run      the shipped run and a learner's live one (Train: torch, progress, live charts), analysed
 """
