@@ -44,7 +44,7 @@ with tabs[1]:
         view.composition_panel(an, int(i))
 with tabs[2]:
     if tabs[2].open:
-        chosen = st.selectbox("Head", view.INDUCTION_ABLATE, key="induction.ablate",
+        chosen = st.columns([1, 3])[0].selectbox("Head", view.INDUCTION_ABLATE, key="induction.ablate",
                               format_func=lambda v: "all heads" if v == "all" else
                               view.head_label(*map(int, v.split(","))))
         view.ablation_panel(an, chosen)

@@ -74,28 +74,30 @@ def scores_spec(history: dict, width: int = 250, height: int = 200) -> dict:
                  "resolve": {"scale": {"color": "shared"}}})
 
 
-def patterns_spec(named: list[tuple[str, np.ndarray]], tokens, size: int = 125) -> dict:
+def patterns_spec(named: list[tuple[str, np.ndarray]], tokens, size: int = 150) -> dict:
     """Small multiples: one heatmap per (stage, layer, head) of the weights A_h (query rows, key columns), only the
     keys a query sees (j ≤ i). named: [(stage title, patterns (layer, head, n, n))]."""
     rows, n = [], named[0][1].shape[-1]
-    for stage, a in named:
+    for order, (stage, a) in enumerate(named):
         n_layers, n_heads, n, _ = a.shape
         ii, jj = np.tril_indices(n)
         for l in range(n_layers):
             for h in range(n_heads):
                 w = a[l, h, ii, jj]
-                rows += [{"stage": f"{stage}: layer {l}", "head": f"head {h}", "i": int(i), "j": int(j),
+                rows += [{"stage": f"{stage} · layer {l}", "order": order * n_layers + l, "head": f"head {h}",
+                          "i": int(i), "j": int(j),
                           "q": f"{tokens[i]} ({i})", "k": f"{tokens[j]} ({j})", "A": round(float(v), 4)}
                          for i, j, v in zip(ii, jj, w)]
     axis = {"values": list(range(0, n, 10 if n > 15 else 2)), "labelFontSize": 10, "titleFontSize": 11,
             "labelAngle": 0}
     return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": rows},
-                 "facet": {"row": {"field": "stage", "type": "nominal", "title": None, "sort": None,
-                                   "header": {"labelFontSize": 12, "labelAngle": 0, "labelAlign": "left",
-                                              "labelOrient": "top", "labelFontWeight": "bold"}},
+                 "facet": {"row": {"field": "stage", "type": "nominal", "title": None,
+                                   "sort": {"field": "order", "op": "min"},
+                                   "header": {"labelFontSize": 12, "labelAngle": 0, "labelAlign": "right",
+                                              "labelOrient": "left", "labelFontWeight": "bold", "labelLimit": 200}},
                            "column": {"field": "head", "type": "nominal", "title": None,
                                       "header": {"labelFontSize": 12}}},
-                 "spacing": {"row": 6, "column": 10},
+                 "spacing": {"row": 8, "column": 12},
                  "spec": {"width": size, "height": size, "mark": {"type": "rect"},
                           "encoding": {"x": {"field": "j", "type": "ordinal", "title": "key position j",
                                              "axis": axis},
@@ -118,7 +120,7 @@ def ablation_spec(change: np.ndarray, chosen: tuple[int, int] | None, intact: fl
                  "title": f"Copy loss with one head zeroed, minus the intact {intact:.3f} nats",
                  "layer": [{"mark": {"type": "bar"},
                             "encoding": {"x": {"field": "head", "type": "nominal", "sort": None, "title": None,
-                                               "axis": {"labelAngle": -30}},
+                                               "axis": {"labelAngle": -40, "labelOverlap": False}},
                                          "y": {"field": "change", "type": "quantitative",
                                                "title": "change in copy loss (nats)"},
                                          "color": {"field": "picked", "type": "nominal", "legend": None,

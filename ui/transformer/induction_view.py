@@ -150,6 +150,11 @@ def ablation_panel(an: dict, chosen: str) -> None:
             f"nats. Zeroing layer 1 head {induction} (the induction head) changes it by "
             f"**{ab['change'][1, induction]:+.3f}**; layer 0 head {prev} (the previous-token head) by "
             f"**{ab['change'][0, prev]:+.3f}**. The largest change is {head_label(*map(int, worst))}'s.")
+    sharing = [h for h in range(ab["change"].shape[1]) if an["scores_after"]["induction"][1, h] > 0.5]
+    if len(sharing) > 1:
+        text += (f" Layer 1 has {len(sharing)} heads with an induction score above 0.5 (heads "
+                 f"{', '.join(map(str, sharing))}): they share the job, so zeroing one of them costs less than "
+                 "zeroing a head that no other head backs up.")
     if pick is not None:
         text += (f" Picked: {head_label(*pick)}, {ab['ablated'][pick]:.3f} nats with it zeroed "
                  f"({ab['change'][pick]:+.3f}).")

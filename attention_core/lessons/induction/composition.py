@@ -54,10 +54,12 @@ def offsets(a: np.ndarray, longest: int = 8) -> tuple[np.ndarray, np.ndarray]:
     return best, mean[np.arange(a.shape[0]), best]
 
 
-def piece_names(back: np.ndarray) -> list[str]:
+def piece_names(back: np.ndarray, short: bool = False) -> list[str]:
     """The pieces of the stream at a row, in order: embedding, position, layer 0's heads (named by how far back
-    each looks most: 1 = a previous-token head), then β."""
+    each looks most: 1 = a previous-token head), then β. short: for a chart's axis."""
     what = lambda d: "itself" if d == 0 else "previous-token" if d == 1 else f"{d} tokens back"
+    if short:
+        return ["E[x]", "P"] + [f"L0 head {h}: {'prev' if d == 1 else f'{d} back'}" for h, d in enumerate(back)] + ["β"]
     return (["token embedding E[x]", "position embedding P"]
             + [f"layer-0 head {h} ({what(int(d))})" for h, d in enumerate(back)] + ["LayerNorm shift β"])
 
@@ -110,7 +112,7 @@ def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -
                         scale=float(scale[r, 0]), mean=float(stream[r].mean()), d_k=D_HEAD, names=names,
                         weight=float(a[LAYER, head, i, r]), ids=tuple(ids),
                         back=tuple(int(d) for d in back), back_weight=tuple(float(w) for w in back_weight),
-                        axis_labels={"part": names, "n_k": keys},
+                        axis_labels={"part": piece_names(back, short=True), "n_k": keys},
                         check={"stream": float(np.abs(pieces.sum(0) - stream).max()),
                                "norm": float(np.abs(normed.sum(0) - trace[f"l{LAYER}.ln1"].value).max()),
                                "key": float(np.abs(key_parts.sum(0) - att1["k_heads"].value[head]).max()),
@@ -124,18 +126,18 @@ def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -
                ("parts",), why=f"s = {scale[r, 0]:.4f} is the whole row's scale, the same for every piece, so the "
                "shares add up to the normalised row exactly; β is a share of its own.")
     lesson.add("w_k", f"Layer 1's W_K, head {head}'s columns", w_k, ("d_model", "d_k"), rf"W_K^{{({head})}}")
-    lesson.add("key_parts", f"Each piece's share of the key k_{{j+1}} (head {head})", key_parts[:, r],
+    lesson.add("key_parts", f"Each piece's share of the key at j + 1 = {r} (layer 1, head {head})", key_parts[:, r],
                ("part", "d_k"), rf"k^{{(p)}} = n_p\, W_K^{{({head})}}", ("normed_parts", "w_k"))
-    lesson.add("key", f"The key k_{{j+1}} = k_{r}", att1["k_heads"].value[head, r], ("d_k",),
+    lesson.add("key", f"The key at j + 1 = {r}", att1["k_heads"].value[head, r], ("d_k",),
                r"k_{j+1} = \sum_p k^{(p)}", ("key_parts",), why="Read from layer 1's own forward pass.")
-    lesson.add("query", f"The query q_i = q_{i}", q, ("d_k",), rf"q_i = \mathrm{{LN}}(X_1)[i]\, W_Q^{{({head})}}",
+    lesson.add("query", f"The query at i = {i}", q, ("d_k",), rf"q_i = \mathrm{{LN}}(X_1)[i]\, W_Q^{{({head})}}",
                why="Read from layer 1's own forward pass.")
     lesson.add("key_parts_all", "Each piece's share of every key", key_parts[:, : i + 1], ("part", "n_k", "d_k"),
                rf"k^{{(p)}}_{{j'}} = n_p[j']\, W_K^{{({head})}}", ("normed_parts", "w_k"))
     lesson.add("score_parts", f"Each piece's share of the scores of query {i}", score_parts, ("part", "n_k"),
                r"q_i \cdot k^{(p)}_{j'}", ("query", "key_parts_all"),
-               why="Row p: how much the piece p of each key j' adds to the score of query i. The previous-token "
-                   "head's row stands out at j + 1, and nowhere else.")
+               why=f"Row p: how much the piece p of each key j' adds to the score of query i; a column sums to that "
+                   f"key's score. Key j + 1 = {r} is the column the induction head attends to.")
     lesson.add("scores", f"The scores S_{head}[{i}, j'] (unscaled)", att1["scores"].value[head, i, : i + 1], ("n_k",),
                r"S_h[i, j'] = \sum_p q_i \cdot k^{(p)}_{j'}", ("score_parts",), why="Read from layer 1's own forward "
                "pass: the sum of the column above, for every key.")
