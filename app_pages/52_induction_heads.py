@@ -7,14 +7,12 @@ from ui.transformer import induction_view as view
 PAGE = "app_pages/52_induction_heads.py"
 ui.page(PAGE, "Induction heads", settings=False)
 st.markdown(view.INTRO)
-with st.expander("Why the repeat starts at a random offset", icon=":material/shuffle:"):
-    st.markdown(view.WHY_RANDOM)
 runs.interrupted_notice()
 
 with st.container(border=True):
     c1, c2, c3 = st.columns([1, 1, 2.2], vertical_alignment="bottom")
     seed = c1.number_input("Seed", min_value=0, max_value=9999, step=1, key="induction.seed",
-                           help="Fixes the random start and the batches: the same seed trains the same run.")
+                           help="Fixes the random start and the batches. Seed 0 is the shipped run's start.")
     steps = c2.number_input("Training steps", min_value=50, max_value=10000, step=250, key="induction.steps",
                             help="AdamW, learning rate 0.003, batches of 32 sequences of 40 tokens.")
     go = c3.button("Train from a seeded random start", type="primary", icon=":material/play_arrow:",
@@ -29,6 +27,8 @@ try:
 except (OSError, KeyError, ValueError) as err:
     st.error(f"The shipped run could not be read: {err}", icon=":material/error:")
     st.stop()
+with st.expander("Why the repeat starts at a random offset", icon=":material/shuffle:"):
+    st.markdown(view.why_random_text(run))
 st.markdown(view.run_text(run, an))
 view.curves(run, an)
 with st.expander("Every head's scores, at step 0 and now", icon=":material/table:"):

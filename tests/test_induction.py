@@ -202,6 +202,9 @@ def test_the_page_shows_the_shipped_runs_numbers(run):
     grid = next(s for s in specs if "facet" in s)
     assert len({(r["stage"], r["head"]) for r in grid["data"]["values"]}) == 16      # 2 stages × 2 layers × 4 heads
     assert "previous-token score is **0.97**" in text
+    fixed = shipped.load("fixed_offset").history
+    assert (f"its copy loss stays at {fixed['copy_loss'][-1]:.2f} nats and no layer-1 head's induction score passes "
+            f"{fixed['induction'][-1][1].max():.2f}") in text
     assert not at.exception and at.button(key="induction.train").label.startswith("Train")
 
 

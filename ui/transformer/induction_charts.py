@@ -13,9 +13,26 @@ def head_label(layer: int, head: int) -> str:
     return f"layer {layer} head {head}"
 
 
-def _pad(spec: dict) -> dict:
+def _pad(spec: dict, what: str = "") -> dict:
+    """Padding that fits the card; `what` (the run it shows) goes into the spec's description, so another run's
+    chart is a new chart in the browser, not the old one with its data swapped (which left a facet grid's rows
+    empty after a live run)."""
     spec["autosize"] = {"type": "pad", "contains": "padding"}
+    if what:
+        spec["description"] = what
     return spec
+
+
+def _digest(arrays) -> str:
+    import hashlib
+    h = hashlib.blake2b(digest_size=8)
+    for a in arrays:
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def _run_id(history: dict) -> str:
+    return f"run: {len(history['step'])} records to step {int(history['step'][-1])} ({_digest([history['loss']])})"
 
 
 def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230) -> dict:
@@ -47,7 +64,7 @@ def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230) -
                                 "tooltip": [{"field": "curve"}, {"field": "step", "type": "quantitative"},
                                             {"field": "nats", "type": "quantitative", "format": ".3f"}]}})
     return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "width": width, "height": height,
-                 "title": "Loss per step", "layer": layers})
+                 "title": "Loss per step", "layer": layers}, _run_id(history))
 
 
 def scores_spec(history: dict, width: int = 250, height: int = 200) -> dict:
@@ -71,7 +88,7 @@ def scores_spec(history: dict, width: int = 250, height: int = 200) -> dict:
                                                     {"field": "score", "type": "quantitative", "format": ".3f"}]}}
     return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": rows},
                  "hconcat": [panel("previous-token score"), panel("induction score")],
-                 "resolve": {"scale": {"color": "shared"}}})
+                 "resolve": {"scale": {"color": "shared"}}}, _run_id(history))
 
 
 def patterns_spec(named: list[tuple[str, np.ndarray]], tokens, size: int = 150) -> dict:
@@ -103,10 +120,13 @@ def patterns_spec(named: list[tuple[str, np.ndarray]], tokens, size: int = 150) 
                                              "axis": axis},
                                        "y": {"field": "i", "type": "ordinal", "title": "query position i",
                                              "axis": axis},
-                                       "color": {"field": "A", "type": "quantitative", "title": "weight",
-                                                 "scale": {"domain": [0, 1], "range": SEQUENTIAL}},
+                                       "color": {"field": "A", "type": "quantitative", "title": "weight A",
+                                                 "scale": {"domain": [0, 1], "range": SEQUENTIAL},
+                                                 "legend": {"orient": "top", "direction": "horizontal",
+                                                            "gradientLength": 160}},
                                        "tooltip": [{"field": "q", "title": "query"}, {"field": "k", "title": "key"},
-                                                   {"field": "A", "title": "weight", "format": ".3f"}]}}})
+                                                   {"field": "A", "title": "weight", "format": ".3f"}]}}},
+                "patterns: " + " / ".join(stage for stage, _ in named) + f" ({_digest(a for _, a in named)})")
 
 
 def ablation_spec(change: np.ndarray, chosen: tuple[int, int] | None, intact: float, width: int = 460,

@@ -33,6 +33,21 @@ WHY_RANDOM = (
     "sequence to sequence must the model find the earlier occurrence by what the token is.")
 
 
+def why_random_text(run: dict) -> str:
+    """WHY_RANDOM, and the shipped fixed-offset run's numbers beside this run's."""
+    from attention_core.training.lm import shipped
+    from attention_core.training.lm.task import FIXED_OFFSET
+    fixed = shipped.load("fixed_offset").history
+    h = run["history"]
+    return WHY_RANDOM + (
+        f"\n\nThe project ships that run too (seed 0, the same start, {int(fixed['step'][-1]):,} steps, the repeat "
+        f"always {FIXED_OFFSET} positions after its segment): its training loss falls from {fixed['loss'][0]:.2f} to "
+        f"{fixed['loss'][-1]:.2f} nats, so it does copy at that distance; yet on repeated random tokens (the repeat "
+        f"{ind.HALF} positions later) its copy loss stays at {fixed['copy_loss'][-1]:.2f} nats and no layer-1 head's "
+        f"induction score passes {fixed['induction'][-1][1].max():.2f}. The run shown here ends at "
+        f"{h['copy_loss'][-1]:.2f} nats and {h['induction'][-1][1].max():.2f}.")
+
+
 def run_text(run: dict, an: dict) -> str:
     """The run in one paragraph, every number from its history and its analysis."""
     h, ph = run["history"], an["phases"]
@@ -78,7 +93,8 @@ def patterns_panel(run: dict, an: dict) -> None:
     prev, induction = roles(an)
     a = an["scores_after"]
     st.markdown(
-        f"The weights A_h (query row i, key column j, only j ≤ i: the mask is causal) of every head on one sequence: "
+        f"The weights A_h (query row i, key column j, only j ≤ i: the mask is causal; white 0 to dark blue 1; hover "
+        f"a cell for its value) of every head on one sequence: "
         f"{ind.HALF} random tokens, then the same {ind.HALF} again. A **previous-token head** is the line just under "
         f"the diagonal (j = i − 1); an **induction head** is a line {ind.HALF - 1} columns left of the diagonal in the "
         f"second half (j = i − {ind.HALF} + 1: the token after the earlier copy of i's token). Now, on 16 such "
