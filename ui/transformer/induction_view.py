@@ -66,12 +66,20 @@ def run_text(run: dict, an: dict) -> str:
     return text
 
 
+def built(an: dict, name: str, make) -> dict:
+    """A run's chart spec, built once and kept with its analysis (the same for every rerun and session)."""
+    specs = an.setdefault("specs", {})
+    if name not in specs:
+        specs[name] = make()
+    return specs[name]
+
+
 def curves(run: dict, an: dict) -> None:
     c1, c2 = st.columns([1, 1.15])
     with c1:
-        chart(loss_spec(run["history"], an["phases"]))
+        chart(built(an, "loss", lambda: loss_spec(run["history"], an["phases"])))
     with c2:
-        chart(scores_spec(run["history"]))
+        chart(built(an, "scores", lambda: scores_spec(run["history"])))
 
 
 def scores_table(an: dict):
@@ -101,8 +109,9 @@ def patterns_panel(run: dict, an: dict) -> None:
         f"sequences: layer 0 head {prev}'s previous-token score is **{a['prev'][0, prev]:.2f}** (step 0: "
         f"{an['scores_before']['prev'][0, prev]:.2f}); layer 1 head {induction}'s induction score is "
         f"**{a['induction'][1, induction]:.2f}** (step 0: {an['scores_before']['induction'][1, induction]:.2f}).")
-    chart(patterns_spec([("step 0", ind.patterns(an["before"])), (f"after {run['steps']:,} steps",
-                                                                  ind.patterns(an["after"]))], an["names"]))
+    chart(built(an, "patterns", lambda: patterns_spec([("step 0", ind.patterns(an["before"])),
+                                                       (f"after {run['steps']:,} steps", ind.patterns(an["after"]))],
+                                                      an["names"])))
 
 
 def composition_panel(an: dict, i: int) -> None:
