@@ -67,6 +67,13 @@ def test_the_explainers_recompute_every_number_from_its_terms(run, trace):
             assert e.value == pytest.approx(float(value[cell]), abs=1e-12), (key, cell)
     e = explain(lesson, "scores", (lesson.facts["r"],))
     assert "2 more" not in e.text and e.n_terms == len(lesson.facts["names"]) == 7
+    for key in ("normed_parts", "key_parts", "key", "score_parts", "scores"):
+        latex = explain(lesson, key, (0,) * lesson[key].value.ndim).latex
+        depth = 0
+        for ch in latex.replace(r"\{", "").replace(r"\}", ""):
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            assert depth >= 0, (key, latex)
+        assert depth == 0, (key, latex)
 
 
 def test_the_previous_token_head_singles_out_the_key_after_the_earlier_occurrence(run, trace):
@@ -216,6 +223,12 @@ def test_the_k_composition_and_ablation_tabs_show_the_lessons_numbers(run, trace
     assert f"**j + 1 = {r}**" in _text(at)
     assert f"S = **{lesson['scores'].value[r]:.2f}**" in _text(at)
     assert any(explain(lesson, "scores", (r,)).substituted in f.value for f in at.latex)
+    at.session_state["induction.hm:score_parts:None"] = {"selection": {"cell": [{"i": 2 + lesson.facts["prev_head"],
+                                                                                  "j": r}]}}
+    at.run()                                                                 # a click on the previous-token head's piece
+    no_exception(at)
+    e = explain(lesson, "score_parts", (2 + lesson.facts["prev_head"], r))
+    assert any(e.substituted in m.value and "How" in m.value for m in at.markdown) and e.value > 10
     at.session_state["induction.tab"] = "Ablate a head"
     at.run()
     table = ind.ablation_table(run.params, ind.repeated_batch())
