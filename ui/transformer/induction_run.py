@@ -14,7 +14,7 @@ from attention_core.training.lm.model import as_float64, lm_trace, token_labels
 RUN = "induction.run"              # session_state: the learner's last finished run
 RUNNING = "induction.running"      # session_state: set while a run trains; still set on the next run = interrupted
 MESSAGE = "induction.message"      # session_state: what happened to the last run that did not finish
-REDRAW_EVERY = 250                 # steps between two redraws of the live charts
+REDRAW_EVERY = 100                 # steps between two redraws of the live charts (the history logs every 50)
 LIVE_THREADS = 1                   # torch threads for a live run: on a busy 2-core server 2 threads spin against the
                                    # other processes (measured at load 8: 600 ms a step with 2, 36 ms with 1)
 
@@ -93,7 +93,7 @@ def train_live(seed: int, steps: int) -> None:
         h = {"step": np.array([r[0] for r in rows]), "loss": np.array([r[1] for r in rows]),
              "copy_loss": np.array([r[2] for r in rows]), "prev": np.array([r[3] for r in rows]),
              "induction": np.array([r[4] for r in rows])}
-        chart(loss_spec(h, None, width=380, height=200), target=loss_box)
+        chart(loss_spec(h, ind.phases(h["step"], h["copy_loss"]), width=380, height=200), target=loss_box)
         chart(scores_spec(h, width=200, height=170), target=score_box)
 
     def callback(step, loss, copy_loss, scores) -> bool:
