@@ -27,6 +27,10 @@ try:
 except (OSError, KeyError, ValueError) as err:
     st.error(f"The shipped run could not be read: {err}", icon=":material/error:")
     st.stop()
+if run["source"] == "session" and st.button("Back to the shipped run", icon=":material/undo:", key="induction.shipped",
+                                           help="Your run is forgotten; the shipped run's weights come back."):
+    runs.forget()
+    st.rerun()
 with st.expander("Why the repeat starts at a random offset", icon=":material/shuffle:"):
     st.markdown(view.why_random_text(run))
 st.markdown(view.run_text(run, an))

@@ -251,6 +251,8 @@ def test_train_runs_live_and_the_page_then_shows_the_new_run():
     assert "No drop yet" in _text(at)                                       # 50 steps: still on the plateau
     assert "Your last run: 50 steps in" in "\n".join(c.value for c in at.caption)
     assert dict(at.query_params).get("induction.steps") == "50"
+    at.button(key="induction.shipped").click().run()
+    assert "induction.run" not in at.session_state and "The shipped run" in _text(at)
 
 
 @pytest.mark.parametrize("status", ["diverged", "stopped"])

@@ -56,6 +56,11 @@ def current() -> tuple[dict, dict]:
     return (own["run"], own["analysis"]) if own else shipped()
 
 
+def forget() -> None:
+    """Back to the shipped run: the session's own run is dropped."""
+    st.session_state.pop(RUN, None)
+
+
 def timing_text() -> str:
     """How long training takes, from this session's last run if there is one."""
     own = st.session_state.get(RUN)
