@@ -200,8 +200,8 @@ claim("block_post_layer0",
                 "pages' O, though the weights are the same.")
 
 claim("block_tied",
-      "W_U is tied to the embeddings: column v of W_U is the embedding of word v, so Z_{{i,v}} is the final row of "
-      "token i dotted with word v's own vector.",
+      "W_U is tied to the embeddings: column v of W_U is the embedding of word v, so the logit of word v at "
+      "position i is the final row of token i dotted with word v's own vector.",
       lambda s: not (s[0].positional == "index" or s[0].positional in ("sinusoidal", "learned")
                      and s[0].combine == "concat"),
       "the positions are added to X_emb (or left out), so X_emb is d_model wide and its rows fit W_U's columns",

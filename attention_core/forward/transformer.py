@@ -301,4 +301,8 @@ def sidebar_block(config: Config, arch: Arch, forward: Trace) -> Trace:
                    "the final row points along a word's own vector. Nothing here is trained to predict."
                    if tied else "Seeded N(0, 1/d_model): X_emb is not d_model wide here (positions concatenated), "
                    "so W_U cannot be tied to it. Nothing here is trained to predict."))
+    z = trace["logits"]
+    trace.add("logits", z.title, z.value, z.axes, z.formula, z.inputs,
+              why="Row i scores every word of the vocabulary as the one after token i. The block is untrained: these "
+                  "scores are a property of the vectors, not a prediction.")
     return trace
