@@ -325,3 +325,65 @@ def test_tied_unembedding_scores_a_word_by_its_own_embedding():
     untied = sidebar_block(concat, Arch(), run_forward(concat))
     assert untied.facts["start"]["w_u"] == "seeded" and not holds("block_tied", (concat, Arch()))
     assert "block_post_layer0" in CLAIMS
+
+
+# ---- 5. the page ----------------------------------------------------------------------------------------------
+
+PAGE = "app_pages/50_block.py"
+
+
+def page_text(at) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info])
+
+
+def test_block_page_shows_the_numbers_of_the_block():
+    from tests.apptest_util import no_exception, open_page
+    at = open_page(PAGE)
+    no_exception(at)
+    assert not at.error
+    config = Config()
+    block = sidebar_block(config, Arch(), run_forward(config))
+    text = page_text(at)
+    z = block["logits"].value[-1]
+    top = block.facts["vocab"][int(np.argmax(z))]
+    assert f"scores “{top}” highest, {z.max():.3f}" in text and "|V| = 4" in text
+    assert "n=4 × d_ff=200" in text and "in force below" in text
+    assert CLAIMS["block_post_layer0"].otherwise in text            # pre-norm at the defaults: the claim's other words
+    # the norm tab: the last row's μ and biased σ², and what d − 1 would give
+    at.session_state["block.tab"] = "Norm"
+    at.run()
+    x = block["x"].value[-1]
+    text = page_text(at)
+    assert f"μ = {x.mean():.4f}, σ² = {x.var():.4f}" in text and f"{x.var(ddof=1):.4f}" in text
+
+
+def test_block_page_follows_its_switches():
+    from tests.apptest_util import no_exception, open_page
+    at = open_page(PAGE)
+    at.radio(key="block.placement").set_value("post").run()
+    at.radio(key="block.norm").set_value("rms").run()
+    at.slider(key="block.layers").set_value(3).run()
+    no_exception(at)
+    text = page_text(at)
+    assert CLAIMS["block_post_layer0"].text in text
+    config = Config()
+    block = sidebar_block(config, Arch(n_layers=3, placement="post", norm="rms"), run_forward(config))
+    z = block["logits"].value[-1]
+    assert f"highest, {z.max():.3f}" in text and "Final" not in "".join(m.value for m in at.markdown if "| step |" in m.value)
+    at.select_slider(key="block.layer").set_value(2).run()
+    at.toggle(key="block.mlp").set_value(False).run()
+    at.session_state["block.tab"] = "MLP"
+    at.run()
+    no_exception(at)
+    assert any("The MLP is off" in i.value for i in at.info)
+    assert str(at.query_params["block.layers"]) == "3" and str(at.query_params["block.placement"]) == "post"
+
+
+def test_block_page_tampered_link_falls_back_with_a_notice():
+    from tests.apptest_util import messages, no_exception, open_page
+    at = open_page(PAGE, query={"block.layers": "9", "block.norm": "batch"})
+    no_exception(at)
+    notices = messages(at)
+    assert "block.layers" in notices and "block.norm" in notices and "using the default" in notices
+    assert at.slider(key="block.layers").value == 1 and at.radio(key="block.norm").value == "layer"
+    assert not at.error

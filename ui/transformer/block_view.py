@@ -15,7 +15,7 @@ from attention_core.forward.claims import say
 from attention_core.forward.transformer import Arch, sidebar_block
 from ui import nav, page_state
 from ui.cache import get_trace
-from ui.views import step_boxes
+from ui.views import step_box, step_boxes
 
 NEXT_TOKEN = "app_pages/51_next_token.py"
 HI = "#d9480f"                     # the norm's colour in the pre/post formulas: where they differ
@@ -25,6 +25,22 @@ HI = "#d9480f"                     # the norm's colour in the pre/post formulas:
 def get_block(config: Config, arch: Arch) -> Trace:
     """The block on the sidebar's settings, once per (Config, Arch) per process."""
     return sidebar_block(config, arch, get_trace(config))
+
+
+def bars_spec(rows: list[dict], x: str, y: str, order: list[str], group: str | None = None, groups=None,
+              width: int = 300, height: int = 200, domain=None) -> dict:
+    """Bars in the order given (the sentence's, not the alphabet's), side by side per group if any."""
+    import altair as alt
+    enc = dict(x=alt.X(f"{x}:N", sort=order, title=x, axis=alt.Axis(labelAngle=0)),
+               y=alt.Y(f"{y}:Q", title=y, scale=alt.Scale(domain=list(domain)) if domain else alt.Scale()),
+               tooltip=[f"{x}:N"] + ([f"{group}:N"] if group else []) + [alt.Tooltip(f"{y}:Q", format=".4f")])
+    if group:
+        enc.update(xOffset=alt.XOffset(f"{group}:N", sort=groups),
+                   color=alt.Color(f"{group}:N", sort=groups, scale=alt.Scale(domain=groups, scheme="tableau10"),
+                                   title=None, legend=alt.Legend(orient="right")))
+    spec = alt.Chart(alt.Data(values=rows)).mark_bar().encode(**enc).properties(width=width, height=height).to_dict()
+    spec["autosize"] = {"type": "pad", "contains": "padding"}
+    return spec
 
 
 def controls() -> tuple[Arch, int]:
@@ -94,7 +110,7 @@ def flow(trace: Trace, arch: Arch, layer: int) -> None:
     """One layer's steps in order, each with its formula and shape: what flows where."""
     st.markdown(f"## 2 · Layer {layer}, step by step")
     rows = ["| step | formula | shape |", "|---|---|---|"]
-    keys = (["x"] if layer == 0 else []) + [k for k in trace.keys() if k.startswith(f"l{layer}.") and k.count(".") == 1]
+    keys = (["x"] if layer == 0 else []) + [k for k in trace.keys() if k.startswith(f"l{layer}.") and trace[k].inputs]
     if layer == arch.n_layers - 1:
         keys += [k for k in ("ln_f", "logits") if k in trace]
     for k in keys:
@@ -117,11 +133,15 @@ def stream_sizes(trace: Trace, arch: Arch) -> None:
     rows = [{"token": labels[i], "‖row‖": float(size(key)[i]), "written by": name}
             for name, key in parts for i in range(trace.n)]
     top = max(r["‖row‖"] for r in rows)
-    st.markdown("Every sublayer **reads** the stream (normalised first with pre-norm) and **adds** its output to it: "
-                "X_l′ = X_l + O_l. Nothing overwrites the stream, so a row still carries its embedding after the last "
-                "layer, plus what each sublayer wrote. The bars are the size ‖row‖ of each part, per token:")
-    ui.chart(ui.grouped_bars_spec(rows, "token", "‖row‖", "written by", width=max(300, 70 * trace.n),
-                                  y_domain=(0, top * 1.05)))
+    if arch.placement == "pre":
+        st.markdown("Every sublayer **reads** the stream (a normalised copy of it) and **adds** its output to it: "
+                    "X_l′ = X_l + O_l. Nothing overwrites the stream, so a row still carries its embedding after the "
+                    "last layer, plus what each sublayer wrote. The bars are the size ‖row‖ of each part, per token:")
+    else:
+        st.markdown("Every sublayer **reads** the stream and **adds** its output to it, then the sum is normalised: "
+                    "X_l′ = N(X_l + O_l). The bars are the size ‖row‖ of what each part wrote, per token:")
+    ui.chart(bars_spec(rows, "token", "‖row‖", labels, "written by", [name for name, _ in parts],
+                       width=max(300, 24 * len(parts) * trace.n), domain=(0, top * 1.05)))
     if arch.placement == "post":
         st.caption("With post-norm each add is followed by a norm, so the stream is rescaled after every sublayer: "
                    "what a sublayer wrote is no longer a plain summand of the next layer's input.")
@@ -137,8 +157,10 @@ def layer_tabs(trace: Trace, arch: Arch, layer: int) -> None:
         with tabs[0]:
             st.markdown("The attention pages' steps on the rows this layer reads (its X here is "
                         + ("N(X_l), the normalised stream)." if arch.placement == "pre" else "X_l, the stream itself)."))
-            step_boxes(sub, ["x", "weights"], key_prefix=p + "att.")
-            step_boxes(trace, [f"{l}.attn"], key_prefix=p)
+            reads = rf"X = N(X_{{{layer}}})" if arch.placement == "pre" else rf"X = X_{{{layer}}}"
+            boxes([(sub, "x", dict(title=f"X, the rows layer {layer}'s attention reads", formula=reads,
+                                   key_prefix=p + "att.")),
+                   (sub, "weights", dict(key_prefix=p + "att.")), (trace, f"{l}.attn", dict(key_prefix=p))])
     if tabs[1].open:
         with tabs[1]:
             norm_text(trace, arch, layer)
@@ -157,6 +179,13 @@ def layer_tabs(trace: Trace, arch: Arch, layer: int) -> None:
                     and len(trace[k].inputs) == 2]
             step_boxes(trace, adds, key_prefix=p)
     page_state.sync()
+
+
+@st.fragment
+def boxes(items) -> None:
+    """Step boxes of one or more Traces, each with its own options, in one fragment (a click reruns these only)."""
+    for t, key, options in items:
+        step_box(t, key, **options)
 
 
 def norm_text(trace: Trace, arch: Arch, layer: int) -> None:
@@ -214,8 +243,8 @@ def logits(trace: Trace) -> None:
         "weights that is a property of these vectors, not a prediction.")
     rows = [{"word": w, "logit": float(v)} for w, v in zip(vocab, z)]
     bound = float(np.abs(z).max()) or 1.0
-    ui.chart(ui.grouped_bars_spec(rows, "word", "logit", "word", width=max(260, 40 * len(vocab)), height=180,
-                                  y_domain=(-bound, bound)))
+    ui.chart(bars_spec(rows, "word", "logit", list(vocab), width=max(260, 40 * len(vocab)), height=180,
+                       domain=(-bound, bound)))
     step_boxes(trace, ["logits"], key_prefix="block.")
     if (nav.ROOT / NEXT_TOKEN).exists():
         st.markdown("What a **trained** model does with its logits (temperature, top-k, top-p, sampling): "
