@@ -121,6 +121,7 @@ def norm_cell(ctx: BlockContext, key: str, cell) -> Explanation:
     arch = ctx.trace.facts["arch"]
     x = [float(v) for v in ctx.value(src)[i]]                                  # (d,)
     d, eps = len(x), float(arch.eps)
+    eps_text = f"{eps:g}".replace("e-0", "e-")                              # 1e-5
     g = float(ctx.value(f"{name}.g")[j])
     lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
     xr, xt = ctx.ref(src, (i, j)), ctx.ref_text(src, (i, j))
@@ -136,7 +137,7 @@ def norm_cell(ctx: BlockContext, key: str, cell) -> Explanation:
             rf"{ctx.factor(g)} \cdot \frac{{{ctx.num(x[j])}}}{{{ctx.num(r)}}}", f"{lhs} = {ctx.num(value)}", value,
             f"{lhs_text} = {gt}·{xt} / r_{i}, r_{i} = √((1/{d}) Σ_k {ctx.ref_text(src, (i, 'k'))}² + ε)\n"
             f"  = {ctx.factor_text(g)}·{ctx.num_text(x[j])} / {ctx.num_text(r)}\n  = {ctx.num_text(value)}",
-            note=f"RMSNorm: row {i} divided by its root mean square r_{i} = {ctx.num_text(r)} (ε = {eps:g} inside the "
+            note=f"RMSNorm: row {i} divided by its root mean square r_{i} = {ctx.num_text(r)} (ε = {eps_text} inside the "
                  f"root); no mean is taken away and there is no β.{start}".replace(" and β = 0", "").replace("centres and ", ""),
             reads=reads)
     b = float(ctx.value(f"{name}.b")[j])
@@ -150,11 +151,11 @@ def norm_cell(ctx: BlockContext, key: str, cell) -> Explanation:
         rf"{ctx.factor(g)} \cdot \frac{{{ctx.num(x[j])} - {ctx.factor(mu)}}}{{\sqrt{{{ctx.num(var)} + {ctx.num(eps)}}}}}"
         rf" + {ctx.factor(b)}", f"{lhs} = {ctx.num(value)}", value,
         f"{lhs_text} = {gt}·({xt} − μ_{i}) / √(σ²_{i} + ε) + {bt}\n"
-        f"  = {ctx.factor_text(g)}·({ctx.num_text(x[j])} − {ctx.factor_text(mu)}) / √({ctx.num_text(var)} + {eps:g})"
+        f"  = {ctx.factor_text(g)}·({ctx.num_text(x[j])} − {ctx.factor_text(mu)}) / √({ctx.num_text(var)} + {eps_text})"
         f" + {ctx.factor_text(b)}\n  = {ctx.num_text(value)}",
         note=f"LayerNorm of row {i}: its mean μ_{i} = (1/{d}) Σ_k x_k = {ctx.num_text(mu)} and its variance "
              f"σ²_{i} = (1/{d}) Σ_k (x_k − μ_{i})² = {ctx.num_text(var)}, the biased one (divided by d = {d}, as "
-             f"torch's nn.LayerNorm does; dividing by {d - 1} would give {ctx.num_text(unbiased)}). ε = {eps:g} goes "
+             f"torch's nn.LayerNorm does; dividing by {d - 1} would give {ctx.num_text(unbiased)}). ε = {eps_text} goes "
              f"inside the square root.{start}",
         reads=reads + ((f"{name}.b", (j,)),))
 

@@ -192,24 +192,24 @@ def norm_text(trace: Trace, arch: Arch, layer: int) -> None:
     """LayerNorm or RMSNorm: the formula, the biased variance measured on the last token's row, where ε goes."""
     src = trace[f"l{layer}.ln1"].inputs[0] if arch.placement == "pre" else f"l{layer}.sum1"
     x = trace[src].value[-1]
-    d, eps = x.shape[0], arch.eps
+    d, eps = x.shape[0], f"{arch.eps:g}".replace("e-0", "e-")
     word = trace.tokens[-1]
     if arch.norm == "layer":
         st.markdown(
             rf"$$\mathrm{{LN}}(x) = \gamma \odot \frac{{x - \mu}}{{\sqrt{{\sigma^2 + \epsilon}}}} + \beta,\quad "
             rf"\mu = \tfrac{{1}}{{d}}\textstyle\sum_j x_j,\quad \sigma^2 = \tfrac{{1}}{{d}}\textstyle\sum_j (x_j - \mu)^2$$"
             f"\n\nThe variance is the **biased** one, divided by d = {d}, as torch's nn.LayerNorm computes it. On "
-            f"“{word}”'s row: μ = {x.mean():.4f}, σ² = {x.var():.4f}; divided by d − 1 = {d - 1} it would be "
-            f"{x.var(ddof=1):.4f}. ε = {eps:g} goes **inside** the square root: it keeps a row whose entries are "
+            f"the row of “{word}”: μ = {x.mean():.4f}, σ² = {x.var():.4f}; divided by d − 1 = {d - 1} it would be "
+            f"{x.var(ddof=1):.4f}. ε = {eps} goes **inside** the square root: it keeps a row whose entries are "
             "all equal (σ² = 0) from a division by zero.")
     else:
-        r = math.sqrt(float((x ** 2).mean()) + eps)
+        r = math.sqrt(float((x ** 2).mean()) + arch.eps)
         st.markdown(
             rf"$$\mathrm{{RMSNorm}}(x) = \gamma \odot \frac{{x}}{{r}},\quad r = \sqrt{{\tfrac{{1}}{{d}}"
             rf"\textstyle\sum_j x_j^2 + \epsilon}}$$"
-            f"\n\nNo mean is taken away and there is no β (Llama's choice: one statistic fewer). On “{word}”'s row: "
-            f"r = {r:.4f}; its mean {x.mean():.4f} stays in the output. ε = {eps:g} goes inside the square root.")
-    st.caption("γ = 1 and β = 0 at the start, so here the norm only "
+            f"\n\nNo mean is taken away and there is no β (Llama's choice: one statistic fewer). On the row of “{word}”: "
+            f"r = {r:.4f}; its mean {x.mean():.4f} stays in the output. ε = {eps} goes inside the square root.")
+    st.caption(("γ = 1 and β = 0" if arch.norm == "layer" else "γ = 1") + " at the start, so here the norm only "
                + ("centres each row and scales it to variance 1." if arch.norm == "layer" else
                   "scales each row to a root mean square of 1."))
 
