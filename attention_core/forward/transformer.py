@@ -173,6 +173,9 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
     is trace.facts["attention"][l], and its output O is the Step f"l{l}.attn". Stream steps: "x", then per layer
     l{l}.ln1 (pre), l{l}.attn, l{l}.sum1 (post), l{l}.mid (the stream after attention, MLP on) or l{l}.out,
     l{l}.ln2 (pre), l{l}.hidden, l{l}.act, l{l}.mlp, l{l}.sum2 (post), l{l}.out; then ln_f (pre), w_u, logits.
+    The norms' and the MLP's parameters are Steps too, under their parameter names (l0.ln1.g, l0.w_1, ln_f.b …),
+    and each layer's attention Trace knows its block (facts "block", "layer", "reads": the step it read as X,
+    "weights_given"), so a click on its X or its W_Q is explained from the block.
     """
     x = np.asarray(x, dtype=np.float64)
     n, d = x.shape
