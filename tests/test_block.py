@@ -195,6 +195,8 @@ SETTINGS = {
     "GQA 4/2, RoPE": Config(positional="rope", n_heads=4, n_kv_heads=2, mask="causal"),
     "ALiBi, 2 heads": Config(positional="alibi", n_heads=2),
     "random 8-d, causal": Config(embedding="random", d_model=8, n_heads=2, weights="random", mask="causal", bias=True),
+    "index position (W_U seeded)": Config(embedding="random", d_model=6, positional="index", n_heads=7, d_k=3,
+                                          weights="random", sentence="the cat sat on the mat"),
 }
 
 
@@ -264,7 +266,7 @@ def check_explained(trace, read_back=()):
             assert e.text.count("\n") == 2 and all(balanced(t) for t in (e.symbolic, e.substituted, e.result)), e.text
 
 
-@pytest.mark.parametrize("name", ["defaults", "GQA 4/2, RoPE", "random 8-d, causal"])
+@pytest.mark.parametrize("name", ["defaults", "GQA 4/2, RoPE", "random 8-d, causal", "index position (W_U seeded)"])
 @pytest.mark.parametrize("arch", [Arch(), Arch(n_layers=2, placement="post", norm="rms"),
                                   Arch(n_layers=4, mlp=False, norm="rms"), Arch(n_layers=3, placement="post")],
                          ids=lambda a: f"{a.n_layers}{a.placement}-{a.norm}-{'mlp' if a.mlp else 'attn'}")
