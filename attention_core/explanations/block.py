@@ -267,10 +267,10 @@ def _parameter(ctx: BlockContext, key, cell) -> Explanation:
         return _rewrap(ctx, key, cell, e, f"W_U is tied to the embeddings: its column {v} is the embedding of "
                                           f"“{word}” (row {i} of X_emb), entry {m}.")
     if last in ("g", "b", "b_1", "b_2"):
-        one = last == "g"
-        return ctx.leaf(key, cell, "1" if one else "0", "1" if one else "0", 1.0 if one else 0.0, "1" if one else "0",
-                        "1" if one else "0", f"A learned parameter at its start: {'γ = 1' if one else 'β = 0' if last == 'b' else 'a bias 0'}"
-                        " (training would move it).")
+        start_value = "1" if last == "g" else "0"                              # γ starts at 1, β and biases at 0
+        what = {"g": "γ = 1", "b": "β = 0"}.get(last, "a bias 0")
+        return ctx.leaf(key, cell, start_value, start_value, float(start_value), start_value, start_value,
+                        f"A learned parameter at its start: {what} (training would move it).")
     shape = ctx.trace[key].shape
     fan_in = shape[0]
     z = float(init_weight(start["seed"], f"{start['prefix']}.{key}", shape, fan_in)[cell]) * math.sqrt(fan_in)
