@@ -242,7 +242,7 @@ def logits(trace: Trace) -> None:
         + f" Row {trace.n - 1} (“{trace.tokens[-1]}”) scores “{vocab[top]}” highest, {z[top]:.3f}: with untrained "
         "weights that is a property of these vectors, not a prediction.")
     rows = [{"word": w, "logit": float(v)} for w, v in zip(vocab, z)]
-    bound = float(np.abs(z).max()) or 1.0
+    bound = 1.08 * float(np.abs(z).max()) or 1.0
     ui.chart(bars_spec(rows, "word", "logit", list(vocab), width=max(260, 40 * len(vocab)), height=180,
                        domain=(-bound, bound)))
     step_boxes(trace, ["logits"], key_prefix="block.")
