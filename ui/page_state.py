@@ -305,3 +305,13 @@ declare("app_pages/43_online_softmax.py",
         integer("online_softmax.block_size", 1, 1, 128, "the block size B_c"),
         integer("online_softmax.block", 1, 0, 127, "the key block b"),
         integer("online_softmax.head", 0, 0, 15, "the head h"))
+
+# /block_gradients (the sentence is the sidebar's; the learning rate, the block's choices, the gradient and the
+# layer shown are the page's)
+declare("app_pages/53_block_gradients.py",
+        number("block_gradients.lr", 0.1, 0.0001, 10.0, "the learning rate η"),
+        choice("block_gradients.placement", "pre", ("pre", "post"), "the norm's placement"),
+        choice("block_gradients.norm", "layer", ("layer", "rms"), "the norm"),
+        flag("block_gradients.mlp", False, "the MLP"),
+        integer("block_gradients.step", 0, 0, 199, "the gradient shown"),
+        integer("block_gradients.layer", 0, 0, 3, "the layer whose residual add is shown"))

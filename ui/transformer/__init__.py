@@ -2,4 +2,6 @@
 (51_next_token.py), induction heads (52_induction_heads.py), gradients through a block (53_block_gradients.py).
 The block page reads the sidebar's forward pass; the other three run the small language model the project
 trains (attention_core/training/lm), with the learner's sentence as its tokens.
+
+    gradient_view     gradients through the block: η and the block's choices, the backward flow, a residual add
 """

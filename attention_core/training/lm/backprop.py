@@ -17,8 +17,9 @@ A residual add y = x + f(x) sends ∂L/∂y to both branches unchanged: ∂L/∂
 
 Gradients are named "dL/d<name>", <name> a parameter ("l0.w_q", "ln_f.g", "w_u", "tok_emb") or a step of the
 block's trace ("logits", "l0.mid", "x") or of a layer's attention ("l0.q", "l0.weights", "l0.scores", the
-softmax's input Ŝ, "l0.concat"), each with the shape of <name>. tests/test_block_gradients.py checks every one
-against torch autograd to 1e-9.
+softmax's input Ŝ, "l0.concat"), each with the shape of <name>; "l0.attn_branch" and "l0.mlp_branch" are what
+a sublayer's branch sends back to the stream it read, before the add's skip is added.
+tests/test_block_gradients.py checks every one against torch autograd to 1e-9.
 """
 from __future__ import annotations
 
@@ -145,6 +146,7 @@ def _backward_mlp(trace: Trace, params: dict, l: int, g: dict) -> None:
         g.update(dparams)
     else:
         d_read = back["x"]
+    g[f"dL/dl{l}.mlp_branch"] = d_read                                        # what the MLP branch sends back
     # X' feeds the skip and the MLP branch     ⇒  ∂L/∂X' = ∂L/∂X_{l+1} (the skip) + what the branch sends back
     g[f"dL/dl{l}.mid"] = d_out + d_read
 
@@ -185,6 +187,7 @@ def _backward_attention_layer(trace: Trace, params: dict, l: int, g: dict) -> No
         # R = N(X)                             ⇒  the norm's backward
         d_read, dparams = _norm_backward(trace, params, f"l{l}.ln1", d_read, trace[before].value)
         g.update(dparams)
+    g[f"dL/dl{l}.attn_branch"] = d_read                                       # what the attention branch sends back
     # X feeds the skip and the attention branch  ⇒  ∂L/∂X = ∂L/∂X' (the skip) + what the branch sends back
     g[f"dL/d{before}"] = d_after + d_read
 
@@ -204,3 +207,38 @@ def loss_and_gradients(trace: Trace, params: dict, ids) -> tuple[float, dict[str
     """(L, {parameter name: ∂L/∂parameter}): what a training step needs."""
     g = backward(trace, params, ids)
     return float(g["loss"]), {name: g[f"dL/d{name}"] for name in params if f"dL/d{name}" in g}
+
+
+def autograd_gradients(arch, params: dict, ids, n_heads: int) -> dict[str, np.ndarray]:
+    """{"dL/d<parameter>": …} from torch autograd on the same model written in torch, float64: the page's check.
+    Causal scaled dot-product attention with H = n_heads, nn.functional's layer_norm / rms_norm and exact gelu."""
+    import torch
+    import torch.nn.functional as F
+    t = {name: torch.tensor(value, dtype=torch.float64, requires_grad=True) for name, value in params.items()}
+    ids_t = torch.tensor([int(i) for i in ids])
+    n, d = len(ids_t), params["w_u"].shape[0]
+    d_k = params["l0.w_q"].shape[1] // n_heads
+    hidden = ~torch.tril(torch.ones(n, n, dtype=torch.bool))
+
+    def norm(name, x):
+        if arch.norm == "layer":
+            return F.layer_norm(x, (d,), t[f"{name}.g"], t[f"{name}.b"], arch.eps)
+        return F.rms_norm(x, (d,), t[f"{name}.g"], arch.eps)
+
+    def attention(l, x):
+        heads = [(x @ t[f"l{l}.w_{m}"]).view(n, n_heads, -1).transpose(0, 1) for m in "qkv"]   # (H, n, d_k) each
+        scores = (heads[0] @ heads[1].transpose(1, 2) / d_k ** 0.5).masked_fill(hidden, float("-inf"))
+        return (torch.softmax(scores, -1) @ heads[2]).transpose(0, 1).reshape(n, -1) @ t[f"l{l}.w_o"]
+
+    def mlp(l, x):
+        return F.gelu(x @ t[f"l{l}.w_1"] + t[f"l{l}.b_1"]) @ t[f"l{l}.w_2"] + t[f"l{l}.b_2"]
+
+    x = t["tok_emb"][ids_t] + t["pos_emb"][:n]
+    for l in range(arch.n_layers):
+        pre = arch.placement == "pre"
+        x = x + attention(l, norm(f"l{l}.ln1", x)) if pre else norm(f"l{l}.ln1", x + attention(l, x))
+        if arch.mlp:
+            x = x + mlp(l, norm(f"l{l}.ln2", x)) if pre else norm(f"l{l}.ln2", x + mlp(l, x))
+    logits = (norm("ln_f", x) if arch.final_norm else x) @ t["w_u"]
+    F.cross_entropy(logits[:-1], ids_t[1:]).backward()
+    return {f"dL/d{name}": value.grad.numpy() for name, value in t.items()}
