@@ -133,3 +133,110 @@ def test_a_repeated_token_adds_its_rows_and_unused_positions_get_nothing():
     assert np.allclose(g["dL/dtok_emb"][0], g["dL/dx"][0] + g["dL/dx"][4], atol=1e-15)
     assert not g["dL/dtok_emb"][len(set(ids)):].any() and not g["dL/dpos_emb"][len(ids):].any()
     assert not g["dL/dlogits"][-1].any()                     # the last position has no next token
+
+
+# ---- the step trace: SGD, the explainers, the page ----------------------------------------------------------
+
+def _step(arch, lr=0.05, sentence=SENTENCES[0]):
+    from attention_core.training.lm.step_trace import training_step
+    ids, words, labels, _ = sentence_ids(sentence)
+    return training_step(arch, small_params(arch), ids, labels, lr, n_heads=H)
+
+
+@pytest.mark.parametrize("arch", ARCHES[::3], ids=lambda a: f"{a.n_layers}L-{a.placement}-{a.norm}-{a.mlp}")
+def test_one_small_sgd_step_lowers_the_loss_and_a_huge_one_need_not(arch):
+    step = _step(arch)
+    assert step.loss_after < step.loss
+    expected = {k: v - 0.05 * step.trace[f"dL/d{k}"].value for k, v in step.params.items()}
+    assert all(np.array_equal(step.new_params[k], expected[k]) for k in expected)
+    # to first order the loss falls by η‖g‖²
+    g2 = sum(float((step.trace[f"dL/d{k}"].value ** 2).sum()) for k in step.params)
+    tiny = _step(arch, lr=1e-4)
+    assert abs((tiny.loss - tiny.loss_after) / (1e-4 * g2) - 1) < 0.01
+
+
+def test_the_trace_holds_every_gradient_in_reading_order_with_its_shape():
+    arch = Arch(n_layers=2, placement="pre", norm="layer", mlp=True)
+    step = _step(arch)
+    keys = [k for k in step.trace.keys() if k.startswith("dL/d")]
+    assert keys[:3] == ["dL/dlogits", "dL/dw_u", "dL/dln_f"] and keys[-2:] == ["dL/dtok_emb", "dL/dpos_emb"]
+    assert keys.index("dL/dl1.mlp") < keys.index("dL/dl1.attn") < keys.index("dL/dl0.mlp") < keys.index("dL/dx")
+    for name in step.params:                                 # every parameter's gradient, with its shape
+        assert step.trace[f"dL/d{name}"].shape == step.params[name].shape, name
+    for key in keys:
+        s = step.trace[key]
+        assert s.formula and s.why and s.inputs and all(i in step.trace for i in s.inputs), key
+    assert step.trace["dL/dl0.weights"].shape == (H, step.trace.n, step.trace.n)
+
+
+@pytest.mark.parametrize("arch", [Arch(n_layers=2, placement="pre", norm="layer", mlp=True),
+                                  Arch(n_layers=1, placement="post", norm="rms", mlp=True),
+                                  Arch(n_layers=2, placement="post", norm="layer", mlp=False)], ids=str)
+def test_every_gradient_cell_explained_from_its_terms(arch):
+    from attention_core.explanations import explain
+    step = _step(arch)
+    trace = step.trace
+    rng = np.random.default_rng(1)
+    n = trace.n
+    for key in [k for k in trace.keys() if k.startswith("dL/d")]:
+        shape = trace[key].shape
+        cells = {tuple(int(rng.integers(s)) for s in shape) for _ in range(4)}
+        if len(shape) == 3:
+            cells |= {(0, 1, 3), (1, 5, 2)}                  # a masked key (j > i) and a seen one
+        if key == "dL/dlogits":
+            cells |= {(n - 1, 0), (0, trace.facts["targets"][0])}
+        for cell in cells:
+            e = explain(trace, key, cell)
+            assert abs(e.value - trace[key].value[cell]) < 1e-12, (key, cell)
+            assert e.symbolic and e.substituted and e.reads or e.value == 0, (key, cell)
+    e = explain(trace, "loss", ())
+    assert abs(e.value - step.loss) < 1e-12 and e.n_terms == n - 1
+
+
+def test_the_fan_in_explainer_adds_the_skip_and_the_branch():
+    from attention_core.explanations import explain
+    step = _step(Arch(n_layers=2, placement="pre", norm="layer", mlp=False))
+    e = explain(step.trace, "dL/dl0.out", (2, 3))           # X_1 = X_2's skip + layer 1's attention branch
+    skip, branch = step.trace["dL/dl1.out"].value[2, 3], step.trace["dL/dl1.attn_branch"].value[2, 3]
+    assert [r[0] for r in e.reads] == ["dL/dl1.out", "dL/dl1.attn_branch"]
+    assert e.value == skip + branch and "sum" in e.note
+
+
+def test_bad_input_is_said_plainly():
+    from attention_core import ConfigError
+    from attention_core.training.lm.step_trace import training_step
+    arch = Arch(n_layers=1)
+    with pytest.raises(ConfigError, match="two tokens"):
+        training_step(arch, small_params(arch), [3], ["a"], 0.1, n_heads=H)
+    with pytest.raises(ConfigError, match="learning rate"):
+        training_step(arch, small_params(arch), [0, 1], ["a", "b"], 0.0, n_heads=H)
+
+
+def test_the_shipped_model_takes_every_block():
+    from attention_core.training.lm.model import ARCH
+    from attention_core.training.lm.step_trace import block_params, shipped_params
+    params, fresh = block_params(shipped_params(), ARCH)
+    assert not fresh and set(params) == set(shipped_params())
+    params, fresh = block_params(shipped_params(), Arch(n_layers=2, placement="post", norm="rms", mlp=True))
+    assert "l0.w_1" in fresh and "ln_f.g" not in params and "l0.ln1.b" not in params
+    assert np.array_equal(params["l1.w_q"], shipped_params()["l1.w_q"])
+
+
+def test_page_shows_the_losses_and_checks_against_autograd():
+    pytest.importorskip("torch")
+    from apptest_util import no_exception, open_page
+    from attention_core.training.lm.model import ARCH
+    from attention_core.training.lm.step_trace import block_params, shipped_params, training_step
+    at = open_page("app_pages/53_block_gradients.py", {"sentence": SENTENCES[0]})
+    no_exception(at)
+    ids, _, labels, _ = sentence_ids(SENTENCES[0])
+    step = training_step(ARCH, block_params(shipped_params(), ARCH)[0], ids, labels, 0.1)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Loss before the step"] == f"{step.loss:.5f}"
+    assert metrics["after one SGD step"] == f"{step.loss_after:.5f}" and step.loss_after < step.loss
+    at.toggle(key="block_gradients.mlp").set_value(True).run()
+    no_exception(at)
+    assert any("seeded initialisation" in i.value for i in at.info)
+    at.button(key="block_gradients.check").click().run()
+    worst = float(at.success[0].value.split("= ")[1].split(" ")[0])
+    assert worst < 1e-9

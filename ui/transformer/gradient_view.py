@@ -89,7 +89,7 @@ def flow(s: TrainingStep) -> None:
     lines = []
     for number, key in enumerate(gradient_keys(s), 1):
         g = s.trace[key]
-        lines.append(f"{number}. ${g.formula}$ &nbsp; :blue-badge[{g.shape_text}]")
+        lines.append(f"{number}. $\\displaystyle {g.formula}$ &nbsp; :blue-badge[{g.shape_text}]")
     with st.container(height=420, border=True):
         st.markdown("\n".join(lines))
 

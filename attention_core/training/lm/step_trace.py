@@ -99,6 +99,11 @@ def _d(symbol: str) -> str:
     return rf"\frac{{\partial L}}{{\partial {symbol}}}"
 
 
+def _row(symbol: str) -> str:
+    """Row i of a gradient: (∂L/∂Y)_{i,:}."""
+    return rf"\left({_d(symbol)}\right)_{{i,:}}"
+
+
 def step_trace(block: Trace, params: dict, ids, g: dict) -> Trace:
     """The forward numbers, the loss and every gradient, as Steps in reading order."""
     arch = block.facts["arch"]
@@ -129,7 +134,7 @@ def step_trace(block: Trace, params: dict, ids, g: dict) -> Trace:
             add(name, f"Layer {l}: {sub[key].title}", value, axes, sub[key].formula, why=sub[key].why,
                 symbol=names[name], scale="sequential" if key == "weights" else "diverging")
     for name, value in params.items():
-        add(name, _param_title(name), value, _param_axes(name, value), names[name],
+        add(name, names[name][1], value, _param_axes(name, value), names[name],
             why="A parameter: each training step moves it by −η times its gradient.", symbol=names[name])
     loss, probs = next_token_loss(block["logits"].value, ids)
     add("probs", "Probabilities of the next token", probs, ("n", "vocab"), r"P_{i,:} = \mathrm{softmax}(Z_{i,:})",
@@ -147,7 +152,11 @@ def step_trace(block: Trace, params: dict, ids, g: dict) -> Trace:
             name = key[4:]
             axes = _grad_axes(trace, name)
             value = g[key].reshape((h, n, n)) if axes[0] == "head" else g[key]
-            add(key, f"∂L/∂{names[name][1]}", value, axes, formula, inputs, why,
+            title = f"∂L/∂{names[name][1]}"
+            if name.endswith("_branch"):
+                title = f"∂L/∂{names[name][1].split('|')[0]}, back through the " + (
+                    "attention" if name.endswith("attn_branch") else "MLP")
+            add(key, title, value, axes, formula, inputs, why,
                 (rf"(\partial L/\partial {names[name][0]})", f"dL/d{names[name][1]}"))
             trace.facts["rules"][key] = how
     return trace
@@ -184,11 +193,6 @@ def _names(arch: Arch) -> dict[str, tuple[str, str]]:
             names[f"l{l}.{norm}.g"] = (rf"\gamma_{{{l},{k}}}", f"γ_{l},{k}")
             names[f"l{l}.{norm}.b"] = (rf"\beta_{{{l},{k}}}", f"β_{l},{k}")
     return names
-
-
-def _param_title(name: str) -> str:
-    return name.replace(".g", " γ").replace(".b", " β").replace("l0.", "Layer 0: ").replace("l1.", "Layer 1: ") \
-        .replace("l2.", "Layer 2: ").replace("l3.", "Layer 3: ")
 
 
 def _param_axes(name: str, value) -> tuple[str, ...]:
@@ -237,11 +241,11 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
 
     def through_norm(norm, dy, x, into):
         """into = N(x) read ∂L/∂N; the norm's γ, β and its input's gradient."""
-        rule(f"{norm}.g", rf"\sum_i {_d(T(dy))}_{{i,:}} \odot \hat x_{{i,:}}", (f"dL/d{dy}", x),
+        rule(f"{norm}.g", rf"\sum_i {_row(T(dy))} \odot \hat x_{{i,:}}", (f"dL/d{dy}", x),
              "γ scales column j of every row, so its gradient sums, over the rows, the output's gradient times the "
              "normalised input x̂ it scaled.", ("gamma", (f"dL/d{dy}", x)))
         if arch.norm == "layer":
-            rule(f"{norm}.b", rf"\sum_i {_d(T(dy))}_{{i,:}}", (f"dL/d{dy}",),
+            rule(f"{norm}.b", rf"\sum_i {_row(T(dy))}", (f"dL/d{dy}",),
                  "β is added to every row, so its gradient sums the rows.", ("colsum", (f"dL/d{dy}",)))
         formula, why = _norm_rule(arch, T(dy), T(x), norm)
         rule(into, formula, (f"dL/d{dy}", x, f"{norm}.g"), why, ("norm_in", (f"dL/d{dy}", x, f"{norm}.g")))
@@ -278,7 +282,7 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
             rule(f"l{l}.w_2", rf"\mathrm{{GELU}}(H)^\top {_d(T(f'l{l}.mlp'))}", (f"l{l}.act", f"dL/dl{l}.mlp"),
                  "The second linear map's weights: input transposed times the output's gradient.",
                  ("matT", (f"l{l}.act", f"dL/dl{l}.mlp")))
-            rule(f"l{l}.b_2", rf"\sum_i {_d(T(f'l{l}.mlp'))}_{{i,:}}", (f"dL/dl{l}.mlp",),
+            rule(f"l{l}.b_2", rf"\sum_i {_row(T(f'l{l}.mlp'))}", (f"dL/dl{l}.mlp",),
                  "The bias is added to every row, so its gradient sums the rows.", ("colsum", (f"dL/dl{l}.mlp",)))
             rule(f"l{l}.act", rf"{_d(T(f'l{l}.mlp'))}\, W_2^\top", (f"dL/dl{l}.mlp", f"l{l}.w_2"),
                  "Back through W_2 to the d_ff activations.", ("matWt", (f"dL/dl{l}.mlp", f"l{l}.w_2")))
@@ -290,7 +294,7 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
             rule(f"l{l}.w_1", rf"{T(src)}^\top {_d(T(f'l{l}.hidden'))}", (src, f"dL/dl{l}.hidden"),
                  "The first linear map's weights: input transposed times the output's gradient.",
                  ("matT", (src, f"dL/dl{l}.hidden")))
-            rule(f"l{l}.b_1", rf"\sum_i {_d(T(f'l{l}.hidden'))}_{{i,:}}", (f"dL/dl{l}.hidden",),
+            rule(f"l{l}.b_1", rf"\sum_i {_row(T(f'l{l}.hidden'))}", (f"dL/dl{l}.hidden",),
                  "The bias is added to every row, so its gradient sums the rows.", ("colsum", (f"dL/dl{l}.hidden",)))
             into = f"l{l}.ln2" if arch.placement == "pre" else f"l{l}.mlp_branch"
             rule(into, rf"{_d(T(f'l{l}.hidden'))}\, W_1^\top", (f"dL/dl{l}.hidden", f"l{l}.w_1"),
