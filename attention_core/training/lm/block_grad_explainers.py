@@ -244,7 +244,8 @@ def _dscores(ctx, key, cell, weights, dw):
     a = [float(v) for v in ctx.value(weights)[h, i]]
     g = [float(v) for v in ctx.value(dw)[h, i]]
     s = math.fsum(x * y for x, y in zip(a, g))
-    rhs = rf"A_{{{h},{i},{j}}} \left( {_ref(ctx, dw, (h, i, j))} - \sum_{{j'}} A_{{{h},{i},j'}}\, {_ref(ctx, dw, (h, i, 'j'))}' \right)"
+    row = _ref(ctx, dw, (h, i, "j'"))
+    rhs = rf"A_{{{h},{i},{j}}} \left( {_ref(ctx, dw, (h, i, j))} - \sum_{{j'}} A_{{{h},{i},j'}}\, {row} \right)"
     return _done(ctx, key, cell, rhs, f"A[{h},{i},{j}]·(dA[{h},{i},{j}] - Σ_j' A·dA)",
                  rf"{ctx.factor(a[j])} \cdot \left({ctx.num(g[j])} - {ctx.factor(s)}\right)",
                  f"{ctx.factor_text(a[j])}·({ctx.num_text(g[j])} - {ctx.factor_text(s)})", a[j] * (g[j] - s),

@@ -154,8 +154,8 @@ def step_trace(block: Trace, params: dict, ids, g: dict) -> Trace:
             value = g[key].reshape((h, n, n)) if axes[0] == "head" else g[key]
             title = f"∂L/∂{names[name][1]}"
             if name.endswith("_branch"):
-                title = f"∂L/∂{names[name][1].split('|')[0]}, back through the " + (
-                    "attention" if name.endswith("attn_branch") else "MLP")
+                title = f"∂L/∂{names[name][1].split('|')[0]}, back through " + (
+                    "attention" if name.endswith("attn_branch") else "the MLP")
             add(key, title, value, axes, formula, inputs, why,
                 (rf"(\partial L/\partial {names[name][0]})", f"dL/d{names[name][1]}"))
             trace.facts["rules"][key] = how
@@ -187,7 +187,7 @@ def _names(arch: Arch) -> dict[str, tuple[str, str]]:
             f"l{l}.mlp_branch": (rf"X_{{{l}}}'\!\mid_{{\mathrm{{MLP}}}}", f"X_{l}'|MLP")})
         for name in ("w_q", "w_k", "w_v", "w_o", "w_1", "w_2", "b_1", "b_2"):
             letter, sub = name.split("_")
-            big = letter.upper() + "_" + (sub.upper() if sub.isalpha() else sub)
+            big = (letter.upper() if letter == "w" else letter) + "_" + (sub.upper() if sub.isalpha() else sub)
             names[f"l{l}.{name}"] = (rf"{big}{sup}", f"{big}{t}")
         for k, norm in ((1, "ln1"), (2, "ln2")):
             names[f"l{l}.{norm}.g"] = (rf"\gamma_{{{l},{k}}}", f"γ_{l},{k}")
