@@ -240,3 +240,13 @@ def test_page_shows_the_losses_and_checks_against_autograd():
     at.button(key="block_gradients.check").click().run()
     worst = float(at.success[0].value.split("= ")[1].split(" ")[0])
     assert worst < 1e-9
+
+
+def test_page_keeps_the_last_good_sentence_on_a_one_word_one():
+    from apptest_util import no_exception, open_page
+    at = open_page("app_pages/53_block_gradients.py", {"sentence": SENTENCES[1]})
+    before = {m.label: m.value for m in at.metric}
+    at.text_input(key="w.sentence").set_value("hello").run()
+    no_exception(at)
+    assert "at least two tokens" in at.error[0].value and "last sentence" in at.error[0].value
+    assert {m.label: m.value for m in at.metric} == before

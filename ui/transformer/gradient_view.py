@@ -63,10 +63,14 @@ def notes(fresh, notices, arch: Arch) -> None:
                         for n in fresh if n.startswith("l")})
         st.info("The shipped model was trained attention-only, pre-norm, with LayerNorm. It has no parameters for "
                 + " or ".join(kinds) + ": they start from the block's seeded initialisation (γ = 1, β = 0, weights "
-                "N(0, 1/fan-in), biases 0), so the numbers below are one step from that start.", icon=":material/info:")
-    elif arch != ARCH:
-        st.info("The shipped weights were trained pre-norm; with this block they are used as they are, so the loss "
-                "is what that mismatched model gets.", icon=":material/info:")
+                "N(0, 1/fan-in), biases 0), and the step below is taken from there.", icon=":material/info:")
+    if arch.placement != ARCH.placement or arch.norm != ARCH.norm:
+        changes = ([f"post-norm has no final norm, so γ_f{', β_f' if ARCH.norm == 'layer' else ''} go unused"]
+                   if arch.placement == "post" else []) + (["RMSNorm has no β, so the norms' β go unused"]
+                                                           if arch.norm == "rms" else [])
+        st.info("The shipped weights were trained in pre-norm LayerNorm blocks and are used here as they are ("
+                + "; ".join(changes) + "), so the loss is what that changed model gets, not what it was trained to.",
+                icon=":material/info:")
 
 
 def losses(s: TrainingStep) -> None:
