@@ -26,7 +26,6 @@ import numpy as np
 from . import block_grad_explainers  # noqa: F401  (registers the explainers of this trace's steps)
 from ...forward.transformer import Arch, init_params, lm_input, run_transformer
 from ...forward.trace import Trace
-from ...math.data import DATA_DIR
 from ...math.limits import ConfigError
 from .backprop import backward, next_token_loss, targets
 from .model import N_HEADS, VOCAB, as_float64, attention_config
@@ -67,14 +66,9 @@ def training_step(arch: Arch, params: dict, ids, labels: list[str], lr: float, t
 
 @functools.lru_cache(maxsize=1)
 def shipped_params() -> dict[str, np.ndarray]:
-    """The small LM's shipped weights, float64: shipped.load() once the training code ships it, until then the
-    file it writes (data/induction_lm.npz, the same names and shapes)."""
-    try:
-        from .shipped import load
-        return as_float64(load())
-    except ImportError:
-        with np.load(DATA_DIR / "induction_lm.npz") as data:
-            return as_float64({name: data[name] for name in data.files})
+    """The small LM's shipped weights (seed 0, trained by the project's own code), float64."""
+    from .shipped import load
+    return as_float64(load().params)
 
 
 def block_params(shipped: dict, arch: Arch, seed: int = 0, n_heads: int = N_HEADS) -> tuple[dict, list[str]]:
