@@ -147,6 +147,8 @@ def _step(arch, lr=0.05, sentence=SENTENCES[0]):
 def test_one_small_sgd_step_lowers_the_loss_and_a_huge_one_need_not(arch):
     step = _step(arch)
     assert step.loss_after < step.loss
+    before, after = np.array(step.trace.facts["surprise"]).T          # −log P_{i,y_i}: their means are the losses
+    assert abs(before.mean() - step.loss) < 1e-12 and abs(after.mean() - step.loss_after) < 1e-12
     expected = {k: v - 0.05 * step.trace[f"dL/d{k}"].value for k, v in step.params.items()}
     assert all(np.array_equal(step.new_params[k], expected[k]) for k in expected)
     # to first order the loss falls by η‖g‖²

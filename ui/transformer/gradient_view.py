@@ -79,6 +79,11 @@ def losses(s: TrainingStep) -> None:
     b.metric("after one SGD step", f"{s.loss_after:.5f}", delta=f"{s.loss_after - s.loss:+.5f}", delta_color="inverse")
     size = np.sqrt(sum(float(((s.new_params[k] - s.params[k]) ** 2).sum()) for k in s.params))
     c.metric("Size of the step ‖Δθ‖", f"{size:.4g}", help="η times the length of the whole gradient")
+    with st.expander("Where the loss comes from: −log P of each next token, before and after the step"):
+        t = s.trace
+        st.dataframe({"position": list(range(t.n - 1)), "token": list(t.tokens[:-1]), "next token": list(t.tokens[1:]),
+                      "before": [b for b, _ in t.facts["surprise"]], "after": [a for _, a in t.facts["surprise"]]},
+                     hide_index=True, height=min(400, 36 + 35 * (t.n - 1)))
     if s.loss_after >= s.loss:
         st.warning(f"With η = {s.lr:g} the step overshoots: the loss went up. A smaller η follows the gradient more "
                    "closely; for small enough η the loss always goes down.", icon=":material/warning:")

@@ -58,9 +58,11 @@ def training_step(arch: Arch, params: dict, ids, labels: list[str], lr: float, t
     g = backward(block, params, ids)
     new_params = {name: value - lr * g[f"dL/d{name}"] for name, value in params.items()}
     after = run_transformer(config, arch, new_params, lm_input(new_params, ids), tokens, vocab)
-    loss_after, _ = next_token_loss(after["logits"].value, ids)
+    loss_after, probs_after = next_token_loss(after["logits"].value, ids)
     trace = step_trace(block, params, ids, g)
-    trace.facts.update(lr=float(lr), loss_after=loss_after)
+    y = targets(ids)
+    trace.facts.update(lr=float(lr), loss_after=loss_after, surprise=tuple(       # −log P_{i, y_i}, before and after
+        (float(-np.log(trace["probs"].value[i, t])), float(-np.log(probs_after[i, t]))) for i, t in enumerate(y)))
     return TrainingStep(trace, block, params, new_params, float(g["loss"]), loss_after, float(lr))
 
 
