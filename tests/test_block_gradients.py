@@ -168,6 +168,7 @@ def test_the_trace_holds_every_gradient_in_reading_order_with_its_shape():
     for key in keys:
         s = step.trace[key]
         assert s.formula and s.why and s.inputs and all(i in step.trace for i in s.inputs), key
+        assert s.formula.count("{") == s.formula.count("}") and "}_{" not in s.formula.replace(r"\right)_{", ""), key
     assert step.trace["dL/dl0.weights"].shape == (H, step.trace.n, step.trace.n)
 
 
@@ -176,6 +177,7 @@ def test_the_trace_holds_every_gradient_in_reading_order_with_its_shape():
                                   Arch(n_layers=2, placement="post", norm="layer", mlp=False)], ids=str)
 def test_every_gradient_cell_explained_from_its_terms(arch):
     from attention_core.explanations import explain
+    from test_explain import balanced
     step = _step(arch)
     trace = step.trace
     rng = np.random.default_rng(1)
@@ -191,6 +193,7 @@ def test_every_gradient_cell_explained_from_its_terms(arch):
             e = explain(trace, key, cell)
             assert abs(e.value - trace[key].value[cell]) < 1e-12, (key, cell)
             assert e.symbolic and e.substituted and e.reads or e.value == 0, (key, cell)
+            assert balanced(e.symbolic) and balanced(e.substituted), (key, cell)
     e = explain(trace, "loss", ())
     assert abs(e.value - step.loss) < 1e-12 and e.n_terms == n - 1
 

@@ -59,7 +59,8 @@ def notes(fresh, notices, arch: Arch) -> None:
     for notice in notices:
         st.info(notice, icon=":material/info:")
     if fresh:
-        kinds = sorted({"the MLP's W₁, b₁, W₂, b₂" if "w_" in n or ".b_" in n else "the second norm's γ, β"
+        kinds = sorted({"the MLP's W₁, b₁, W₂, b₂" if "w_" in n or ".b_" in n
+                        else "the second norm's γ" + (", β" if arch.norm == "layer" else "")
                         for n in fresh if n.startswith("l")})
         st.info("The shipped model was trained attention-only, pre-norm, with LayerNorm. It has no parameters for "
                 + " or ".join(kinds) + ": they start from the block's seeded initialisation (γ = 1, β = 0, weights "

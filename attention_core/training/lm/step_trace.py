@@ -166,16 +166,16 @@ def _stream_keys(arch: Arch, l: int) -> list[str]:
 def _names(arch: Arch) -> dict[str, tuple[str, str]]:
     """(LaTeX, text) of every step and parameter: X_l, X_l', N(X_l), W_Q^{(l)}, γ_{l,1} …"""
     names = {"x": ("X_0", "X_0"), "ln_f": ("N_f", "N_f"), "logits": ("Z", "Z"), "w_u": ("W_U", "W_U"),
-             "tok_emb": ("E", "E"), "pos_emb": ("P", "P"), "ln_f.g": (r"\gamma_f", "γ_f"), "ln_f.b": (r"\beta_f", "β_f")}
+             "tok_emb": ("E", "E"), "pos_emb": ("P", "P"), "ln_f.g": (r"{\gamma_f}", "γ_f"), "ln_f.b": (r"{\beta_f}", "β_f")}
     for l in range(arch.n_layers):
         sup, t = f"^{{({l})}}", f"^({l})"
         mid = (rf"X_{{{l}}}'", f"X_{l}'") if arch.mlp else (rf"X_{{{l + 1}}}", f"X_{l + 1}")
         names.update({
             f"l{l}.ln1": (rf"N(X_{{{l}}})", f"N(X_{l})"), f"l{l}.attn": (rf"O{sup}", f"O{t}"),
-            f"l{l}.sum1": (rf"\Sigma{sup}_1", f"Σ{t}_1"), f"l{l}.mid": mid,
+            f"l{l}.sum1": (rf"{{\Sigma_1{sup}}}", f"Σ_1{t}"), f"l{l}.mid": mid,
             f"l{l}.ln2": (rf"N(X_{{{l}}}')", f"N(X_{l}')"), f"l{l}.hidden": (rf"H{sup}", f"H{t}"),
             f"l{l}.act": (rf"\mathrm{{GELU}}(H{sup})", f"GELU(H{t})"), f"l{l}.mlp": (rf"M{sup}", f"M{t}"),
-            f"l{l}.sum2": (rf"\Sigma{sup}_2", f"Σ{t}_2"), f"l{l}.out": (rf"X_{{{l + 1}}}", f"X_{l + 1}"),
+            f"l{l}.sum2": (rf"{{\Sigma_2{sup}}}", f"Σ_2{t}"), f"l{l}.out": (rf"X_{{{l + 1}}}", f"X_{l + 1}"),
             f"l{l}.q": (rf"Q{sup}", f"Q{t}"), f"l{l}.k": (rf"K{sup}", f"K{t}"), f"l{l}.v": (rf"V{sup}", f"V{t}"),
             f"l{l}.weights": (rf"A{sup}", f"A{t}"), f"l{l}.scores": (rf"\hat S{sup}", f"Ŝ{t}"),
             f"l{l}.concat": (rf"C{sup}", f"C{t}"), f"l{l}.attn_branch": (rf"X_{{{l}}}\!\mid_{{\mathrm{{attn}}}}",
@@ -186,8 +186,8 @@ def _names(arch: Arch) -> dict[str, tuple[str, str]]:
             big = (letter.upper() if letter == "w" else letter) + "_" + (sub.upper() if sub.isalpha() else sub)
             names[f"l{l}.{name}"] = (rf"{big}{sup}", f"{big}{t}")
         for k, norm in ((1, "ln1"), (2, "ln2")):
-            names[f"l{l}.{norm}.g"] = (rf"\gamma_{{{l},{k}}}", f"γ_{l},{k}")
-            names[f"l{l}.{norm}.b"] = (rf"\beta_{{{l},{k}}}", f"β_{l},{k}")
+            names[f"l{l}.{norm}.g"] = (rf"{{\gamma_{{{l},{k}}}}}", f"γ_{l},{k}")
+            names[f"l{l}.{norm}.b"] = (rf"{{\beta_{{{l},{k}}}}}", f"β_{l},{k}")
     return names
 
 
