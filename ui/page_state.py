@@ -316,3 +316,14 @@ declare("app_pages/50_block.py",
         flag("block.mlp", True, "the MLP"),
         integer("block.layer", 0, 0, 3, "the layer shown"),
         tab("block.tab", BLOCK_TABS, "the part of the layer shown"))
+
+
+# /block_gradients (the sentence is the sidebar's; the learning rate, the block's choices, the gradient and the
+# layer shown are the page's)
+declare("app_pages/53_block_gradients.py",
+        number("block_gradients.lr", 0.1, 0.0001, 10.0, "the learning rate η"),
+        choice("block_gradients.placement", "pre", ("pre", "post"), "the norm's placement"),
+        choice("block_gradients.norm", "layer", ("layer", "rms"), "the norm"),
+        flag("block_gradients.mlp", False, "the MLP"),
+        integer("block_gradients.step", 0, 0, 199, "the gradient shown"),
+        integer("block_gradients.layer", 0, 0, 3, "the layer whose residual add is shown"))
