@@ -317,7 +317,6 @@ declare("app_pages/50_block.py",
         integer("block.layer", 0, 0, 3, "the layer shown"),
         tab("block.tab", BLOCK_TABS, "the part of the layer shown"))
 
-
 # /block_gradients (the sentence is the sidebar's; the learning rate, the block's choices, the gradient and the
 # layer shown are the page's)
 declare("app_pages/53_block_gradients.py",
