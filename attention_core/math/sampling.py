@@ -16,7 +16,7 @@
 As Hugging Face's generate applies them: temperature, then top-k, then top-p on what top-k kept.
 
     >>> z = np.array([2.0, 1.0, 0.0, -1.0])
-    >>> [round(x, 4) for x in softmax_t(z, 1.0)]
+    >>> [round(float(x), 4) for x in softmax_t(z, 1.0)]
     [0.6439, 0.2369, 0.0871, 0.0321]
     >>> top_k_keep(z, 2).tolist(), top_p_keep(softmax_t(z, 1.0), 0.8).tolist()
     ([True, True, False, False], [True, True, False, False])

@@ -2,4 +2,6 @@
 (51_next_token.py), induction heads (52_induction_heads.py), gradients through a block (53_block_gradients.py).
 The block page reads the sidebar's forward pass; the other three run the small language model the project
 trains (attention_core/training/lm), with the learner's sentence as its tokens.
+
+    next_token_view   the next token: its controls, the probability bars, the sample, generation, the heads
 """

@@ -102,8 +102,9 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
           r"p_j = \frac{e^{z_j / T}}{\sum_i e^{z_i / T}}" if temperature else r"p_j = [\,j = \arg\max_i z_i\,]",
           ("scaled",), scale="sequential")
     t.add("kept", "Kept by top-k and top-p", s["kept"].astype(float), ("vocab",),
-          r"\text{kept}_j = [\,z_j \ge z_{(k)}\,] \cdot [\,\textstyle\sum_{i:\, p_i > p_j} p_i < p\,]",
-          ("logits", "probs"), why="1: the token stays; 0: top-k or top-p dropped it.", scale="sequential")
+          r"\text{kept}_j = [\,z_j \ge z_{(k)}\,] \cdot [\,\textstyle\sum_{i:\, \tilde p_i > \tilde p_j} \tilde p_i < p_{\text{top}}\,]",
+          ("logits", "probs"), why="1: the token stays; 0: top-k or top-p dropped it. z_(k) is the k-th largest "
+          "logit; p̃ is p renormalised over what top-k kept; p_top is top-p's threshold.", scale="sequential")
     t.add("renormalised", "Renormalised p′", s["renormalised"], ("vocab",),
           r"p'_j = \frac{p_j\, \text{kept}_j}{\sum_i p_i\, \text{kept}_i}", ("probs", "kept"), scale="sequential")
     t.add("cdf", "Cumulative F_j = p′_0 + … + p′_j", s["cdf"], ("vocab",), r"F_j = \sum_{i \le j} p'_i",
