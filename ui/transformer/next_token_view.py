@@ -80,13 +80,14 @@ def _bars(trace: Trace) -> dict:
                          "kept": "kept" if kept[j] else "dropped"})
     top = max(r["probability"] for r in rows)
     chart = alt.Chart(alt.Data(values=rows)).mark_bar().encode(
-        x=alt.X("token:N", sort=alt.EncodingSortField("rank"), title=None, axis=alt.Axis(labelAngle=-40)),
+        x=alt.X("token:N", sort=alt.EncodingSortField("rank"), title=None,
+                                                 axis=alt.Axis(labelAngle=-40, labelOverlap=False, labelLimit=90)),
         xOffset=alt.XOffset("series:N"), y=alt.Y("probability:Q", scale=alt.Scale(domain=[0, min(1, top * 1.1)])),
         color=alt.Color("series:N", scale=alt.Scale(scheme="tableau10"), title=None,
                         legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260)),
         opacity=alt.condition(alt.datum.kept == "kept", alt.value(1.0), alt.value(0.35)),
         tooltip=["token:N", "series:N", alt.Tooltip("probability:Q", format=".4f"), "kept:N"],
-    ).properties(width=max(420, 42 * len(order)), height=210)
+    ).properties(width=max(420, 46 * len(order)), height=210)
     spec = chart.to_dict()
     spec["autosize"] = {"type": "pad", "contains": "padding"}
     return spec

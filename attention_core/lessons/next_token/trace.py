@@ -3,7 +3,7 @@ draw; then a few tokens generated one at a time (each appended and the model run
 
     >>> t = next_token_trace("the cat sat on the mat and the cat sat on the", 1.0, 0, 1.0, 0, 3)
     >>> t.facts["kind"], t["logits"].shape_text, t["heads"].shape_text
-    ('next_token', 'vocab=31', 'head=4 × n_k=12')
+    ('next_token', 'vocab=31', 'h=4 × n_k=12')
     >>> t.facts["labels"][int(t["probs"].value.argmax())]
     'mat'
 """
@@ -111,9 +111,9 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
           ("renormalised",), scale="sequential")
     t.add("sample", "The sampled token", np.array(float(s["token"])), (), r"\text{first } j \text{ with } F_j > u",
           ("cdf",), why=f"u = {us[0]:.4f}, drawn from numpy's generator seeded with {seed}.")
-    t.add("heads_scores", f"Layer {COPY_LAYER}: last query's scores", scores, ("head", "n_k"),
+    t.add("heads_scores", f"Layer {COPY_LAYER}: last query's scores", scores, ("h", "n_k"),
           r"\tilde S_{h,\,n-1,\,j}", why="What softmax reads for the last query (−∞: a later key, hidden).")
-    t.add("heads", f"Layer {COPY_LAYER} heads: where the last position looks", weights, ("head", "n_k"),
+    t.add("heads", f"Layer {COPY_LAYER} heads: where the last position looks", weights, ("h", "n_k"),
           r"A_{h,\,n-1,\,j} = \mathrm{softmax}_j(\tilde S_{h,\,n-1,\,j})", ("heads_scores",), scale="sequential",
           why="An induction head looks at the token after the earlier occurrence of the current word, and copies it.")
     t.facts.update(kind=KIND, ids=tuple(ids), words=tuple(words), labels=tuple(labels), temperature=float(temperature),
@@ -121,5 +121,5 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
                    kept_k=s["kept_k"], kept_p=s["kept_p"], notes=sampling_notes(temperature, k, p),
                    targets=_induction_targets(ids), heads=heads_facts(ids, weights), n=n,
                    generated=_generate(params, ids, labels, temperature, k, p, us[:n_new]) if n_new else [],
-                   axis_labels={"vocab": list(labels), "d_model": [str(i) for i in range(block["w_u"].shape[0])]})
+                   axis_labels={"vocab": list(labels), "h": [f"head {h}" for h in range(len(weights))], "d_model": [str(i) for i in range(block["w_u"].shape[0])]})
     return t
