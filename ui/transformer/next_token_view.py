@@ -109,6 +109,10 @@ def sample(trace: Trace) -> None:
     f, q, F = trace.facts, trace["renormalised"].value, trace["cdf"].value
     j = f["token"]
     before = F[j - 1] if j > 0 else 0.0
+    if f["temperature"] == 0:
+        st.markdown(f"T = 0: the next token is the argmax, **“{md_safe(f['labels'][j])}”** (p′ = 1), whatever the "
+                    f"draw u = {f['u']:.4f}.")
+        return
     st.markdown(
         f"Seeded with {f['seed']}, numpy's generator draws **u = {f['u']:.4f}**. Laying the kept tokens' p′ end to end "
         f"in token order (F_j = p′_0 + … + p′_j), u falls in token {j}'s stretch, "
