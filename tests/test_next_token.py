@@ -103,6 +103,9 @@ def test_the_heads_of_the_last_position():
     for h in t.facts["heads"]:
         assert h["weight"] == w[h["head"]].max() and h["on_targets"] == pytest.approx(w[h["head"], [1, 5, 8]].sum())
     assert max(h["on_targets"] for h in t.facts["heads"]) > 0.5           # one head looks after the earlier "the"
+    a0 = block.facts["attention"][0]["weights"].value
+    assert t.facts["previous"] == pytest.approx([np.mean([a0[h, i, i - 1] for i in range(1, 12)]) for h in range(4)])
+    assert max(t.facts["previous"]) > 0.8                                  # a previous-token head in layer 0
 
 
 def test_a_long_sentence_is_cut_with_a_notice_and_bad_settings_get_messages():
@@ -160,3 +163,14 @@ def test_page_with_a_sentence_longer_than_the_context():
     at = open_page(PAGE, query={"sentence": " ".join(["the cat sat on the mat"] * 8)})
     no_exception(at)
     assert "at most 40 tokens" in messages(at)
+
+
+def test_page_reads_its_controls_from_the_link_and_takes_a_one_word_sentence():
+    at = open_page(PAGE, query={"sentence": "hello", "next_token.temperature": "0.5", "next_token.k": "3",
+                                "next_token.p": "0.8", "next_token.seed": "7", "next_token.n_new": "2"})
+    no_exception(at)
+    assert at.slider(key="next_token.temperature").value == 0.5 and at.number_input(key="next_token.seed").value == 7
+    t = next_token_trace("hello", 0.5, 3, 0.8, 7, 2)
+    text = _text(at)
+    assert f"u = {t.facts['u']:.4f}" in text and "appears only once" in text and "the previous-token head." not in text
+    assert len(at.dataframe[0].value) == 2

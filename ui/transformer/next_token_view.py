@@ -159,6 +159,12 @@ def heads(trace: Trace) -> None:
         where = ", ".join(f"{j} (“{md_safe(tok[j])}”)" for j in targets)
         st.markdown(f"The last word, “{md_safe(tok[-1])}”, appeared before; the tokens right after its earlier "
                     f"occurrences are at positions {where}. An induction head looks there, and copies what it finds.")
+    prev = f["previous"]
+    if trace.n > 1:
+        best = max(range(len(prev)), key=prev.__getitem__)
+        others = ", ".join(f"head {h} {w:.2f}" for h, w in enumerate(prev) if h != best)
+        st.markdown(f"In layer 0, head {best} puts on average **{prev[best]:.2f}** of each position's attention on "
+                    f"the token just before it (the others: {others}): the previous-token head.")
     lines = []
     for h in f["heads"]:
         on = f" ({h['on_targets']:.2f} in all on those positions)" if targets else ""

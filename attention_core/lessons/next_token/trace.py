@@ -58,6 +58,13 @@ def heads_facts(ids: list[int], weights: np.ndarray) -> list[dict]:
              "on_targets": float(row[targets].sum()) if targets else 0.0} for h, row in enumerate(weights)]
 
 
+def previous_token_scores(weights0: np.ndarray) -> list[float]:
+    """Per layer-0 head, its mean weight on the previous token, A_{h,i,i−1} over i = 1 … n−1 (Olsson et al.'s
+    previous-token score, here on the learner's sentence); 0 for a one-word sentence."""
+    n = weights0.shape[-1]
+    return [float(np.mean([w[i, i - 1] for i in range(1, n)])) if n > 1 else 0.0 for w in weights0]
+
+
 def _generate(params, ids: list[int], labels, temperature, k, p, us) -> list[dict]:
     """Each token drawn with its own u, appended, and the model run again (on the last N_CTX tokens)."""
     out, ids = [], list(ids)
@@ -119,7 +126,8 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
     t.facts.update(kind=KIND, ids=tuple(ids), words=tuple(words), labels=tuple(labels), temperature=float(temperature),
                    k=int(k), p=float(p), seed=int(seed), u=float(us[0]), token=int(s["token"]),
                    kept_k=s["kept_k"], kept_p=s["kept_p"], notes=sampling_notes(temperature, k, p),
-                   targets=_induction_targets(ids), heads=heads_facts(ids, weights), n=n,
+                   targets=_induction_targets(ids), heads=heads_facts(ids, weights), n=n, n_ctx=N_CTX,
+                   previous=previous_token_scores(block.facts["attention"][0]["weights"].value),
                    generated=_generate(params, ids, labels, temperature, k, p, us[:n_new]) if n_new else [],
                    axis_labels={"vocab": list(labels), "h": [f"head {h}" for h in range(len(weights))], "d_model": [str(i) for i in range(block["w_u"].shape[0])]})
     return t
