@@ -5,14 +5,7 @@ from ui.transformer import next_token_view as view
 
 PAGE = "app_pages/51_next_token.py"
 config, _ = ui.page(PAGE, "The next token")
-st.markdown(
-    "A language model reads a sentence and, at its **last position**, gives one logit z_j per token of its "
-    "vocabulary. Softmax turns the logits into probabilities, and the next token is **drawn** from them. The model "
-    "here is small (2 layers of attention, 4 heads each, 31 tokens, a context of 40) and was trained on one task "
-    "only: **copying**, on random tokens in which a stretch repeats. What it learned does not depend on which token "
-    "is which, so each distinct word of the sidebar's sentence becomes one of its tokens, in order of first "
-    "appearance. A sentence with a repeated phrase can then be continued by copying: after “the”, look at what "
-    "followed “the” before.")
+view.intro()
 with st.container(border=True):
     T, k, p, seed, n_new = view.controls()
 trace = view.lesson(config.sentence, T, k, p, seed, n_new)

@@ -7,6 +7,7 @@ import streamlit as st
 from attention_core import ConfigError, Trace
 from attention_core.lessons.next_token import MAX_NEW, next_token_trace
 from attention_core.math.sampling import softmax_t
+from attention_core.training.lm.model import ARCH, N_CTX, N_HEADS, VOCAB
 
 from .. import nav, page_state
 from ..text import md_escape as md_safe
@@ -17,13 +18,24 @@ GOOD = "next_token.good"
 SHOWN = 15                                        # bars drawn: the most probable tokens
 
 
+def intro() -> None:
+    st.markdown(
+        "A language model reads a sentence and, at its **last position**, gives one logit z_j per token of its "
+        f"vocabulary. Softmax turns the logits into probabilities, and the next token is **drawn** from them. The "
+        f"model here is small ({ARCH.n_layers} layers of attention, {N_HEADS} heads each, {VOCAB} tokens, a context "
+        f"of {N_CTX}) and was trained on one task only: **copying**, on random tokens in which a stretch repeats. "
+        "What it learned does not depend on which token is which, so each distinct word of the sidebar's sentence "
+        "becomes one of its tokens, in order of first appearance. A sentence with a repeated phrase can then be "
+        "continued by copying: after “the”, look at what followed “the” before.")
+
+
 def controls() -> tuple[float, int, float, int, int]:
     """T, top-k, top-p, the seed and the tokens generated, drawn with their declared keys."""
     a, b, c, d, e = st.columns([1.2, 1, 1.2, 1, 1.2])
     T = a.slider("Temperature T", 0.0, 3.0, step=0.05, key=KEYS[0],
                  help="The logits are divided by T before softmax. T < 1 sharpens, T > 1 flattens, T = 0 is argmax.")
     k = b.number_input("top-k", 0, 100, step=1, key=KEYS[1],
-                       help="Keep only the k most probable tokens. 0 (or 31 and more): off.")
+                       help=f"Keep only the k most probable tokens. 0 (or {VOCAB} and more): off.")
     p = c.slider("top-p", 0.0, 1.0, step=0.05, key=KEYS[2],
                  help="Keep the most probable tokens until their probabilities add up to p (at least one). 1: off.")
     seed = d.number_input("Seed", 0, 2 ** 31 - 1, step=1, key=KEYS[3],
@@ -144,9 +156,9 @@ def generated(trace: Trace) -> None:
                            "tokens kept": [g["n_kept"] for g in gen], "argmax": [g["argmax"] for g in gen]}),
                  hide_index=True, width="content")
     if any(g["word"].startswith("token ") for g in gen):
-        st.caption("“token k”: one of the model's 31 tokens that no word of the sentence was given.")
+        st.caption(f"“token k”: one of the model's {VOCAB} tokens that no word of the sentence was given.")
     if any(g["cut"] for g in gen):
-        st.caption(f"The input reached the model's context: only the last {trace.facts.get('n_ctx', 40)} tokens "
+        st.caption(f"The input reached the model's context: only the last {N_CTX} tokens "
                    "are read at each step after that.")
 
 

@@ -98,7 +98,7 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
     t.add("h", "Last position, after the final norm", block["ln_f"].value[-1], ("d_model",),
           r"h = N_f(X_2)_{n-1}", why="The residual stream of the last position after the final LayerNorm: the "
           "one row whose logits predict the next token.")
-    t.add("w_u", "Unembedding W_U", block["w_u"].value, ("d_model", "vocab"), r"W_U \in \mathbb{R}^{64 \times 31}",
+    t.add("w_u", "Unembedding W_U", block["w_u"].value, ("d_model", "vocab"), rf"W_U \in \mathbb{{R}}^{{{block['w_u'].shape[0]} \times {VOCAB}}}",
           why="One column per token of the vocabulary: z_j is h's dot product with column j.")
     t.add("logits", "Logits z of the next token", z, ("vocab",), r"z = h\, W_U", ("h", "w_u"),
           why=f"One score per token of the {VOCAB}; the largest is the model's best guess.")
