@@ -308,7 +308,7 @@ declare("app_pages/43_online_softmax.py",
 
 # /next_token (the sentence is the sidebar's; T, top-k, top-p, the seed and the tokens generated are the page's)
 declare("app_pages/51_next_token.py",
-        number("next_token.temperature", 1.0, 0.0, 3.0, "the temperature T"),
+        number("next_token.temperature", 0.5, 0.0, 3.0, "the temperature T"),
         integer("next_token.k", 10, 0, 100, "top-k"),
         number("next_token.p", 0.9, 0.0, 1.0, "top-p"),
         integer("next_token.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"),
