@@ -6,4 +6,5 @@ trains (attention_core/training/lm), with the learner's sentence as its tokens.
     block_view   the block page: its switches, its cached Trace, pre-norm beside post-norm, a layer's steps as a
                  flow, the residual stream's sizes, the steps by tab (attention, norm, MLP, residual adds), the logits
     gradient_view     gradients through the block: η and the block's choices, the backward flow, a residual add
+    next_token_view   the next token: its controls, the probability bars, the sample, generation, the heads
 """
