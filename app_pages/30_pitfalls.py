@@ -2,6 +2,7 @@ import numpy as np
 import streamlit as st
 
 import ui
+from attention_core import Trace
 from attention_core.labs.pitfalls import FROM_TUTORIALS, PITFALLS
 from ui.cache import get_pitfall
 
@@ -20,6 +21,8 @@ st.markdown(f"#### {pitfall.title}")
 st.write(pitfall.text(config))
 
 axes = tuple(result.axes)
+if result.labels:                            # axes the sentence does not name (temperatures, a vocabulary, gaps)
+    trace = Trace(trace.tokens, facts={"axis_labels": result.labels})
 both = np.concatenate([np.ravel(result.correct), np.ravel(result.wrong)])
 both = both[np.isfinite(both)]
 # weights (everything in [0, 1]) on the weights' sequential scale, anything signed on the diverging one
