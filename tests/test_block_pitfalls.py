@@ -172,7 +172,7 @@ def test_fixed_offset_copies_only_at_its_gap_and_has_no_induction_head():
     r = _run("fixed_offset", Config())
     f = block._fixed_offset()
     gaps = sorted(set(block.GAPS) | {f})
-    assert r.labels["gap"][gaps.index(f)] == f"g = {f} (fixed)" and r.axes == ("gap",)
+    assert r.labels["gap"][gaps.index(f)] == f"{f}*" and r.axes == ("gap",)
     chance = np.log(lm.VOCAB)
     others = [i for i, g in enumerate(gaps) if g != f]
     assert r.wrong[gaps.index(f)] < chance / 2                                       # it copies at its own gap …

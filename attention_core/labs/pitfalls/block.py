@@ -114,6 +114,12 @@ def unbiased_layer_norm(x: np.ndarray, eps: float = EPS) -> np.ndarray:
         return (x - mu) / np.sqrt(s2 + eps)
 
 
+def span(values: np.ndarray) -> str:
+    """'0.9899' when the values agree to 4 digits, else '0.97–0.99'."""
+    lo, hi = f"{float(np.min(values)):.4g}", f"{float(np.max(values)):.4g}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 def has_torchs_variance(x_hat: np.ndarray, var: np.ndarray, eps: float = EPS) -> tuple[bool, float]:
     """(every row of x̂ has mean 0 and variance σ²/(σ² + ε), as nn.LayerNorm's, the largest miss)."""
     with np.errstate(invalid="ignore"):
@@ -144,9 +150,9 @@ def unbiased_variance(source) -> PitfallResult:
         with np.errstate(invalid="ignore"):
             ratio = np.sqrt((var + EPS) / (var * d / (d - 1) + EPS))[:, 0]           # (n,) wrong / correct, per row
         shrink = lambda k: 1 - np.sqrt((k - 1) / k)
-        how = (f"Each row is multiplied by √((σ² + ε)/(σ²·d/(d − 1) + ε)) = {ratio.min():.4g}–{ratio.max():.4g} "
-               f"here (√((d − 1)/d) = {np.sqrt((d - 1) / d):.4g} at d = {d}), so its variance is "
-               f"{float((wrong ** 2).mean(axis=-1).min()):.4g}–{float((wrong ** 2).mean(axis=-1).max()):.4g}, not 1. "
+        how = (f"Each row is multiplied by √((σ² + ε)/(σ²·d/(d − 1) + ε)) = {span(ratio)} here "
+               f"(√((d − 1)/d) = {np.sqrt((d - 1) / d):.4g} at d = {d}), so its variance is "
+               f"{span((wrong ** 2).mean(axis=-1))}, not 1. "
                f"Too small by {100 * shrink(d):.2g}% at d = {d}; "
                + ", ".join(f"{100 * shrink(k):.2g}% at d = {k}" for k in (4, 64, 768) if k != d)
                + ": a test against torch at 1e-9 catches it at any width.")
@@ -159,7 +165,6 @@ def unbiased_variance(source) -> PitfallResult:
 
 # ---- 16. a post-norm formula, pre-norm code --------------------------------------------------------------
 
-POST_FORMULA, PRE_CODE = "X' = LN(X + MHA(X))", "x = x + attn(ln(x))"
 
 
 def row_moments(x: np.ndarray) -> tuple[float, float]:
@@ -194,9 +199,7 @@ def post_formula_pre_code(source) -> PitfallResult:
                          f"{gap('l0.attn', 'l0.attn'):.3g}; the stream after attention by {gap('l0.mid', 'l0.mid'):.3g}; "
                          f"the layer's output by {difference(correct, wrong):.3g}; the logits, which the code takes "
                          f"after a final LN the formula has no need of, by {gap('logits', 'logits'):.3g}.",
-                         ("n", "d_model"),
-                         f"layer 0's output X'' on the same weights: the formula {POST_FORMULA} … against the "
-                         f"code {PRE_CODE} …")
+                         ("n", "d_model"), "layer 0's output X'' (one block, the MLP on), on the same weights")
 
 
 # ---- 17. the copy task with a fixed offset ---------------------------------------------------------------
@@ -280,5 +283,6 @@ def fixed_offset(source) -> PitfallResult:
                          f"copying is done by a layer-0 head looking {f - 1} positions back (its score at gap {f}: "
                          f"{ind_w[at_f, 0].max():.2f}, elsewhere at most {ind_w[others, 0].max():.2f}).",
                          ("gap",),
-                         f"copy loss (nats) on {count(SEGMENT, 'token')} repeated g positions later, by gap g",
-                         {"gap": [f"g = {g}" + (" (fixed)" if g == f else "") for g in gaps]})
+                         f"copy loss (nats) on {count(SEGMENT, 'token')} repeated g positions later, by gap g "
+                         f"(* the fixed run's offset)",
+                         {"gap": [f"{g}*" if g == f else str(g) for g in gaps]})
