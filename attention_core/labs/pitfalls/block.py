@@ -23,30 +23,25 @@ from ...forward.transformer import Arch, init_params, run_transformer
 from ...math import attention as att
 from ...math.norms import EPS, layer_norm_parts
 from ...training.lm import model as lm
+from ...training.lm import scores, shipped, task
 from .base import PitfallResult, count, difference, pitfall, trace_of
 
 TEMPERATURES = (0.5, 1.0, 2.0)
 
 
-# ---- the shipped runs (PROVISIONAL: read here, in one place, until training/lm ships its loader) ---------
+# ---- the shipped runs -------------------------------------------------------------------------------------
 
-import os                                                                             # noqa: E402  (provisional)
-from ...math.data import DATA_DIR                                                     # noqa: E402  (provisional)
-_LM_FILES = {"random": DATA_DIR / "induction_lm.npz",
-             "fixed": os.environ.get("PITFALL_FIXED_LM", "/work/tmp/pitfalls/fixed_lm.npz")}
-FIXED_OFFSET = 20
+RUNS = {"random": "copy", "fixed": "fixed_offset"}      # the repeat at a random offset, or always FIXED_OFFSET later
 
 
-@functools.lru_cache(maxsize=4)
 def _lm_params(run: str = "random") -> dict[str, np.ndarray]:
-    """The small language model's weights, float64: run "random" (the repeat at a random offset, the model every
-    page uses) or "fixed" (the repeat at a fixed offset)."""
-    return lm.as_float64(dict(np.load(_LM_FILES[run])))
+    """The small language model's shipped weights, float64: run "random" (the model every page uses) or "fixed"."""
+    return shipped.load(RUNS[run]).params
 
 
 def _fixed_offset() -> int:
-    """How far after the segment the fixed-offset run always repeated it."""
-    return FIXED_OFFSET
+    """How far after its segment the fixed-offset run always saw the repeat."""
+    return task.FIXED_OFFSET
 
 
 # ---- the block the learner's settings build ---------------------------------------------------------------
@@ -220,35 +215,32 @@ def repeated_segments(gap: int, k: int = PER_GAP, length: int = SEGMENT) -> list
     return out
 
 
-def log_softmax(z: np.ndarray) -> np.ndarray:
-    """log softmax over the last axis, shifted by the row's max."""
-    z = z - z.max(axis=-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
-
-
 @functools.lru_cache(maxsize=4)
 def copy_measures(run: str, gaps: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(copy loss (G,), induction scores (G, layers, H), previous-token scores (G, layers, H)) of a shipped run.
 
     Copy loss: the mean −log p of the repeated tokens, predicted from inside the second copy (positions s + g …
     s + g + length − 2, each predicting the next). Induction (prefix-matching) score, as Olsson et al. (2022)
-    define it: the attention a token of the second copy pays to the token after its earlier occurrence,
-    A[s + g + i, s + i + 1]; previous-token score: A[i, i − 1] over every i ≥ 1; both averaged over the sequences.
+    define it, on the repeated tokens: the attention a token of the second copy pays to the token after its
+    earlier occurrence, A[s + g + i, s + i + 1]; previous-token score: A[i, i − 1] over every i ≥ 1.
     """
     params, labels = _lm_params(run), lm.token_labels([])
     loss = np.zeros(len(gaps))
     induction = np.zeros((len(gaps), lm.ARCH.n_layers, lm.N_HEADS))
     previous = np.zeros_like(induction)
     for g_i, gap in enumerate(gaps):
-        for ids, s in repeated_segments(gap):
-            trace = lm.lm_trace(params, ids, labels)
-            second = np.arange(s + gap, s + gap + SEGMENT - 1)                       # queries in the second copy
-            loss[g_i] -= log_softmax(trace["logits"].value)[second, ids[second + 1]].mean() / PER_GAP
-            rows = np.arange(1, lm.N_CTX)
-            for l, sub in enumerate(trace.facts["attention"]):
-                a = sub["weights"].value                                              # (H, n, n)
-                induction[g_i, l] += a[:, second, second - gap + 1].mean(axis=-1) / PER_GAP
-                previous[g_i, l] += a[:, rows, rows - 1].mean(axis=-1) / PER_GAP
+        batch = repeated_segments(gap)
+        ids = np.stack([row for row, _ in batch])                                     # (b, n)
+        traces = [lm.lm_trace(params, row, labels) for row in ids]
+        copyable = np.zeros(ids.shape, bool)                                          # (b, n) the next token repeats
+        for r, (_, s) in enumerate(batch):
+            copyable[r, s + gap: s + gap + SEGMENT - 1] = True
+        loss[g_i] = scores.copy_loss(np.stack([t["logits"].value for t in traces]), ids, copyable)
+        for l in range(lm.ARCH.n_layers):
+            a = np.stack([t.facts["attention"][l]["weights"].value for t in traces])  # (b, H, n, n)
+            previous[g_i, l] = scores.previous_token_score(a)
+            queries = [(r, i) for r in range(len(ids)) for i in np.flatnonzero(copyable[r])]
+            induction[g_i, l] = np.mean([a[r, :, i, i - gap + 1] for r, i in queries], axis=0)
     return loss, induction, previous
 
 
