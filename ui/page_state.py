@@ -305,3 +305,14 @@ declare("app_pages/43_online_softmax.py",
         integer("online_softmax.block_size", 1, 1, 128, "the block size B_c"),
         integer("online_softmax.block", 1, 0, 127, "the key block b"),
         integer("online_softmax.head", 0, 0, 15, "the head h"))
+
+# /block (the attention settings are the sidebar's; the block's own switches here, the layer shown kept inside L
+# by page_state.fit)
+BLOCK_TABS = ("Attention", "Norm", "MLP", "Residual adds")
+declare("app_pages/50_block.py",
+        integer("block.layers", 1, 1, 4, "the number of layers L"),
+        choice("block.placement", "pre", ("pre", "post"), "where the norm goes"),
+        choice("block.norm", "layer", ("layer", "rms"), "the norm"),
+        flag("block.mlp", True, "the MLP"),
+        integer("block.layer", 0, 0, 3, "the layer shown"),
+        tab("block.tab", BLOCK_TABS, "the part of the layer shown"))
