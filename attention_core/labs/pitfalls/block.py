@@ -2,9 +2,10 @@
 variance in a hand-written LayerNorm, a post-norm formula read as pre-norm code, and the copy task with the repeat
 at a fixed offset.
 
-The first is computed on the small language model's next-token logits for the learner's sentence, the second and
-third on the block the learner's settings build (X from the sidebar, one layer, LayerNorm, the MLP on), the fourth
-on the two shipped copy-task runs, measured on repeated random tokens.
+The first three are computed on the block page's block at its defaults (the sidebar's X, one layer, LayerNorm,
+the MLP on): its last position's logits, its stream X, its two placements on the same weights; the fourth on the
+two shipped runs of the small language model's copy task, measured on repeated random tokens. (The small model's
+own next-token logits are nearly flat on a sentence with nothing to copy, so temperature shows little there.)
 
     >>> from attention_core import Config
     >>> r = unbiased_variance(Config())
@@ -19,7 +20,7 @@ import numpy as np
 
 from ...forward.config import Config
 from ...forward.trace import Trace
-from ...forward.transformer import Arch, init_params, run_transformer
+from ...forward.transformer import Arch, sidebar_block
 from ...math import attention as att
 from ...math.norms import EPS, layer_norm_parts
 from ...training.lm import model as lm
@@ -47,14 +48,11 @@ def _fixed_offset() -> int:
 # ---- the block the learner's settings build ---------------------------------------------------------------
 
 def block_of(trace: Trace, config: Config | None, placement: str = "pre") -> Trace:
-    """One block (LayerNorm, the MLP on) on the sidebar's X, its attention the settings' own, the rest the seeded
-    start (γ = 1, β = 0); the vocabulary is the sentence's distinct words. Both placements get the same weights."""
+    """The block page's block at its defaults (one layer, LayerNorm, the MLP on) on the sidebar's X, pre- or
+    post-norm: its attention the settings' own, W_U tied to the embeddings where it can be, the rest the seeded
+    start (γ = 1, β = 0). Both placements get the same weights."""
     config = config if config is not None else trace.facts.get("config") or Config()
-    x = trace["x"].value                                                              # (n, d)
-    vocab = list(dict.fromkeys(trace.tokens))
-    params = init_params(Arch(n_layers=1), x.shape[1], len(vocab), config.seed, n_heads=config.n_heads,
-                         attention=False)
-    return run_transformer(config, Arch(n_layers=1, placement=placement), params, x, trace.tokens, vocab)
+    return sidebar_block(config, Arch(n_layers=1, placement=placement), trace)
 
 
 # ---- 14. temperature after softmax -----------------------------------------------------------------------
@@ -93,8 +91,8 @@ def temperature_after_softmax(source) -> PitfallResult:
                          + (" With one word in the vocabulary every distribution is [1]: the two versions coincide."
                             if len(vocab) == 1 else ""),
                          ("temperature", "vocab"),
-                         f"next-word probabilities after “{trace.tokens[-1]}”, from a block's logits over the "
-                         f"sentence's {count(len(vocab), 'word')} (its W_U a seeded random start)",
+                         f"next-word probabilities after “{trace.tokens[-1]}”, from the block's logits over the "
+                         f"sentence's {count(len(vocab), 'word')}",
                          {"temperature": [f"T = {x:g}" for x in TEMPERATURES], "vocab": vocab})
 
 
