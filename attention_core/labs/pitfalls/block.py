@@ -88,7 +88,8 @@ def temperature_after_softmax(source) -> PitfallResult:
                          f"{wrong[0, top]:.3g} at every T when the probabilities are. Entropy (nats): {numbers(h_c)} "
                          f"against {numbers(h_w)}. Without renormalising, the rows would sum to "
                          f"{', '.join(f'{1 / x:g}' for x in TEMPERATURES)}."
-                         + (" With one word in the vocabulary every distribution is [1]: the two versions coincide."
+                         + (" With one word in the vocabulary every distribution is [1]: the two versions coincide (try a sentence "
+                            "of two different words or more)."
                             if len(vocab) == 1 else ""),
                          ("temperature", "vocab"),
                          f"next-word probabilities after “{trace.tokens[-1]}”, from the block's logits over the "
