@@ -327,7 +327,7 @@ declare("app_pages/53_block_gradients.py",
         integer("block_gradients.step", 0, 0, 199, "the gradient shown"),
         integer("block_gradients.layer", 0, 0, 3, "the layer whose residual add is shown"))
 
-#/next_token (the sentence is the sidebar's; T, top-k, top-p, the seed and the tokens generated are the page's)
+# /next_token (the sentence is the sidebar's; T, top-k, top-p, the seed and the tokens generated are the page's)
 declare("app_pages/51_next_token.py",
         number("next_token.temperature", 0.5, 0.0, 3.0, "the temperature T"),
         integer("next_token.k", 10, 0, 100, "top-k"),
