@@ -2,6 +2,7 @@ import numpy as np
 import streamlit as st
 
 import ui
+from attention_core import Trace
 from attention_core.labs.pitfalls import FROM_TUTORIALS, PITFALLS
 from ui.cache import get_pitfall
 
@@ -20,10 +21,14 @@ st.markdown(f"#### {pitfall.title}")
 st.write(pitfall.text(config))
 
 axes = tuple(result.axes)
+if result.labels:                            # axes the sentence does not name (temperatures, a vocabulary, gaps)
+    trace = Trace(trace.tokens, facts={"axis_labels": result.labels})
 both = np.concatenate([np.ravel(result.correct), np.ravel(result.wrong)])
 both = both[np.isfinite(both)]
 # weights (everything in [0, 1]) on the weights' sequential scale, anything signed on the diverging one
 scale = "sequential" if both.size and both.min() >= 0 and both.max() <= 1 else "diverging"
+bound = float(np.abs(both).max()) if both.size else 0.0          # one colour scale for both: same colour, same number
+domain = (-bound, bound) if scale == "diverging" and bound > 0 else None
 correct = trace.view(f"pitfall:{key}:correct", f"Correct: {result.what}", result.correct, axes, scale=scale)
 wrong = trace.view(f"pitfall:{key}:wrong", f"With the mistake: {result.what}", result.wrong, axes, scale=scale)
 diff = trace.view(f"pitfall:{key}:diff", "Difference (mistake − correct)",
@@ -35,10 +40,10 @@ if axes[:1] == ("head",):
 c1, c2 = st.columns(2)
 with c1:
     st.markdown(f"**Correct** · {result.what}")
-    ui.heatmap(trace, correct, head, key="hm:pit:c", max_w=300)
+    ui.heatmap(trace, correct, head, key="hm:pit:c", domain=domain, max_w=300)
 with c2:
     st.markdown(f"**With the mistake** · {result.what}")
-    ui.heatmap(trace, wrong, head, key="hm:pit:w", max_w=300)
+    ui.heatmap(trace, wrong, head, key="hm:pit:w", domain=domain, max_w=300)
 st.markdown("**The difference**")
 ui.heatmap(trace, diff, head, key="hm:pit:d", max_w=400)
 nan_cells = int((~np.isfinite(diff.value)).sum())

@@ -63,6 +63,10 @@ then = {"Training": "one step backwards through every gradient, checked against 
                               "grid, multi-head as PyTorch writes it.",
         "Today's attention": "rotary positions, ALiBi and sliding windows, grouped KV heads and the KV cache, "
                              "FlashAttention's online softmax: on your sentence, with the sidebar's settings.",
+        "Inside a transformer": "attention in its block, with LayerNorm, the MLP and the residual stream, down to "
+                                "the logits; the next token by temperature, top-k and top-p; induction heads "
+                                "forming in a small language model while you train it; and one step backwards "
+                                "through the whole block.",
         "Labs": "known mistakes next to the right computation; predict-then-reveal quizzes; links and downloads "
                 "that reproduce every number."}
 others = [(section, pages) for section, pages in ui.nav.SECTIONS[1:] if ui.nav.existing(pages)]

@@ -10,6 +10,7 @@ from attention_core.labs.pitfalls import (FROM_TUTORIALS, PITFALLS, PITFALLS_BY_
                                           naive_softmax, seed_001_encoding, small_attention, symbols)
 
 TODAYS = ["alibi_no_step", "rope_pairing", "causal_upper_left", "window_w_plus_one", "latent_cache_x2"]
+BLOCK = ["temperature_after_softmax", "unbiased_variance", "post_formula_pre_code", "fixed_offset"]
 
 CONFIGS = {
     "default": Config(),
@@ -47,17 +48,17 @@ def test_registry_in_order_with_sources():
     assert [p.key for p in PITFALLS] == ["softmax_axis", "no_scaling", "neg_inf_nan", "dropout_at_inference",
                                          "scores_times_v", "one_jacobian", "sqrt_len_q", "odd_pe_zero",
                                          "alibi_no_step", "rope_pairing", "causal_upper_left", "window_w_plus_one",
-                                         "latent_cache_x2"]
+                                         "latent_cache_x2", *BLOCK]
     assert {p.key: p.seed_source for p in PITFALLS} == {
         "softmax_axis": "common", "no_scaling": "common", "neg_inf_nan": "common", "dropout_at_inference": "002",
         "scores_times_v": "001", "one_jacobian": "000", "sqrt_len_q": "000", "odd_pe_zero": "001",
-        **{key: "common" for key in TODAYS}}
+        **{key: "common" for key in TODAYS + BLOCK}}
     assert PITFALLS_BY_KEY["one_jacobian"] is PITFALLS[5]
     # the learner reads the tutorial's number (docs/notation.md: 000 is tutorial 1, ...), never a seed file
     assert {p.key: p.source for p in PITFALLS} == {
         "softmax_axis": "a classic", "no_scaling": "a classic", "neg_inf_nan": "a classic",
         "dropout_at_inference": "from tutorial 3", "scores_times_v": "from tutorial 2", "one_jacobian": "from tutorial 1",
-        "sqrt_len_q": "from tutorial 1", "odd_pe_zero": "from tutorial 2", **{key: "a classic" for key in TODAYS}}
+        "sqrt_len_q": "from tutorial 1", "odd_pe_zero": "from tutorial 2", **{key: "a classic" for key in TODAYS + BLOCK}}
     assert [p.key for p in FROM_TUTORIALS] == ["dropout_at_inference", "scores_times_v", "one_jacobian", "sqrt_len_q",
                                                "odd_pe_zero"]
 

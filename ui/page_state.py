@@ -306,6 +306,35 @@ declare("app_pages/43_online_softmax.py",
         integer("online_softmax.block", 1, 0, 127, "the key block b"),
         integer("online_softmax.head", 0, 0, 15, "the head h"))
 
+# /block (the attention settings are the sidebar's; the block's own switches here, the layer shown kept inside L
+# by page_state.fit)
+BLOCK_TABS = ("Attention", "Norm", "MLP", "Residual adds")
+declare("app_pages/50_block.py",
+        integer("block.layers", 1, 1, 4, "the number of layers L"),
+        choice("block.placement", "pre", ("pre", "post"), "where the norm goes"),
+        choice("block.norm", "layer", ("layer", "rms"), "the norm"),
+        flag("block.mlp", True, "the MLP"),
+        integer("block.layer", 0, 0, 3, "the layer shown"),
+        tab("block.tab", BLOCK_TABS, "the part of the layer shown"))
+
+# /block_gradients (the sentence is the sidebar's; the learning rate, the block's choices, the gradient and the
+# layer shown are the page's)
+declare("app_pages/53_block_gradients.py",
+        number("block_gradients.lr", 0.1, 0.0001, 10.0, "the learning rate η"),
+        choice("block_gradients.placement", "pre", ("pre", "post"), "the norm's placement"),
+        choice("block_gradients.norm", "layer", ("layer", "rms"), "the norm"),
+        flag("block_gradients.mlp", False, "the MLP"),
+        integer("block_gradients.step", 0, 0, 199, "the gradient shown"),
+        integer("block_gradients.layer", 0, 0, 3, "the layer whose residual add is shown"))
+
+# /next_token (the sentence is the sidebar's; T, top-k, top-p, the seed and the tokens generated are the page's)
+declare("app_pages/51_next_token.py",
+        number("next_token.temperature", 0.5, 0.0, 3.0, "the temperature T"),
+        integer("next_token.k", 10, 0, 100, "top-k"),
+        number("next_token.p", 0.9, 0.0, 1.0, "top-p"),
+        integer("next_token.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"),
+        integer("next_token.n_new", 5, 0, 10, "the number of tokens generated"))
+
 # /induction_heads (the training seed and steps go in the link; the run itself stays in the session)
 INDUCTION_TABS = ("Every head's pattern", "K-composition, with live numbers", "Ablate a head", "Your sentence")
 INDUCTION_ABLATE = ("all", "0,0", "0,1", "0,2", "0,3", "1,0", "1,1", "1,2", "1,3")

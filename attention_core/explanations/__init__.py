@@ -11,6 +11,8 @@
     masking       M, S̃ (hidden keys' scores −∞) and the softmax A
     mixing        C = A V, the heads side by side, O = C W_O (+ b_O)
     rope_alibi    Q^R, K^R (RoPE's rotation) and ALiBi's bias B and biased scores
+    block         the transformer block: a norm's cell (μ, σ², ε; RMSNorm's r), residual adds, the MLP, GELU,
+                  logits, γ, β, W_1 … W_U; and X, W_Q … W_O of a layer's attention inside a block
 
 Importing the package registers every explainer of the forward pass's steps (the modules from inputs on).
 An explainer reads the Trace (and the Config for the seeded draws); it never recomputes a step its own way.
@@ -22,7 +24,7 @@ from .context import Context, Explanation, settings_of
 from .formatting import elide, fmt, join_terms, row_excerpt, softmax_fraction
 from .registry import EXPLAINERS, can_explain, explain, register, trace_kind
 from .symbols import SYMBOLS, cell_of, latex_text
-from . import inputs, parameters, projections, scores, masking, mixing, rope_alibi  # noqa: F401, E402  (they register)
+from . import inputs, parameters, projections, scores, masking, mixing, rope_alibi, block  # noqa: F401, E402  (they register)
 
 __all__ = ["SYMBOLS", "EXPLAINERS", "Context", "Explanation", "can_explain", "cell_of", "elide", "explain", "fmt",
            "join_terms", "latex_text", "register", "row_excerpt", "settings_of", "softmax_fraction", "trace_kind"]

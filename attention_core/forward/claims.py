@@ -187,6 +187,29 @@ claim("scaled_variance_one",
       "tests/test_score_functions.py::test_scaled_dot_product_variance_is_1_for_unit_variance_components")
 
 
+# ---- the transformer block page (about="block": settings are (Config, Arch), forward/transformer.py) -----------
+
+claim("block_post_layer0",
+      "With post-norm, layer 0's attention reads X itself, so its output O_0 is exactly the attention pages' O.",
+      lambda s: s[1].placement == "post",
+      "post-norm: layer 0 reads the stream X₀ = X unnormalised, with the attention pages' own weights; pre-norm's "
+      "layer 0 reads N(X₀), other rows, so another O",
+      "tests/test_block.py::test_post_norm_layer_0_is_the_attention_pages_output",
+      about="block",
+      otherwise="With pre-norm, layer 0's attention reads N(X₀), not X: its output differs from the attention "
+                "pages' O, though the weights are the same.")
+
+claim("block_tied",
+      "W_U is tied to the embeddings: column v of W_U is the embedding of word v, so the logit of word v at "
+      "position i is the final row of token i dotted with word v's own vector.",
+      lambda s: not (s[0].positional == "index" or s[0].positional in ("sinusoidal", "learned")
+                     and s[0].combine == "concat"),
+      "the positions are added to X_emb (or left out), so X_emb is d_model wide and its rows fit W_U's columns",
+      "tests/test_block.py::test_tied_unembedding_scores_a_word_by_its_own_embedding",
+      about="block",
+      otherwise="W_U is seeded N(0, 1/d_model): the positions are concatenated to X_emb here, so an embedding row "
+                "is narrower than d_model and cannot be a column of W_U.")
+
 
 def _pe_width(config) -> int:
     """The width of the sinusoidal or learned encoding under these settings: the embedding's width."""

@@ -139,6 +139,32 @@ def layer_attention(config: Config, params: dict, l: int, why: str = "trained wi
     return config.replace(seed=(config.seed + l) % 2**32, weights="random"), None
 
 
+PARAMETER_AXES = {"g": ("d_model",), "b": ("d_model",), "w_1": ("d_model", "d_ff"), "b_1": ("d_ff",),
+                  "w_2": ("d_ff", "d_model"), "b_2": ("d_model",)}
+
+
+def add_parameters(trace: Trace, arch: Arch, params: dict) -> None:
+    """The norms' γ, β and the MLP's W_1, b_1, W_2, b_2 as Steps of their own (l0.ln1.g, l0.w_1, …), so a click on
+    one says where it came from. The attention's W_Q … W_O are Steps of each layer's attention Trace."""
+    for name, value in params.items():
+        last = name.rsplit(".", 1)[-1]
+        if not (name.startswith("ln_f.") or name[:1] == "l" and name[1:2].isdigit()) or last not in PARAMETER_AXES:
+            continue
+        if last in ("g", "b"):
+            norm = name.rsplit(".", 1)[0]
+            sub = "f" if norm == "ln_f" else f"{norm[1:norm.index('.')]},{norm[-1]}"
+            sym = rf"\{'gamma' if last == 'g' else 'beta'}_{{{sub}}}"
+            title = ("Final norm" if norm == "ln_f" else f"Layer {sub[0]}, norm {sub[-1]}") + (
+                ": γ (scale)" if last == "g" else ": β (shift)")
+        else:
+            layer = name[1:name.index(".")]
+            letter = "W" if last[0] == "w" else "b"
+            sym, title = rf"{letter}_{last[-1]}^{{({layer})}}", f"Layer {layer}: {letter}_{last[-1]}"
+        shape = r" \times ".join(str(k) for k in value.shape)
+        trace.add(name, title, value, PARAMETER_AXES[last], rf"{sym} \in \mathbb{{R}}^{{{shape}}}",
+                  why="A learned parameter of the block.")
+
+
 def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tokens, vocab: list[str],
                     weights_why: str = "trained with the model") -> Trace:
     """X (n, d_model) through arch.n_layers blocks to the logits (n, |V|): a Trace of kind "block".
@@ -147,6 +173,9 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
     is trace.facts["attention"][l], and its output O is the Step f"l{l}.attn". Stream steps: "x", then per layer
     l{l}.ln1 (pre), l{l}.attn, l{l}.sum1 (post), l{l}.mid (the stream after attention, MLP on) or l{l}.out,
     l{l}.ln2 (pre), l{l}.hidden, l{l}.act, l{l}.mlp, l{l}.sum2 (post), l{l}.out; then ln_f (pre), w_u, logits.
+    The norms' and the MLP's parameters are Steps too, under their parameter names (l0.ln1.g, l0.w_1, ln_f.b …),
+    and each layer's attention Trace knows its block (facts "block", "layer", "reads": the step it read as X,
+    "weights_given"), so a click on its X or its W_Q is explained from the block.
     """
     x = np.asarray(x, dtype=np.float64)
     n, d = x.shape
@@ -173,6 +202,7 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
             read, read_key = stream, stream_key
         sub = attend(lay, read, tokens, weights, why=f"Layer {l}'s attention reads "
                      + ("the normalised stream." if arch.placement == "pre" else "the stream itself (post-norm)."))
+        sub.facts.update(block=trace, layer=l, reads=read_key, weights_given=weights is not None)   # X is the block's
         trace.facts["attention"].append(sub)
         out = sub["output"].value                                                 # (n, d)
         trace.add(f"l{l}.attn", f"Layer {l}: attention output", out, ("n", "d_model"),
@@ -242,6 +272,7 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
                   why="Pre-norm leaves the stream itself un-normalised, so one more norm comes before the unembedding "
                       "(GPT-2's ln_f). Post-norm has none: its stream leaves the last block normalised.")
         stream_key = "ln_f"
+    add_parameters(trace, arch, params)
     trace.add("w_u", "Unembedding W_U", params["w_u"], ("d_model", "vocab"),
               rf"W_U \in \mathbb{{R}}^{{{d} \times {len(vocab)}}}", why="One column per token of the vocabulary.")
     logits = stream @ params["w_u"]                                               # (n, |V|)
@@ -249,4 +280,32 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
     trace.add("logits", "Logits", logits, ("n", "vocab"), rf"Z = {final}\, W_U", (stream_key, "w_u"),
               why="Row i scores every token of the vocabulary as the one after token i; the last row is the "
                   "prediction of the next token.")
+    return trace
+
+
+def sidebar_block(config: Config, arch: Arch, forward: Trace) -> Trace:
+    """The block on the attention pages' settings: X₀ is their X (embeddings and positions), layer 0's attention
+    their W_Q … W_O (trained or seeded, as there), a deeper layer's seeded (seed + l), everything else init_params'
+    seeded start (γ = 1, β = 0, W_1, W_2 ~ N(0, 1/fan_in), biases 0). The vocabulary is the sentence's distinct
+    words; W_U is tied to their embedding rows (column v = e(word v)) when X_emb is d_model wide, else seeded
+    N(0, 1/d_model). trace.facts["start"] records this, so a click on a parameter draws it again."""
+    x = forward["x"].value                                                        # (n, d_model)
+    words = list(dict.fromkeys(forward.tokens))
+    params = init_params(arch, x.shape[1], len(words), config.seed, config.n_heads, attention=False)
+    emb = forward["x_embed"].value                                                # (n, d_embed)
+    tied = emb.shape[1] == x.shape[1]
+    if tied:
+        params["w_u"] = emb[[forward.tokens.index(w) for w in words]].T          # (d_model, |V|)
+    trace = run_transformer(config, arch, params, x, forward.tokens, words)
+    trace.facts["start"] = dict(seed=config.seed, prefix="block", w_u="tied" if tied else "seeded")
+    w_u = trace["w_u"]
+    trace.add("w_u", w_u.title, w_u.value, w_u.axes, w_u.formula,
+              why=("Tied to the embeddings: column v is the embedding row of word v, so a logit measures how much "
+                   "the final row points along a word's own vector. Nothing here is trained to predict."
+                   if tied else "Seeded N(0, 1/d_model): X_emb is not d_model wide here (positions concatenated), "
+                   "so W_U cannot be tied to it. Nothing here is trained to predict."))
+    z = trace["logits"]
+    trace.add("logits", z.title, z.value, z.axes, z.formula, z.inputs,
+              why="Row i scores every word of the vocabulary as the one after token i. The block is untrained: these "
+                  "scores are a property of the vectors, not a prediction.")
     return trace

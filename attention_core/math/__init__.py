@@ -14,6 +14,7 @@
     demos           small experiments that show why a step is the way it is
     norms           LayerNorm and RMSNorm, with their derivatives
     mlp             a block's MLP: two linear maps with GELU between, and its backward pass
+    sampling        the next token: temperature before softmax, top-k, top-p, renormalise, a seeded draw
 
 May import: numpy and the standard library, and each other. Nothing above (no Config, no Trace).
 """

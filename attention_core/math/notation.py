@@ -47,6 +47,18 @@ SYMBOLS = {                # symbol -> what it names: the table docs/notation.md
     H_KV: "key/value heads; query head h reads KV head ⌊h / g⌋, g = H / H_kv",
     B: "ALiBi's bias, added to the scores",
     ROTATED: "queries and keys rotated by their positions (RoPE)",
+    # the transformer block (forward/transformer.py, explanations/block.py)
+    "X_l, X_l'": "the residual stream entering layer l, and after its attention sublayer",
+    "N": "the norm: LayerNorm (LN) or RMSNorm, row by row",
+    "μ, σ², ε": "a row's mean, biased variance and the ε inside the square root",
+    "γ, β": "the norm's scale and shift",
+    "O_l": "layer l's attention output",
+    "W_1, b_1, W_2, b_2": "the MLP's weights and biases",
+    "d_ff": "the MLP's hidden width",
+    "H^(l)": "layer l's MLP hidden rows (H alone: the number of heads)",
+    "GELU, Φ": "GELU(h) = h Φ(h), Φ the standard normal CDF",
+    "W_U": "the unembedding",
+    "Z": "the logits",
 }
 
 

@@ -3,6 +3,10 @@
 The block page reads the sidebar's forward pass; the other three run the small language model the project
 trains (attention_core/training/lm), with the learner's sentence as its tokens.
 
+    block_view   the block page: its switches, its cached Trace, pre-norm beside post-norm, a layer's steps as a
+                 flow, the residual stream's sizes, the steps by tab (attention, norm, MLP, residual adds), the logits
+    gradient_view     gradients through the block: η and the block's choices, the backward flow, a residual add
+    next_token_view   the next token: its controls, the probability bars, the sample, generation, the heads
     induction_view     the induction-heads page's texts and panels (run, patterns, K-composition, ablation, sentence)
     induction_charts   its Vega-Lite charts: loss with plateau and drop, scores over steps, pattern grid, ablation bars
     induction_run      the shipped run and a learner's live one (Train: torch, progress, live charts), analysed

@@ -9,7 +9,8 @@ on the correct one and flags the wrong one.
     >>> [p.key for p in PITFALLS]            # doctest: +NORMALIZE_WHITESPACE
     ['softmax_axis', 'no_scaling', 'neg_inf_nan', 'dropout_at_inference', 'scores_times_v',
      'one_jacobian', 'sqrt_len_q', 'odd_pe_zero', 'alibi_no_step', 'rope_pairing', 'causal_upper_left',
-     'window_w_plus_one', 'latent_cache_x2']
+     'window_w_plus_one', 'latent_cache_x2', 'temperature_after_softmax', 'unbiased_variance',
+     'post_formula_pre_code', 'fixed_offset']
     >>> r = PITFALLS_BY_KEY["scores_times_v"].compute(Config())
     >>> r.check_passes_on_correct, r.check_flags_wrong
     (True, True)
@@ -26,9 +27,12 @@ The mistakes live by family, each function marked with its card (@pitfall: title
     gradient   one softmax Jacobian for every row
     positions  the odd width's last encoding column, ALiBi without [0::2], RoPE's pairing
     decoding   is_causal=True against a KV cache, a window of W + 1 keys, a latent cache × 2
+    block      temperature after softmax, the unbiased variance in LayerNorm, a post-norm formula with pre-norm
+               code, the copy task with a fixed offset (the transformer block and the small language model)
 """
 from __future__ import annotations
 
+from .block import fixed_offset, post_formula_pre_code, temperature_after_softmax, unbiased_variance
 from .base import Pitfall, PitfallResult, difference, symbols
 from .decoding import causal_upper_left, latent_cache_bytes_per_token, latent_cache_x2, window_w_plus_one
 from .gradient import SmallAttention, one_jacobian, small_attention
@@ -38,7 +42,8 @@ from .softmax import dropout_at_inference, naive_softmax, neg_inf_nan, scores_ti
 
 PITFALLS: tuple[Pitfall, ...] = tuple(compute.pitfall for compute in (
     softmax_axis, no_scaling, neg_inf_nan, dropout_at_inference, scores_times_v, one_jacobian, sqrt_len_q,
-    odd_pe_zero, alibi_no_step, rope_pairing, causal_upper_left, window_w_plus_one, latent_cache_x2))
+    odd_pe_zero, alibi_no_step, rope_pairing, causal_upper_left, window_w_plus_one, latent_cache_x2,
+    temperature_after_softmax, unbiased_variance, post_formula_pre_code, fixed_offset))
 FROM_TUTORIALS: tuple[Pitfall, ...] = tuple(p for p in PITFALLS if p.tutorial is not None)
 PITFALLS_BY_KEY: dict[str, Pitfall] = {p.key: p for p in PITFALLS}
 

@@ -13,7 +13,7 @@ lists the cards in order.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -38,6 +38,7 @@ class PitfallResult:
     check_detail: str                # the check's numbers, in a sentence or two
     axes: tuple[str, ...] = ()       # names of the arrays' axes (for labels)
     what: str = ""                   # what the arrays are ("attention weights at d_k = 512")
+    labels: dict = field(default_factory=dict)   # tick labels of axes the sentence does not name {"vocab": [...]}
 
 
 TUTORIAL_OF_SEED = {"000": 1, "001": 2, "002": 3, "003": 4, "004": 5}   # docs/notation.md, "The tutorials"
