@@ -42,6 +42,8 @@ from .training.classifier import TrainingDiverged
 from .training.pretrained import trained_weights
 from .lessons import bahdanau, grid, torch_mha                   # torch only inside their functions
 from .lessons import kv_cache as _kv_cache, masks as _masks, online_softmax as _online_softmax, rope as _rope  # noqa: F401  (their claims and explainers)
+from .lessons import induction as _induction, next_token as _next_token  # noqa: F401  (their explainers)
+from .training.lm import step_trace as _lm_step_trace  # noqa: F401  (the block gradients' explainers)
 from .labs.export import config_from_query, config_to_query, csv_files, npz_bytes, python_script
 from .labs.pitfalls import PITFALLS
 from .labs.quiz import grade, make_questions
