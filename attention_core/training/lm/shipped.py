@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...math.limits import ConfigError
 from .train import LOG_EVERY, LR, STEPS, THREADS, Result, train
 
 DATA = Path(__file__).resolve().parents[3] / "data"
@@ -48,7 +49,7 @@ def _read(name: str) -> dict[str, np.ndarray]:
 def load(run: str = "copy") -> Run:
     """The shipped run "copy" (the repeat at a random offset) or "fixed_offset": float64 copies, no torch."""
     if run not in RUNS:
-        raise ValueError(f"run must be one of {RUNS}, not {run!r}.")
+        raise ConfigError(f"run must be one of {RUNS}, not {run!r}.")
     weights, hist = FILES[run]
     as64 = lambda d: {k: v.astype(np.float64) for k, v in d.items()}
     raw = _read(hist)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...math.limits import ConfigError
 from .model import N_CTX, VOCAB
 
 SEQ_LEN = N_CTX + 1             # 41 tokens: N_CTX inputs, each with its next token as target
@@ -81,7 +82,7 @@ def repeated_tokens(seed: int = 0, n_seqs: int = 16, half: int = REPEAT_HALF) ->
     half has exactly one earlier occurrence: the token the induction score asks about is unambiguous.
     """
     if not 1 <= half <= min(VOCAB, N_CTX // 2):
-        raise ValueError(f"half must be 1 … {min(VOCAB, N_CTX // 2)}.")
+        raise ConfigError(f"half must be 1 … {min(VOCAB, N_CTX // 2)}.")
     rng = np.random.default_rng(seed)
     first = np.stack([rng.permutation(VOCAB)[:half] for _ in range(n_seqs)])  # (n_seqs, half)
     return np.concatenate([first, first], axis=1).astype(np.int64)

@@ -87,8 +87,10 @@ def build(params: dict, arch: Arch = ARCH, n_heads: int = N_HEADS, dtype=None, t
                     out, w = self.attention(l, x, with_weights)
                     x = self.norm(f"l{l}.ln1", x + out)
                 all_weights.append(w)
-                if self.arch.mlp:
-                    x = x + self.mlp(l, self.norm(f"l{l}.ln2", x)) if pre else self.norm(f"l{l}.ln2", x + self.mlp(l, x))
+                if self.arch.mlp and pre:
+                    x = x + self.mlp(l, self.norm(f"l{l}.ln2", x))
+                elif self.arch.mlp:
+                    x = self.norm(f"l{l}.ln2", x + self.mlp(l, x))
             if self.arch.final_norm:
                 x = self.norm("ln_f", x)
             logits = x @ self.get("w_u")                                      # (b, n, |V|)
