@@ -25,7 +25,7 @@ from .scores import torch_scores
 from .task import BATCH, batch, repeated_tokens
 
 LR = 3e-3
-STEPS = 2500
+STEPS = 2250
 LOG_EVERY = 50
 THREADS = 1                 # one torch thread: bit-reproducible (two split sums differently from run to run)
 EVAL_SEED = 1234            # the repeated random tokens the scores are measured on (16 sequences of 20 + 20)
