@@ -24,7 +24,9 @@ from .model import N_CTX, VOCAB
 SEQ_LEN = N_CTX + 1             # 41 tokens: N_CTX inputs, each with its next token as target
 BATCH = 32
 MIN_REPEAT, MAX_REPEAT = 6, 14  # the repeated segment's length L, inclusive
-FIXED_OFFSET = 17               # the fixed-offset variant: the repeat starts 17 positions after its segment
+FIXED_OFFSET = 17               # the fixed-offset variant: the repeat starts 17 positions after its segment (not
+                                # 20: on the probe's 20 + 20 tokens a head looking 19 back by position would score
+                                # as an induction head)
 REPEAT_HALF = N_CTX // 2        # the repeated random tokens: 20 tokens, then the same 20 again
 
 
