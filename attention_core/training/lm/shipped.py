@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...math.limits import ConfigError
 from .train import LOG_EVERY, LR, STEPS, THREADS, Result, train
 
 DATA = Path(__file__).resolve().parents[3] / "data"
@@ -32,7 +33,7 @@ class Run(NamedTuple):
     params: dict[str, np.ndarray]       # trained, float64
     start: dict[str, np.ndarray]        # step 0, float64
     history: dict[str, np.ndarray]      # step (m,), loss (m,), copy_loss (m,), prev (m, L, H), induction (m, L, H)
-    settings: dict                      # seed, steps, lr, log_every, threads, fixed_offset, torch
+    settings: dict                      # seed, steps, lr, log_every, threads, fixed_offset, torch, cpu
 
 
 def path(name: str) -> Path:
@@ -48,7 +49,7 @@ def _read(name: str) -> dict[str, np.ndarray]:
 def load(run: str = "copy") -> Run:
     """The shipped run "copy" (the repeat at a random offset) or "fixed_offset": float64 copies, no torch."""
     if run not in RUNS:
-        raise ValueError(f"run must be one of {RUNS}, not {run!r}.")
+        raise ConfigError(f"run must be one of {RUNS}, not {run!r}.")
     weights, hist = FILES[run]
     as64 = lambda d: {k: v.astype(np.float64) for k, v in d.items()}
     raw = _read(hist)
@@ -63,6 +64,15 @@ def settings(fixed_offset: bool = False) -> dict:
             "fixed_offset": fixed_offset}
 
 
+def cpu() -> str:
+    """The processor's model name (bit-reproducibility holds on the same torch build and the same CPU)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
+    except OSError:
+        return "unknown"
+
+
 def write_shipped() -> dict[str, Result]:
     """Train both runs at the shipped settings and write the five files; returns the results."""
     import torch
@@ -75,7 +85,7 @@ def write_shipped() -> dict[str, Result]:
             raise RuntimeError(f"The {run} run did not finish: {result.message}")
         weights, hist = FILES[run]
         np.savez(path(weights), **result.params)
-        meta = {f"setting.{k}": np.array(v) for k, v in {**s, "torch": torch.__version__}.items()}
+        meta = {f"setting.{k}": np.array(v) for k, v in {**s, "torch": torch.__version__, "cpu": cpu()}.items()}
         np.savez(path(hist), **result.history, **meta)
         if run == "copy":
             np.savez(path(START_FILE), **result.start)

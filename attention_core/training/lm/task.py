@@ -18,12 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...math.limits import ConfigError
 from .model import N_CTX, VOCAB
 
 SEQ_LEN = N_CTX + 1             # 41 tokens: N_CTX inputs, each with its next token as target
 BATCH = 32
 MIN_REPEAT, MAX_REPEAT = 6, 14  # the repeated segment's length L, inclusive
-FIXED_OFFSET = 17               # the fixed-offset variant: the repeat starts 17 positions after its segment
+FIXED_OFFSET = 17               # the fixed-offset variant: the repeat starts 17 positions after its segment (not
+                                # 20: on the probe's 20 + 20 tokens a head looking 19 back by position would score
+                                # as an induction head)
 REPEAT_HALF = N_CTX // 2        # the repeated random tokens: 20 tokens, then the same 20 again
 
 
@@ -81,7 +84,7 @@ def repeated_tokens(seed: int = 0, n_seqs: int = 16, half: int = REPEAT_HALF) ->
     half has exactly one earlier occurrence: the token the induction score asks about is unambiguous.
     """
     if not 1 <= half <= min(VOCAB, N_CTX // 2):
-        raise ValueError(f"half must be 1 … {min(VOCAB, N_CTX // 2)}.")
+        raise ConfigError(f"half must be 1 … {min(VOCAB, N_CTX // 2)}.")
     rng = np.random.default_rng(seed)
     first = np.stack([rng.permutation(VOCAB)[:half] for _ in range(n_seqs)])  # (n_seqs, half)
     return np.concatenate([first, first], axis=1).astype(np.int64)
