@@ -165,21 +165,22 @@ def composition_text(lesson, rows: list[dict], names: list[str]) -> str:
             "other keys: " + ", ".join(f"{rows[p]['piece']} **{rows[p]['singles out j+1 by']:+.1f}**"
                                        for p in ranked[:3]) + ". ")
     prev = f["prev_head"]
-    if f["back"][prev] == 1:
+    if f["back"][prev] == 1 and f["back_weight"][prev] >= ind.CLEAR:
         diff = rows[2 + prev]["singles out j+1 by"]
         text += (f"The previous-token head (layer-0 head {prev}, {f['back_weight'][prev]:.2f} of its weight one "
                  f"token back) wrote token j's identity into row j + 1: **{names[f['j']]}**, the same token as query "
                  f"i's, from whose row the query is made. Its part alone singles out j + 1 by {diff:+.1f}. ")
     for p in ranked[:3]:
         h = p - 2
-        if 0 <= h < len(f["back"]) and f["back"][h] >= 2:
+        if 0 <= h < len(f["back"]) and f["back"][h] >= 2 and f["back_weight"][h] >= ind.CLEAR:
             d = f["back"][h]
             if f["r"] - d < 0:
-                text += (f"Layer-0 head {h} mostly looks {d} tokens back ({f['back_weight'][h]:.2f} on average), "
+                text += (f"Layer-0 head {h} looks {d} tokens back ({f['back_weight'][h]:.2f} of its weight, on average), "
                          f"but at j + 1 = {f['r']} there is no token {d} back, so it says nothing there about a longer "
                          "prefix. ")
                 continue
-            text += (f"Layer-0 head {h} looks {d} tokens back ({f['back_weight'][h]:.2f}): at j + 1 it carries token "
+            text += (f"Layer-0 head {h} looks {d} tokens back ({f['back_weight'][h]:.2f} of its weight, on average): at "
+                     f"j + 1 it carries token "
                      f"j + 1 − {d}, which in a repeat is also token i − {d - 1}, so the key says more of "
                      "the prefix the query is matching. ")
     return text + (f"(The softmax reads S / √d_k.) Checked: the pieces sum to the forward pass's own key and score to "
