@@ -194,7 +194,7 @@ def ablation_panel(an: dict, chosen: str) -> None:
     worst = np.unravel_index(np.argmax(ab["change"]), ab["change"].shape)
     text = (f"Zero one head's output (its {D_HEAD}-row block of W_O set to 0, so it writes nothing into the "
             f"stream) and run the model again on {ind.BATCH} repeated sequences. Intact, the copy loss is **{ab['intact']:.3f}** "
-            f"nats. Zeroing layer 1 head {induction} (the induction head) changes it by "
+            f"nats. Zeroing layer 1 head {induction} (the highest induction score) changes it by "
             f"**{ab['change'][1, induction]:+.3f}**; layer 0 head {prev} (the previous-token head) by "
             f"**{ab['change'][0, prev]:+.3f}**. The largest change is {head_label(*map(int, worst))}'s.")
     sharing = [h for h in range(ab["change"].shape[1]) if an["scores_after"]["induction"][1, h] > 0.5]

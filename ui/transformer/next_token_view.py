@@ -85,7 +85,8 @@ def _bars(trace: Trace) -> dict:
     p1, pT, q, kept = softmax_t(z, 1.0), trace["probs"].value, trace["renormalised"].value, trace["kept"].value
     order = sorted(range(z.size), key=lambda j: (-pT[j], -z[j]))[:SHOWN]
     T = f"{f['temperature']:g}"
-    names = ("1 · softmax(z)  (T = 1)", f"2 · softmax(z / T)  (T = {T})", "3 · p′: kept, renormalised")
+    names = ("1 · softmax(z)  (T = 1)", f"2 · softmax(z / T)  (T = {T})" if f["temperature"] else
+             "2 · T = 0: argmax (1 on the largest z)", "3 · p′: kept, renormalised")
     rows = []
     for rank, j in enumerate(order):
         label = f"{f['labels'][j]}{' ✓' if kept[j] else ''}"
