@@ -130,7 +130,8 @@ def _renormalised(ctx: Context, cell) -> Explanation:
                 rf"\frac{{p_{{{j}}}\, \text{{kept}}_{{{j}}}}}{{\sum_{{i\ \text{{kept}}}} p_i}}",
                 rf"\frac{{{_n(p[j])} \cdot {int(kept[j])}}}{{{den}}} = \frac{{{_n(p[j] * kept[j])}}}{{{_n(total)}}}",
                 f"p_{j} kept_{j} / Σ_kept p_i", f"{_t(p[j])}·{int(kept[j])} / ({den_text})", value,
-                f"The {len(idx)} kept tokens' probabilities, divided by their sum so that they add up to 1 again.",
+                (f"The {len(idx)} kept tokens' probabilities, divided by their sum so that they add up to 1 again."
+                 if len(idx) > 1 else "One token is kept: its probability divided by itself, 1."),
                 [("probs", (i,)) for i in idx] + [("kept", (j,))], len(idx), hidden)
 
 
