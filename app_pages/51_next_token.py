@@ -24,10 +24,12 @@ if trace is not None:
     st.subheader("Generating, one token at a time")
     view.generated(trace)
 
-    st.subheader("Which heads did the copying")
+    repeat = bool(trace.facts["targets"])
+    st.subheader("Which heads did the copying" if repeat else "The heads that copy (nothing to copy here)")
     st.markdown(
         "In layer 0 a **previous-token head** writes into each position which token came before it. In layer 1 an "
         "**induction head**'s query at the last position then matches the keys whose previous token is the current "
         "word (K-composition), so it attends to the token right **after** the word's earlier occurrence, and its "
-        "output raises that token's logit.")
+        "output raises that token's logit." + ("" if repeat else " Here the last word has no earlier occurrence: "
+                                               "no key follows one, so an induction head has nothing to find."))
     view.heads(trace)

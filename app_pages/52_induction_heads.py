@@ -3,9 +3,14 @@ import streamlit as st
 import ui
 from ui.transformer import induction_run as runs
 from ui.transformer import induction_view as view
+from attention_core.training.lm.model import N_CTX
+from attention_core.training.lm.task import BATCH
+from attention_core.training.lm.train import LR
 
 PAGE = "app_pages/52_induction_heads.py"
 ui.page(PAGE, "Induction heads", settings=False)
+for notice in st.session_state.get("s.url_notices") or []:    # a link's control out of range: said, as the
+    st.warning(notice, icon=":material/link_off:")              # settings pages say it (ui.page skips it here)
 st.markdown(view.INTRO)
 runs.interrupted_notice()
 
@@ -14,9 +19,9 @@ with st.container(border=True):
     seed = c1.number_input("Seed", min_value=0, max_value=9999, step=1, key="induction.seed",
                            help="Fixes the random start and the batches. Seed 0 is the shipped run's start.")
     steps = c2.number_input("Training steps", min_value=50, max_value=10000, step=250, key="induction.steps",
-                            help="AdamW, learning rate 0.003, batches of 32 sequences of 40 tokens.")
+                            help=f"AdamW, learning rate {LR:g}, batches of {BATCH} sequences of {N_CTX} tokens.")
     go = c3.button("Train from a seeded random start", type="primary", icon=":material/play_arrow:",
-                   key="induction.train", help="Trains with torch here, now; the shipped run stays until it finishes.")
+                   key="induction.train", help="Trains with torch here, now; the run shown stays until it finishes.")
     st.caption(runs.timing_text() + " Leaving the page or changing a control stops a run (the previous weights stay).")
 if go:
     runs.train_live(int(seed), int(steps))

@@ -137,7 +137,7 @@ def test_page_at_the_defaults_and_with_the_example():
     t = next_token_trace("I love you today", 0.5, 10, 0.9, 0, 5)
     text = _text(at)
     assert f"u = {uniforms(0, 1)[0]:.4f}" in text and f"“{t.facts['labels'][t.facts['token']]}”" in text
-    assert "appears only once" in text and "top-k is off" not in text
+    assert "does not occur earlier in the words the model reads" in text and "top-k is off" not in text
     bars = charts(at)[0]["data"]["values"]
     p = {r["token"].replace(" ✓", ""): r["probability"] for r in bars if r["series"].startswith("2")}
     assert len(p) == 15 and all(abs(p[t.facts["labels"][j]] - t["probs"].value[j]) < 1e-12 for j in range(31)
@@ -146,7 +146,7 @@ def test_page_at_the_defaults_and_with_the_example():
     at.button(key="next_token.example").click().run()
     no_exception(at)
     text = _text(at)
-    assert "positions 1 (“cat”), 5 (“mat”), 8 (“cat”)" in text and "appears only once" not in text
+    assert "positions 1 (“cat”), 5 (“mat”), 8 (“cat”)" in text and "does not occur earlier in the words the model reads" not in text
     assert "the KV cache page" in text and "nan" not in text.lower()
 
 
@@ -178,5 +178,5 @@ def test_page_reads_its_controls_from_the_link_and_takes_a_one_word_sentence():
     assert at.slider(key="next_token.temperature").value == 0.5 and at.number_input(key="next_token.seed").value == 7
     t = next_token_trace("hello", 0.5, 3, 0.8, 7, 2)
     text = _text(at)
-    assert f"u = {t.facts['u']:.4f}" in text and "appears only once" in text and "the previous-token head." not in text
+    assert f"u = {t.facts['u']:.4f}" in text and "does not occur earlier in the words the model reads" in text and "the previous-token head." not in text
     assert len(at.dataframe[0].value) == 2

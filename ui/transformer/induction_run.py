@@ -116,8 +116,9 @@ def train_live(seed: int, steps: int) -> None:
     loss_box.empty()
     score_box.empty()
     if result.status != "done" or result.params is None or not np.all(np.isfinite(result.history["loss"])):
-        st.session_state[MESSAGE] = ((result.message or "The run did not finish.")
-                                     + " The previous weights stay.").replace("stay. The previous weights stay.", "stay.")
+        message = result.message or "The run did not finish."
+        st.session_state[MESSAGE] = message + ("" if "weights from before the run stay" in message
+                                               else " The previous weights stay.")
         return
     run = {"start": result.start, "params": result.params, "history": result.history, "seed": seed, "steps": steps,
            "seconds": result.seconds, "source": "session"}

@@ -7,7 +7,10 @@ import streamlit as st
 
 from attention_core.explanations import explain
 from attention_core.lessons import induction as ind
-from attention_core.training.lm.model import D_HEAD, lm_trace, sentence_ids
+from attention_core.training.lm.model import D_HEAD, D_MODEL, N_CTX, VOCAB, lm_trace, sentence_ids
+from attention_core.training.lm.task import MAX_REPEAT, MIN_REPEAT
+
+from ..text import md_escape as md_safe
 
 from ..matrix import chart
 from ..views import step_boxes
@@ -22,12 +25,12 @@ INTRO = (
     "from each token to the one before it, so it writes into B's row of the residual stream *the token before me "
     "was A*. In layer 1 the **induction head**'s query at the current A looks for exactly that: its key at B is "
     "built from what the previous-token head wrote (**K-composition**), so A's query matches B's key, and the head "
-    "copies B's value forward into the prediction. Below, the small model (2 layers × 4 heads, d_model = 64, "
+    f"copies B's value forward into the prediction. Below, the small model (2 layers × 4 heads, d_model = {D_MODEL}, "
     "attention only) trained on the copy task: its loss, its heads' jobs as numbers, and the arithmetic.")
 
 WHY_RANDOM = (
-    "Each training sequence is 40 random tokens of the 31 in which one segment of 6–14 tokens is repeated **at a "
-    "random later offset**. With the repeat always the same number of positions later, position alone tells where "
+    f"Each training sequence is {N_CTX} random tokens of the {VOCAB} in which "
+    f"one segment of {MIN_REPEAT}–{MAX_REPEAT} tokens is repeated **at a random later offset**. With the repeat always the same number of positions later, position alone tells where "
     "the answer is: a head that attends a fixed distance back (learned from the position embeddings, no content "
     "needed) copies as well as an induction head, and no induction head forms. Only when the distance changes from "
     "sequence to sequence must the model find the earlier occurrence by what the token is.")
@@ -41,10 +44,11 @@ def why_random_text(run: dict) -> str:
     h = run["history"]
     return WHY_RANDOM + (
         f"\n\nThe project ships that run too (seed 0, the same start, {int(fixed['step'][-1]):,} steps, the repeat "
-        f"always {FIXED_OFFSET} positions after its segment): its training loss falls from {fixed['loss'][0]:.2f} to "
-        f"{fixed['loss'][-1]:.2f} nats, so it does copy at that distance; yet on repeated random tokens (the repeat "
-        f"{ind.HALF} positions later) its copy loss stays at {fixed['copy_loss'][-1]:.2f} nats and no layer-1 head's "
-        f"induction score passes {fixed['induction'][-1][1].max():.2f}. The run shown here ends at "
+        f"always starting {FIXED_OFFSET} positions after its segment starts): its training loss falls from "
+        f"{fixed['loss'][0]:.2f} to {fixed['loss'][-1]:.2f} nats, so it does copy at that distance; yet on repeated "
+        f"random tokens (the repeat {ind.HALF} positions later) its copy loss goes only from "
+        f"{fixed['copy_loss'][0]:.2f} to {fixed['copy_loss'][-1]:.2f} nats and no layer-1 head's induction score "
+        f"ever passes {np.max(fixed['induction'][:, 1]):.2f}. The run shown here ends at "
         f"{h['copy_loss'][-1]:.2f} nats and {h['induction'][-1][1].max():.2f}.")
 
 
@@ -58,9 +62,14 @@ def run_text(run: dict, an: dict) -> str:
             f"on the second copy of repeated random tokens, where copying gives the answer) goes from "
             f"{h['copy_loss'][0]:.2f} to {h['copy_loss'][-1]:.2f} nats (ln 31 = {np.log(31):.2f} is a blind guess). ")
     if ph.found:
+        at = lambda key, step, layer: float(np.max(h[key][list(h["step"]).index(step)][layer]))
+        a, b = ph.drop
         text += (f"It sits on a **plateau** at about {ph.high:.2f} nats from step {ph.plateau[0]:,} to "
-                 f"{ph.plateau[1]:,}, then **drops** between steps {ph.drop[0]:,} and {ph.drop[1]:,} to about "
-                 f"{ph.low:.2f}: the steps where the heads' scores jump (right).")
+                 f"{ph.plateau[1]:,}, then **drops** between steps {a:,} and {b:,} (to "
+                 f"{h['copy_loss'][list(h['step']).index(b)]:.2f}) and keeps falling to about {ph.low:.2f} by step "
+                 f"{int(h['step'][-1]):,}. Over the drop, layer 0's best previous-token score goes from "
+                 f"{at('prev', a, 0):.2f} to {at('prev', b, 0):.2f} and layer 1's best induction score from "
+                 f"{at('induction', a, 1):.2f} to {at('induction', b, 1):.2f} (right).")
     else:
         text += "No drop yet: the loss is still on its plateau (more steps, or another seed, get past it)."
     return text
@@ -105,7 +114,7 @@ def patterns_panel(run: dict, an: dict) -> None:
         f"a cell for its value) of every head on one sequence: "
         f"{ind.HALF} random tokens, then the same {ind.HALF} again. A **previous-token head** is the line just under "
         f"the diagonal (j = i − 1); an **induction head** is a line {ind.HALF - 1} columns left of the diagonal in the "
-        f"second half (j = i − {ind.HALF} + 1: the token after the earlier copy of i's token). Now, on 16 such "
+        f"second half (j = i − {ind.HALF} + 1: the token after the earlier copy of i's token). Now, on {ind.BATCH} such "
         f"sequences: layer 0 head {prev}'s previous-token score is **{a['prev'][0, prev]:.2f}** (step 0: "
         f"{an['scores_before']['prev'][0, prev]:.2f}); layer 1 head {induction}'s induction score is "
         f"**{a['induction'][1, induction]:.2f}** (step 0: {an['scores_before']['induction'][1, induction]:.2f}).")
@@ -119,11 +128,18 @@ def composition_panel(an: dict, i: int) -> None:
     lesson = ind.k_composition(an["after"], an["params"], i, head)
     f = lesson.facts
     names, ids = an["names"], an["ids"]
+    row = ind.patterns(an["after"])[ind.LAYER, head, i]
+    top = int(np.argmax(row))
+    nxt = (f"which is indeed token i + 1 = {names[i + 1]}" if i + 1 < len(ids) else
+           f"the token that would come next: i = {i} is the sequence's last position")
+    where = ("" if top == f["r"] else
+             f" Here, though, it puts more on key {top} ({names[top]}, **A = {row[top]:.3f}**): at this i the match "
+             "below is not the strongest.")
     st.markdown(
-        f"Query **i = {i}** holds **{names[i]}**; {names[i]} occurred last at **j = {f['j']}**, so the token to copy "
-        f"is at **j + 1 = {f['r']}** ({names[f['r']]}, which is indeed token i + 1 = {names[i + 1] if i + 1 < len(ids) else '—'}). "
-        f"Layer 1's induction head {head} puts weight **A = {f['weight']:.3f}** on key {f['r']}. Why its query matches "
-        f"that key: layer 1 reads the stream X₁, whose row j + 1 is a sum of pieces, the token embedding, the position "
+        f"Query **i = {i}** holds **{names[i]}**; {names[i]} occurred earlier at **j = {f['j']}**, so the token to "
+        f"copy is at **j + 1 = {f['r']}** ({names[f['r']]}, {nxt}). "
+        f"Layer 1's induction head {head} puts weight **A = {f['weight']:.3f}** on key {f['r']}.{where} What its "
+        f"query reads at that key: layer 1 reads the stream X₁, whose row j + 1 is a sum of pieces, the token embedding, the position "
         f"embedding and each layer-0 head's output. LayerNorm is linear once the row's own scale s = √(σ² + ε) is "
         f"fixed (here s = {f['scale']:.4f}, ε = {f['eps']:g}), and the mean is linear too, so each piece p gets the "
         r"share $n_p = \gamma \odot (x_p - \mu(x_p))/s$, $\beta$ is a piece of its own, and the shares sum to "
@@ -149,17 +165,23 @@ def composition_text(lesson, rows: list[dict], names: list[str]) -> str:
             "other keys: " + ", ".join(f"{rows[p]['piece']} **{rows[p]['singles out j+1 by']:+.1f}**"
                                        for p in ranked[:3]) + ". ")
     prev = f["prev_head"]
-    if f["back"][prev] == 1:
+    if f["back"][prev] == 1 and f["back_weight"][prev] >= ind.CLEAR:
         diff = rows[2 + prev]["singles out j+1 by"]
         text += (f"The previous-token head (layer-0 head {prev}, {f['back_weight'][prev]:.2f} of its weight one "
                  f"token back) wrote token j's identity into row j + 1: **{names[f['j']]}**, the same token as query "
                  f"i's, from whose row the query is made. Its part alone singles out j + 1 by {diff:+.1f}. ")
     for p in ranked[:3]:
         h = p - 2
-        if 0 <= h < len(f["back"]) and f["back"][h] >= 2:
+        if 0 <= h < len(f["back"]) and f["back"][h] >= 2 and f["back_weight"][h] >= ind.CLEAR:
             d = f["back"][h]
-            text += (f"Layer-0 head {h} looks {d} tokens back ({f['back_weight'][h]:.2f}): at j + 1 it carries token "
-                     f"j + 1 − {d}, which in a repeat is also the token {d - 1} before i, so the key says more of "
+            if f["r"] - d < 0:
+                text += (f"Layer-0 head {h} looks {d} tokens back ({f['back_weight'][h]:.2f} of its weight, on average), "
+                         f"but at j + 1 = {f['r']} there is no token {d} back, so it says nothing there about a longer "
+                         "prefix. ")
+                continue
+            text += (f"Layer-0 head {h} looks {d} tokens back ({f['back_weight'][h]:.2f} of its weight, on average): at "
+                     f"j + 1 it carries token "
+                     f"j + 1 − {d}, which in a repeat is also token i − {d - 1}, so the key says more of "
                      "the prefix the query is matching. ")
     return text + (f"(The softmax reads S / √d_k.) Checked: the pieces sum to the forward pass's own key and score to "
                    f"within {max(f['check'].values()):.1e}.")
@@ -171,15 +193,16 @@ def ablation_panel(an: dict, chosen: str) -> None:
     prev, induction = roles(an)
     worst = np.unravel_index(np.argmax(ab["change"]), ab["change"].shape)
     text = (f"Zero one head's output (its {D_HEAD}-row block of W_O set to 0, so it writes nothing into the "
-            f"stream) and run the model again on 16 repeated sequences. Intact, the copy loss is **{ab['intact']:.3f}** "
-            f"nats. Zeroing layer 1 head {induction} (the induction head) changes it by "
+            f"stream) and run the model again on {ind.BATCH} repeated sequences. Intact, the copy loss is **{ab['intact']:.3f}** "
+            f"nats. Zeroing layer 1 head {induction} (the highest induction score) changes it by "
             f"**{ab['change'][1, induction]:+.3f}**; layer 0 head {prev} (the previous-token head) by "
             f"**{ab['change'][0, prev]:+.3f}**. The largest change is {head_label(*map(int, worst))}'s.")
     sharing = [h for h in range(ab["change"].shape[1]) if an["scores_after"]["induction"][1, h] > 0.5]
     if len(sharing) > 1:
+        cost = [ab["change"][1, h] for h in sharing]
         text += (f" Layer 1 has {len(sharing)} heads with an induction score above 0.5 (heads "
-                 f"{', '.join(map(str, sharing))}): they share the job, so zeroing one of them costs less than "
-                 "zeroing a head that no other head backs up.")
+                 f"{', '.join(map(str, sharing))}): they share the job, and zeroing any one of them changes the copy "
+                 f"loss by {min(cost):+.3f} to {max(cost):+.3f}.")
     if pick is not None:
         text += (f" Picked: {head_label(*pick)}, {ab['ablated'][pick]:.3f} nats with it zeroed "
                  f"({ab['change'][pick]:+.3f}).")
@@ -191,13 +214,14 @@ EXAMPLE = "the cat sat on the mat and the cat sat on the"
 
 
 def sentence_panel(run: dict, an: dict, sentence: str) -> None:
-    """The settings' sentence through the model (each distinct word one token); one without a repeated word has
-    nothing to copy, so the example with a repeated phrase is shown instead, and said so."""
+    """The settings' sentence through the model (each distinct word one token); one whose last word has no
+    earlier occurrence has nothing to copy, so the example with a repeated phrase is shown instead, and said so."""
     ids, words, labels, notices = sentence_ids(sentence)
-    if len(set(ids)) == len(ids):
-        st.info(f"The settings' sentence, “{sentence}”, repeats no word: there is nothing to copy, and the model "
-                f"can only guess. Shown instead: “{EXAMPLE}” (a sentence with a repeated phrase typed in the sidebar "
-                "of any forward page is shown here).", icon=":material/info:")
+    if ids[-1] not in ids[:-1]:
+        st.info(f"In the settings' sentence, “{md_safe(sentence)}”, the last word has no earlier occurrence (in the "
+                f"words the model reads): there is nothing to copy, and the model can only guess. Shown instead: "
+                f"“{EXAMPLE}” (a sentence whose last word occurred before, typed in the sidebar of any forward page, "
+                "is shown here).", icon=":material/info:")
         sentence = EXAMPLE
         ids, words, labels, notices = sentence_ids(sentence)
     for n in notices:
@@ -207,7 +231,7 @@ def sentence_panel(run: dict, an: dict, sentence: str) -> None:
     p = np.exp(logits - logits.max())
     p /= p.sum()
     best = int(np.argmax(p))
-    st.markdown(f"“{sentence}”, each distinct word one of the model's tokens (what it learned does not depend on "
+    st.markdown(f"“{md_safe(sentence)}”, each distinct word one of the model's tokens (what it learned does not depend on "
                 f"which token is which). After the last word the most likely next token is **{labels[best]}** "
                 f"(p = {p[best]:.2f}). Every head on it:")
     chart(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], list(trace.tokens), size=150))

@@ -37,7 +37,8 @@ def controls() -> tuple[float, int, float, int, int]:
     k = b.number_input("top-k", 0, 100, step=1, key=KEYS[1],
                        help=f"Keep only the k most probable tokens. 0 (or {VOCAB} and more): off.")
     p = c.slider("top-p", 0.0, 1.0, step=0.05, key=KEYS[2],
-                 help="Keep the most probable tokens until their probabilities add up to p (at least one). 1: off.")
+                 help="Keep the most probable tokens until their probabilities add up to p_top, this threshold "
+                      "(at least one token). 1: off.")
     seed = d.number_input("Seed", 0, 2 ** 31 - 1, step=1, key=KEYS[3],
                           help="Seeds the uniform draws u: the same seed draws the same tokens.")
     n_new = e.slider("Tokens to generate", 0, MAX_NEW, key=KEYS[4],
@@ -62,8 +63,9 @@ def example_button(trace: Trace) -> None:
     has no repeat of its last word."""
     from ..settings import sidebar_button
     if not trace.facts["targets"]:
-        st.info(f"“{md_safe(trace.tokens[-1])}” appears only once in the sentence, so there is nothing earlier to "
-                "copy: the model, trained only to copy, has no good guess.", icon=":material/info:")
+        st.info(f"“{md_safe(trace.tokens[-1])}”, the last word, does not occur earlier in the words the model "
+                "reads, so there is nothing earlier to copy: the model, trained only to copy, has no good guess.",
+                icon=":material/info:")
     if " ".join(trace.tokens) != EXAMPLE:
         sidebar_button(f"Use a sentence with a repeat: “{EXAMPLE}”", {"sentence": EXAMPLE},
                        key="next_token.example", help="Sets the sidebar's sentence (every page then uses it).")
@@ -83,7 +85,8 @@ def _bars(trace: Trace) -> dict:
     p1, pT, q, kept = softmax_t(z, 1.0), trace["probs"].value, trace["renormalised"].value, trace["kept"].value
     order = sorted(range(z.size), key=lambda j: (-pT[j], -z[j]))[:SHOWN]
     T = f"{f['temperature']:g}"
-    names = ("1 · softmax(z)  (T = 1)", f"2 · softmax(z / T)  (T = {T})", "3 · p′: kept, renormalised")
+    names = ("1 · softmax(z)  (T = 1)", f"2 · softmax(z / T)  (T = {T})" if f["temperature"] else
+             "2 · T = 0: argmax (1 on the largest z)", "3 · p′: kept, renormalised")
     rows = []
     for rank, j in enumerate(order):
         label = f"{f['labels'][j]}{' ✓' if kept[j] else ''}"
@@ -109,8 +112,9 @@ def bars(trace: Trace) -> None:
     from ..views import chart
     f = trace.facts
     n_kept = int(trace["kept"].value.sum())
-    st.markdown(f"The {SHOWN} most probable of the {trace['logits'].shape[0]} tokens after T. ✓ marks the "
-                f"**{n_kept}** kept by top-k and top-p (faded: dropped); bar 3 is what the sample is drawn from.")
+    st.markdown(f"The {SHOWN} most probable of the {trace['logits'].shape[0]} tokens after T. ✓ marks a token "
+                f"kept by top-k and top-p (faded: dropped; **{n_kept}** of the {trace['logits'].shape[0]} are kept); "
+                "bar 3 is what the sample is drawn from.")
     chart(_bars(trace))
     if f["temperature"] and f["temperature"] != 1:
         st.caption("T divides the logits before softmax, so bars 1 and 2 differ; dividing the probabilities after "
@@ -147,9 +151,15 @@ def generated(trace: Trace) -> None:
     words = " ".join(md_safe(w) for w in trace.tokens)
     new = " ".join(f"**{md_safe(g['word'])}**" for g in gen)
     kv = nav.md_link("app_pages/42_kv_cache.py", "the KV cache page", st.session_state.get("s.query") or None)
+    cut = any(g["cut"] for g in gen)
+    same = ("the earlier positions' keys and values come out the same every time. Keeping them instead of "
+            "recomputing them is what makes generation cheap" if not cut else
+            f"until the input fills the model's {N_CTX} positions, the earlier positions' keys and values come out "
+            "the same every time; after that the oldest token is dropped and every token moves one learned position "
+            "back, so they all change and this model must recompute them. Keeping them is what makes generation "
+            "cheap")
     st.markdown(f"{words} {new}  \n:small[Each token is drawn as above with its own u, appended, and the whole "
-                f"model run again on the longer input: the earlier positions' keys and values come out the same "
-                f"every time. Keeping them instead of recomputing them is what makes generation cheap: see {kv}.]")
+                f"model run again on the longer input: {same}: see {kv}.]")
     import pyarrow as pa
     st.dataframe(pa.table({"step": [g["t"] + 1 for g in gen], "u": [round(g["u"], 4) for g in gen],
                            "token drawn": [g["word"] for g in gen], "its p′": [round(g["p"], 4) for g in gen],
@@ -157,7 +167,7 @@ def generated(trace: Trace) -> None:
                  hide_index=True, width="content")
     if any(g["word"].startswith("token ") for g in gen):
         st.caption(f"“token k”: one of the model's {VOCAB} tokens that no word of the sentence was given.")
-    if any(g["cut"] for g in gen):
+    if cut:
         st.caption(f"The input reached the model's context: only the last {N_CTX} tokens "
                    "are read at each step after that.")
 

@@ -34,6 +34,8 @@ from .head_scores import patterns, prev_token_scores, top_head
 
 KIND = "induction"
 LAYER = 1
+CLEAR = 0.3                # a layer-0 head is named by the distance it looks back only when its mean weight there
+                           # is at least this; below it the head's attention is spread (no fixed offset)
 
 
 def earlier(ids, i: int) -> int:
@@ -54,14 +56,20 @@ def offsets(a: np.ndarray, longest: int = 8) -> tuple[np.ndarray, np.ndarray]:
     return best, mean[np.arange(a.shape[0]), best]
 
 
-def piece_names(back: np.ndarray, short: bool = False) -> list[str]:
+def piece_names(back: np.ndarray, short: bool = False, weight=None) -> list[str]:
     """The pieces of the stream at a row, in order: embedding, position, layer 0's heads (named by how far back
-    each looks most: 1 = a previous-token head), then β. short: for a chart's axis."""
+    each looks most: 1 = a previous-token head; "spread" when its mean weight there, `weight`, is below CLEAR),
+    then β. short: for a chart's axis."""
+    weight = np.ones(len(back)) if weight is None else np.asarray(weight)
+    clear = [float(w) >= CLEAR for w in weight]
     what = lambda d: "itself" if d == 0 else "previous-token" if d == 1 else f"{d} tokens back"
+    tag = lambda d: "itself" if d == 0 else "prev" if d == 1 else f"{d} back"
     if short:
-        return ["E[x]", "P"] + [f"L0 head {h}: {'prev' if d == 1 else f'{d} back'}" for h, d in enumerate(back)] + ["β"]
+        return (["E[x]", "P"] + [f"L0 head {h}: {tag(int(d)) if c else 'spread'}"
+                                 for h, (d, c) in enumerate(zip(back, clear))] + ["β"])
     return (["token embedding E[x]", "position embedding P"]
-            + [f"layer-0 head {h} ({what(int(d))})" for h, d in enumerate(back)] + ["LayerNorm shift β"])
+            + [f"layer-0 head {h} ({what(int(d)) if c else 'spread out, no fixed offset'})"
+               for h, (d, c) in enumerate(zip(back, clear))] + ["LayerNorm shift β"])
 
 
 def stream_pieces(trace: Trace, params: dict) -> np.ndarray:
@@ -104,7 +112,7 @@ def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -
     key_parts = normed @ w_k                                                    # (P+1, n, d_k)
     q = att1["q_heads"].value[head, i]                                          # (d_k,)
     score_parts = key_parts[:, : i + 1] @ q                                     # (P+1, i+1)
-    names = piece_names(back)
+    names = piece_names(back, weight=back_weight)
     tokens = trace.tokens
     keys = [f"{tokens[c]} ({c})" for c in range(i + 1)]
     lesson = Trace(tokens)
@@ -112,7 +120,7 @@ def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -
                         scale=float(scale[r, 0]), mean=float(stream[r].mean()), d_k=D_HEAD, names=names,
                         weight=float(a[LAYER, head, i, r]), ids=tuple(ids),
                         back=tuple(int(d) for d in back), back_weight=tuple(float(w) for w in back_weight),
-                        axis_labels={"part": piece_names(back, short=True), "n_k": keys},
+                        axis_labels={"part": piece_names(back, short=True, weight=back_weight), "n_k": keys},
                         check={"stream": float(np.abs(pieces.sum(0) - stream).max()),
                                "norm": float(np.abs(normed.sum(0) - trace[f"l{LAYER}.ln1"].value).max()),
                                "key": float(np.abs(key_parts.sum(0) - att1["k_heads"].value[head]).max()),

@@ -1,6 +1,6 @@
 """The next token's explainers: each cell's formula, the live numbers put in, and the value recomputed from them.
 
-    z_j = Σ_m h_m W_U[m, j]          z_j / T          p_j = e^{z_j/T − m} / Σ_i e^{z_i/T − m}
+    z_j = Σ_m N_f(X_2)_{n−1,m} W_U[m, j]          z_j / T          p_j = e^{z_j/T − m} / Σ_i e^{z_i/T − m}
     kept_j (why top-k and top-p keep or drop j)        p′_j = p_j / Σ_{kept} p_i        F_j = Σ_{i ≤ j} p′_i
     the sample (the first j with F_j > u)              A_{h,n−1,j} = e^{S̃_j − m} / Σ_i e^{S̃_i − m}
 """
@@ -45,9 +45,11 @@ def _logit(ctx: Context, cell) -> Explanation:
     shown, hidden = join_terms(terms)
     shown_text, _ = join_terms(terms_text, latex=False)
     value = math.fsum(float(h[m]) * float(w[m]) for m in range(h.size))
-    return _out("logits", cell, f"z_{{{j}}}", f"z_{j}", rf"\sum_{{m=0}}^{{{h.size - 1}}} h_m\, (W_U)_{{m,{j}}}",
-                shown, f"Σ_m h_m W_U[m,{j}]", shown_text, value,
-                f"Token {j} (“{_word(ctx, j)}”): the last position's normed stream h against W_U's column {j}.",
+    return _out("logits", cell, f"z_{{{j}}}", f"z_{j}",
+                rf"\sum_{{m=0}}^{{{h.size - 1}}} N_f(X_2)_{{n-1,\,m}}\, (W_U)_{{m,{j}}}",
+                shown, f"Σ_m N_f(X_2)[n−1,m] W_U[m,{j}]", shown_text, value,
+                f"Token {j} (“{_word(ctx, j)}”): the last position's row after the final norm, N_f(X_2)_(n−1), "
+                f"against W_U's column {j}.",
                 [("h", (m,)) for m in range(h.size)] + [("w_u", (m, j)) for m in range(h.size)], h.size, hidden)
 
 
@@ -103,10 +105,11 @@ def _kept(ctx: Context, cell) -> Explanation:
         above = math.fsum(float(q) for i, q in enumerate(after_k) if q > after_k[j] and i != j)
         k_text = ("top-k is off" if k == 0 or k >= z.size else
                   f"its logit is number {rank} of {z.size}, {'within' if by_k else 'outside'} the top k = {k}")
-        p_text = ("top-p is off (p = 1)" if top_p >= 1 else
+        p_text = ("top-p is off (p_top = 1)" if top_p >= 1 else
                   "dropped by top-k first" if not by_k else
-                  f"the more probable tokens (after top-k) hold {above:.4f} {'<' if by_p else '≥'} p = {top_p:g}"
-                  + (" (the top token always stays)" if by_p and above == 0 and top_p == 0 else ""))
+                  "top-p = 0 keeps only the most probable token (after top-k), and this is it" if by_p and top_p == 0
+                  else f"the more probable tokens (after top-k) hold {above:.4f} {'<' if by_p else '≥'} "
+                       f"p_top = {top_p:g}")
         why = f"{k_text}; {p_text}."
     value = float(by_k and by_p)
     return _out("kept", cell, rf"\text{{kept}}_{{{j}}}", f"kept_{j}", r"[\text{top-}k] \cdot [\text{top-}p]",
@@ -127,7 +130,8 @@ def _renormalised(ctx: Context, cell) -> Explanation:
                 rf"\frac{{p_{{{j}}}\, \text{{kept}}_{{{j}}}}}{{\sum_{{i\ \text{{kept}}}} p_i}}",
                 rf"\frac{{{_n(p[j])} \cdot {int(kept[j])}}}{{{den}}} = \frac{{{_n(p[j] * kept[j])}}}{{{_n(total)}}}",
                 f"p_{j} kept_{j} / Σ_kept p_i", f"{_t(p[j])}·{int(kept[j])} / ({den_text})", value,
-                f"The {len(idx)} kept tokens' probabilities, divided by their sum so that they add up to 1 again.",
+                (f"The {len(idx)} kept tokens' probabilities, divided by their sum so that they add up to 1 again."
+                 if len(idx) > 1 else "One token is kept: its probability divided by itself, 1."),
                 [("probs", (i,)) for i in idx] + [("kept", (j,))], len(idx), hidden)
 
 

@@ -35,8 +35,8 @@ def sampling_notes(temperature: float, k: int, p: float) -> list[str]:
     elif k >= VOCAB:
         notes.append(f"top-k = {k} is at least the vocabulary's {VOCAB} tokens: top-k keeps all of them (off).")
     if p == 0:
-        notes.append("top-p = 0: no set reaches 0 before its first token, and top-p always keeps one: only the most "
-                     "probable token stays (argmax).")
+        notes.append("top-p = 0: the smallest set of tokens whose probabilities add up to 0 would be empty, and "
+                     "top-p always keeps at least one token: only the most probable token stays (as with argmax).")
     elif p == 1:
         notes.append("top-p = 1: the whole vocabulary is needed to reach a probability of 1, so every token stays "
                      "(top-p off).")
@@ -96,11 +96,12 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
     t = Trace(tokens=tokens, notices=list(notices))
     T = f"{temperature:g}"
     t.add("h", "Last position, after the final norm", block["ln_f"].value[-1], ("d_model",),
-          r"h = N_f(X_2)_{n-1}", why="The residual stream of the last position after the final LayerNorm: the "
+          r"N_f(X_2)_{n-1}", why="The residual stream of the last position after the final LayerNorm: the "
           "one row whose logits predict the next token.")
     t.add("w_u", "Unembedding W_U", block["w_u"].value, ("d_model", "vocab"), rf"W_U \in \mathbb{{R}}^{{{block['w_u'].shape[0]} \times {VOCAB}}}",
-          why="One column per token of the vocabulary: z_j is h's dot product with column j.")
-    t.add("logits", "Logits z of the next token", z, ("vocab",), r"z = h\, W_U", ("h", "w_u"),
+          why="One column per token of the vocabulary: z_j is the last position's normed row N_f(X_2)_{n−1} "
+          "dotted with column j.")
+    t.add("logits", "Logits z of the next token", z, ("vocab",), r"z = N_f(X_2)_{n-1}\, W_U", ("h", "w_u"),
           why=f"One score per token of the {VOCAB}; the largest is the model's best guess.")
     t.add("scaled", "z / T", s["scaled"], ("vocab",), r"z / T" if temperature else r"z \;(T = 0:\ \text{argmax})",
           ("logits",), why=f"Divided by T = {T} before softmax: T < 1 sharpens, T > 1 flattens."
@@ -109,9 +110,11 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
           r"p_j = \frac{e^{z_j / T}}{\sum_i e^{z_i / T}}" if temperature else r"p_j = [\,j = \arg\max_i z_i\,]",
           ("scaled",), scale="sequential")
     t.add("kept", "Kept by top-k and top-p", s["kept"].astype(float), ("vocab",),
-          r"\text{kept}_j = [\,z_j \ge z_{(k)}\,] \cdot [\,\textstyle\sum_{i:\, \tilde p_i > \tilde p_j} \tilde p_i < p_{\text{top}}\,]",
+          r"\text{kept}_j = [\,z_j \ge z_{(k)}\,] \cdot [\,\textstyle\sum_{i:\, \tilde p_i > \tilde p_j} \tilde p_i < p_{\text{top}}"
+          r"\ \text{or}\ j = \arg\max_i \tilde p_i\,]",
           ("logits", "probs"), why="1: the token stays; 0: top-k or top-p dropped it. z_(k) is the k-th largest "
-          "logit; p̃ is p renormalised over what top-k kept; p_top is top-p's threshold.", scale="sequential")
+          "logit; p̃ is p renormalised over what top-k kept; p_top is top-p's threshold (the most probable token "
+          "always stays, even at p_top = 0).", scale="sequential")
     t.add("renormalised", "Renormalised p′", s["renormalised"], ("vocab",),
           r"p'_j = \frac{p_j\, \text{kept}_j}{\sum_i p_i\, \text{kept}_i}", ("probs", "kept"), scale="sequential")
     t.add("cdf", "Cumulative F_j = p′_0 + … + p′_j", s["cdf"], ("vocab",), r"F_j = \sum_{i \le j} p'_i",

@@ -45,10 +45,10 @@ def sentence_ids(sentence: str) -> tuple[list[int], list[str], list[str], list[s
 
     At most the last N_CTX words are kept, and of those the longest ending with at most VOCAB distinct words.
     """
-    words, _ = tokenize(sentence)
+    words, skipped = tokenize(sentence)
     if not words:
         raise ConfigError("The sentence has no words: type a few, e.g. “the cat sat on the mat and the cat sat on the”.")
-    notices = []
+    notices = [f"Not words, set aside: {' '.join(skipped[:20])}"] if skipped else []
     if len(words) > N_CTX:
         notices.append(f"The model reads at most {N_CTX} tokens: the first {len(words) - N_CTX} words are cut, the "
                        f"last {N_CTX} kept.")
