@@ -104,8 +104,8 @@ def train(seed: int = 0, steps: int = STEPS, lr: float = LR, fixed_offset: bool 
             value = float(loss.detach())
             if not np.isfinite(value):
                 status = "diverged"
-                message = (f"The loss became {value} at step {step}: training stopped, and the weights from before "
-                           f"the run stay. A smaller learning rate than {lr:g} should train.")
+                message = (f"The loss became {value} at step {step}: the updates (learning rate {lr:g}) grew too "
+                           "large. Training stopped, and the weights from before the run stay.")
                 break
             losses.append(value)
             if step % log_every == 0 or step == steps:
