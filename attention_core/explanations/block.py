@@ -236,7 +236,7 @@ def _mlp(ctx: BlockContext, key, cell) -> Explanation:
     l = key[:key.index(".")]
     i, j = cell
     return project(ctx, key, cell, f"{l}.act", f"{l}.w_2", f"{l}.b_2",
-                   f"Row {i} of GELU(H), d_ff = {ctx.trace[f'{l}.act'].shape[1]} wide, back to column {j} of "
+                   f"Row {i} of GELU(H^({l[1:]})), d_ff = {ctx.trace[f'{l}.act'].shape[1]} wide, back to column {j} of "
                    "d_model by W_2, plus b_2.")
 
 
