@@ -129,8 +129,9 @@ def has_torchs_variance(x_hat: np.ndarray, var: np.ndarray, eps: float = EPS) ->
 
 @pitfall("The unbiased variance in a hand-written LayerNorm", "common",
          "LayerNorm divides by the biased variance σ² = Σ_j (x_j − μ)² / d, as torch's nn.LayerNorm does. A "
-         "hand-written one with torch's x.var(dim=−1) divides by d − 1 instead (its default, unbiased=True; numpy's "
-         "np.var divides by d), so every row comes out √((d − 1)/d) too small: its variance is no longer 1, and "
+         "hand-written one with torch's x.var(dim=−1) divides by d − 1 instead (its default: correction=1, before "
+         "torch 2.0 unbiased=True; numpy's np.var divides by d), so every row comes out multiplied by √((d − 1)/d), "
+         "too small: its variance is no longer 1, and "
          "weights trained with nn.LayerNorm meet other inputs. The gap, about 1/(2d), is large at small d and "
          "hides in wide models.")
 def unbiased_variance(source) -> PitfallResult:
