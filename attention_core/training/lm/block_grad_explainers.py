@@ -157,8 +157,9 @@ def _gamma(ctx, key, cell, g, x):
     pairs = [(g, (i, j), None, (rf"\hat x_{{{i},{j}}}", _norm_row(ctx, x, i)[0][j])) for i in range(n)]
     return _products(ctx, key, cell, pairs, rf"\sum_{{i=0}}^{{{n - 1}}} {_ref(ctx, g, ('i', j))}\, \hat x_{{i,{j}}}",
                      f"Σ_i {_ref_text(ctx, g, ('i', j))}·x̂[i,{j}]",
-                     f"x̂ is the norm's input row normalised, recomputed from {_sym(ctx, x)[1]}. γ_{j} scales column "
-                     f"{j} of every row, so each row adds its gradient there times the x̂ it scaled.")
+                     f"x̂ is the norm's input row normalised, recomputed from {_sym(ctx, x)[1]}. "
+                     f"{_sym(ctx, key[4:])[1]}[{j}] scales column {j} of every row, so each row adds its gradient "
+                     "there times the x̂ it scaled.")
 
 
 def _norm_in(ctx, key, cell, g, x, gamma):
@@ -300,7 +301,10 @@ def _pos(ctx, key, cell, dx):
     if i >= ctx.trace.n:
         return _done(ctx, key, cell, "0", "0", "0", "0", 0.0, f"The sentence has {ctx.trace.n} tokens: position {i} "
                      "is not used, so its row gets no gradient.")
-    return _copy(ctx, key, cell, dx)
+    v = float(ctx.value(dx)[cell])
+    return _done(ctx, key, cell, _ref(ctx, dx, cell), _ref_text(ctx, dx, cell), ctx.num(v), ctx.num_text(v), v,
+                 f"X_0 = E[id] + P: row {i} of P is added to the stream at position {i} only, so its gradient is "
+                 f"row {i} of ∂L/∂X_0, unchanged.", [(dx, cell)], 1)
 
 
 RULES = {"ce": _ce, "matT": _mat_t, "matWt": _mat_wt, "colsum": _colsum, "gamma": _gamma, "norm_in": _norm_in,
