@@ -74,7 +74,9 @@ def intro(config: Config, trace: Trace) -> str:
         f"token{'s' if f['n'] != 1 else ''} × d_model = {f['d_model']}); each layer's attention is their forward pass "
         f"with the sidebar's settings ({config.n_heads} head{'s' if config.n_heads > 1 else ''}{kv}, "
         f"{config.score.replace('_', ' ')} scores"
-        + (f", {config.mask.replace('_', ' ')} mask" if config.mask != "none" else "") + "), on the rows the block "
+        + (f", {config.mask.replace('_', ' ')} mask" if config.mask != "none" else "")
+        + ({"rope": ", RoPE", "alibi": ", ALiBi"}.get(config.positional, ""))
+        + (f", softmax temperature T = {config.temperature:g}" if config.temperature != 1 else "") + "), on the rows the block "
         "gives it. Layer 0 uses the attention pages' own W_Q … W_O; a deeper layer its own seeded ones. Everything "
         f"else is at its seeded start: {start}. "
         "**Nothing here is trained to predict words**: the block shows what each step computes, not what a "

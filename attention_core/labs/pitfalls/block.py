@@ -172,8 +172,8 @@ def row_moments(x: np.ndarray) -> tuple[float, float]:
 
 
 @pitfall("A post-norm formula with pre-norm code", "common",
-         "Vaswani et al.'s block is post-norm: Xₗ′ = LN(Xₗ + MHA(Xₗ)), Xₗ₊₁ = LN(Xₗ′ + MLP(Xₗ′)); the norm comes after "
-         "each residual add, so the stream itself is normalised. Code written x = x + attn(ln(x)); "
+         "Vaswani et al.'s block is post-norm: Xₗ′ = LN(Xₗ + MHA(Xₗ)), Xₗ₊₁ = LN(Xₗ′ + MLP(Xₗ′)); the norm "
+         "comes after each residual add, so the stream itself is normalised. Code written x = x + attn(ln(x)); "
          "x = x + mlp(ln(x)) (GPT-2's, nanoGPT's) is pre-norm: attention reads LN(X), the stream is never "
          "normalised, and a final LN comes before the unembedding. On the same weights they are different "
          "functions: implementing the formula with the other code, or loading one's weights into the other, "
