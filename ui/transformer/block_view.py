@@ -219,8 +219,10 @@ def norm_text(trace: Trace, arch: Arch, layer: int) -> None:
             f"r = {r:.4f}; its mean {x.mean():.4f} is not taken away, only divided by r with the rest of the row "
             f"(the output's mean is {x.mean() / r:.4f}). ε = {eps} goes inside the square root.")
     st.caption(("γ = 1 and β = 0" if arch.norm == "layer" else "γ = 1") + " at the start, so here the norm only "
-               + ("centres each row and scales it to variance 1." if arch.norm == "layer" else
-                  "scales each row to a root mean square of 1."))
+               + ("centres each row and scales it to variance 1 (σ²/(σ² + ε) to be exact: 0 for a row of equal "
+                  "entries)." if arch.norm == "layer" else
+                  "scales each row to a root mean square of 1 (√(ms/(ms + ε)) to be exact, ms the row's mean square: 0 "
+                  "for a row of zeros)."))
 
 
 def gelu_chart(trace: Trace, layer: int) -> None:
