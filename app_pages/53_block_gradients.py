@@ -5,15 +5,15 @@ from ui.transformer import gradient_view as view
 
 PAGE = "app_pages/53_block_gradients.py"
 config, _ = ui.page(PAGE, "Gradients through the block")
-st.markdown(
-    "One training step of the small language model (2 layers of 4 heads, 31 tokens, trained to copy) on the "
-    "sidebar's sentence, each distinct word one token. The loss is the **next-token cross-entropy**: every position "
-    "but the last is scored on the token after it. Backpropagation runs it backwards, from the logits through the "
-    "unembedding, the final norm, each layer's MLP, norms, **residual adds** and attention, to the embeddings: every "
-    "gradient below is written by hand, has the shape of what it is the gradient of, and each cell can be clicked "
-    "for its arithmetic.")
+intro = st.empty()
 with st.container(border=True):
     lr, arch = view.controls()
+intro.markdown(
+    "One training step of the small language model (2 layers of 4 heads, 31 tokens, trained to copy) on the "
+    "sidebar's sentence, each distinct word one token. The loss is the **next-token cross-entropy**: every position "
+    "but the last is scored on the token after it. Backpropagation runs it backwards, from the logits through "
+    + view.backward_path(arch) + ", to the embeddings: every gradient below is written by hand, has the shape of "
+    "what it is the gradient of, and each cell can be clicked for its arithmetic.")
 result = view.lesson(config.sentence, lr, arch)
 if result is not None:
     s, fresh, notices = result

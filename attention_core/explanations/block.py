@@ -77,7 +77,9 @@ class BlockContext(Context):
         return f"{sym}_{{{sub}}}" if plain else f"({sym})_{{{sub}}}"
 
     def ref_text(self, key, index):
-        return f"{self.symbol(key)[1]}[{','.join(str(i) for i in index)}]"
+        sym = self.symbol(key)[1]
+        sym = f"({sym})" if " " in sym else sym                               # (X_0 + O_0)[1,2], not X_0 + O_0[1,2]
+        return f"{sym}[{','.join(str(i) for i in index)}]"
 
 
 def block(*keys: str):
@@ -225,7 +227,7 @@ def _act(ctx: BlockContext, key, cell) -> Explanation:
                        rf"{ctx.factor(h)} \cdot {ctx.num(phi)}", f"{lhs} = {ctx.num(value)}", value,
                        f"{lhs_text} = {ht}·Φ({ht})\n  = {ctx.factor_text(h)}·Φ({ctx.num_text(h)}) = "
                        f"{ctx.factor_text(h)}·{ctx.num_text(phi)}\n  = {ctx.num_text(value)}",
-                       note=f"Φ is the standard normal CDF, Φ(h) = ½(1 + erf(h/√2)): the chance a N(0, 1) draw is "
+                       note=f"h = {ht}. Φ is the standard normal CDF, Φ(h) = ½(1 + erf(h/√2)): the chance a N(0, 1) draw is "
                             f"below h. GELU keeps that share of h: {ctx.num_text(phi)} of it here "
                             f"({'most' if phi > 0.5 else 'little'}, since h is {'positive' if h > 0 else 'negative'}).",
                        reads=((h_key, cell),))
@@ -236,7 +238,7 @@ def _mlp(ctx: BlockContext, key, cell) -> Explanation:
     l = key[:key.index(".")]
     i, j = cell
     return project(ctx, key, cell, f"{l}.act", f"{l}.w_2", f"{l}.b_2",
-                   f"Row {i} of GELU(H), d_ff = {ctx.trace[f'{l}.act'].shape[1]} wide, back to column {j} of "
+                   f"Row {i} of GELU(H^({l[1:]})), d_ff = {ctx.trace[f'{l}.act'].shape[1]} wide, back to column {j} of "
                    "d_model by W_2, plus b_2.")
 
 

@@ -206,7 +206,8 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
         trace.facts["attention"].append(sub)
         out = sub["output"].value                                                 # (n, d)
         trace.add(f"l{l}.attn", f"Layer {l}: attention output", out, ("n", "d_model"),
-                  rf"\mathrm{{MHA}}({'N(' + s + ')' if arch.placement == 'pre' else s}) = C\, W_O", (read_key,),
+                  rf"\mathrm{{MHA}}({'N(' + s + ')' if arch.placement == 'pre' else s}) = C\, W_O"
+                  + (" + b_O" if config.bias else ""), (read_key,),
                   why="What the heads write: for each token, a mix of the value rows it attended to, mapped back "
                       "to d_model columns by W_O.")
         after = f"l{l}.mid" if arch.mlp else f"l{l}.out"
@@ -222,7 +223,7 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
             trace.add(f"l{l}.sum1", f"Layer {l}: stream + attention", summed, ("n", "d_model"),
                       rf"{s} + \mathrm{{MHA}}({s})", (stream_key, f"l{l}.attn"), why="The residual add, before the norm.")
             stream = normalise(arch, params, f"l{l}.ln1", summed)
-            trace.add(after, f"Layer {l}: {norm_name} after the add", stream, ("n", "d_model"),
+            trace.add(after, f"Layer {l}: {norm_name} after attention's add", stream, ("n", "d_model"),
                       rf"{mid_sym} = N({s} + \mathrm{{MHA}}({s}))", (f"l{l}.sum1",),
                       why="Post-norm: the sum is normalised, so the stream itself is rescaled at every sublayer.")
         stream_key = after
@@ -240,15 +241,16 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
         hidden, act, mlp_out = mlp(read, params[f"l{l}.w_1"], params[f"l{l}.b_1"], params[f"l{l}.w_2"],
                                    params[f"l{l}.b_2"])
         arg = f"N({m})" if arch.placement == "pre" else m
-        trace.add(f"l{l}.hidden", f"Layer {l}: MLP hidden", hidden, ("n", "d_ff"), rf"H = {arg}\, W_1 + b_1",
+        hl = rf"H^{{({l})}}"                                                      # H alone is the number of heads
+        trace.add(f"l{l}.hidden", f"Layer {l}: MLP hidden", hidden, ("n", "d_ff"), rf"{hl} = {arg}\, W_1 + b_1",
                   (read_key,), why=f"Each row on its own, widened to d_ff = {hidden.shape[1]} columns.")
         trace.add(f"l{l}.act", f"Layer {l}: GELU", act, ("n", "d_ff"),
-                  r"\mathrm{GELU}(H) = H\,\Phi(H)", (f"l{l}.hidden",),
+                  rf"\mathrm{{GELU}}({hl}) = {hl}\,\Phi({hl})", (f"l{l}.hidden",),
                   why="GELU keeps large positive numbers, nearly zeroes large negative ones and bends smoothly "
-                      "between: the only step of the block that is not linear in its input row (besides the norms "
-                      "and softmax).")
+                      "between: the MLP's one non-linear step (without it W_1 and W_2 would collapse into one "
+                      "linear map).")
         trace.add(f"l{l}.mlp", f"Layer {l}: MLP output", mlp_out, ("n", "d_model"),
-                  r"\mathrm{MLP} = \mathrm{GELU}(H)\, W_2 + b_2", (f"l{l}.act",),
+                  rf"\mathrm{{MLP}} = \mathrm{{GELU}}({hl})\, W_2 + b_2", (f"l{l}.act",),
                   why="Back to d_model columns. Unlike attention, the MLP looks at each token's row alone.")
         out_sym = rf"X_{{{l + 1}}}"
         if arch.placement == "pre":
@@ -261,7 +263,7 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
             trace.add(f"l{l}.sum2", f"Layer {l}: stream + MLP", summed, ("n", "d_model"),
                       rf"{m} + \mathrm{{MLP}}({m})", (stream_key, f"l{l}.mlp"), why="The residual add, before the norm.")
             stream = normalise(arch, params, f"l{l}.ln2", summed)
-            trace.add(f"l{l}.out", f"Layer {l}: {norm_name} after the add", stream, ("n", "d_model"),
+            trace.add(f"l{l}.out", f"Layer {l}: {norm_name} after the MLP's add", stream, ("n", "d_model"),
                       rf"{out_sym} = N({m} + \mathrm{{MLP}}({m}))", (f"l{l}.sum2",),
                       why="The layer's output, normalised: what the next layer reads.")
         stream_key = f"l{l}.out"
@@ -306,6 +308,6 @@ def sidebar_block(config: Config, arch: Arch, forward: Trace) -> Trace:
                    "so W_U cannot be tied to it. Nothing here is trained to predict."))
     z = trace["logits"]
     trace.add("logits", z.title, z.value, z.axes, z.formula, z.inputs,
-              why="Row i scores every word of the vocabulary as the one after token i. The block is untrained: these "
-                  "scores are a property of the vectors, not a prediction.")
+              why="Row i scores every word of the vocabulary as the one after token i. Nothing in this block was "
+                  "trained to predict words: these scores are a property of the vectors, not a prediction.")
     return trace

@@ -54,7 +54,7 @@ def controls() -> tuple[Arch, int]:
                                  "Post-norm (Vaswani et al. 2017): the stream itself is normalised after each add.")
         norm = c.radio("Norm", ("layer", "rms"), key="block.norm", horizontal=True,
                        format_func=lambda n: {"layer": "LayerNorm", "rms": "RMSNorm"}[n])
-        mlp = d.toggle("MLP", key="block.mlp", help="Off: an attention-only block, X_{l+1} = X_l′.")
+        mlp = d.toggle("MLP", key="block.mlp", help="Off: an attention-only block, Xₗ₊₁ = Xₗ′.")
         page_state.fit("block.layer", 0, int(layers) - 1)
         layer = 0
         if layers > 1:
@@ -65,13 +65,20 @@ def controls() -> tuple[Arch, int]:
 
 def intro(config: Config, trace: Trace) -> str:
     f = trace.facts
+    arch = f["arch"]
+    kv = f", {config.kv_heads} KV heads" if config.kv_heads != config.n_heads else ""
+    start = ("**γ = 1 and β = 0**" if arch.norm == "layer" else "**γ = 1** (RMSNorm has no β)") + (
+        ", W_1 and W_2 drawn N(0, 1/fan-in), biases 0" if arch.mlp else "")
     return (
-        f"Attention is one sublayer of a **block**. The block's input X₀ is the attention pages' X ({f['n']} tokens × "
-        f"d_model = {f['d_model']}); each layer's attention is their forward pass with the sidebar's settings "
-        f"({config.n_heads} head{'s' if config.n_heads > 1 else ''}, {config.score.replace('_', ' ')} scores"
-        + (f", {config.mask} mask" if config.mask != "none" else "") + "), on the rows the block gives it. Layer 0 "
-        "uses the attention pages' own W_Q … W_O; a deeper layer its own seeded ones. Everything else is at its "
-        "seeded start: **γ = 1 and β = 0**, W_1 and W_2 drawn N(0, 1/fan-in), biases 0. "
+        f"Attention is one sublayer of a **block**. The block's input X₀ is the attention pages' X ({f['n']} "
+        f"token{'s' if f['n'] != 1 else ''} × d_model = {f['d_model']}); each layer's attention is their forward pass "
+        f"with the sidebar's settings ({config.n_heads} head{'s' if config.n_heads > 1 else ''}{kv}, "
+        f"{config.score.replace('_', ' ')} scores"
+        + (f", {config.mask.replace('_', ' ')} mask" if config.mask != "none" else "")
+        + ({"rope": ", RoPE", "alibi": ", ALiBi"}.get(config.positional, ""))
+        + (f", softmax temperature T = {config.temperature:g}" if config.temperature != 1 else "") + "), on the rows the block "
+        "gives it. Layer 0 uses the attention pages' own W_Q … W_O; a deeper layer its own seeded ones. Everything "
+        f"else is at its seeded start: {start}. "
         "**Nothing here is trained to predict words**: the block shows what each step computes, not what a "
         "trained model would say.")
 
@@ -82,7 +89,8 @@ def _formula(placement: str) -> str:
     mha, mlp = r"\mathrm{MHA}", r"\mathrm{MLP}"
     if placement == "pre":
         lines = (rf"X_l' = X_l + {mha}\big(" + n("X_l") + r"\big)",
-                 rf"X_{{l+1}} = X_l' + {mlp}\big(" + n("X_l'") + r"\big)", "Z = " + n("X_L") + r"\, W_U")
+                 rf"X_{{l+1}} = X_l' + {mlp}\big(" + n("X_l'") + r"\big)",
+                 r"Z = \textcolor{" + HI + r"}{N_f}(X_L)\, W_U")
     else:
         lines = ("X_l' = " + n(rf"X_l + {mha}(X_l)"), "X_{l+1} = " + n(rf"X_l' + {mlp}(X_l')"), r"Z = X_L\, W_U")
     return r" \\ ".join(lines)
@@ -93,7 +101,7 @@ def pre_and_post(arch: Arch) -> None:
     st.markdown("## 1 · Pre-norm or post-norm: where the norm goes")
     words = {"pre": ("Pre-norm (GPT-2, Llama)",
                      "Each sublayer reads a **normalised copy**; its output is added to the stream itself, which is "
-                     "never normalised, so one final norm N_f comes before W_U."),
+                     "never normalised, so one final norm $N_f$ comes before $W_U$."),
              "post": ("Post-norm (Vaswani et al. 2017)",
                       "The sublayer reads the stream as it is; the **sum** is normalised, so the stream is rescaled "
                       "after every add and leaves the last block normalised: no final norm.")}
@@ -103,7 +111,7 @@ def pre_and_post(arch: Arch) -> None:
             mark = " &nbsp; :orange-badge[in force below]" if p == arch.placement else ""
             st.markdown(f"**{title}**{mark}\n\n$$\n\\begin{{gathered}}{_formula(p)}\\end{{gathered}}\n$$\n\n"
                         f":small[{text} N is {'LayerNorm' if arch.norm == 'layer' else 'RMSNorm'}"
-                        f"{'' if arch.mlp else '; the MLP is off, so X_{l+1} = X_l′'}.]")
+                        + ("" if arch.mlp else "; the MLP is off, so $X_{l+1} = X_l'$") + ".]")
 
 
 def flow(trace: Trace, arch: Arch, layer: int) -> None:
@@ -135,11 +143,11 @@ def stream_sizes(trace: Trace, arch: Arch) -> None:
     top = max(r["‖row‖"] for r in rows)
     if arch.placement == "pre":
         st.markdown("Every sublayer **reads** the stream (a normalised copy of it) and **adds** its output to it: "
-                    "X_l′ = X_l + O_l. Nothing overwrites the stream, so a row still carries its embedding after the "
+                    "$X_l' = X_l + O_l$. Nothing overwrites the stream, so a row still carries its embedding after the "
                     "last layer, plus what each sublayer wrote. The bars are the size ‖row‖ of each part, per token:")
     else:
         st.markdown("Every sublayer **reads** the stream and **adds** its output to it, then the sum is normalised: "
-                    "X_l′ = N(X_l + O_l). The bars are the size ‖row‖ of what each part wrote, per token:")
+                    "$X_l' = N(X_l + O_l)$. The bars are the size ‖row‖ of what each part wrote, per token:")
     ui.chart(bars_spec(rows, "token", "‖row‖", labels, "written by", [name for name, _ in parts],
                        width=max(300, 24 * len(parts) * trace.n), domain=(0, top * 1.05)))
     if arch.placement == "post":
@@ -208,10 +216,13 @@ def norm_text(trace: Trace, arch: Arch, layer: int) -> None:
             rf"$$\mathrm{{RMSNorm}}(x) = \gamma \odot \frac{{x}}{{r}},\quad r = \sqrt{{\tfrac{{1}}{{d}}"
             rf"\textstyle\sum_j x_j^2 + \epsilon}}$$"
             f"\n\nNo mean is taken away and there is no β (Llama's choice: one statistic fewer). On the row of “{word}”: "
-            f"r = {r:.4f}; its mean {x.mean():.4f} stays in the output. ε = {eps} goes inside the square root.")
+            f"r = {r:.4f}; its mean {x.mean():.4f} is not taken away, only divided by r with the rest of the row "
+            f"(the output's mean is {x.mean() / r:.4f}). ε = {eps} goes inside the square root.")
     st.caption(("γ = 1 and β = 0" if arch.norm == "layer" else "γ = 1") + " at the start, so here the norm only "
-               + ("centres each row and scales it to variance 1." if arch.norm == "layer" else
-                  "scales each row to a root mean square of 1."))
+               + ("centres each row and scales it to variance 1 (σ²/(σ² + ε) to be exact: 0 for a row of equal "
+                  "entries)." if arch.norm == "layer" else
+                  "scales each row to a root mean square of 1 (√(ms/(ms + ε)) to be exact, ms the row's mean square: 0 "
+                  "for a row of zeros)."))
 
 
 def gelu_chart(trace: Trace, layer: int) -> None:
@@ -236,11 +247,14 @@ def logits(trace: Trace) -> None:
     config, arch = f["config"], f["arch"]
     z = trace["logits"].value[-1]
     top = int(np.argmax(z))
+    tied = [vocab[v] for v in np.flatnonzero(z >= z[top] - 1e-9 * max(1.0, abs(z[top])))]   # equal up to rounding
+    best = (f"scores “{vocab[top]}” highest, {z[top]:.3f}" if len(tied) == 1 else
+            "scores " + " and ".join(f"“{w}”" for w in tied) + f" highest, equal at {z[top]:.3f}")
     st.markdown(
-        f"The vocabulary here is the sentence's **{len(vocab)} distinct words**, so |V| = {len(vocab)}. "
-        + say("block_tied", (config, arch))
-        + f" Row {trace.n - 1} (“{trace.tokens[-1]}”) scores “{vocab[top]}” highest, {z[top]:.3f}: with untrained "
-        "weights that is a property of these vectors, not a prediction.")
+        f"The vocabulary here is the sentence's **{len(vocab)} distinct word{'s' if len(vocab) != 1 else ''}**, so "
+        f"|V| = {len(vocab)}. " + say("block_tied", (config, arch))
+        + f" Row {trace.n - 1} (“{trace.tokens[-1]}”) {best}: with weights never trained to predict words, that is "
+        "a property of these vectors, not a prediction.")
     rows = [{"word": w, "logit": float(v)} for w, v in zip(vocab, z)]
     bound = 1.08 * float(np.abs(z).max()) or 1.0
     ui.chart(bars_spec(rows, "word", "logit", list(vocab), width=max(260, 40 * len(vocab)), height=180,
@@ -257,7 +271,8 @@ def checked_text() -> str:
             "autograd's.\n"
             "- **The whole block** (1–3 layers, pre- and post-norm, LayerNorm and RMSNorm, MLP on and off) equals a "
             "torch block written by hand (its attention from `F.scaled_dot_product_attention`, with RoPE as Meta's "
-            "Llama code, ALiBi's published slopes, a causal mask and grouped-query heads), and one built from "
-            "`nn.MultiheadAttention`, to 1e-9 under several sidebar settings.\n"
+            "Llama code, ALiBi's published slopes, a causal mask and grouped-query heads) to 1e-9 under several "
+            "sidebar settings, and (one layer, on random 8-d embeddings with a causal mask, where d_k = d_model / H) "
+            "one built from `nn.MultiheadAttention`.\n"
             "- **Every clicked cell** is recomputed from its terms (a row's μ and σ², h Φ(h), a sum of products) and "
             "compared with the stored number.")

@@ -55,6 +55,15 @@ def lesson(sentence: str, lr: float, arch: Arch):
     return result
 
 
+def backward_path(arch: Arch) -> str:
+    """What the backward pass goes through under these choices, in its order (no final norm with post-norm, no MLP
+    when it is off)."""
+    parts = ["the unembedding"] + (["the final norm"] if arch.final_norm else []) + [
+        "each layer's " + ("MLP, norms, **residual adds** and attention" if arch.mlp else
+                           "norm, **residual add** and attention")]
+    return ", ".join(parts)
+
+
 def notes(fresh, notices, arch: Arch) -> None:
     for notice in notices:
         st.info(notice, icon=":material/info:")
@@ -63,8 +72,9 @@ def notes(fresh, notices, arch: Arch) -> None:
                         else "the second norm's γ" + (", β" if arch.norm == "layer" else "")
                         for n in fresh if n.startswith("l")})
         st.info("The shipped model was trained attention-only, pre-norm, with LayerNorm. It has no parameters for "
-                + " or ".join(kinds) + ": they start from the block's seeded initialisation (γ = 1, β = 0, weights "
-                "N(0, 1/fan-in), biases 0), and the step below is taken from there.", icon=":material/info:")
+                + " or ".join(kinds) + ": they start from the block's seeded initialisation ("
+                + ("γ = 1, β = 0" if arch.norm == "layer" else "γ = 1") + ", weights N(0, 1/fan-in), biases 0), "
+                "and the step below is taken from there.", icon=":material/info:")
     if arch.placement != ARCH.placement or arch.norm != ARCH.norm:
         changes = ([f"post-norm has no final norm, so γ_f{', β_f' if ARCH.norm == 'layer' else ''} go unused"]
                    if arch.placement == "post" else []) + (["RMSNorm has no β, so the norms' β go unused"]
@@ -120,7 +130,8 @@ def residual(s: TrainingStep) -> None:
         st.markdown("A residual add X′ = X + MHA(N(X)) sends the stream on and a copy into the sublayer. Backwards, "
                     "the add **copies** ∂L/∂X′ to both: one copy goes straight back (the skip), one flows back through "
                     "attention and its norm (the branch). The stream's gradient ∂L/∂X is their **sum**. With pre-norm "
-                    "the skip is a clean path: the gradient of the loss reaches the embeddings through adds alone.")
+                    "the skip is a clean path: past the final norm, the gradient reaches the embeddings through adds "
+                    "alone.")
     else:
         st.markdown("Post-norm: X′ = N(Σ), Σ = X + MHA(X). Backwards, the norm comes first (∂L/∂Σ), then the add "
                     "**copies** ∂L/∂Σ to both of its inputs: one copy goes straight back (the skip), one flows back "

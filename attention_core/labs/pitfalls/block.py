@@ -77,14 +77,18 @@ def temperature_after_softmax(source) -> PitfallResult:
     flat = bool(np.ptp(logits) == 0)                                                  # one word, or equal logits
     rises = lambda h: flat or bool((np.diff(h) > 1e-12).all())
     top = int(np.argmax(logits))
+    tied = [vocab[v] for v in np.flatnonzero(logits >= logits[top] - 1e-9 * max(1.0, abs(logits[top])))]
+    after = f"after “{trace.tokens[-1]}” (a block never trained to predict words)"
+    best = (f"The word the block's logits score highest {after}, “{vocab[top]}”, has " if len(tied) == 1 else
+            f"The words the block's logits score highest {after} are " + " and ".join(f"“{w}”" for w in tied)
+            + f", equal up to rounding; “{vocab[top]}” has ")
     temps = ", ".join(f"{x:g}" for x in TEMPERATURES)
     numbers = lambda xs: ", ".join(f"{x:.3g}" for x in xs)
     return PitfallResult(correct, wrong, difference(correct, wrong),
                          f"a higher T gives a flatter distribution: the entropy rises over T = {temps} "
                          f"(unless every logit is the same)",
                          rises(h_c), not rises(h_w) and not flat,
-                         f"The block's most likely next word after “{trace.tokens[-1]}” is “{vocab[top]}”: "
-                         f"p = {numbers(correct[:, top])} at T = {temps} when the logits are divided; "
+                         best + f"p = {numbers(correct[:, top])} at T = {temps} when the logits are divided; "
                          f"{wrong[0, top]:.3g} at every T when the probabilities are. Entropy (nats): {numbers(h_c)} "
                          f"against {numbers(h_w)}. Without renormalising, the rows would sum to "
                          f"{', '.join(f'{1 / x:g}' for x in TEMPERATURES)}."
@@ -125,8 +129,9 @@ def has_torchs_variance(x_hat: np.ndarray, var: np.ndarray, eps: float = EPS) ->
 
 @pitfall("The unbiased variance in a hand-written LayerNorm", "common",
          "LayerNorm divides by the biased variance σ² = Σ_j (x_j − μ)² / d, as torch's nn.LayerNorm does. A "
-         "hand-written one with torch's x.var(dim=−1) divides by d − 1 instead (its default, unbiased=True; numpy's "
-         "np.var divides by d), so every row comes out √((d − 1)/d) too small: its variance is no longer 1, and "
+         "hand-written one with torch's x.var(dim=−1) divides by d − 1 instead (its default: correction=1, before "
+         "torch 2.0 unbiased=True; numpy's np.var divides by d), so every row comes out multiplied by √((d − 1)/d), "
+         "too small: its variance is no longer 1, and "
          "weights trained with nn.LayerNorm meet other inputs. The gap, about 1/(2d), is large at small d and "
          "hides in wide models.")
 def unbiased_variance(source) -> PitfallResult:
@@ -167,8 +172,8 @@ def row_moments(x: np.ndarray) -> tuple[float, float]:
 
 
 @pitfall("A post-norm formula with pre-norm code", "common",
-         "Vaswani et al.'s block is post-norm: X' = LN(X + MHA(X)), X'' = LN(X' + MLP(X')); the norm comes after "
-         "each residual add, so the stream itself is normalised. Code written x = x + attn(ln(x)); "
+         "Vaswani et al.'s block is post-norm: Xₗ′ = LN(Xₗ + MHA(Xₗ)), Xₗ₊₁ = LN(Xₗ′ + MLP(Xₗ′)); the norm "
+         "comes after each residual add, so the stream itself is normalised. Code written x = x + attn(ln(x)); "
          "x = x + mlp(ln(x)) (GPT-2's, nanoGPT's) is pre-norm: attention reads LN(X), the stream is never "
          "normalised, and a final LN comes before the unembedding. On the same weights they are different "
          "functions: implementing the formula with the other code, or loading one's weights into the other, "
@@ -187,13 +192,13 @@ def post_formula_pre_code(source) -> PitfallResult:
                          "the block's output rows have mean 0 and variance 1 (up to ε), as the formula's last LN "
                          "(γ = 1, β = 0) makes them",
                          normal(mean_c, var_c), not normal(mean_w, var_w),
-                         f"Rows of the formula's X'': largest |mean| {mean_c:.1e}, largest |variance − 1| {var_c:.1e}. "
+                         f"Rows of the formula's X₁: largest |mean| {mean_c:.1e}, largest |variance − 1| {var_c:.1e}. "
                          f"The code's: {mean_w:.3g} and {var_w:.3g}. Where they part: attention already reads "
                          f"different rows (X against LN(X)), its outputs differ by up to "
                          f"{gap('l0.attn', 'l0.attn'):.3g}; the stream after attention by {gap('l0.mid', 'l0.mid'):.3g}; "
                          f"the layer's output by {difference(correct, wrong):.3g}; the logits, which the code takes "
                          f"after a final LN the formula has no need of, by {gap('logits', 'logits'):.3g}.",
-                         ("n", "d_model"), "layer 0's output X'' (one block, the MLP on), on the same weights")
+                         ("n", "d_model"), "layer 0's output X₁ (one block, the MLP on), on the same weights")
 
 
 # ---- 17. the copy task with a fixed offset ---------------------------------------------------------------

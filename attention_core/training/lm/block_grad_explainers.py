@@ -9,7 +9,7 @@ the arithmetic in scalars (math.fsum), never reading the cell it explains:
     matWt     ∂L/∂R_{i,a} = Σ_b ∂L/∂Y_{i,b} W_{a,b}          (back through a weight)
     colsum    ∂L/∂b_j = Σ_i ∂L/∂Y_{i,j}                      (a bias, a norm's β)
     gamma     ∂L/∂γ_j = Σ_i ∂L/∂Y_{i,j} x̂_{i,j}, x̂ recomputed from the norm's input row
-    norm_in   a norm's input, from its whole row: (u_j − ū − x̂_j·mean(u ⊙ x̂)) / σ, or u_j/r − x_j·mean(u ⊙ x)/r³
+    norm_in   a norm's input, from its whole row: (u_j − ū − x̂_j·mean(u ⊙ x̂)) / s, s = √(σ² + ε), or u_j/r − x_j·mean(u ⊙ x)/r³
     copy      a residual add passes its gradient on unchanged
     add       the stream's gradient: what skips the sublayer plus what flows back through it
     three     ∂L/∂Q W_Qᵀ + ∂L/∂K W_Kᵀ + ∂L/∂V W_Vᵀ
@@ -157,8 +157,9 @@ def _gamma(ctx, key, cell, g, x):
     pairs = [(g, (i, j), None, (rf"\hat x_{{{i},{j}}}", _norm_row(ctx, x, i)[0][j])) for i in range(n)]
     return _products(ctx, key, cell, pairs, rf"\sum_{{i=0}}^{{{n - 1}}} {_ref(ctx, g, ('i', j))}\, \hat x_{{i,{j}}}",
                      f"Σ_i {_ref_text(ctx, g, ('i', j))}·x̂[i,{j}]",
-                     f"x̂ is the norm's input row normalised, recomputed from {_sym(ctx, x)[1]}. γ_{j} scales column "
-                     f"{j} of every row, so each row adds its gradient there times the x̂ it scaled.")
+                     f"x̂ is the norm's input row normalised, recomputed from {_sym(ctx, x)[1]}. "
+                     f"{_sym(ctx, key[4:])[1]}[{j}] scales column {j} of every row, so each row adds its gradient "
+                     "there times the x̂ it scaled.")
 
 
 def _norm_in(ctx, key, cell, g, x, gamma):
@@ -171,15 +172,15 @@ def _norm_in(ctx, key, cell, g, x, gamma):
     if arch.norm == "layer":
         u_bar, ux = math.fsum(u) / d, math.fsum(a * b for a, b in zip(u, x_hat)) / d
         value = (u[j] - u_bar - x_hat[j] * ux) / sigma
-        rhs = rf"\frac{{u_{{{j}}} - \bar u - \hat x_{{{i},{j}}}\, \overline{{u \odot \hat x}}}}{{\sigma_{{{i}}}}}"
+        rhs = rf"\frac{{u_{{{j}}} - \bar u - \hat x_{{{i},{j}}}\, \overline{{u \odot \hat x}}}}{{s_{{{i}}}}}"
         shown = (rf"\frac{{{ctx.num(u[j])} - {ctx.factor(u_bar)} - {ctx.factor(x_hat[j])} \cdot {ctx.factor(ux)}}}"
                  rf"{{{ctx.num(sigma)}}}")
         shown_text = (f"({ctx.num_text(u[j])} - {ctx.factor_text(u_bar)} - {ctx.factor_text(x_hat[j])}·"
                       f"{ctx.factor_text(ux)}) / {ctx.num_text(sigma)}")
         note = (f"u = ∂L/∂y ⊙ γ along row {i}; ū = {ctx.num_text(u_bar)} its mean, mean(u ⊙ x̂) = {ctx.num_text(ux)}, "
-                f"σ = √(σ² + ε) = {ctx.num_text(sigma)}, all from the row's {d} entries: moving one input moves the "
-                "row's mean and variance, and so every output of the row.")
-        return _done(ctx, key, cell, rhs, "(u_j - ū - x̂_j·mean(u⊙x̂)) / σ", shown, shown_text, value, note, reads, d)
+                f"s = √(σ² + ε) = {ctx.num_text(sigma)} and x̂ = (x − μ)/s, all from the row's {d} entries: moving one "
+                "input moves the row's mean and variance, and so every output of the row.")
+        return _done(ctx, key, cell, rhs, "(u_j - ū - x̂_j·mean(u⊙x̂)) / s", shown, shown_text, value, note, reads, d)
     xs = [float(v) for v in ctx.value(x)[i]]
     ux = math.fsum(a * b for a, b in zip(u, xs)) / d
     value = u[j] / sigma - xs[j] * ux / sigma ** 3
@@ -300,7 +301,10 @@ def _pos(ctx, key, cell, dx):
     if i >= ctx.trace.n:
         return _done(ctx, key, cell, "0", "0", "0", "0", 0.0, f"The sentence has {ctx.trace.n} tokens: position {i} "
                      "is not used, so its row gets no gradient.")
-    return _copy(ctx, key, cell, dx)
+    v = float(ctx.value(dx)[cell])
+    return _done(ctx, key, cell, _ref(ctx, dx, cell), _ref_text(ctx, dx, cell), ctx.num(v), ctx.num_text(v), v,
+                 f"X_0 = E[id] + P: row {i} of P is added to the stream at position {i} only, so its gradient is "
+                 f"row {i} of ∂L/∂X_0, unchanged.", [(dx, cell)], 1)
 
 
 RULES = {"ce": _ce, "matT": _mat_t, "matWt": _mat_wt, "colsum": _colsum, "gamma": _gamma, "norm_in": _norm_in,

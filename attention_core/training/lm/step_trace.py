@@ -171,7 +171,7 @@ def _names(arch: Arch) -> dict[str, tuple[str, str]]:
         sup, t = f"^{{({l})}}", f"^({l})"
         mid = (rf"X_{{{l}}}'", f"X_{l}'") if arch.mlp else (rf"X_{{{l + 1}}}", f"X_{l + 1}")
         names.update({
-            f"l{l}.ln1": (rf"N(X_{{{l}}})", f"N(X_{l})"), f"l{l}.attn": (rf"O{sup}", f"O{t}"),
+            f"l{l}.ln1": (rf"N(X_{{{l}}})", f"N(X_{l})"), f"l{l}.attn": (rf"O_{{{l}}}", f"O_{l}"),
             f"l{l}.sum1": (rf"{{\Sigma_1{sup}}}", f"Σ_1{t}"), f"l{l}.mid": mid,
             f"l{l}.ln2": (rf"N(X_{{{l}}}')", f"N(X_{l}')"), f"l{l}.hidden": (rf"H{sup}", f"H{t}"),
             f"l{l}.act": (rf"\mathrm{{GELU}}(H{sup})", f"GELU(H{t})"), f"l{l}.mlp": (rf"M{sup}", f"M{t}"),
@@ -214,17 +214,18 @@ def _grad_axes(trace: Trace, name: str) -> tuple[str, ...]:
 
 # ---- the rules: each gradient's formula, inputs, why, and how its explainer recomputes a cell ----------------
 
-def _norm_rule(arch: Arch, dy: str, x: str, name: str) -> tuple[str, str]:
-    """(LaTeX of ∂L/∂x from ∂L/∂y through y = N(x), why)."""
+def _norm_rule(arch: Arch, dy: str, x: str, name: str, x_text: str = "x") -> tuple[str, str]:
+    """(LaTeX of ∂L/∂x from ∂L/∂y through y = N(x), why); x is a row of the norm's input, a bar a mean over it."""
     if arch.norm == "layer":
-        return (rf"\frac{{1}}{{\sigma}}\Big(u - \overline{{u}} - \hat x \odot \overline{{u \odot \hat x}}\Big),\ "
-                rf"u = {_d(dy)} \odot \gamma,\ \sigma = \sqrt{{\sigma^2 + \epsilon}}",
-                "Each output of a LayerNorm row depends on every input of the row, through the row's mean and "
-                "variance: the gradient loses its row mean and its part along x̂, then is divided by the row's σ.")
+        return (rf"\frac{{1}}{{s}}\Big(u - \overline{{u}} - \hat x \odot \overline{{u \odot \hat x}}\Big),\ "
+                rf"u = {_d(dy)} \odot \gamma,\ \hat x = \frac{{x - \mu}}{{s}},\ s = \sqrt{{\sigma^2 + \epsilon}}",
+                f"x is a row of {x_text}, a bar its mean over the row. Each output of a LayerNorm row depends on every "
+                "input of the row, through the row's mean and variance: the gradient loses its row mean and (up to "
+                "ε) its part along x̂, then is divided by the row's s = √(σ² + ε).")
     return (rf"\frac{{u}}{{r}} - x \odot \frac{{\overline{{u \odot x}}}}{{r^3}},\ u = {_d(dy)} \odot \gamma,\ "
             rf"r = \sqrt{{\overline{{x^2}} + \epsilon}}",
-            "RMSNorm divides the row by its root mean square r, which depends on every entry: the gradient is "
-            "u / r, less its part along x.")
+            f"x is a row of {x_text}, a bar its mean over the row. RMSNorm divides the row by its root mean square r, "
+            "which depends on every entry: the gradient is u / r, less (up to ε) its part along x.")
 
 
 def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
@@ -239,11 +240,12 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
         """into = N(x) read ∂L/∂N; the norm's γ, β and its input's gradient."""
         rule(f"{norm}.g", rf"\sum_i {_row(T(dy))} \odot \hat x_{{i,:}}", (f"dL/d{dy}", x),
              "γ scales column j of every row, so its gradient sums, over the rows, the output's gradient times the "
-             "normalised input x̂ it scaled.", ("gamma", (f"dL/d{dy}", x)))
+             f"normalised input x̂ it scaled (x̂ = " + ("(x − μ)/√(σ² + ε)" if arch.norm == "layer" else "x / r")
+             + f", x a row of {names[x][1]}).", ("gamma", (f"dL/d{dy}", x)))
         if arch.norm == "layer":
             rule(f"{norm}.b", rf"\sum_i {_row(T(dy))}", (f"dL/d{dy}",),
                  "β is added to every row, so its gradient sums the rows.", ("colsum", (f"dL/d{dy}",)))
-        formula, why = _norm_rule(arch, T(dy), T(x), norm)
+        formula, why = _norm_rule(arch, T(dy), T(x), norm, names[x][1])
         rule(into, formula, (f"dL/d{dy}", x, f"{norm}.g"), why, ("norm_in", (f"dL/d{dy}", x, f"{norm}.g")))
 
     def fan_in(name, skip, branch, sub):
@@ -275,17 +277,19 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
             top = f"l{l}.sum2" if arch.placement == "post" else out
             rule(f"l{l}.mlp", _d(T(top)), (f"dL/d{top}",), "A residual add passes its gradient to the MLP's "
                  "output unchanged (∂(x + m)/∂m = 1).", ("copy", (f"dL/d{top}",)))
-            rule(f"l{l}.w_2", rf"\mathrm{{GELU}}(H)^\top {_d(T(f'l{l}.mlp'))}", (f"l{l}.act", f"dL/dl{l}.mlp"),
+            rule(f"l{l}.w_2", rf"{T(f'l{l}.act')}^\top {_d(T(f'l{l}.mlp'))}", (f"l{l}.act", f"dL/dl{l}.mlp"),
                  "The second linear map's weights: input transposed times the output's gradient.",
                  ("matT", (f"l{l}.act", f"dL/dl{l}.mlp")))
             rule(f"l{l}.b_2", rf"\sum_i {_row(T(f'l{l}.mlp'))}", (f"dL/dl{l}.mlp",),
                  "The bias is added to every row, so its gradient sums the rows.", ("colsum", (f"dL/dl{l}.mlp",)))
             rule(f"l{l}.act", rf"{_d(T(f'l{l}.mlp'))}\, W_2^\top", (f"dL/dl{l}.mlp", f"l{l}.w_2"),
                  "Back through W_2 to the d_ff activations.", ("matWt", (f"dL/dl{l}.mlp", f"l{l}.w_2")))
-            rule(f"l{l}.hidden", rf"{_d(T(f'l{l}.act'))} \odot \mathrm{{GELU}}'(H),\ \mathrm{{GELU}}'(h) = "
-                 r"\Phi(h) + h\,\varphi(h)", (f"dL/dl{l}.act", f"l{l}.hidden"),
-                 "GELU acts on each entry alone, so its gradient is the incoming one times GELU's slope there: about "
-                 "1 for large h, about 0 for very negative h.", ("gelu", (f"dL/dl{l}.act", f"l{l}.hidden")))
+            hl = T(f"l{l}.hidden")
+            rule(f"l{l}.hidden", rf"{_d(T(f'l{l}.act'))} \odot \mathrm{{GELU}}'({hl}),\ \mathrm{{GELU}}'(x) = "
+                 r"\Phi(x) + x\,\varphi(x)", (f"dL/dl{l}.act", f"l{l}.hidden"),
+                 "GELU acts on each entry alone, so its gradient is the incoming one times GELU's slope there "
+                 "(Φ the standard normal CDF, φ its density): about 1 for a large entry, about 0 for a very negative "
+                 "one.", ("gelu", (f"dL/dl{l}.act", f"l{l}.hidden")))
             src = f"l{l}.ln2" if arch.placement == "pre" else mid
             rule(f"l{l}.w_1", rf"{T(src)}^\top {_d(T(f'l{l}.hidden'))}", (src, f"dL/dl{l}.hidden"),
                  "The first linear map's weights: input transposed times the output's gradient.",
