@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ from attention_core.forward.claims import CLAIMS, holds
 from attention_core.forward.transformer import Arch, init_params, run_transformer, sidebar_block
 from attention_core.math.mlp import gelu, gelu_derivative, mlp, mlp_backward
 from attention_core.math.norms import layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
+from tests.test_explain import balanced
 from tests.test_modern_core import get_slopes, meta_apply_rotary_emb, meta_precompute_freqs_cis
 
 TOL = 1e-9
@@ -237,16 +237,6 @@ def test_given_attention_weights_are_used_and_layer_seeds_differ():
 
 
 # ---- 3. every cell explained from its terms ------------------------------------------------------------------
-
-def balanced(latex: str) -> bool:
-    s = re.sub(r"\\[{}$#%&_]", "", latex)
-    depth = 0
-    for c in s:
-        depth += {"{": 1, "}": -1}.get(c, 0)
-        if depth < 0:
-            return False
-    return depth == 0
-
 
 def cells(shape, seed):
     r = rng(seed)
