@@ -2,6 +2,7 @@
 Vega-Lite chart, short vectors as one-row tables."""
 from __future__ import annotations
 
+import collections
 import functools
 
 import numpy as np
@@ -72,7 +73,6 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
 def chart(spec: dict, target=None):
     """A small Vega-Lite chart whose inline rows travel as a pyarrow Table (Streamlit would
     otherwise build a pandas frame from them on every rerun). target: a placeholder (st.empty)."""
-    import pyarrow as pa
     if target is None:
         fit_css_in_fragment()
     draw = (target or st).vega_lite_chart
@@ -80,7 +80,30 @@ def chart(spec: dict, target=None):
     width = "stretch" if spec.get("width") == "container" else "content"
     if values is None:
         return draw(spec=spec, width=width)
-    return draw(pa.Table.from_pylist(values), spec={k: v for k, v in spec.items() if k != "data"}, width=width)
+    return draw(_arrow(values), spec={k: v for k, v in spec.items() if k != "data"}, width=width)
+
+
+_TABLES: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
+
+
+def _arrow(values: list):
+    """The rows as a pyarrow Table. A large list is converted once while it lives: a cached spec (the induction
+    page's shipped patterns: 25,600 rows) keeps the same list from rerun to rerun. Keyed by the list's id and
+    length, holding the list so the id stays its; a drawn list is never changed in place (a live chart draws a
+    new spec)."""
+    import pyarrow as pa
+    if len(values) < 2000:
+        return pa.Table.from_pylist(values)
+    key = (id(values), len(values))
+    hit = _TABLES.get(key)
+    if hit is not None and hit[0] is values:
+        _TABLES.move_to_end(key)
+        return hit[1]
+    table = pa.Table.from_pylist(values)
+    _TABLES[key] = (values, table)
+    while len(_TABLES) > 64:
+        _TABLES.popitem(last=False)
+    return table
 
 
 @functools.lru_cache(maxsize=256)

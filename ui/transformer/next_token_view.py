@@ -9,7 +9,7 @@ from attention_core.lessons.next_token import MAX_NEW, next_token_trace
 from attention_core.math.sampling import softmax_t
 from attention_core.training.lm.model import ARCH, N_CTX, N_HEADS, VOCAB
 
-from .. import nav, page_state
+from .. import nav
 from ..text import md_escape as md_safe
 
 EXAMPLE = "the cat sat on the mat and the cat sat on the"
@@ -79,8 +79,8 @@ def notes(trace: Trace) -> None:
 
 
 def _bars(trace: Trace) -> dict:
-    """Grouped bars of the SHOWN most probable tokens: softmax(z), softmax(z / T), and p′ (the kept set)."""
-    import altair as alt
+    """Grouped bars of the SHOWN most probable tokens: softmax(z), softmax(z / T), and p′ (the kept set); a
+    Vega-Lite spec written out (altair's validation cost more than the rest of the page's rerun)."""
     f, z = trace.facts, trace["logits"].value
     p1, pT, q, kept = softmax_t(z, 1.0), trace["probs"].value, trace["renormalised"].value, trace["kept"].value
     order = sorted(range(z.size), key=lambda j: (-pT[j], -z[j]))[:SHOWN]
@@ -94,18 +94,19 @@ def _bars(trace: Trace) -> dict:
             rows.append({"token": label, "rank": rank, "series": name, "probability": float(v),
                          "kept": "kept" if kept[j] else "dropped"})
     top = max(r["probability"] for r in rows)
-    chart = alt.Chart(alt.Data(values=rows)).mark_bar().encode(
-        x=alt.X("token:N", sort=alt.EncodingSortField("rank"), title=None,
-                                                 axis=alt.Axis(labelAngle=-40, labelOverlap=False, labelLimit=90)),
-        xOffset=alt.XOffset("series:N"), y=alt.Y("probability:Q", scale=alt.Scale(domain=[0, min(1, top * 1.1)])),
-        color=alt.Color("series:N", scale=alt.Scale(scheme="tableau10"), title=None,
-                        legend=alt.Legend(orient="top", direction="horizontal", labelLimit=260)),
-        opacity=alt.condition(alt.datum.kept == "kept", alt.value(1.0), alt.value(0.35)),
-        tooltip=["token:N", "series:N", alt.Tooltip("probability:Q", format=".4f"), "kept:N"],
-    ).properties(width=max(420, 46 * len(order)), height=210)
-    spec = chart.to_dict()
-    spec["autosize"] = {"type": "pad", "contains": "padding"}
-    return spec
+    nominal = lambda field: {"field": field, "type": "nominal"}
+    return {"data": {"values": rows}, "mark": {"type": "bar"}, "width": max(420, 46 * len(order)), "height": 210,
+            "encoding": {
+                "x": {**nominal("token"), "sort": {"field": "rank"}, "title": None,
+                      "axis": {"labelAngle": -40, "labelOverlap": False, "labelLimit": 90}},
+                "xOffset": nominal("series"),
+                "y": {"field": "probability", "type": "quantitative", "scale": {"domain": [0, min(1, top * 1.1)]}},
+                "color": {**nominal("series"), "scale": {"scheme": "tableau10"}, "title": None,
+                          "legend": {"orient": "top", "direction": "horizontal", "labelLimit": 260}},
+                "opacity": {"condition": {"test": "datum.kept === 'kept'", "value": 1.0}, "value": 0.35},
+                "tooltip": [nominal("token"), nominal("series"),
+                            {"field": "probability", "type": "quantitative", "format": ".4f"}, nominal("kept")]},
+            "autosize": {"type": "pad", "contains": "padding"}}
 
 
 def bars(trace: Trace) -> None:
@@ -138,8 +139,11 @@ def sample(trace: Trace) -> None:
 
 def every_number(trace: Trace) -> None:
     from ..views import step_boxes
-    with st.expander("Every number of this next token, clickable: z, z / T, p, kept, p′, F"):
-        step_boxes(trace, ["logits", "scaled", "probs", "kept", "renormalised", "cdf"], key_prefix="nt:")
+    box = st.expander("Every number of this next token, clickable: z, z / T, p, kept, p′, F", key="next_token.numbers",
+                      on_change="rerun")              # lazy: drawn only while open
+    if box.open:
+        with box:
+            step_boxes(trace, ["logits", "scaled", "probs", "kept", "renormalised", "cdf"], key_prefix="nt:")
 
 
 def generated(trace: Trace) -> None:
