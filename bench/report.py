@@ -75,7 +75,7 @@ d_model 128, d_k = d_v = 64, 8 heads).""",
 A client speaking the browser's protocol moves the temperature slider (opening its lazy settings group
 first): *new* values are cache misses, *seen* values alternate between two computed ones. Time is the
 rerun request sent to the script's end received. Pages without the settings panel are named; their
-figure is AppTest's plain rerun above.""",
+*seen* column is a plain rerun of the page as it stands, over the same protocol.""",
     "browser": """\
 ## A slider change redrawn in chromium
 
