@@ -13,7 +13,8 @@ intro.markdown(
     "sidebar's sentence, each distinct word one token. The loss is the **next-token cross-entropy**: every position "
     "but the last is scored on the token after it. Backpropagation runs it backwards, from the logits through "
     + view.backward_path(arch) + ", to the embeddings: every gradient below is written by hand, has the shape of "
-    "what it is the gradient of, and each cell can be clicked for its arithmetic.")
+    "what it is the gradient of, and each cell can be clicked for its arithmetic. :small[:gray[Of the sidebar, only "
+    "the sentence is read here: the model brings its own embeddings, positions and attention.]]")
 result = view.lesson(config.sentence, lr, arch)
 if result is not None:
     s, fresh, notices = result

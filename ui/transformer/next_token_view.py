@@ -26,7 +26,9 @@ def intro() -> None:
         f"of {N_CTX}) and was trained on one task only: **copying**, on random tokens in which a stretch repeats. "
         "What it learned does not depend on which token is which, so each distinct word of the sidebar's sentence "
         "becomes one of its tokens, in order of first appearance. A sentence with a repeated phrase can then be "
-        "continued by copying: after “the”, look at what followed “the” before.")
+        "continued by copying: after “the”, look at what followed “the” before. :small[:gray[Of the sidebar, only the "
+        "sentence is read here: the model brings its own embeddings, learned positions and causal attention; the "
+        "other settings are the attention pages'.]]")
 
 
 def controls() -> tuple[float, int, float, int, int]:
