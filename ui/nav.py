@@ -52,12 +52,18 @@ SECTIONS = [
         ("app_pages/31_quiz.py", "Predict, then reveal", ":material/quiz:", "quiz"),
         ("app_pages/32_export.py", "Share & export", ":material/download:", "export"),
     ]),
+    ("Classroom", [
+        ("app_pages/60_room.py", "A room for the class", ":material/co_present:", "room"),
+        ("app_pages/61_lessons.py", "Lessons", ":material/list_alt:", "lessons"),
+        ("app_pages/62_handout.py", "Handout", ":material/print:", "handout"),
+    ]),
 ]
 
 # Each section's folder in ui/, holding the views of that section's pages only (what several sections use
 # stays at ui/'s top). tests/test_house.py: one folder a section, and no other.
 FOLDERS = {"Forward pass": "forward", "Training": "training", "Attention variants": "variants",
-           "Today's attention": "today", "Inside a transformer": "transformer", "Labs": "labs"}
+           "Today's attention": "today", "Inside a transformer": "transformer", "Labs": "labs",
+           "Classroom": "classroom"}
 
 FORWARD = [f for f, _, _, _ in SECTIONS[0][1]]
 HOME = FORWARD[0]

@@ -1,0 +1,27 @@
+"""The classroom: rooms a teacher leads, lessons as sequences of stops, and where their state lives.
+
+No Streamlit here (ui/ draws the rooms; tests drive these functions directly), and no numpy: a room
+holds plain JSON-able dicts.
+
+    codes        the room's short code (read aloud, typed by students) and the teacher's secret
+    store        where room state lives: MemoryStore in one process (the default, nothing to set up), the
+                 few atomic hash operations every store offers, and store_from_env (one setting switches
+                 to Redis: ATTENTION_EXPLORER_REDIS_URL)
+    redis_store  the same operations on a Redis server, for several app replicas
+    room         a room's life: open, join, push a view, polls (open, answer, tally, reveal), expiry and limits;
+                 RoomError's messages are written for the learner
+    lesson       a lesson: a title and its stops (a view, the question to ask, a note only the teacher sees);
+                 read and written as a JSON file or a link; the shipped lessons in classroom/lessons/
+
+May import: the standard library; redis only inside redis_store's functions. Never ui, never streamlit.
+"""
+from .codes import new_code, new_secret, normal_code
+from .room import (MAX_ANSWER_CHANGES, MAX_MEMBERS, ROOM_HOURS, BadMessage, NoRoom, NotTeacher, RoomError, RoomFull,
+                   RoomState, TooMany, answer, check, close_poll, join, members, my_answer, open_poll, open_room,
+                   push, reveal, state, tally)
+from .store import MemoryStore, Store, store_from_env
+
+__all__ = ["new_code", "new_secret", "normal_code", "Store", "MemoryStore", "store_from_env", "RoomError", "NoRoom",
+           "RoomFull", "NotTeacher", "BadMessage", "TooMany", "RoomState", "open_room", "check", "join", "members",
+           "push", "state", "open_poll", "answer", "tally", "my_answer", "reveal", "close_poll", "MAX_MEMBERS",
+           "MAX_ANSWER_CHANGES", "ROOM_HOURS"]

@@ -1,0 +1,256 @@
+"""A room's life, on any Store: open it, join it, push a view to it, run polls in it.
+
+    >>> from classroom.store import MemoryStore
+    >>> s = MemoryStore()
+    >>> code, secret = open_room(s, "Period 3")
+    >>> ana, ben = join(s, code, "Ana"), join(s, code, "<b>Ben</b>")
+    >>> sorted(members(s, code).values())                # a nickname is kept as typed: ui shows it as text
+    ['<b>Ben</b>', 'Ana']
+    >>> push(s, code, secret, {"page": "app_pages/4_scores.py", "query": {"d_k": "8"}})
+    1
+    >>> state(s, code).view["query"]
+    {'d_k': '8'}
+    >>> poll = open_poll(s, code, secret, {"prompt": "2 + 2?", "choices": ["3", "4"], "answer": 1, "explanation": "2 + 2 = 4"})
+    >>> answer(s, code, ana, poll, 1); answer(s, code, ben, poll, 0); tally(s, code, poll)
+    [1, 1]
+    >>> try:                                             # a student's guess at the secret
+    ...     push(s, code, "a guess", {"page": "app_pages/overview.py", "query": {}})
+    ... except NotTeacher as err:
+    ...     print(str(err).replace(code, "<code>"))
+    Only the teacher who opened room <code> can do that.
+
+Keys (every one expires ROOM_HOURS after the teacher's last push or poll):
+    room:<code>                    title, the secret's digest, created, version, view (JSON), poll (JSON or "")
+    room:<code>:members            member id -> nickname (at most MAX_MEMBERS)
+    room:<code>:answers:<poll id>  member id -> the index of the chosen answer
+    room:<code>:changes:<poll id>  member id -> how many times that member answered (at most MAX_ANSWER_CHANGES)
+
+A member id is 128 random bits that only its student's session holds: it is never shown to anyone, so no
+one can answer for another student. Only the teacher's secret can push a view, open, reveal or close a
+poll. Nothing is kept about a student but the nickname.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import time
+import unicodedata
+from dataclasses import dataclass
+
+from .codes import digest, new_code, normal_code, same_secret
+from .store import FULL, Store
+
+ROOM_HOURS = 4
+TTL = ROOM_HOURS * 3600
+MAX_MEMBERS = 150                     # a lecture hall; the 151st joiner is told the room is full
+MAX_ANSWER_CHANGES = 5                # per student and poll: more is a flood, answered with a message
+MAX_NICKNAME = 24
+MAX_VIEW_BYTES = 20_000
+MAX_CHOICES = 8
+
+
+class RoomError(Exception):
+    """A message for the person at the screen: what happened and what to do."""
+
+
+class NoRoom(RoomError):
+    pass
+
+
+class RoomFull(RoomError):
+    pass
+
+
+class NotTeacher(RoomError):
+    pass
+
+
+class BadMessage(RoomError):
+    pass
+
+
+class TooMany(RoomError):
+    pass
+
+
+@dataclass(frozen=True)
+class RoomState:
+    code: str
+    title: str
+    version: int                      # 0 before the first push
+    view: dict | None                 # {"page": page file, "query": {param: text}, "version": n, "at": time}
+    poll: dict | None                 # {"id", "prompt", "choices", "answer", "explanation", "revealed", ...}
+
+
+def _key(code: str, *parts: str) -> str:
+    return ":".join(("room", code) + parts)
+
+
+def _code(code) -> str:
+    normal = normal_code(code)
+    if normal is None:
+        raise NoRoom(f"“{str(code)[:40]}” is not a room code: a code is 6 letters and digits, like K7MQ2D "
+                     "(no 0, O, 1, I or L).")
+    return normal
+
+
+def _room(store: Store, code: str) -> dict[str, str]:
+    room = store.hgetall(_key(code))
+    if not room:
+        raise NoRoom(f"There is no room {code}: the code may be mistyped, or the room has ended (a room closes "
+                     f"{ROOM_HOURS} hours after its teacher's last step). Ask your teacher for the code on the screen.")
+    return room
+
+
+def _teacher(store: Store, code: str, secret) -> dict[str, str]:
+    room = _room(store, code)
+    if not same_secret(secret, room.get("secret", "")):
+        raise NotTeacher(f"Only the teacher who opened room {code} can do that.")
+    return room
+
+
+def _refresh(store: Store, code: str, *more: str) -> None:
+    for key in (_key(code), _key(code, "members")) + more:
+        store.expire(key, TTL)
+
+
+def open_room(store: Store, title: str = "") -> tuple[str, str]:
+    """A new room: (its code, the teacher's secret). The secret is shown to no one but the teacher."""
+    secret = secrets.token_urlsafe(24)
+    for _ in range(20):
+        code = new_code()
+        if store.create(_key(code), {"title": clean_text(title, 60), "secret": digest(secret),
+                                     "created": f"{time.time():.3f}", "version": "0", "view": "", "poll": ""}, TTL):
+            return code, secret
+    raise RoomError("Could not find a free room code; try again.")
+
+
+def check(store: Store, code) -> str:
+    """The normalised code of a room that exists; NoRoom with a message if it does not."""
+    code = _code(code)
+    _room(store, code)
+    return code
+
+
+def clean_text(text, limit: int) -> str:
+    """Printable characters only, spaces collapsed, at most `limit` characters (still shown as text by ui)."""
+    text = "".join(ch for ch in str(text) if unicodedata.category(ch)[0] != "C")
+    return " ".join(text.split())[:limit]
+
+
+def join(store: Store, code, nickname) -> str:
+    """A student joins: their member id (their session keeps it; nobody else ever sees it)."""
+    code = check(store, code)
+    name = clean_text(nickname, MAX_NICKNAME)
+    if not name:
+        raise BadMessage("Type a nickname first: any name your class will recognise (no account needed).")
+    member = secrets.token_urlsafe(16)
+    if store.hset_capped(_key(code, "members"), member, name, MAX_MEMBERS) == FULL:
+        raise RoomFull(f"Room {code} is full: {MAX_MEMBERS} students have joined. Ask your teacher to open a "
+                       "second room, or follow on the projector.")
+    return member
+
+
+def members(store: Store, code) -> dict[str, str]:
+    """member id -> nickname (for the teacher's count and list; never sent to a student)."""
+    return store.hgetall(_key(check(store, code), "members"))
+
+
+def is_member(store: Store, code, member) -> bool:
+    return isinstance(member, str) and store.hget(_key(_code(code), "members"), member) is not None
+
+
+def state(store: Store, code) -> RoomState:
+    """What a following screen needs, in one read: the view in force and the poll."""
+    code = _code(code)
+    room = _room(store, code)
+    return RoomState(code, room.get("title", ""), int(room.get("version", "0") or 0),
+                     json.loads(room["view"]) if room.get("view") else None,
+                     json.loads(room["poll"]) if room.get("poll") else None)
+
+
+def push(store: Store, code, secret, view: dict) -> int:
+    """The teacher shows a view to the class: {"page": page file, "query": {param: text}}. Its version."""
+    code = _code(code)
+    _teacher(store, code, secret)
+    if (not isinstance(view, dict) or not isinstance(view.get("page"), str)
+            or not isinstance(view.get("query", {}), dict)):
+        raise BadMessage("A view is a page and its link's settings.")
+    body = {"page": view["page"], "query": {str(k): str(v) for k, v in view.get("query", {}).items()}}
+    if len(json.dumps(body)) > MAX_VIEW_BYTES:
+        raise BadMessage("This view is too large to send to the class (an uploaded file?); share it as a link instead.")
+    version = store.hincrby(_key(code), "version", 1)
+    store.hset(_key(code), {"view": json.dumps({**body, "version": version, "at": time.time()})})
+    _refresh(store, code)
+    return version
+
+
+def open_poll(store: Store, code, secret, poll: dict) -> str:
+    """The teacher asks the class: {"prompt", "choices", "answer" (index), "explanation"} and anything else the
+    views need (kept as given). Replaces any poll in progress. Its id."""
+    code = _code(code)
+    _teacher(store, code, secret)
+    choices = poll.get("choices")
+    if (not isinstance(choices, (list, tuple)) or not 2 <= len(choices) <= MAX_CHOICES
+            or not isinstance(poll.get("answer"), int) or not 0 <= poll["answer"] < len(choices)):
+        raise BadMessage(f"A poll needs 2 to {MAX_CHOICES} choices and the index of the right one.")
+    poll_id = f"p{store.hincrby(_key(code), 'polls', 1)}"
+    body = {**poll, "choices": [str(c) for c in choices], "id": poll_id, "revealed": False, "at": time.time()}
+    store.hset(_key(code), {"poll": json.dumps(body)})
+    _refresh(store, code)
+    return poll_id
+
+
+def _poll(store: Store, code: str, poll_id) -> dict:
+    room = _room(store, code)
+    poll = json.loads(room["poll"]) if room.get("poll") else None
+    if poll is None or poll["id"] != poll_id:
+        raise BadMessage("That question is over: your teacher has moved on.")
+    return poll
+
+
+def answer(store: Store, code, member, poll_id, choice) -> None:
+    """A student's answer (the index of a choice); answering again replaces it, up to MAX_ANSWER_CHANGES times."""
+    code = _code(code)
+    if not is_member(store, code, member):
+        raise BadMessage(f"You are not in room {code} (or it restarted): join again with its code.")
+    poll = _poll(store, code, poll_id)
+    if poll.get("revealed"):
+        raise BadMessage("The answer has been revealed: answers are closed.")
+    if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < len(poll["choices"]):
+        raise BadMessage("Pick one of the choices.")
+    changes = store.hincrby(_key(code, "changes", poll_id), member, 1)
+    store.expire(_key(code, "changes", poll_id), TTL)
+    if changes > MAX_ANSWER_CHANGES:
+        raise TooMany(f"You have answered {MAX_ANSWER_CHANGES} times: your last answer stands.")
+    store.hset(_key(code, "answers", poll_id), {member: str(choice)})
+    store.expire(_key(code, "answers", poll_id), TTL)
+
+
+def tally(store: Store, code, poll_id) -> list[int]:
+    """How many students chose each answer."""
+    code = _code(code)
+    poll = _poll(store, code, poll_id)
+    counts = [0] * len(poll["choices"])
+    for value in store.hgetall(_key(code, "answers", poll_id)).values():
+        if value.isdigit() and int(value) < len(counts):
+            counts[int(value)] += 1
+    return counts
+
+
+def my_answer(store: Store, code, poll_id, member) -> int | None:
+    value = store.hget(_key(_code(code), "answers", str(poll_id)), str(member))
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def reveal(store: Store, code, secret, poll_id) -> None:
+    code = _code(code)
+    _teacher(store, code, secret)
+    poll = _poll(store, code, poll_id)
+    store.hset(_key(code), {"poll": json.dumps({**poll, "revealed": True})})
+
+
+def close_poll(store: Store, code, secret) -> None:
+    code = _code(code)
+    _teacher(store, code, secret)
+    store.hset(_key(code), {"poll": ""})
