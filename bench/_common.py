@@ -258,6 +258,9 @@ class Run:
     page_not_found: bool = False
     fragment_of: dict = field(default_factory=dict)      # widget id -> the id of the st.fragment it is in
     blocks: list = field(default_factory=list)           # Block protos of add_block deltas (expanders, ...)
+    fragment_id: str = ""                                # the fragment this run reran ("" for a full run)
+    pages_run: list = field(default_factory=list)        # url paths of the pages this run ran (a switch: two)
+    runs: int = 0                                        # script runs ended in this Run (a switch_page: >1)
 
     def of_type(self, kind: str) -> list:
         return [e for t, e in self.elements if t == kind]
@@ -286,6 +289,31 @@ class Run:
     def texts(self) -> list[str]:
         """Headings and markdown bodies, for quick checks."""
         return [e.body for t, e in self.elements if t in ("heading", "markdown")]
+
+    def all_texts(self) -> list[str]:
+        """Every text a student reads: headings, markdown, st.text, captions, alerts, widget labels."""
+        out = []
+        for kind, e in self.elements:
+            for attr in ("body", "label"):
+                value = getattr(e, attr, None)
+                if isinstance(value, str) and value:
+                    out.append(value)
+        return out
+
+    def widget(self, kind: str, label: str, contains: bool = False):
+        """The last element of this type ("button", "text_input", "radio", ...) with this label (or a
+        label containing it). KeyError naming the labels found if there is none."""
+        found = [e for e in self.of_type(kind) if (label in e.label if contains else e.label == label)]
+        if not found:
+            raise KeyError(f"no {kind} {label!r} among {[e.label for e in self.of_type(kind)]}")
+        return found[-1]
+
+    def has_widget(self, kind: str, label: str, contains: bool = False) -> bool:
+        try:
+            self.widget(kind, label, contains)
+            return True
+        except KeyError:
+            return False
 
 
 def slider_value(slider) -> float:
@@ -322,6 +350,10 @@ class Session:
         self.page_script_hash = ""
         self.cached_hashes: set[str] = set()
         self.widget_states: dict = {}        # widget id -> the last WidgetState sent (a browser sends them all)
+        self.auto_reruns: dict[str, float] = {}   # fragment id -> seconds: the timers of st.fragment(run_every=)
+        self.fragment_of: dict[str, str] = {}     # widget id -> its fragment, as last drawn
+        self.cached_messages: dict = {}           # hash -> ForwardMsg, to read a ref_hash message (keep_cached)
+        self.keep_cached = False                  # resolve ref_hash messages into elements (costs memory)
         self.ws = None
         if connect:
             self.connect()
@@ -373,6 +405,41 @@ class Session:
 
         return WidgetState(id=expandable.id, bool_value=opened)
 
+    @staticmethod
+    def text_state(text_input, text: str):
+        """The WidgetState a browser sends when a text box (st.text_input / st.text_area) is committed."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        return WidgetState(id=text_input.id, string_value=str(text))
+
+    @staticmethod
+    def click_state(button):
+        """A click on a button (st.button, st.form_submit_button): a trigger, sent once (send_rerun then
+        forgets it, as the browser does)."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        return WidgetState(id=button.id, trigger_value=True)
+
+    @staticmethod
+    def index_state(widget, index: int):
+        """A choice by position: st.radio and st.selectbox send the index of the option picked."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        return WidgetState(id=widget.id, int_value=int(index))
+
+    def click(self, button, fragment_id: str | None = None) -> "Run":
+        """Click a button and wait for the run it causes (inside an st.fragment: the fragment's run,
+        unless fragment_id is given)."""
+        fragment = self.fragment_of.get(button.id, "") if fragment_id is None else fragment_id
+        return self.rerun([self.click_state(button)], fragment)
+
+    def auto_rerun(self, fragment_id: str | None = None) -> "Run":
+        """What a browser's timer sends for an st.fragment(run_every=...): a rerun of that fragment
+        (the first one the page asked for if not named), marked as automatic."""
+        fragment = fragment_id or next(iter(self.auto_reruns))
+        start = self.send_rerun((), fragment, is_auto_rerun=True)
+        return self.read_run(start)
+
     def open_expander(self, run: Run, key: str) -> Run:
         """Open the lazy expander with user key `key` as a click on its header does (a rerun with
         its state True); return the run that draws its content (or `run` if it is open already).
@@ -395,21 +462,26 @@ class Session:
         run = self.open_expander(run, expander)
         return run, run.slider(label)
 
-    def send_rerun(self, widget_states=(), fragment_id: str = "") -> float:
+    def send_rerun(self, widget_states=(), fragment_id: str = "", is_auto_rerun: bool = False) -> float:
         """A rerun request; with `fragment_id` (a widget inside an st.fragment moved) only that
         fragment reruns, as the browser asks for it. Like a browser, it sends the state of every
-        widget it has set so far (a group opened once stays open), the new ones replacing old."""
+        widget it has set so far (a group opened once stays open), the new ones replacing old;
+        a button's trigger is sent once, then forgotten."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string = self.query
         cs.fragment_id = fragment_id
+        cs.is_auto_rerun = is_auto_rerun
         cs.page_name = self.page
         cs.page_script_hash = self.page_script_hash
         for state in widget_states:
             self.widget_states[state.id] = state
         cs.widget_states.widgets.extend(self.widget_states.values())
+        for state in widget_states:
+            if state.WhichOneof("value") in ("trigger_value", "string_trigger_value", "json_trigger_value"):
+                self.widget_states.pop(state.id, None)
         if self.browser_cache:
             cs.cached_message_hashes.extend(sorted(self.cached_hashes))
         data = msg.SerializeToString()
@@ -423,6 +495,8 @@ class Session:
 
         run = Run(seconds=0.0)
         deadline = deadline or (start + self.timeout)
+        pages = {}                           # page_script_hash -> url path, from the navigation message
+        asked = self.page_script_hash        # the page this tab is on ("" before its first run)
         while True:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
@@ -440,28 +514,48 @@ class Session:
             kind = fm.WhichOneof("type")
             if self.browser_cache and fm.metadata.cacheable and fm.hash:
                 self.cached_hashes.add(fm.hash)
+                if self.keep_cached:
+                    self.cached_messages[fm.hash] = fm
+            if kind == "ref_hash" and fm.ref_hash in self.cached_messages:
+                fm = self.cached_messages[fm.ref_hash]       # a message this tab holds: read it as the browser does
+                kind = fm.WhichOneof("type")
             if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
                 el = fm.delta.new_element
                 kind = el.WhichOneof("type")
                 inner = getattr(el, kind) if kind else el
                 run.elements.append((kind, inner))
-                if fm.delta.fragment_id and getattr(inner, "id", ""):
-                    run.fragment_of[inner.id] = fm.delta.fragment_id
+                if getattr(inner, "id", ""):
+                    if fm.delta.fragment_id:
+                        run.fragment_of[inner.id] = fm.delta.fragment_id
+                    self.fragment_of[inner.id] = fm.delta.fragment_id
             elif kind == "delta" and fm.delta.WhichOneof("type") == "add_block":
                 run.blocks.append(fm.delta.add_block)
             elif kind == "new_session":
+                if not fm.metadata.run.fragment_ids:     # a full run: the browser drops its fragment timers
+                    self.auto_reruns.clear()
                 self.page_script_hash = fm.new_session.page_script_hash
                 run.page_script_hash = self.page_script_hash
             elif kind == "navigation" and fm.navigation.page_script_hash:
                 # with st.navigation the page that ran is named here (new_session names the main script)
-                self.page_script_hash = fm.navigation.page_script_hash
-                run.page_script_hash = self.page_script_hash
+                ran = fm.navigation.page_script_hash
+                for app_page in fm.navigation.app_pages:
+                    pages[app_page.page_script_hash] = app_page.url_pathname
+                if asked and ran != asked and ran in pages:
+                    self.page = pages[ran].strip("/")   # st.switch_page: the tab's address is the new page's
+                    run.pages_run.append(self.page)
+                self.page_script_hash = run.page_script_hash = ran
+            elif kind == "auto_rerun":
+                self.auto_reruns[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
+            elif kind == "stop_auto_rerun":
+                for fragment in fm.stop_auto_rerun.fragment_ids:
+                    self.auto_reruns.pop(fragment, None)
             elif kind == "page_not_found":
                 run.page_not_found = True
             elif kind == "page_info_changed":
                 self.query = fm.page_info_changed.query_string
             elif kind == "script_finished":
                 status = ForwardMsg.ScriptFinishedStatus.Name(fm.script_finished)
+                run.runs += 1
                 if status == "FINISHED_EARLY_FOR_RERUN":
                     continue
                 run.status = status
@@ -470,7 +564,9 @@ class Session:
 
     def rerun(self, widget_states=(), fragment_id: str = "") -> Run:
         start = self.send_rerun(widget_states, fragment_id)
-        return self.read_run(start)
+        run = self.read_run(start)
+        run.fragment_id = fragment_id
+        return run
 
 
 # ----------------------------------------------------------------------------------------

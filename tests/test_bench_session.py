@@ -74,3 +74,74 @@ def test_the_app_temperature_is_reached_on_a_page_where_its_group_is_closed():
         moved = s.rerun([s.slider_state(slider, 2.0)])
         assert moved.status == "FINISHED_SUCCESSFULLY" and moved.exceptions == []
         assert "temperature=2" in s.query                       # the URL the page wrote holds the new value
+
+
+# A room in miniature: a teacher's button "pushes" a page, a student's polling fragment follows it.
+ROOM_APP = {
+    "app.py": '''
+import streamlit as st
+st.navigation([st.Page("a.py", url_path="a", default=True), st.Page("b.py", url_path="b")]).run()
+''',
+    "a.py": '''
+import streamlit as st
+
+@st.cache_resource
+def shared():
+    return {"page": None, "joined": []}
+
+nick = st.text_input("Nickname")
+if st.button("Join"):
+    shared()["joined"].append(nick)
+    st.markdown(f"joined as {nick}")
+if st.button("Push b"):
+    shared()["page"] = "b.py"
+
+@st.fragment(run_every=0.2)
+def follow():
+    st.markdown(f"waiting ({len(shared()['joined'])} joined)")
+    if st.session_state.get("follow") and shared()["page"]:
+        st.switch_page(shared()["page"])
+
+st.session_state["follow"] = st.checkbox("Follow")
+if st.session_state["follow"]:
+    follow()
+''',
+    "b.py": '''
+import streamlit as st
+st.markdown("page b")
+''',
+}
+
+
+@pytest.fixture(scope="module")
+def room_server(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("room_app")
+    for name, text in ROOM_APP.items():
+        (directory / name).write_text(textwrap.dedent(text))
+    with Server(directory / "app.py") as server:
+        yield server
+
+
+def test_text_box_button_fragment_timer_and_a_page_switch_as_the_browser_does(room_server):
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    with Session(room_server.port, page="a") as teacher, Session(room_server.port, page="a") as student:
+        first = student.rerun()
+        assert student.auto_reruns == {}                          # the fragment is not drawn yet
+        run = student.rerun([student.text_state(first.widget("text_input", "Nickname"), "<b>Ben</b>")])
+        run = student.click(run.widget("button", "Join"))
+        assert "joined as <b>Ben</b>" in run.texts()
+        again = student.rerun()                                   # the click was sent once: no second join
+        assert "joined as <b>Ben</b>" not in again.texts()
+        checkbox = again.widget("checkbox", "Follow")
+        run = student.rerun([WidgetState(id=checkbox.id, bool_value=True)])
+        assert [round(v, 3) for v in student.auto_reruns.values()] == [0.2]   # the fragment asked for its timer
+        tick = student.auto_rerun()
+        assert tick.status == "FINISHED_FRAGMENT_RUN_SUCCESSFULLY" and tick.texts() == ["waiting (1 joined)"]
+        assert tick.pages_run == [] and student.page == "a"
+        t_run = teacher.rerun()
+        teacher.click(t_run.widget("button", "Push b"))
+        moved = student.auto_rerun()                               # the next tick: the fragment switches page
+        assert moved.pages_run == ["b"] and student.page == "b" and "page b" in moved.texts()
+        assert moved.status == "FINISHED_SUCCESSFULLY" and moved.runs >= 2
+        assert student.auto_reruns == {}                           # page b has no timer: the browser stops it
