@@ -1,0 +1,148 @@
+"""The room store on a Redis server: what several app replicas share, so a student on one replica follows a
+teacher on another.
+
+Every Store operation is one Redis command, or one Lua script where it must be one atomic step on the
+server (`create`: EXISTS, then HSET and EXPIRE; `hset_capped`: HEXISTS, HLEN, HSET), so 30 answers or 200
+joiners arriving together from different replicas are counted exactly. One client (a connection pool) per
+URL per process: `redis_store(url)`. A Redis that does not answer within about 2 s raises RoomError with a
+message for the screen, never a traceback; the rest of the explorer works without it.
+
+    >>> redis_store("redis://127.0.0.1:6379/0") is redis_store(" redis://127.0.0.1:6379/0 ")   # one per URL
+    True
+    >>> down = RedisStore("redis://:hunter2@127.0.0.1:1/0")     # nothing listens on port 1
+    >>> try:
+    ...     down.hget("room:K7MQ2D", "title")
+    ... except RoomError as err:
+    ...     print(err)                                          # the password is never shown
+    Rooms are unavailable: their server (Redis at 127.0.0.1:1) does not answer. The rest of the explorer works;
+    whoever runs this app should start Redis or fix ATTENTION_EXPLORER_REDIS_URL, then try again.
+"""
+from __future__ import annotations
+
+import threading
+from urllib.parse import urlsplit
+
+from .room import RoomError
+from .store import REDIS_URL_VARIABLE, Store
+
+TIMEOUT_SECONDS = 2.0                 # to connect and to answer: a dead server costs a click about this much
+
+# KEYS[1] the hash; ARGV[1] seconds, then field, value, field, value, ...
+CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+
+# KEYS[1] the hash; ARGV field, value, limit. Answers as store.ADDED (2), THERE (1), FULL (0).
+CAPPED = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 1 end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 2
+"""
+
+
+def where(url: str) -> str:
+    """The server a URL names, without its user or password: what a message may show.
+
+    >>> where("redis://:s3cret@redis:6379/0"), where("rediss://user:pw@cache.example.org:6380"), where("unix:///run/r.sock")
+    ('redis:6379', 'cache.example.org:6380', '/run/r.sock')
+    """
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return parts.path
+    host = parts.hostname or "localhost"
+    return f"{host}:{parts.port or 6379}"
+
+
+class RedisStore(Store):
+    """The Store operations on the Redis server at `url` (redis://host:port/db, rediss://, unix://)."""
+
+    name = "redis"
+
+    def __init__(self, url: str, timeout: float = TIMEOUT_SECONDS):
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        self.url = url
+        self.where = where(url)
+        self._errors = redis.exceptions
+        try:
+            self._client = redis.Redis.from_url(
+                url, decode_responses=True, socket_timeout=timeout, socket_connect_timeout=timeout,
+                # one retry on a broken connection (a pooled socket the server closed, e.g. after its restart);
+                # none on a timeout: a server that does not answer is reported after one wait, not ten
+                retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
+                health_check_interval=30)
+        except ValueError as err:             # not a redis URL
+            raise RoomError(f"Rooms are unavailable: {REDIS_URL_VARIABLE} is not a Redis URL ({err}). Whoever runs "
+                            "this app should set it like redis://host:6379/0, or unset it to keep rooms in "
+                            "one process.") from None
+        self._create = self._client.register_script(CREATE)
+        self._capped = self._client.register_script(CAPPED)
+
+    def _call(self, operation, *args):
+        """Run one operation; a server that is down, slow or refusing becomes a RoomError with a message."""
+        try:
+            return operation(*args)
+        except (self._errors.ConnectionError, self._errors.TimeoutError) as err:
+            raise RoomError(f"Rooms are unavailable: their server (Redis at {self.where}) does not answer. The rest "
+                            "of the explorer works; whoever runs this app should start Redis or fix "
+                            f"{REDIS_URL_VARIABLE}, then try again.") from err
+        except self._errors.RedisError as err:
+            raise RoomError(f"Rooms are unavailable: their server (Redis at {self.where}) refused the request "
+                            f"({str(err)[:120]}). Whoever runs this app should check that server.") from err
+
+    def create(self, key, mapping, seconds):
+        if not mapping:
+            raise ValueError("a room's hash is made with at least one field")
+        flat = [str(x) for pair in mapping.items() for x in pair]
+        return self._call(self._create, [key], [int(seconds), *flat]) == 1
+
+    def hgetall(self, key):
+        return self._call(self._client.hgetall, key)
+
+    def hget(self, key, field):
+        return self._call(self._client.hget, key, field)
+
+    def hset(self, key, mapping):
+        if mapping:
+            self._call(self._client.hset, key, None, None, {str(f): str(v) for f, v in mapping.items()})
+
+    def hincrby(self, key, field, amount=1):
+        return int(self._call(self._client.hincrby, key, field, int(amount)))
+
+    def hlen(self, key):
+        return int(self._call(self._client.hlen, key))
+
+    def hset_capped(self, key, field, value, limit):
+        return int(self._call(self._capped, [key], [field, str(value), int(limit)]))
+
+    def expire(self, key, seconds):
+        self._call(self._client.expire, key, int(seconds))
+
+    def ttl(self, key) -> float | None:
+        """Seconds until the key disappears (None: missing or no expiry); for tests and the curious."""
+        ms = int(self._call(self._client.pttl, key))
+        return ms / 1000 if ms >= 0 else None
+
+    def ping(self):
+        """True when the server answers; RoomError with the message when it does not."""
+        return bool(self._call(self._client.ping))
+
+
+_STORES: dict[str, RedisStore] = {}
+_LOCK = threading.Lock()
+
+
+def redis_store(url: str) -> RedisStore:
+    """The process's one RedisStore (one connection pool) for this URL; nothing connects until first used."""
+    url = url.strip()
+    with _LOCK:
+        store = _STORES.get(url)
+        if store is None:
+            store = _STORES[url] = RedisStore(url)
+        return store
