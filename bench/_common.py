@@ -138,8 +138,10 @@ class Server:
     project's .streamlit/config.toml applies to the app and to the trivial app alike."""
 
     def __init__(self, script: str | Path = "app.py", cwd: Path = ROOT, port: int | None = None,
-                 extra_args: tuple[str, ...] = (), log: str | Path | None = None, python: tuple = ()):
+                 extra_args: tuple[str, ...] = (), log: str | Path | None = None, python: tuple = (),
+                 env: dict | None = None):
         self.script, self.cwd, self.port = str(script), Path(cwd), port or free_port()
+        self.env = dict(env or {})          # more environment for the app (a value None: removed)
         self.extra_args, self.python = tuple(extra_args), tuple(python)
         self.log_path = Path(log) if log else Path(tempfile.mkstemp(prefix="streamlit_", suffix=".log")[1])
         self.proc: subprocess.Popen | None = None
@@ -155,6 +157,11 @@ class Server:
 
     def start(self) -> "Server":
         env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", PYTHONUNBUFFERED="1")
+        for name, value in self.env.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = str(value)
         cmd = [sys.executable, *self.python, "-m", "streamlit", "run", self.script, "--server.headless=true",
                "--server.address=127.0.0.1", f"--server.port={self.port}", *self.extra_args]
         self._log = open(self.log_path, "wb")

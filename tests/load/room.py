@@ -1,0 +1,705 @@
+"""A class in one room, on Streamlit's websocket protocol: a teacher and N students (N = 30) on one app process.
+
+    python tests/load/room.py [--students 30] [--pushes 12] [--seconds 30] [--store memory|redis]
+                              [--replicas 0] [--write]
+
+Not part of the default pytest run (pytest.ini: --ignore=tests/load); tests/test_room_load_small.py runs part
+(b) small, in CI. Traffic goes to 127.0.0.1 only; every loop is bounded in count and time.
+
+Every student is a bench/_common.Session (one websocket, one thread) that does what a browser tab does: it opens
+the room page, types the code and a nickname, clicks the join button, then runs the room bar's following
+fragment on the timer the page asks for (st.fragment(run_every=...): the browser's setInterval).
+
+(a) A push. The teacher moves a setting and shows the view to the class; each student's next fragment run sees
+    the newer view, puts it in and switches page (a full run of the new page). Measured per student: from the
+    teacher's click sent to the end of the run that shows the new page with the new setting (the student's
+    address bar holds it); and per push, the last student's. ≥ 10 pushes, alternating two pages.
+(b) A poll in the same second. The teacher asks a question; when every student's card shows it, a barrier
+    releases all N answers at once (student i picks choice i mod the number of choices). Every answer must be
+    in: the teacher's live chart, the store's tally (read back with classroom.tally when the store is Redis),
+    each student's own "Your answer", and after the reveal every student's "Right"/"You chose".
+(c) Exploring on their own. Each student steps out (opens the settings group) and moves the softmax temperature
+    about once a second (a random walk) for --seconds, the following fragment still ticking; the p95 of those
+    reruns against one student alone doing the same in the room. --replicas K also runs the class over K app
+    processes sharing a Redis store (the students spread over them, as deploy/nginx.conf's sticky hash does).
+
+Prints a table; --write puts it into docs/performance.md's section "A class in one room" (bench/report.py
+writes the same section when it runs this part).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._common import Server, Session, Table, percentile, slider_value, slider_values  # noqa: E402
+
+# What the pages say (ui/classroom/room_view.py, ui/room_bar.py, ui/room_follow.py, ui/room_poll.py).
+ROOM = "room"                                   # the room page's URL path
+OPEN = "Open a room"
+CODE_BOX = "Room code"
+NICK_BOX = "Your nickname"
+JOIN = "Join the room"
+SHOW = "Show this to the class"
+BACK = "Back to the teacher's view"
+ASK_KIND = "Ask the class a question"
+ASK = "Ask the class"
+PICK = "Your answer"
+SEND = "Send my answer"
+REVEAL = "Reveal the answer"
+TEMPERATURE, GROUP = "Softmax temperature", "grp.score"       # a setting, in the lazy sidebar group
+CODE_RE = re.compile(r"co_present: ([A-HJKMNP-Z2-9]{6})\b")  # the room page's big code (classroom.codes.ALPHABET)
+PUSH_PAGES = ("scores", "softmax")                            # the pushes alternate between these pages
+REDIS_URL_VARIABLE = "ATTENTION_EXPLORER_REDIS_URL"
+
+
+class RoomClientError(RuntimeError):
+    pass
+
+
+def _texts(run) -> str:
+    return "\n".join(run.all_texts())
+
+
+def _errors(run) -> list[str]:
+    """Alerts shown as errors, and exceptions (what a student would read as something wrong)."""
+    out = [e.body for t, e in run.elements if t == "alert" and e.format == 1]    # Alert.ERROR
+    out += [f"{e.type}: {e.message}" for e in run.exceptions]
+    return out
+
+
+def temperature_of(query: str) -> str | None:
+    values = parse_qs(query).get("temperature")
+    return values[-1] if values else None
+
+
+class Tab:
+    """A Session with the steps the room needs; `last` is the last run (what the screen shows)."""
+
+    def __init__(self, port: int, page: str = ROOM, timeout: float = 120.0):
+        self.s = Session(port, page=page, timeout=timeout)
+        self.s.keep_cached = True
+        self.last = self.screen = self.s.rerun()
+        self.check(self.last)
+
+    def check(self, run) -> None:
+        if run.status == "FINISHED_SUCCESSFULLY":
+            self.screen = run                   # the last full run: the page as the screen shows it
+        if run.exceptions:
+            raise RoomClientError(f"exception on /{self.s.page}: {run.exceptions[0].message[:300]}")
+
+    def rerun(self, states=(), fragment: str = ""):
+        self.last = self.s.rerun(states, fragment)
+        self.check(self.last)
+        return self.last
+
+    def click(self, label: str, contains: bool = False, run=None):
+        button = (run or self.last).widget("button", label, contains)
+        self.last = self.s.click(button)
+        self.check(self.last)
+        return self.last
+
+    def type(self, label: str, text: str):
+        box = self.last.widget("text_input", label)
+        return self.rerun([self.s.text_state(box, text)])
+
+    def go(self, page: str):
+        """Another page of the app, as a click in the navigation does (the same session)."""
+        self.s.page, self.s.page_script_hash = page, ""
+        return self.rerun()
+
+    def set_temperature(self, value: float):
+        run, slider = self.s.find_slider(self.screen, TEMPERATURE, expander=GROUP)
+        self.check(run)
+        return self.rerun([self.s.slider_state(slider, value)])
+
+    def tick(self):
+        """One tick of the room bar's fragment timer (the first timer the page asked for)."""
+        self.last = self.s.auto_rerun(self.follow_fragment())
+        self.check(self.last)
+        return self.last
+
+    def follow_fragment(self) -> str:
+        if not self.s.auto_reruns:
+            raise RoomClientError(f"no fragment timer on /{self.s.page}: not in a room?")
+        return next(iter(self.s.auto_reruns))
+
+    def interval(self) -> float:
+        return self.s.auto_reruns[self.follow_fragment()]
+
+    def close(self) -> None:
+        self.s.close()
+
+
+class Teacher(Tab):
+    def open_room(self, title: str = "Load test") -> str:
+        self.click(OPEN)
+        found = CODE_RE.findall(_texts(self.last))
+        if not found:
+            raise RoomClientError(f"no room code on the teacher's screen: {_texts(self.last)[:500]}")
+        self.code = found[0]
+        return self.code
+
+    def push(self) -> float:
+        """Click "Show this to the class": the time the click was sent (perf_counter)."""
+        button = self.last.widget("button", SHOW)
+        t0 = time.perf_counter()
+        self.last = self.s.click(button)
+        self.check(self.last)
+        if _errors(self.last):
+            raise RoomClientError(f"push: {_errors(self.last)}")
+        return t0
+
+    def ask(self, kind_index: int = 0):
+        """Ask the class the bank's question (the kind at this place in the box)."""
+        if kind_index:
+            box = self.last.widget("selectbox", ASK_KIND)
+            self.rerun([self.s.index_state(box, kind_index)])
+        self.click(ASK)
+        return self.last
+
+    def chart_counts(self, run=None) -> list[int]:
+        """The counts the teacher's live bar chart draws (ui/room_poll.poll_bars_spec: data values' count)."""
+        run = run or self.last
+        for chart in reversed(run.of_type("vega_lite_chart")):
+            spec = json.loads(chart.spec)
+            values = spec.get("data", {}).get("values", [])
+            if values and "count" in values[0]:
+                return [int(v["count"]) for v in sorted(values, key=lambda v: v["i"])]
+        raise RoomClientError("no poll chart on the teacher's screen")
+
+
+class Student(Tab):
+    def join(self, code: str, nick: str) -> None:
+        """The join form: both boxes and the submit button go in one message, as a browser sends a form."""
+        run = self.last
+        self.rerun([self.s.text_state(run.widget("text_input", CODE_BOX), code),
+                    self.s.text_state(run.widget("text_input", NICK_BOX), nick),
+                    self.s.click_state(run.widget("button", JOIN))])
+        if _errors(self.last):
+            raise RoomClientError(f"join: {_errors(self.last)}")
+        self.follow_fragment()                     # joined: the room bar's timer runs
+
+    def poll_widgets(self):
+        run = self.last
+        if run.has_widget("radio", PICK) and run.has_widget("button", SEND):
+            return run.widget("radio", PICK), run.widget("button", SEND)
+        return None
+
+    def answer(self, choice: int):
+        radio, send = self.poll_widgets()
+        t0 = time.perf_counter()
+        self.last = self.s.rerun([self.s.index_state(radio, choice), self.s.click_state(send)],
+                                 self.s.fragment_of.get(send.id, ""))
+        self.check(self.last)
+        return t0, time.perf_counter()
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the class
+# ------------------------------------------------------------------------------------------------------------
+
+@dataclass
+class Class:
+    teacher: Teacher
+    students: list[Student]
+    code: str
+    errors: list = field(default_factory=list)
+
+    def close(self) -> None:
+        for tab in [self.teacher, *self.students]:
+            tab.close()
+
+
+def open_class(ports: list[int], n: int, nick=lambda i: f"student {i + 1}", workers: int = 6) -> Class:
+    """A teacher on ports[0] opens a room; n students join it, spread over the ports (student i on
+    ports[i % len(ports)]), `workers` joining at a time."""
+    teacher = Teacher(ports[0])
+    code = teacher.open_room()
+    students: list[Student | None] = [None] * n
+    errors: list[str] = []
+
+    def join(i: int) -> None:
+        try:
+            s = Student(ports[i % len(ports)])
+            s.join(code, nick(i))
+            students[i] = s
+        except Exception as err:
+            errors.append(f"student {i + 1} join: {type(err).__name__}: {err}")
+
+    for start in range(0, n, workers):
+        threads = [threading.Thread(target=join, args=(i,), daemon=True) for i in range(start, min(n, start + workers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+    if errors:
+        raise RoomClientError("; ".join(errors[:5]))
+    return Class(teacher, students, code)
+
+
+class Ticker:
+    """Every student's following fragment on its timer (the browser's setInterval: a tick is sent on schedule,
+    or at once if the last run took longer), each in its own thread; `on_run(i, student, run)` after each run."""
+
+    def __init__(self, students: list[Student], on_run=None, seed: int = 1):
+        self.students, self.on_run = students, on_run
+        self.stop = threading.Event()
+        self.errors: list[str] = []
+        self.ticks = 0
+        self.lock = threading.Lock()
+        rng = random.Random(seed)
+        self.phase = [rng.random() for _ in students]
+        self.threads = [threading.Thread(target=self.loop, args=(i,), daemon=True) for i in range(len(students))]
+
+    def loop(self, i: int) -> None:
+        s = self.students[i]
+        interval = s.interval()
+        next_t = time.perf_counter() + self.phase[i] * interval
+        for _ in range(100_000):                       # bounded; stop() ends it
+            delay = next_t - time.perf_counter()
+            if delay > 0 and self.stop.wait(delay):
+                return
+            if self.stop.is_set():
+                return
+            try:
+                run = s.tick()
+            except Exception as err:
+                with self.lock:
+                    self.errors.append(f"student {i + 1} tick: {type(err).__name__}: {str(err)[:200]}")
+                return
+            with self.lock:
+                self.ticks += 1
+            if self.on_run:
+                self.on_run(i, s, run)
+            next_t = max(next_t + interval, time.perf_counter())
+
+    def __enter__(self) -> "Ticker":
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(60)
+
+
+# ---- (a) pushes ---------------------------------------------------------------------------------------------
+
+def measure_pushes(room: Class, pushes: int, seed: int = 1, timeout: float = 20.0) -> dict:
+    """`pushes` views shown to the class: per student, click sent -> the run that shows the new page with the
+    new temperature ended; per push, the last student's."""
+    rng = random.Random(seed)
+    n = len(room.students)
+    target: dict = {}
+    arrived: dict[int, dict[int, float]] = {}
+    lock = threading.Lock()
+    everyone = threading.Event()
+
+    def on_run(i: int, s: Student, run) -> None:
+        with lock:
+            k = target.get("k")
+            if k is None or i in arrived[k]:
+                return
+            if s.s.page == target["page"] and temperature_of(s.s.query) == target["temperature"]:
+                arrived[k][i] = time.perf_counter() - target["t0"]
+                if len(arrived[k]) == n:
+                    everyone.set()
+
+    per_student, per_push, teacher_runs, missing = [], [], [], 0
+    with Ticker(room.students, on_run, seed) as ticker:
+        time.sleep(1.0)
+        for k in range(pushes):
+            page = PUSH_PAGES[k % len(PUSH_PAGES)]
+            value = round(0.5 + 0.05 * rng.randrange(0, 60), 2)
+            if room.teacher.s.page != page:
+                room.teacher.go(page)
+            room.teacher.set_temperature(value)
+            shown = temperature_of(room.teacher.s.query)
+            with lock:
+                everyone.clear()
+                arrived[k] = {}
+                target.clear()
+                target.update(k=k, page=page, temperature=shown, t0=time.perf_counter())
+            t0 = room.teacher.push()
+            with lock:
+                target["t0"] = t0
+            teacher_runs.append(room.teacher.last.seconds)
+            everyone.wait(timeout)
+            with lock:
+                got = dict(arrived[k])
+                target.clear()
+            missing += n - len(got)
+            per_student += list(got.values())
+            if len(got) == n:
+                per_push.append(max(got.values()))
+            time.sleep(rng.uniform(1.0, 2.0))
+        errors = list(ticker.errors)
+    return {"pushes": pushes, "students": n, "per_student": per_student, "per_push": per_push, "missing": missing,
+            "teacher_runs": teacher_runs, "errors": errors, "interval": room.students[0].interval()}
+
+
+# ---- (b) a poll in the same second -------------------------------------------------------------------------
+
+def poll_in_one_second(room: Class, store=None, timeout: float = 30.0) -> dict:
+    """The teacher asks; once every card shows the question, all students answer at once; then the counts are
+    read back (teacher's chart, store, each student's own), the teacher reveals and each student's reveal is
+    checked. The teacher must be on a page with the settings panel."""
+    n = len(room.students)
+    room.teacher.ask()
+    choices = None
+    ready = threading.Barrier(n, timeout=timeout)
+    sent: list = [None] * n
+    problems: list[str] = []
+    lock = threading.Lock()
+
+    def student(i: int) -> None:
+        s = room.students[i]
+        try:
+            deadline = time.perf_counter() + timeout
+            while s.poll_widgets() is None:
+                if time.perf_counter() > deadline:
+                    raise RoomClientError("the question never showed")
+                time.sleep(max(0.0, s.interval() - 0.05) * random.random())
+                s.tick()
+            radio, _ = s.poll_widgets()
+            choice = i % len(radio.options)
+            ready.wait()
+            t0, t1 = s.answer(choice)
+            sent[i] = (choice, t0, t1, len(radio.options))
+            if _errors(s.last):
+                raise RoomClientError(f"answer: {_errors(s.last)}")
+        except Exception as err:
+            with lock:
+                problems.append(f"student {i + 1}: {type(err).__name__}: {str(err)[:200]}")
+            with contextlib.suppress(threading.BrokenBarrierError):
+                ready.abort()
+
+    threads = [threading.Thread(target=student, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 60)
+    answered = [x for x in sent if x is not None]
+    if answered:
+        choices = answered[0][3]
+    expected = [0] * (choices or 1)
+    for choice, *_ in answered:
+        expected[choice] += 1
+    spread = (max(a[1] for a in answered) - min(a[1] for a in answered)) if answered else float("nan")
+    acked = (max(a[2] for a in answered) - min(a[1] for a in answered)) if answered else float("nan")
+
+    own_ok = 0
+    for i, s in enumerate(room.students):
+        if sent[i] is not None and f"Your answer: {'ABCDEFGH'[sent[i][0]]}." in _texts(s.last):
+            own_ok += 1
+    # the teacher's live chart: its fragment reruns every second; read it after one tick
+    chart = None
+    for _ in range(10):
+        try:
+            chart = room.teacher.chart_counts(room.teacher.tick())
+        except RoomClientError:
+            chart = None
+        if chart == expected:
+            break
+        time.sleep(0.3)
+    from_store = None
+    if store is not None:
+        import classroom
+        poll = classroom.state(store, room.code).poll
+        from_store = classroom.tally(store, room.code, poll["id"])
+    # the reveal: every student sees the right answer beside their own
+    reveal_run = room.teacher.tick()
+    room.teacher.click(REVEAL, run=reveal_run)
+    revealed_ok = 0
+    right = None
+    for i, s in enumerate(room.students):
+        for _ in range(10):
+            text = _texts(s.tick())
+            m = re.search(r"Right: you chose ([A-H])\.|You chose ([A-H])\. .*; the answer is ([A-H])\.", text)
+            if m:
+                mine = m.group(1) or m.group(2)
+                right = m.group(1) or m.group(3)
+                if sent[i] is not None and mine == "ABCDEFGH"[sent[i][0]]:
+                    revealed_ok += 1
+                break
+            time.sleep(0.1)
+    return {"students": n, "answered": len(answered), "expected": expected, "chart": chart, "store": from_store,
+            "own_ok": own_ok, "revealed_ok": revealed_ok, "right": right, "problems": problems,
+            "send_spread": spread, "all_acked": acked}
+
+
+# ---- (c) exploring ------------------------------------------------------------------------------------------
+
+def explore(students: list[Student], seconds: float, interval: float = 1.0, seed: int = 1) -> dict:
+    """Each student moves the temperature about once a second (0.8-1.2 s, a random walk) for `seconds`, the
+    following fragment ticking on its timer in between (one websocket: the two take turns, as runs do)."""
+    n = len(students)
+    out = {"latencies": [], "ticks": 0, "errors": []}
+    lock = threading.Lock()
+    start = [0.0]
+    ready = threading.Barrier(n + 1, action=lambda: start.__setitem__(0, time.perf_counter() + 0.05), timeout=600)
+
+    def student(i: int) -> None:
+        s = students[i]
+        rng = random.Random(seed * 1000 + i)
+        try:
+            run, slider = s.s.find_slider(s.screen, TEMPERATURE, expander=GROUP)
+            s.check(run)
+            values = slider_values(slider)
+            pos = min(range(len(values)), key=lambda k: abs(values[k] - slider_value(slider)))
+            tick_every = s.interval() if s.s.auto_reruns else None
+        except Exception as err:
+            with lock:
+                out["errors"].append(f"open: {type(err).__name__}: {err}")
+            with contextlib.suppress(threading.BrokenBarrierError):
+                ready.wait()
+            return
+        with contextlib.suppress(threading.BrokenBarrierError):
+            ready.wait()
+        t_end = start[0] + seconds
+        next_move = start[0] + rng.uniform(0, interval)
+        next_tick = start[0] + rng.uniform(0, tick_every) if tick_every else float("inf")
+        for _ in range(int(seconds / interval * 2 + seconds / 0.1) + 10):
+            when = min(next_move, next_tick)
+            now = time.perf_counter()
+            if when > now:
+                time.sleep(when - now)
+            if time.perf_counter() >= t_end:
+                break
+            try:
+                if next_move <= next_tick:
+                    pos = max(0, min(len(values) - 1, pos + rng.choice((-3, -2, -1, 1, 2, 3))))
+                    run = s.rerun([s.s.slider_state(slider, values[pos])])
+                    with lock:
+                        out["latencies"].append(run.seconds)
+                    next_move = max(next_move + interval * rng.uniform(0.8, 1.2), time.perf_counter())
+                else:
+                    s.tick()
+                    with lock:
+                        out["ticks"] += 1
+                    tick_every = s.interval() if s.s.auto_reruns else None
+                    next_tick = max(next_tick + tick_every, time.perf_counter()) if tick_every else float("inf")
+            except Exception as err:
+                with lock:
+                    out["errors"].append(f"student {i + 1}: {type(err).__name__}: {str(err)[:200]}")
+                return
+
+    threads = [threading.Thread(target=student, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    with contextlib.suppress(threading.BrokenBarrierError):
+        ready.wait()
+    for t in threads:
+        t.join(seconds + 120)
+    lat = out["latencies"]
+    out.update(n=n, moves=len(lat), p50=percentile(lat, 50), p95=percentile(lat, 95),
+               max=max(lat) if lat else float("nan"))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the run
+# ------------------------------------------------------------------------------------------------------------
+
+def ms(x: float) -> str:
+    return "-" if x != x else f"{x * 1e3:.0f}"
+
+
+class Farm:
+    """K app processes on this machine (K = 1: one), with a real redis-server when K > 1 or store == "redis"."""
+
+    def __init__(self, k: int = 1, store: str = "memory"):
+        self.k, self.store_kind = k, ("redis" if k > 1 else store)
+        self.redis = None
+        self.servers: list[Server] = []
+
+    def __enter__(self) -> "Farm":
+        env = {REDIS_URL_VARIABLE: None}
+        if self.store_kind == "redis":
+            from tests.redis_server import RedisServer, available
+            ok, why = available()
+            if not ok:
+                raise SystemExit(why)
+            self.redis = RedisServer().start()
+            env = {REDIS_URL_VARIABLE: self.redis.url}
+        self.servers = [Server("app.py", env=env).start() for _ in range(self.k)]
+        for s in self.servers:
+            s.wait_healthy(120)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s in self.servers:
+            s.stop()
+        if self.redis is not None:
+            self.redis.stop()
+
+    @property
+    def ports(self) -> list[int]:
+        return [s.port for s in self.servers]
+
+    def store(self):
+        if self.redis is None:
+            return None
+        from classroom.redis_store import RedisStore
+        return RedisStore(self.redis.url)
+
+    def cpu_seconds(self) -> float:
+        return sum(s.cpu_seconds() for s in self.servers)
+
+    def warm(self) -> None:
+        """Each process's first runs (imports, the first traces) of the pages the class uses."""
+        for port in self.ports:
+            for page in (ROOM, *PUSH_PAGES):
+                tab = Tab(port, page, timeout=300)
+                if page != ROOM:
+                    tab.set_temperature(1.5)
+                tab.close()
+
+
+def timed(farm: Farm, step):
+    cpu0, t0 = farm.cpu_seconds(), time.perf_counter()
+    out = step()
+    wall = time.perf_counter() - t0
+    out["util"] = (farm.cpu_seconds() - cpu0) / wall if wall else 0.0
+    return out
+
+
+def measure(students: int = 30, pushes: int = 12, seconds: float = 30.0, store: str = "memory", replicas: int = 0,
+            seed: int = 1, log=print) -> tuple[Table, dict]:
+    """Parts (a), (b), (c) on one process (and (c) on `replicas` processes if > 1): the table and the raw figures."""
+    results: dict = {}
+    with Farm(1, store) as farm:
+        farm.warm()
+        solo = open_class(farm.ports, 1)
+        results["alone"] = timed(farm, lambda: explore(solo.students, seconds, seed=seed))
+        solo.close()
+        log(f"  one student exploring: p95 {ms(results['alone']['p95'])} ms ({results['alone']['moves']} moves)")
+        room = open_class(farm.ports, students)
+        room.teacher.go(PUSH_PAGES[0])
+        results["push"] = timed(farm, lambda: measure_pushes(room, pushes, seed))
+        p = results["push"]
+        log(f"  pushes: per student p95 {ms(percentile(p['per_student'], 95))} ms, last student p95 "
+            f"{ms(percentile(p['per_push'], 95))} ms, missing {p['missing']}")
+        results["poll"] = poll_in_one_second(room, farm.store())
+        log(f"  poll: expected {results['poll']['expected']}, chart {results['poll']['chart']}, "
+            f"store {results['poll']['store']}")
+        results["class"] = timed(farm, lambda: explore(room.students, seconds, seed=seed))
+        log(f"  {students} students exploring: p95 {ms(results['class']['p95'])} ms")
+        room.close()
+        results["store"] = farm.store_kind
+    if replicas > 1:
+        with Farm(replicas) as farm:
+            farm.warm()
+            solo = open_class(farm.ports, 1)
+            results["alone_k"] = timed(farm, lambda: explore(solo.students, seconds, seed=seed))
+            solo.close()
+            room = open_class(farm.ports, students)
+            results["class_k"] = timed(farm, lambda: explore(room.students, seconds, seed=seed))
+            room.close()
+            log(f"  {students} students exploring over {replicas} processes: p95 {ms(results['class_k']['p95'])} ms")
+    return table(results, students, replicas), results
+
+
+def table(r: dict, n: int, replicas: int) -> Table:
+    p, poll, alone, klass = r["push"], r["poll"], r["alone"], r["class"]
+    ps, pp = p["per_student"], p["per_push"]
+    push_ok = percentile(ps, 95) <= 1.0 and p["missing"] == 0
+    exact = (poll["answered"] == n and poll["chart"] == poll["expected"] and poll["own_ok"] == n
+             and poll["revealed_ok"] == n and poll["store"] in (None, poll["expected"]) and not poll["problems"])
+    ratio = klass["p95"] / alone["p95"] if alone["p95"] else float("nan")
+    rows = [
+        ["(a) a push: each student's screen on the new view", f"{len(ps)} (of {p['pushes']}×{n})",
+         ms(percentile(ps, 50)), ms(percentile(ps, 95)), ms(max(ps) if ps else float("nan")),
+         f"p95 ≤ 1000 ms: {'ok' if push_ok else 'OVER'}"
+         + (f"; {p['missing']} never arrived" if p["missing"] else "")],
+        [f"(a) a push: the last of the {n} screens", len(pp), ms(percentile(pp, 50)), ms(percentile(pp, 95)),
+         ms(max(pp) if pp else float("nan")), f"server CPU {p['util'] * 100:.0f}% of a core"],
+        ["(b) a poll: answers sent in the same second", f"{poll['answered']} of {n}", ms(poll["send_spread"]),
+         ms(poll["all_acked"]), "-",
+         f"chart {poll['chart']}, expected {poll['expected']}" + (f", store {poll['store']}" if poll["store"] else "")
+         + f"; own answer shown {poll['own_ok']}/{n}, after the reveal {poll['revealed_ok']}/{n}: "
+         + ("exact" if exact else "NOT EXACT")],
+        ["(c) one student exploring alone", alone["moves"], ms(alone["p50"]), ms(alone["p95"]), ms(alone["max"]),
+         f"server CPU {alone['util'] * 100:.0f}% of a core"],
+        [f"(c) {n} students exploring", klass["moves"], ms(klass["p50"]), ms(klass["p95"]), ms(klass["max"]),
+         f"{ratio:.1f}x one student's p95 (≤ 2x: {'ok' if ratio <= 2 else 'OVER'}); server CPU "
+         f"{klass['util'] * 100:.0f}% of a core"],
+    ]
+    if "class_k" in r:
+        ak, ck = r["alone_k"], r["class_k"]
+        rk = ck["p95"] / ak["p95"] if ak["p95"] else float("nan")
+        rows += [[f"(c) one student alone, {replicas} processes + Redis", ak["moves"], ms(ak["p50"]), ms(ak["p95"]),
+                  ms(ak["max"]), "-"],
+                 [f"(c) {n} students, {replicas} processes + Redis", ck["moves"], ms(ck["p50"]), ms(ck["p95"]),
+                  ms(ck["max"]), f"{rk:.1f}x one student's p95 (≤ 2x: {'ok' if rk <= 2 else 'OVER'}); CPU "
+                                 f"{ck['util'] * 100:.0f}% of a core"]]
+    errors = p["errors"] + poll["problems"] + alone["errors"] + klass["errors"]
+    notes = [f"A teacher and {n} students on one app process ({r['store']} store), each student a websocket client "
+             f"that runs the room bar's fragment on its timer ({p['interval']:g} s) as the browser does. (a) from the "
+             "teacher's click sent to the end of the run that shows the new page and setting; (b) all answers "
+             "released by a barrier: the spread of the sends and the time until the last was acknowledged; (c) the "
+             "softmax temperature moved about once a second per student, the fragment ticking in between."]
+    if errors:
+        notes.append(f"Errors: {len(errors)}; first: {errors[0]}")
+    return Table(f"A teacher and {n} students in one room, {r['store']} store",
+                 ["measure", "n", "p50 ms", "p95 ms", "max ms", "against the target"], rows, notes)
+
+
+SECTION = "## A class in one room"
+
+
+def write_section(text: str, doc: Path = ROOT / "docs" / "performance.md") -> None:
+    """Replace (or append) the section `SECTION` of docs/performance.md with `text` (which starts with it)."""
+    body = doc.read_text(encoding="utf-8")
+    if SECTION in body:
+        head, rest = body.split(SECTION, 1)
+        tail = rest.split("\n## ", 1)
+        body = head + text.rstrip("\n") + ("\n\n## " + tail[1] if len(tail) > 1 else "\n")
+    else:
+        body = body.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n"
+    doc.write_text(body, encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--students", type=int, default=30)
+    ap.add_argument("--pushes", type=int, default=12)
+    ap.add_argument("--seconds", type=float, default=30.0, help="duration of each exploring run")
+    ap.add_argument("--store", choices=("memory", "redis"), default="memory")
+    ap.add_argument("--replicas", type=int, default=0, help="also (c) over this many processes sharing Redis")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--write", action="store_true", help="write the table into docs/performance.md")
+    ap.add_argument("--running", default="", help="what else this machine ran meanwhile (a note in the table)")
+    args = ap.parse_args()
+    load = os.getloadavg()
+    t, _ = measure(args.students, args.pushes, args.seconds, args.store, args.replicas, args.seed)
+    after = os.getloadavg()
+    import datetime
+    t.notes.append(f"Measured {datetime.date.today().isoformat()} on {os.cpu_count()} cores; load average "
+                   f"{load[0]:.2f} before, {after[0]:.2f} after" + (f"; also running: {args.running}" if args.running
+                                                                   else "") + ".")
+    print()
+    print(t.text())
+    if args.write:
+        from bench.report import PROSE
+        write_section(f"{PROSE['room']}\n\n{t.markdown()}")
+        print(f"\nwrote the section “{SECTION[3:]}” of docs/performance.md")
+
+
+if __name__ == "__main__":
+    main()
