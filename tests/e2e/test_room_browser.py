@@ -1,0 +1,255 @@
+"""A lesson in one room, in real browsers: a teacher and two students, each in a browser context of their own (their
+own cookies and Streamlit session), drive the room as a class does.
+
+The teacher opens a room and reads its code; the students join with it and a nickname (one is `<b>Ben</b>`: it
+shows as those characters, never as bold HTML); the teacher goes to the KV cache page, changes the sentence (a
+setting) and opens the calculator's tab (the page's own control), and shows it to the class: each student's screen
+changes to that page, sentence and tab within FOLLOW_S. One student steps out (a sentence of their own); the
+teacher shows another tab: the other student follows, this one stays, reads that the teacher shows something new,
+and comes back with "Back to the teacher's view". Then a poll: the teacher asks, the students answer (one right,
+one wrong, the right answer computed here from the teacher's settings with the poll bank), the teacher's screen
+counts 2 answers, the reveal shows each student the right answer beside their own.
+
+Run twice: one app process with the in-memory store; and two app processes sharing a real redis-server
+(tests/conftest.py's redis_url), the teacher on server A and the student who steps out on server B.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+try:
+    from playwright.sync_api import expect
+except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
+    expect = None
+
+from bench._common import EXCEPTION, Server, Session, after_run, new_context
+from tests.e2e.conftest import require_browser
+
+FOLLOW_S = 2.5                 # a following screen shows the teacher's view within this (the issue: "about a second")
+SENTENCE = "the cat sat on the mat"
+OWN_SENTENCE = "dogs bark at night"
+BEN, ANA = "<b>Ben</b>", "Ana"
+CODE = re.compile(r"\b([A-HJKMNP-Z2-9]{6})\b")          # classroom.codes.ALPHABET
+REDIS_URL_VARIABLE = "ATTENTION_EXPLORER_REDIS_URL"
+CALCULATOR, SHARING = "Cache size calculator", "Which heads share K and V"     # ui.page_state.KV_CACHE_TABS[2], [1]
+
+
+def _boot(env: dict) -> Server:
+    return Server("app.py", env=env).start()
+
+
+WARM = [("room", ""), ("kv_cache", ""), *(("kv_cache", f"sentence={text.replace(' ', '+')}&kv_cache.tab={i}")
+                                           for text in (SENTENCE, OWN_SENTENCE) for i in (1, 2))]
+
+
+def _warm(server: Server) -> None:
+    """A process's first runs (imports, the traces of the lesson's views) before the class comes in, as after its
+    first visitors: the seconds a cold process takes are the cold start's (bench/cold_start.py), not the room's."""
+    for page, query in WARM:
+        with Session(server.port, page=page, query=query, timeout=180) as s:
+            s.rerun()
+
+
+@pytest.fixture(scope="module")
+def servers(request):
+    """All app processes at once (their boots overlap): 'memory' one with the in-memory store; 'redis' two
+    sharing the session's redis-server, when there is one."""
+    require_browser()
+    from tests.redis_server import available
+    booted: dict[str, list[Server]] = {"memory": [_boot({REDIS_URL_VARIABLE: None})]}
+    if available()[0]:
+        url = request.getfixturevalue("redis_url")
+        booted["redis"] = [_boot({REDIS_URL_VARIABLE: url}), _boot({REDIS_URL_VARIABLE: url})]
+    try:
+        every = [s for group in booted.values() for s in group]
+        for s in every:
+            s.wait_healthy(120)
+        warmers = [threading.Thread(target=_warm, args=(s,)) for s in every]
+        for t in warmers:
+            t.start()
+        for t in warmers:
+            t.join(240)
+        yield booted
+    finally:
+        for group in booted.values():
+            for s in group:
+                s.stop()
+
+
+@pytest.fixture(params=["memory", "redis"], ids=["one-process-memory", "two-processes-redis"])
+def room_servers(request, servers):
+    if request.param not in servers:
+        request.getfixturevalue("redis_url")        # skips without redis-server (fails when it is required)
+    group = servers[request.param]
+    return group[0], group[-1]                      # (A: the teacher's, B: a student's)
+
+
+# ---- small steps -------------------------------------------------------------------------------------------
+
+def button(tab, label: str):
+    return tab.locator("button:visible").filter(has_text=label).first
+
+
+def click(tab, label: str, timeout_ms: float = 60_000) -> None:
+    after_run(tab, lambda: button(tab, label).click(), timeout_ms=timeout_ms)
+
+
+def fill(tab, label: str, text: str, scope=None) -> None:
+    box = (scope or tab).get_by_role("textbox", name=label).first
+    box.fill(text)
+
+
+def sidebar_sentence(tab):
+    return tab.locator("[data-testid='stSidebar']").get_by_role("textbox", name="Sentence")
+
+
+def set_sentence(tab, text: str) -> None:
+    box = sidebar_sentence(tab)
+    after_run(tab, lambda: (box.fill(text), box.press("Enter")))
+
+
+def query(tab) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(urlparse(tab.url).query).items()}
+
+
+def open_tab(tab, name: str) -> None:
+    after_run(tab, lambda: tab.get_by_role("tab", name=name).click(), timeout_ms=60_000)
+
+
+def go(tab, section: str, label: str) -> None:
+    """Another page through the top bar's menu (the same session: a browser's click, not a new address)."""
+    tab.locator("[data-testid='stTopNavSection']").filter(has_text=section).first.click()
+    link = tab.locator("a[data-testid='stTopNavDropdownLink']").filter(has_text=label).first
+    after_run(tab, lambda: link.click(), timeout_ms=90_000)
+
+
+def wait_url(tab, pattern: str, timeout_s: float) -> float:
+    """Wait until the address bar matches `pattern`: the seconds it took."""
+    t0 = time.perf_counter()
+    tab.wait_for_function("p => new RegExp(p).test(decodeURIComponent(location.href.replace(/\\+/g, ' ')))",
+                          arg=pattern, timeout=timeout_s * 1000, polling=50)
+    return time.perf_counter() - t0
+
+
+def shows_view(tab, tab_name: str, sentence: str) -> None:
+    """The KV cache page with this tab open and this sentence in the sidebar, no exception."""
+    expect(tab.locator("h1").first).to_have_text("KV cache & decoding", timeout=10_000)
+    expect(tab.get_by_role("tab", name=tab_name)).to_have_attribute("aria-selected", "true", timeout=10_000)
+    expect(sidebar_sentence(tab)).to_have_value(sentence, timeout=10_000)
+    assert tab.locator(EXCEPTION).count() == 0
+
+
+def expected_poll(sentence: str):
+    """The question the teacher's panel asks first, made here from the teacher's settings (the bank's first kind
+    that fits, seed 0): its prompt and the letter of the right choice."""
+    from attention_core import Config
+    from attention_core.labs.polls import available, make_poll
+    from ui.cache import get_trace
+    trace = get_trace(Config(sentence=sentence))
+    poll = make_poll(available(trace)[0], trace, 0)
+    return poll
+
+
+# ---- the lesson ------------------------------------------------------------------------------------------
+
+def test_a_lesson_in_one_room(room_servers, chromium):
+    a, b = room_servers
+    t_start = time.perf_counter()
+    phases: list[tuple[str, float]] = []
+    phase = lambda name: phases.append((name, time.perf_counter() - t_start))
+    contexts = [new_context(chromium) for _ in range(3)]
+    teacher, ben, ana = (ctx.new_page() for ctx in contexts)
+    try:
+        # the teacher opens a room (server A) and reads its code off the screen
+        after_run(teacher, lambda: teacher.goto(f"{a.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
+        click(teacher, "Open a room")
+        codes = [m for h in teacher.locator("h1").all_inner_texts() for m in CODE.findall(h)]
+        assert len(codes) == 1, teacher.locator("h1").all_inner_texts()
+        code = codes[0]
+
+        phase('opened')
+        # the students join: Ben on server A, Ana on server B (the same server in the one-process run)
+        for tab, server, nick in ((ben, a, BEN), (ana, b, ANA)):
+            after_run(tab, lambda tab=tab, server=server: tab.goto(f"{server.url}/room", wait_until="domcontentloaded"),
+                      timeout_ms=90_000)
+            fill(tab, "Room code", code.lower())                   # as typed: lower case is fine
+            fill(tab, "Your nickname", nick)
+            click(tab, "Join the room")
+            expect(tab.get_by_text(nick, exact=True).first).to_be_visible(timeout=10_000)
+            assert tab.locator(EXCEPTION).count() == 0
+        assert ben.locator("[data-testid='stMain'] b").filter(has_text="Ben").count() == 0   # text, not bold HTML
+        # the teacher's list shows both, Ben's name as the characters he typed (it refreshes every 2 s)
+        expect(teacher.get_by_text(re.compile(r"2 students"))).to_be_visible(timeout=10_000)
+        expect(teacher.get_by_text(re.compile(re.escape(BEN))).first).to_be_visible(timeout=10_000)
+        assert teacher.locator("[data-testid='stMain'] b").filter(has_text="Ben").count() == 0
+
+        phase('joined')
+        # the teacher: a page, a setting, the page's own tab; then "Show this to the class"
+        go(teacher, "Today's attention", "KV cache & decoding")
+        set_sentence(teacher, SENTENCE)
+        open_tab(teacher, CALCULATOR)
+        assert query(teacher).get("sentence") == SENTENCE and query(teacher).get("kv_cache.tab") == "2"
+        click(teacher, "Show this to the class")
+        for tab in (ben, ana):
+            took = wait_url(tab, r"/kv_cache\?.*kv_cache\.tab=2", FOLLOW_S)
+            shows_view(tab, CALCULATOR, SENTENCE)
+            assert query(tab).get("sentence") == SENTENCE, tab.url
+            assert took <= FOLLOW_S
+
+        phase('pushed')
+        # Ana steps out (a sentence of her own); the teacher shows another tab
+        set_sentence(ana, OWN_SENTENCE)
+        expect(ana.get_by_text("You stepped out", exact=False).first).to_be_visible(timeout=5_000)
+        open_tab(teacher, SHARING)
+        click(teacher, "Show this to the class")
+        wait_url(ben, r"/kv_cache\?.*kv_cache\.tab=1", FOLLOW_S)
+        shows_view(ben, SHARING, SENTENCE)
+        expect(ana.get_by_text("Your teacher is showing something new", exact=False).first).to_be_visible(
+            timeout=FOLLOW_S * 1000)
+        shows_view(ana, CALCULATOR, OWN_SENTENCE)                   # she stays where she was
+        assert query(ana).get("sentence") == OWN_SENTENCE
+        back = button(ana, "Back to the teacher's view")
+        after_run(ana, lambda: back.click(), timeout_ms=30_000)
+        wait_url(ana, r"/kv_cache\?.*kv_cache\.tab=1", FOLLOW_S)
+        shows_view(ana, SHARING, SENTENCE)
+
+        phase('stepped out and back')
+        # a poll: the teacher asks, Ben answers right, Ana wrong; 2 answers counted; the reveal
+        poll = expected_poll(SENTENCE)
+        right = poll.answer
+        wrong = (right + 1) % len(poll.choices)
+        click(teacher, "Ask the class")
+        for tab, pick in ((ben, right), (ana, wrong)):
+            expect(tab.get_by_text(poll.prompt, exact=False).first).to_be_visible(timeout=FOLLOW_S * 1000)
+            card = tab.locator("[data-testid='stForm']").filter(has=tab.get_by_role("radiogroup"))
+            card.get_by_role("radio").nth(pick).check(force=True)
+            after_run(tab, lambda card=card: card.locator("button").filter(has_text="Send my answer").first.click())
+            expect(tab.get_by_text(f"Your answer: {'ABCDEFGH'[pick]}.", exact=False).first).to_be_visible(
+                timeout=5_000)
+        expect(teacher.get_by_text("2 of 2 students answered", exact=False).first).to_be_visible(timeout=5_000)
+        click(teacher, "Reveal the answer")
+        letter = "ABCDEFGH"
+        expect(teacher.get_by_text(f"The answer: {letter[right]}.", exact=False).first).to_be_visible(timeout=5_000)
+        expect(teacher.get_by_text(f"2 of 2 students answered; 1 chose {letter[right]}.", exact=False).first
+               ).to_be_visible(timeout=5_000)
+        expect(ben.get_by_text(f"Right: you chose {letter[right]}.", exact=False).first).to_be_visible(
+            timeout=FOLLOW_S * 1000)
+        expect(ana.get_by_text(f"You chose {letter[wrong]}.", exact=False).first).to_be_visible(timeout=FOLLOW_S * 1000)
+        expect(ana.get_by_text(f"the answer is {letter[right]}.", exact=False).first).to_be_visible(timeout=5_000)
+        for tab, mine in ((ben, right), (ana, wrong)):
+            expect(tab.get_by_text(f"you: {letter[mine]} · right: {letter[right]} · class: 1 of 2 chose "
+                                   f"{letter[right]}", exact=False).first).to_be_visible(timeout=5_000)
+        phase('poll')
+        for tab in (teacher, ben, ana):
+            assert tab.locator(EXCEPTION).count() == 0
+        for server in {a, b}:
+            assert "Traceback" not in server.log_tail(50_000), server.log_tail(3000)
+    finally:
+        print("phases (s since start):", ", ".join(f"{n} {t:.1f}" for n, t in phases))
+        for ctx in contexts:
+            ctx.close()
