@@ -26,6 +26,7 @@ from .room import RoomError
 from .store import REDIS_URL_VARIABLE, Store
 
 TIMEOUT_SECONDS = 2.0                 # to connect and to answer: a dead server costs a click about this much
+MAX_CONNECTIONS = 64                  # per process: 200 students joining at once share them
 
 # KEYS[1] the hash; ARGV[1] seconds, then field, value, field, value, ...
 CREATE = """
@@ -54,7 +55,7 @@ def where(url: str) -> str:
     if parts.scheme == "unix":
         return parts.path
     host = parts.hostname or "localhost"
-    return f"{host}:{parts.port or 6379}"
+    return f"{f'[{host}]' if ':' in host else host}:{parts.port or 6379}"
 
 
 class RedisStore(Store):
@@ -71,16 +72,19 @@ class RedisStore(Store):
         self.where = where(url)
         self._errors = redis.exceptions
         try:
-            self._client = redis.Redis.from_url(
-                url, decode_responses=True, socket_timeout=timeout, socket_connect_timeout=timeout,
+            # at most MAX_CONNECTIONS sockets, shared by every session's thread; one more waits for a free one
+            # (a command takes well under a millisecond) instead of failing, up to `timeout`
+            pool = redis.BlockingConnectionPool.from_url(
+                url, max_connections=MAX_CONNECTIONS, timeout=timeout, decode_responses=True,
+                socket_timeout=timeout, socket_connect_timeout=timeout, health_check_interval=30,
                 # one retry on a broken connection (a pooled socket the server closed, e.g. after its restart);
                 # none on a timeout: a server that does not answer is reported after one wait, not ten
-                retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
-                health_check_interval=30)
+                retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)))
         except ValueError as err:             # not a redis URL
             raise RoomError(f"Rooms are unavailable: {REDIS_URL_VARIABLE} is not a Redis URL ({err}). Whoever runs "
                             "this app should set it like redis://host:6379/0, or unset it to keep rooms in "
                             "one process.") from None
+        self._client = redis.Redis(connection_pool=pool)
         self._create = self._client.register_script(CREATE)
         self._capped = self._client.register_script(CAPPED)
 
@@ -88,6 +92,10 @@ class RedisStore(Store):
         """Run one operation; a server that is down, slow or refusing becomes a RoomError with a message."""
         try:
             return operation(*args)
+        except self._errors.AuthenticationError as err:      # a ConnectionError: before it
+            raise RoomError(f"Rooms are unavailable: their server (Redis at {self.where}) refused this app's "
+                            f"password. Whoever runs this app should check the password in {REDIS_URL_VARIABLE}."
+                            ) from err
         except (self._errors.ConnectionError, self._errors.TimeoutError) as err:
             raise RoomError(f"Rooms are unavailable: their server (Redis at {self.where}) does not answer. The rest "
                             "of the explorer works; whoever runs this app should start Redis or fix "

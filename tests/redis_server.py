@@ -29,8 +29,8 @@ def available() -> tuple[bool, str]:
 
 
 class RedisServer:
-    def __init__(self, port: int | None = None):
-        self.port = port or free_port()
+    def __init__(self, port: int | None = None, args: tuple[str, ...] = ()):
+        self.port, self.args = port or free_port(), tuple(args)
         self.dir = Path(tempfile.mkdtemp(prefix="redis_test_"))
         self.proc: subprocess.Popen | None = None
 
@@ -40,15 +40,22 @@ class RedisServer:
 
     def start(self, timeout: float = 10.0) -> "RedisServer":
         cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-               "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log"), "--daemonize", "no"]
+               "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log"), "--daemonize", "no", *self.args]
         self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        self.wait_ping(timeout)
+        try:
+            self.wait_ping(timeout)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def wait_ping(self, timeout: float) -> None:
         import redis
-        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5)
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5,
+                             retry=Retry(NoBackoff(), 0))     # redis-py's default retries 10 times with backoff
         deadline = time.monotonic() + timeout
         try:
             while time.monotonic() < deadline:
@@ -57,6 +64,8 @@ class RedisServer:
                 try:
                     if client.ping():
                         return
+                except redis.exceptions.AuthenticationError:      # up, and wants a password (--requirepass)
+                    return
                 except redis.exceptions.RedisError:
                     time.sleep(0.02)
             raise TimeoutError(f"redis-server did not answer PING in {timeout:.0f} s:\n{self.log_tail()}")
