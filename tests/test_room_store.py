@@ -412,3 +412,28 @@ def test_a_restarted_redis_is_used_again_without_a_message(redis_url):
         assert sorted(results) == [FULL] * 3 + [ADDED] * 5 and s.hlen("k") == 5
     finally:
         server.stop()
+
+
+def test_the_deploy_recipes_start_redis_beside_the_app():
+    """compose and Kubernetes: the app's ATTENTION_EXPLORER_REDIS_URL names the Redis they start, at its port, and
+    that Redis keeps nothing on disk (rooms live hours). Read as text: no YAML library is a dependency."""
+    import re
+    from urllib.parse import urlsplit
+    compose = (ROOT / "deploy" / "docker-compose.yml").read_text()
+    url = urlsplit(re.search(rf"^ +{REDIS_URL_VARIABLE}: (\S+)$", compose, flags=re.M).group(1))
+    assert (url.scheme, url.hostname, url.port) == ("redis", "redis", 6379)
+    service = re.search(r"^  redis:\n((?:    .*\n|\s*\n)+)", compose + "\n", flags=re.M).group(1)
+    assert "image: redis:7-alpine" in service and '"--save", "", "--appendonly", "no"' in service
+    assert "depends_on:\n      redis: {condition: service_healthy}" in compose
+
+    parts = {re.search(r"^kind: (\w+)", d, flags=re.M).group(1) + " " + re.search(r"name: ([\w-]+)", d).group(1): d
+             for d in (ROOT / "deploy" / "k8s.yaml").read_text().split("\n---\n")}
+    app = parts["Deployment attention-explorer"]
+    url = urlsplit(re.search(rf"name: {REDIS_URL_VARIABLE}\n +value: (\S+)", app).group(1))
+    assert url.scheme == "redis" and url.port == 6379
+    assert f"ports: [{{port: {url.port}, targetPort: 6379}}]" in parts[f"Service {url.hostname}"]
+    assert f"selector: {{app: {url.hostname}}}" in parts[f"Service {url.hostname}"]
+    redis_pod = parts[f"Deployment {url.hostname}"]
+    assert f"labels: {{app: {url.hostname}}}" in redis_pod and "image: redis:7-alpine" in redis_pod
+    assert 'args: ["--save", "", "--appendonly", "no"' in redis_pod
+    assert "from: [{podSelector: {matchLabels: {app: attention-explorer}}}]" in parts[f"NetworkPolicy {url.hostname}"]
