@@ -380,10 +380,23 @@ def test_a_redis_that_is_down_says_so_quickly():
     assert time.perf_counter() - start < 2.0
 
 
-def test_a_bad_url_says_so():
-    with pytest.raises(RoomError, match=f"{REDIS_URL_VARIABLE} is not a Redis URL"):
-        RedisStore("http://example.org:6379")
+def test_a_bad_url_says_so_at_the_first_operation():
+    bad = store_from_env({REDIS_URL_VARIABLE: "http://example.org:6379"})    # choosing the store never fails
+    for act in (bad.ping, lambda: open_room(bad, "t"), lambda: state(bad, "K7MQ2D")):
+        with pytest.raises(RoomError) as err:
+            act()
+        assert str(err.value).startswith(f"Rooms are unavailable: {REDIS_URL_VARIABLE} is not a Redis URL (")
+        assert str(err.value).endswith("set it like redis://host:6379/0, or unset it to keep rooms in one process.")
     assert where("redis://u:p@[::1]:7000/1") == "[::1]:7000" and where("redis://redis") == "redis:6379"
+
+
+def test_a_refused_command_says_so(redis_url):
+    s = redis_store(redis_url)
+    s.hset("h", {"n": "three"})
+    with pytest.raises(RoomError) as err:
+        s.hincrby("h", "n")
+    assert str(err.value) == (f"Rooms are unavailable: their server (Redis at {where(redis_url)}) refused the request "
+                              "(hash value is not an integer). Whoever runs this app should check that server.")
 
 
 def test_a_wrong_password_says_so(redis_url):                         # redis_url: skips or fails as it does
