@@ -48,7 +48,7 @@ return 2
 def where(url: str) -> str:
     """The server a URL names, without its user or password: what a message may show.
 
-    >>> where("redis://:s3cret@redis:6379/0"), where("rediss://user:pw@cache.example.org:6380"), where("unix:///run/r.sock")
+    >>> where("redis://:s3cret@redis:6379/0"), where("rediss://u:pw@cache.example.org:6380"), where("unix:///run/r.sock")
     ('redis:6379', 'cache.example.org:6380', '/run/r.sock')
     >>> where("redis://:s3cret@redis:63x9")
     'redis:63x9'

@@ -291,8 +291,8 @@ def test_mistyped_and_stale_codes(store):
     ana = join(store, code, "Ana")
     poll = open_poll(store, code, secret, POLL)
     store.expire(f"room:{code}", 0)                                       # the room ends (4 h later)
-    for stale in (lambda: state(store, code), lambda: join(store, code, "Ben"), lambda: answer(store, code, ana, poll, 1),
-                  lambda: push(store, code, secret, VIEW)):
+    for stale in (lambda: state(store, code), lambda: join(store, code, "Ben"),
+                  lambda: answer(store, code, ana, poll, 1), lambda: push(store, code, secret, VIEW)):
         with pytest.raises(NoRoom, match=f"There is no room {code}"):
             stale()
 
@@ -325,7 +325,8 @@ COUNT = """
 import json, sys
 from classroom import members, tally, store_from_env
 store = store_from_env()
-print(json.dumps({"members": sorted(members(store, sys.argv[1]).values()), "tally": tally(store, sys.argv[1], sys.argv[2])}))
+code, poll = sys.argv[1:3]
+print(json.dumps({"members": sorted(members(store, code).values()), "tally": tally(store, code, poll)}))
 """
 
 
