@@ -56,8 +56,12 @@ def _cells(blocks) -> list[tuple[int, int]]:
 
 
 def _scores_text(blocks, i: int) -> str:
-    return "; ".join(f"block {b}: " + ", ".join(num(v) if np.isfinite(v) else "−∞ (hidden)" for v in bl["scores"][i])
-                     for b, bl in enumerate(blocks))
+    """'block 0: 0.41, 1.2; block 1: 0.87, −∞ (hidden); block 2: all hidden'."""
+    def block(scores) -> str:
+        if not np.isfinite(scores).any():
+            return "all hidden"
+        return ", ".join(num(v) if np.isfinite(v) else "−∞ (hidden)" for v in scores)
+    return "; ".join(f"block {b}: {block(bl['scores'][i])}" for b, bl in enumerate(blocks))
 
 
 def online_max_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:

@@ -91,9 +91,12 @@ def rope_shift_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
              f"Your settings use {POSITIONS[teacher.positional]}; this question turns Position to RoPE, the rest as "
              f"yours. ")
     where = f"In head {head}, with" if h is not None else "With"
-    prompt = (f"{intro}{where} RoPE token i sits at position i and {s} = q^R_{i} · k^R_{j}{over} (query “{labels[i]}”, "
-              f"key “{labels[j]}”) = {num(m['before'][i, j])}. Shift the whole sentence by Δ = {shift} positions "
-              f"(token i at position i + {shift}, every query and key turned by its new position). What is {s} now?")
+    g = config.n_heads // config.kv_heads
+    kv = f"; query head {head} reads KV head ⌊{head}/{g}⌋ = {head // g}" if h is not None and g > 1 else ""
+    prompt = (f"{intro}{where} RoPE each query and key is turned by its position (token {i} at position {i}, token "
+              f"{j} at {j}): {s} = q_{i}^R · k_{j}^R{over} = {num(m['before'][i, j])} (query “{labels[i]}”, key "
+              f"“{labels[j]}”{kv}). Shift the whole sentence by Δ = {shift} positions (token {i} to position "
+              f"{i + shift}, token {j} to {j + shift}, every query and key turned by its new position). What is {s} now?")
     explanation = (f"(R_{{{i}+{shift}}} q_{i}) · (R_{{{j}+{shift}}} k_{j}) = q_{i} · R_{{{j}−{i}}} k_{j}: only j − i = "
                    f"{num(j - i)} enters, and a shift keeps it, so {s} stays {num(m['before'][i, j])} (computed at the "
                    f"new positions: {num(m['after'][i, j])}). Turning only the query to its new position gives "
