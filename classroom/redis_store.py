@@ -26,6 +26,7 @@ from .room import RoomError
 from .store import REDIS_URL_VARIABLE, Store
 
 TIMEOUT_SECONDS = 2.0                 # to connect and to answer: a dead server costs a click about this much
+MAX_CONNECTIONS = 64                  # per process: 200 students joining at once share them
 
 # KEYS[1] the hash; ARGV[1] seconds, then field, value, field, value, ...
 CREATE = """
@@ -47,14 +48,20 @@ return 2
 def where(url: str) -> str:
     """The server a URL names, without its user or password: what a message may show.
 
-    >>> where("redis://:s3cret@redis:6379/0"), where("rediss://user:pw@cache.example.org:6380"), where("unix:///run/r.sock")
+    >>> where("redis://:s3cret@redis:6379/0"), where("rediss://u:pw@cache.example.org:6380"), where("unix:///run/r.sock")
     ('redis:6379', 'cache.example.org:6380', '/run/r.sock')
+    >>> where("redis://:s3cret@redis:63x9")
+    'redis:63x9'
     """
     parts = urlsplit(url)
     if parts.scheme == "unix":
         return parts.path
     host = parts.hostname or "localhost"
-    return f"{host}:{parts.port or 6379}"
+    try:
+        port = parts.port or 6379
+    except ValueError:                        # not a port: shown as typed, still without the password
+        return parts.netloc.rpartition("@")[2]
+    return f"{f'[{host}]' if ':' in host else host}:{port}"
 
 
 class RedisStore(Store):
@@ -71,23 +78,38 @@ class RedisStore(Store):
         self.where = where(url)
         self._errors = redis.exceptions
         try:
-            self._client = redis.Redis.from_url(
-                url, decode_responses=True, socket_timeout=timeout, socket_connect_timeout=timeout,
+            # at most MAX_CONNECTIONS sockets, shared by every session's thread; one more waits for a free one
+            # (a command takes well under a millisecond) instead of failing, up to `timeout`
+            pool = redis.BlockingConnectionPool.from_url(
+                url, max_connections=MAX_CONNECTIONS, timeout=timeout, decode_responses=True,
+                socket_timeout=timeout, socket_connect_timeout=timeout, health_check_interval=30,
                 # one retry on a broken connection (a pooled socket the server closed, e.g. after its restart);
                 # none on a timeout: a server that does not answer is reported after one wait, not ten
-                retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
-                health_check_interval=30)
-        except ValueError as err:             # not a redis URL
-            raise RoomError(f"Rooms are unavailable: {REDIS_URL_VARIABLE} is not a Redis URL ({err}). Whoever runs "
-                            "this app should set it like redis://host:6379/0, or unset it to keep rooms in "
-                            "one process.") from None
-        self._create = self._client.register_script(CREATE)
-        self._capped = self._client.register_script(CAPPED)
+                retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)))
+        except ValueError as err:             # not a Redis URL: said by every operation, like a server that is down
+            secret = urlsplit(url).password
+            why = str(err).replace(secret, "…") if secret else str(err)
+            self._broken = (f"Rooms are unavailable: {REDIS_URL_VARIABLE} is not a Redis URL ({why}). Whoever runs "
+                            "this app should set it like redis://host:6379/0, or unset it to keep rooms in one "
+                            "process.")
+            return
+        self._broken = ""
+        self._client = redis.Redis(connection_pool=pool)
+        self._scripts = {"create": self._client.register_script(CREATE), "capped": self._client.register_script(CAPPED)}
 
-    def _call(self, operation, *args):
-        """Run one operation; a server that is down, slow or refusing becomes a RoomError with a message."""
+    def _call(self, command: str, *args):
+        """Run one command (or one of the scripts); a server that is down, slow or refusing, or a URL that names
+        none, becomes a RoomError with a message."""
+        if self._broken:
+            raise RoomError(self._broken)
         try:
-            return operation(*args)
+            if command in self._scripts:
+                return self._scripts[command](*args)
+            return getattr(self._client, command)(*args)
+        except self._errors.AuthenticationError as err:      # a ConnectionError: before it
+            raise RoomError(f"Rooms are unavailable: their server (Redis at {self.where}) refused this app's "
+                            f"password. Whoever runs this app should check the password in {REDIS_URL_VARIABLE}."
+                            ) from err
         except (self._errors.ConnectionError, self._errors.TimeoutError) as err:
             raise RoomError(f"Rooms are unavailable: their server (Redis at {self.where}) does not answer. The rest "
                             "of the explorer works; whoever runs this app should start Redis or fix "
@@ -100,38 +122,38 @@ class RedisStore(Store):
         if not mapping:
             raise ValueError("a room's hash is made with at least one field")
         flat = [str(x) for pair in mapping.items() for x in pair]
-        return self._call(self._create, [key], [int(seconds), *flat]) == 1
+        return self._call("create", [key], [int(seconds), *flat]) == 1
 
     def hgetall(self, key):
-        return self._call(self._client.hgetall, key)
+        return self._call("hgetall", key)
 
     def hget(self, key, field):
-        return self._call(self._client.hget, key, field)
+        return self._call("hget", key, field)
 
     def hset(self, key, mapping):
         if mapping:
-            self._call(self._client.hset, key, None, None, {str(f): str(v) for f, v in mapping.items()})
+            self._call("hset", key, None, None, {str(f): str(v) for f, v in mapping.items()})
 
     def hincrby(self, key, field, amount=1):
-        return int(self._call(self._client.hincrby, key, field, int(amount)))
+        return int(self._call("hincrby", key, field, int(amount)))
 
     def hlen(self, key):
-        return int(self._call(self._client.hlen, key))
+        return int(self._call("hlen", key))
 
     def hset_capped(self, key, field, value, limit):
-        return int(self._call(self._capped, [key], [field, str(value), int(limit)]))
+        return int(self._call("capped", [key], [field, str(value), int(limit)]))
 
     def expire(self, key, seconds):
-        self._call(self._client.expire, key, int(seconds))
+        self._call("expire", key, int(seconds))
 
     def ttl(self, key) -> float | None:
         """Seconds until the key disappears (None: missing or no expiry); for tests and the curious."""
-        ms = int(self._call(self._client.pttl, key))
+        ms = int(self._call("pttl", key))
         return ms / 1000 if ms >= 0 else None
 
     def ping(self):
         """True when the server answers; RoomError with the message when it does not."""
-        return bool(self._call(self._client.ping))
+        return bool(self._call("ping"))
 
 
 _STORES: dict[str, RedisStore] = {}

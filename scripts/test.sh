@@ -12,4 +12,6 @@ if [ -n "$MISSING" ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $MISSING >/dev/null
 fi
-python -m pytest -q "$@"
+# Two workers (pytest-xdist): the browser tests wait on the app's reruns most of the time, so two halves of
+# the suite overlap on a 2-core machine (14.8 min in one process at c023f5f). Each worker starts its own servers.
+python -m pytest -q -n 2 "$@"

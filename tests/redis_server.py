@@ -29,9 +29,9 @@ def available() -> tuple[bool, str]:
 
 
 class RedisServer:
-    def __init__(self, port: int | None = None):
-        self.port = port or free_port()
-        self.dir = Path(tempfile.mkdtemp(prefix="redis_test_"))
+    def __init__(self, port: int | None = None, args: tuple[str, ...] = ()):
+        self.port, self.args, self.chosen = port or free_port(), tuple(args), port is None
+        self.dir = Path(tempfile.gettempdir())
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -39,24 +39,47 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> "RedisServer":
+        for attempt in range(3):
+            try:
+                return self._start(timeout)
+            except RuntimeError:              # it exited: the port was taken meanwhile (another xdist worker?)
+                if not self.chosen or attempt == 2:
+                    raise
+                self.port = free_port()
+        return self
+
+    def _start(self, timeout: float) -> "RedisServer":
+        self.dir = Path(tempfile.mkdtemp(prefix="redis_test_"))
         cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-               "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log"), "--daemonize", "no"]
+               "--dir", str(self.dir), "--logfile", str(self.dir / "redis.log"), "--daemonize", "no", *self.args]
         self.proc = subprocess.Popen(cmd, cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        self.wait_ping(timeout)
+        try:
+            self.wait_ping(timeout)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def wait_ping(self, timeout: float) -> None:
         import redis
-        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5)
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5,
+                             retry=Retry(NoBackoff(), 0))     # redis-py's default retries 10 times with backoff
         deadline = time.monotonic() + timeout
         try:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"redis-server exited with {self.proc.returncode}:\n{self.log_tail()}")
+                if "Ready to accept connections" not in self.log_tail(100_000):
+                    time.sleep(0.02)          # not listening yet (a PING now might reach another server)
+                    continue
                 try:
                     if client.ping():
                         return
+                except redis.exceptions.AuthenticationError:      # up, and wants a password (--requirepass)
+                    return
                 except redis.exceptions.RedisError:
                     time.sleep(0.02)
             raise TimeoutError(f"redis-server did not answer PING in {timeout:.0f} s:\n{self.log_tail()}")
@@ -77,7 +100,8 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir.name.startswith("redis_test_"):
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> "RedisServer":
         return self.start()
