@@ -167,9 +167,11 @@ def test_a_lesson_in_one_room(room_servers, chromium):
     try:
         # the teacher opens a room (server A) and reads its code off the screen
         after_run(teacher, lambda: teacher.goto(f"{a.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
-        click(teacher, "Open a room")
-        codes = [m for h in teacher.locator("h1").all_inner_texts() for m in CODE.findall(h)]
-        assert len(codes) == 1, teacher.locator("h1").all_inner_texts()
+        click(teacher, "Open a room")                               # its run reruns the page (st.rerun): wait
+        big = teacher.locator("h1").filter(has_text=CODE)           # for the code, the projector's big line
+        expect(big).to_have_count(1, timeout=10_000)
+        codes = CODE.findall(big.inner_text())
+        assert len(codes) == 1, big.inner_text()
         code = codes[0]
 
         phase('opened')
