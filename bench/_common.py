@@ -428,11 +428,12 @@ class Session:
         return WidgetState(id=button.id, trigger_value=True)
 
     @staticmethod
-    def index_state(widget, index: int):
-        """A choice by position: st.radio and st.selectbox send the index of the option picked."""
+    def option_state(widget, index: int):
+        """A choice by position in st.radio or st.selectbox: Streamlit 1.67 sends the option as shown (its
+        formatted text, the proto's `options[index]`), not its index."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-        return WidgetState(id=widget.id, int_value=int(index))
+        return WidgetState(id=widget.id, string_value=widget.options[int(index)])
 
     def click(self, button, fragment_id: str | None = None) -> "Run":
         """Click a button and wait for the run it causes (inside an st.fragment: the fragment's run,

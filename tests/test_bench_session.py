@@ -102,6 +102,7 @@ def follow():
     if st.session_state.get("follow") and shared()["page"]:
         st.switch_page(shared()["page"])
 
+st.markdown(f"picked {st.radio('Pick', ['x', 'y'], index=None)}")
 st.session_state["follow"] = st.checkbox("Follow")
 if st.session_state["follow"]:
     follow()
@@ -133,6 +134,8 @@ def test_text_box_button_fragment_timer_and_a_page_switch_as_the_browser_does(ro
         assert "joined as <b>Ben</b>" in run.texts()
         again = student.rerun()                                   # the click was sent once: no second join
         assert "joined as <b>Ben</b>" not in again.texts()
+        picked = student.rerun([student.option_state(again.widget("radio", "Pick"), 1)])
+        assert "picked y" in picked.texts()                       # a choice is sent as the option shown
         checkbox = again.widget("checkbox", "Follow")
         run = student.rerun([WidgetState(id=checkbox.id, bool_value=True)])
         assert [round(v, 3) for v in student.auto_reruns.values()] == [0.2]   # the fragment asked for its timer

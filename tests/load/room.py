@@ -71,7 +71,8 @@ class RoomClientError(RuntimeError):
 
 
 def _texts(run) -> str:
-    return "\n".join(run.all_texts())
+    """What the screen says, Markdown's escapes (ui.text.md_escape) read as the characters they show."""
+    return re.sub(r"\\(.)", r"\1", "\n".join(run.all_texts()))
 
 
 def _errors(run) -> list[str]:
@@ -167,19 +168,37 @@ class Teacher(Tab):
         """Ask the class the bank's question (the kind at this place in the box)."""
         if kind_index:
             box = self.last.widget("selectbox", ASK_KIND)
-            self.rerun([self.s.index_state(box, kind_index)])
+            self.rerun([self.s.option_state(box, kind_index)])
         self.click(ASK)
         return self.last
 
     def chart_counts(self, run=None) -> list[int]:
-        """The counts the teacher's live bar chart draws (ui/room_poll.poll_bars_spec: data values' count)."""
+        """The counts the teacher's live bar chart draws (ui/room_poll.poll_bars_spec: a bar per choice, its
+        x the field "count"); Streamlit sends the spec's inline rows as an Arrow table beside it."""
+        import pyarrow as pa
+
         run = run or self.last
         for chart in reversed(run.of_type("vega_lite_chart")):
             spec = json.loads(chart.spec)
-            values = spec.get("data", {}).get("values", [])
-            if values and "count" in values[0]:
+            if spec.get("encoding", {}).get("x", {}).get("field") != "count":
+                continue
+            values = spec.get("data", {}).get("values")
+            if values is None and chart.HasField("data"):
+                values = pa.ipc.open_stream(chart.data.data).read_all().to_pylist()
+            if values:
                 return [int(v["count"]) for v in sorted(values, key=lambda v: v["i"])]
         raise RoomClientError("no poll chart on the teacher's screen")
+
+    def poll_tick(self):
+        """One tick of the teacher's live poll fragment (the one holding "Reveal the answer")."""
+        for run in (self.last, self.screen):
+            if run.has_widget("button", REVEAL):
+                fragment = self.s.fragment_of.get(run.widget("button", REVEAL).id, "")
+                if fragment in self.s.auto_reruns:
+                    self.last = self.s.auto_rerun(fragment)
+                    self.check(self.last)
+                    return self.last
+        raise RoomClientError("no live poll on the teacher's screen")
 
 
 class Student(Tab):
@@ -202,7 +221,7 @@ class Student(Tab):
     def answer(self, choice: int):
         radio, send = self.poll_widgets()
         t0 = time.perf_counter()
-        self.last = self.s.rerun([self.s.index_state(radio, choice), self.s.click_state(send)],
+        self.last = self.s.rerun([self.s.option_state(radio, choice), self.s.click_state(send)],
                                  self.s.fragment_of.get(send.id, ""))
         self.check(self.last)
         return t0, time.perf_counter()
@@ -408,10 +427,12 @@ def poll_in_one_second(room: Class, store=None, timeout: float = 30.0) -> dict:
         if sent[i] is not None and f"Your answer: {'ABCDEFGH'[sent[i][0]]}." in _texts(s.last):
             own_ok += 1
     # the teacher's live chart: its fragment reruns every second; read it after one tick
-    chart = None
+    chart, answered_line = None, ""
     for _ in range(10):
         try:
-            chart = room.teacher.chart_counts(room.teacher.tick())
+            run = room.teacher.poll_tick()
+            chart = room.teacher.chart_counts(run)
+            answered_line = next((t for t in _texts(run).splitlines() if "answered" in t), "")
         except RoomClientError:
             chart = None
         if chart == expected:
@@ -423,8 +444,7 @@ def poll_in_one_second(room: Class, store=None, timeout: float = 30.0) -> dict:
         poll = classroom.state(store, room.code).poll
         from_store = classroom.tally(store, room.code, poll["id"])
     # the reveal: every student sees the right answer beside their own
-    reveal_run = room.teacher.tick()
-    room.teacher.click(REVEAL, run=reveal_run)
+    room.teacher.click(REVEAL, run=room.teacher.poll_tick())
     revealed_ok = 0
     right = None
     for i, s in enumerate(room.students):
@@ -439,8 +459,18 @@ def poll_in_one_second(room: Class, store=None, timeout: float = 30.0) -> dict:
                 break
             time.sleep(0.1)
     return {"students": n, "answered": len(answered), "expected": expected, "chart": chart, "store": from_store,
+            "answered_line": answered_line,
             "own_ok": own_ok, "revealed_ok": revealed_ok, "right": right, "problems": problems,
             "send_spread": spread, "all_acked": acked}
+
+
+def poll_exact(poll: dict) -> bool:
+    """Every answer in, and the same counts everywhere: chart, store (when read), the teacher's "n of n students
+    answered", each student's own answer before the reveal and beside the right one after it."""
+    n = poll["students"]
+    return (poll["answered"] == n and poll["chart"] == poll["expected"] and poll["own_ok"] == n
+            and poll["revealed_ok"] == n and poll["store"] in (None, poll["expected"]) and not poll["problems"]
+            and f"{n} of {n} students answered" in poll["answered_line"])
 
 
 # ---- (c) exploring ------------------------------------------------------------------------------------------
@@ -586,6 +616,7 @@ def measure(students: int = 30, pushes: int = 12, seconds: float = 30.0, store: 
     with Farm(1, store) as farm:
         farm.warm()
         solo = open_class(farm.ports, 1)
+        solo.students[0].go(PUSH_PAGES[0])              # a page with the settings (the room page has none)
         results["alone"] = timed(farm, lambda: explore(solo.students, seconds, seed=seed))
         solo.close()
         log(f"  one student exploring: p95 {ms(results['alone']['p95'])} ms ({results['alone']['moves']} moves)")
@@ -606,6 +637,7 @@ def measure(students: int = 30, pushes: int = 12, seconds: float = 30.0, store: 
         with Farm(replicas) as farm:
             farm.warm()
             solo = open_class(farm.ports, 1)
+            solo.students[0].go(PUSH_PAGES[0])
             results["alone_k"] = timed(farm, lambda: explore(solo.students, seconds, seed=seed))
             solo.close()
             room = open_class(farm.ports, students)
@@ -619,8 +651,7 @@ def table(r: dict, n: int, replicas: int) -> Table:
     p, poll, alone, klass = r["push"], r["poll"], r["alone"], r["class"]
     ps, pp = p["per_student"], p["per_push"]
     push_ok = percentile(ps, 95) <= 1.0 and p["missing"] == 0
-    exact = (poll["answered"] == n and poll["chart"] == poll["expected"] and poll["own_ok"] == n
-             and poll["revealed_ok"] == n and poll["store"] in (None, poll["expected"]) and not poll["problems"])
+    exact = poll_exact(poll)
     ratio = klass["p95"] / alone["p95"] if alone["p95"] else float("nan")
     rows = [
         ["(a) a push: each student's screen on the new view", f"{len(ps)} (of {p['pushes']}×{n})",
