@@ -45,7 +45,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench._common import Server, Session, Table, percentile, slider_value, slider_values  # noqa: E402
+from bench._common import (Server, Session, Table, percentile, proc_cpu_seconds, slider_value,  # noqa: E402
+                           slider_values)
 
 # What the pages say (ui/classroom/room_view.py, ui/room_bar.py, ui/room_follow.py, ui/room_poll.py).
 ROOM = "room"                                   # the room page's URL path
@@ -602,11 +603,43 @@ class Farm:
 
 
 def timed(farm: Farm, step):
-    cpu0, t0 = farm.cpu_seconds(), time.perf_counter()
+    """step() with the server's CPU (all processes) and this client's, as a fraction of one core."""
+    cpu0, own0, t0 = farm.cpu_seconds(), proc_cpu_seconds(os.getpid()), time.perf_counter()
     out = step()
     wall = time.perf_counter() - t0
     out["util"] = (farm.cpu_seconds() - cpu0) / wall if wall else 0.0
+    out["client"] = (proc_cpu_seconds(os.getpid()) - own0) / wall if wall else 0.0
+    out["wall"] = wall
     return out
+
+
+def idle_following(room: Class, seconds: float = 6.0) -> dict:
+    """The class following, nobody acting: the room bar's ticks a second and what each costs the server."""
+    with Ticker(room.students) as ticker:
+        time.sleep(seconds)
+    return {"ticks": ticker.ticks, "errors": ticker.errors}
+
+
+def outside_a_room(ports: list[int], n: int, seconds: float, seed: int) -> dict:
+    """The same exploring by n students in no room (no fragment ticking): what the page alone costs."""
+    tabs = [Tab(ports[i % len(ports)], PUSH_PAGES[0]) for i in range(n)]
+    try:
+        return explore(tabs, seconds, seed=seed)
+    finally:
+        for tab in tabs:
+            tab.close()
+
+
+def class_exploring(farm: Farm, n: int, seconds: float, seed: int, log, label: str) -> tuple[dict, dict]:
+    """One student exploring alone in a room; n students exploring outside any room."""
+    solo = open_class(farm.ports, 1)
+    solo.students[0].go(PUSH_PAGES[0])              # a page with the settings (the room page has none)
+    alone = timed(farm, lambda: explore(solo.students, seconds, seed=seed))
+    solo.close()
+    log(f"  {label}: one student exploring in a room: p95 {ms(alone['p95'])} ms ({alone['moves']} moves)")
+    outside = timed(farm, lambda: outside_a_room(farm.ports, n, seconds, seed))
+    log(f"  {label}: {n} students exploring outside a room: p95 {ms(outside['p95'])} ms")
+    return alone, outside
 
 
 def measure(students: int = 30, pushes: int = 12, seconds: float = 30.0, store: str = "memory", replicas: int = 0,
@@ -615,12 +648,11 @@ def measure(students: int = 30, pushes: int = 12, seconds: float = 30.0, store: 
     results: dict = {}
     with Farm(1, store) as farm:
         farm.warm()
-        solo = open_class(farm.ports, 1)
-        solo.students[0].go(PUSH_PAGES[0])              # a page with the settings (the room page has none)
-        results["alone"] = timed(farm, lambda: explore(solo.students, seconds, seed=seed))
-        solo.close()
-        log(f"  one student exploring: p95 {ms(results['alone']['p95'])} ms ({results['alone']['moves']} moves)")
+        results["alone"], results["outside"] = class_exploring(farm, students, seconds, seed, log, "one process")
         room = open_class(farm.ports, students)
+        results["idle"] = timed(farm, lambda: idle_following(room))
+        log(f"  {students} following, idle: {results['idle']['ticks'] / results['idle']['wall']:.0f} ticks/s, "
+            f"server CPU {results['idle']['util'] * 100:.0f}% of a core")
         room.teacher.go(PUSH_PAGES[0])
         results["push"] = timed(farm, lambda: measure_pushes(room, pushes, seed))
         p = results["push"]
@@ -630,30 +662,38 @@ def measure(students: int = 30, pushes: int = 12, seconds: float = 30.0, store: 
         log(f"  poll: expected {results['poll']['expected']}, chart {results['poll']['chart']}, "
             f"store {results['poll']['store']}")
         results["class"] = timed(farm, lambda: explore(room.students, seconds, seed=seed))
-        log(f"  {students} students exploring: p95 {ms(results['class']['p95'])} ms")
+        log(f"  {students} students exploring in the room: p95 {ms(results['class']['p95'])} ms")
         room.close()
         results["store"] = farm.store_kind
     if replicas > 1:
         with Farm(replicas) as farm:
             farm.warm()
-            solo = open_class(farm.ports, 1)
-            solo.students[0].go(PUSH_PAGES[0])
-            results["alone_k"] = timed(farm, lambda: explore(solo.students, seconds, seed=seed))
-            solo.close()
+            results["alone_k"], results["outside_k"] = class_exploring(farm, students, seconds, seed, log,
+                                                                       f"{replicas} processes")
             room = open_class(farm.ports, students)
+            for s in room.students:
+                s.go(PUSH_PAGES[0])
             results["class_k"] = timed(farm, lambda: explore(room.students, seconds, seed=seed))
             room.close()
             log(f"  {students} students exploring over {replicas} processes: p95 {ms(results['class_k']['p95'])} ms")
     return table(results, students, replicas), results
 
 
+def _explore_row(name: str, r: dict, alone: dict | None) -> list:
+    ratio = r["p95"] / alone["p95"] if alone and alone["p95"] else float("nan")
+    against = (f"{ratio:.1f}x one student's p95 (≤ 2x: {'ok' if ratio <= 2 else 'OVER'}); " if alone else "")
+    return [name, r["moves"], ms(r["p50"]), ms(r["p95"]), ms(r["max"]),
+            against + f"server CPU {r['util'] * 100:.0f}% of a core, client {r['client'] * 100:.0f}%"]
+
+
 def table(r: dict, n: int, replicas: int) -> Table:
-    p, poll, alone, klass = r["push"], r["poll"], r["alone"], r["class"]
+    p, poll, alone, klass, idle = r["push"], r["poll"], r["alone"], r["class"], r["idle"]
     ps, pp = p["per_student"], p["per_push"]
     push_ok = percentile(ps, 95) <= 1.0 and p["missing"] == 0
-    exact = poll_exact(poll)
-    ratio = klass["p95"] / alone["p95"] if alone["p95"] else float("nan")
     rows = [
+        [f"the class following, nobody acting ({p['interval']:g} s timer)", f"{idle['ticks']} ticks",
+         "-", "-", "-", f"{idle['ticks'] / idle['wall']:.0f} ticks/s; server CPU {idle['util'] * 100:.0f}% of a "
+                        f"core ({idle['util'] * idle['wall'] / max(idle['ticks'], 1) * 1e3:.1f} ms a tick)"],
         ["(a) a push: each student's screen on the new view", f"{len(ps)} (of {p['pushes']}×{n})",
          ms(percentile(ps, 50)), ms(percentile(ps, 95)), ms(max(ps) if ps else float("nan")),
          f"p95 ≤ 1000 ms: {'ok' if push_ok else 'OVER'}"
@@ -664,27 +704,27 @@ def table(r: dict, n: int, replicas: int) -> Table:
          ms(poll["all_acked"]), "-",
          f"chart {poll['chart']}, expected {poll['expected']}" + (f", store {poll['store']}" if poll["store"] else "")
          + f"; own answer shown {poll['own_ok']}/{n}, after the reveal {poll['revealed_ok']}/{n}: "
-         + ("exact" if exact else "NOT EXACT")],
-        ["(c) one student exploring alone", alone["moves"], ms(alone["p50"]), ms(alone["p95"]), ms(alone["max"]),
-         f"server CPU {alone['util'] * 100:.0f}% of a core"],
-        [f"(c) {n} students exploring", klass["moves"], ms(klass["p50"]), ms(klass["p95"]), ms(klass["max"]),
-         f"{ratio:.1f}x one student's p95 (≤ 2x: {'ok' if ratio <= 2 else 'OVER'}); server CPU "
-         f"{klass['util'] * 100:.0f}% of a core"],
+         + ("exact" if poll_exact(poll) else "NOT EXACT")],
+        _explore_row("(c) one student exploring, in a room", alone, None),
+        _explore_row(f"(c) {n} students exploring, in the room", klass, alone),
+        _explore_row(f"(c) {n} students exploring, in no room", r["outside"], alone),
     ]
     if "class_k" in r:
-        ak, ck = r["alone_k"], r["class_k"]
-        rk = ck["p95"] / ak["p95"] if ak["p95"] else float("nan")
-        rows += [[f"(c) one student alone, {replicas} processes + Redis", ak["moves"], ms(ak["p50"]), ms(ak["p95"]),
-                  ms(ak["max"]), "-"],
-                 [f"(c) {n} students, {replicas} processes + Redis", ck["moves"], ms(ck["p50"]), ms(ck["p95"]),
-                  ms(ck["max"]), f"{rk:.1f}x one student's p95 (≤ 2x: {'ok' if rk <= 2 else 'OVER'}); CPU "
-                                 f"{ck['util'] * 100:.0f}% of a core"]]
-    errors = p["errors"] + poll["problems"] + alone["errors"] + klass["errors"]
+        rows += [_explore_row(f"(c) one student, {replicas} processes + Redis", r["alone_k"], None),
+                 _explore_row(f"(c) {n} students in the room, {replicas} processes + Redis", r["class_k"],
+                              r["alone_k"]),
+                 _explore_row(f"(c) {n} students in no room, {replicas} processes", r["outside_k"], r["alone_k"])]
+    errors = (idle["errors"] + p["errors"] + poll["problems"] + alone["errors"] + klass["errors"]
+              + r["outside"]["errors"])
     notes = [f"A teacher and {n} students on one app process ({r['store']} store), each student a websocket client "
              f"that runs the room bar's fragment on its timer ({p['interval']:g} s) as the browser does. (a) from the "
              "teacher's click sent to the end of the run that shows the new page and setting; (b) all answers "
-             "released by a barrier: the spread of the sends and the time until the last was acknowledged; (c) the "
-             "softmax temperature moved about once a second per student, the fragment ticking in between."]
+             "released by a barrier: the spread of the sends (p50 column) and the time until the last was "
+             "acknowledged (p95 column); (c) the softmax temperature moved about once a second per student, the "
+             "fragment ticking in between; *in no room*: the same moves by students who joined none (no fragment)."]
+    if "class_k" in r:
+        notes.append(f"{replicas} processes: the students spread over them by the client (student i on process "
+                     f"i mod {replicas}), as deploy/nginx.conf's cookie hash does; rooms in a real redis-server.")
     if errors:
         notes.append(f"Errors: {len(errors)}; first: {errors[0]}")
     return Table(f"A teacher and {n} students in one room, {r['store']} store",
