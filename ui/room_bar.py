@@ -13,11 +13,13 @@ import classroom
 
 from .page_state import view_of
 from .room_follow import student_bar
+from .room_poll import ask_poll, teacher_poll_panel
 from .room_session import ROOM_PAGE, go, leave, page_of, store
 from .text import md_escape
 
 SHOW = "Show this to the class"
-PREVIOUS, NEXT, THIS_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop"
+PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
+QUESTION = "Class question"
 
 
 def room_bar(page_file: str, config=None, trace=None) -> None:
@@ -56,7 +58,10 @@ def teacher_bar(page_file: str, trace=None) -> None:
             st.caption(f":material/check: Shown to the class (view {shown}): every following screen changes "
                        "within about a second.")
         if state.get("room.lesson") is not None:
-            lesson_steps(code, secret)
+            lesson_steps(code, secret, trace)
+        with st.expander(QUESTION, key="room_poll_box", on_change="rerun", icon=":material/campaign:") as box:
+            if box.open:                         # drawn (and the store read) only while the teacher has it open
+                teacher_poll_panel(store(), code, secret, trace)
 
 
 def _push(code: str, secret: str, view: dict) -> bool:
@@ -71,9 +76,10 @@ def _push(code: str, secret: str, view: dict) -> bool:
     return False
 
 
-def lesson_steps(code: str, secret: str) -> None:
+def lesson_steps(code: str, secret: str, trace=None) -> None:
     """The lesson's stop: its title, the question to ask, the teacher's note; ◀ / ▶ and "Show this stop" put the
-    stop's view into this session, show it to the class and switch to its page."""
+    stop's view into this session, show it to the class and switch to its page; a stop with a poll asks it (a
+    question of the bank made from the settings in force: the stop's, once shown)."""
     state = st.session_state
     lesson = state["room.lesson"]
     n = len(lesson.stops)
@@ -95,6 +101,10 @@ def lesson_steps(code: str, secret: str) -> None:
         target = i + 1
     if target is not None:
         step_to(code, secret, target)
+    if stop.poll and st.button(ASK_STOP, key="room_ask_stop", icon=":material/campaign:"):
+        if ask_poll(store(), code, secret, stop.poll, trace) is not None:
+            state["room_poll_box"] = True          # the question box opens with its live chart
+            st.rerun()
 
 
 def stop_view(stop) -> dict | None:
