@@ -238,6 +238,8 @@ def put(page_file: str, query: dict) -> list[str]:
     for c in controls_of(page_file):
         state[f"p.{c.key}"] = c.default
         state.pop(c.key, None)
+    for chart in state.get("p.sel") or {}:      # the charts' own selections go too (a click of the old view)
+        state.pop(chart, None)
     state["p.cell"] = None
     state["p.sel"] = {}
     own = {k: v for k, v in query.items() if k == CELL or any(c.key == k for c in controls_of(page_file))}

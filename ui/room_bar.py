@@ -29,12 +29,12 @@ def room_bar(page_file: str, config=None, trace=None) -> None:
             st.warning(md_escape(state.pop("room.ended")), icon=":material/door_open:")
         return
     if state.get("room.secret"):
-        teacher_bar(page_file, trace)
+        teacher_bar(page_file, config, trace)
     else:
         student_bar(page_file)
 
 
-def teacher_bar(page_file: str, trace=None) -> None:
+def teacher_bar(page_file: str, config=None, trace=None) -> None:
     state = st.session_state
     code, secret = state["room.code"], state["room.secret"]
     for notice in state.pop("room.notices", None) or []:
@@ -53,6 +53,9 @@ def teacher_bar(page_file: str, trace=None) -> None:
         left.markdown(f":material/co_present: **Room {code}** · {n} student{'' if n == 1 else 's'}")
         if page_file != ROOM_PAGE and right.button(SHOW, key="room_push", type="primary", icon=":material/cast:"):
             _push(code, secret, view_of(page_file))
+            if config is not None and config.embedding == "upload":
+                st.warning("Your uploaded vectors cannot travel to the class: their screens use the default "
+                           "embeddings.", icon=":material/info:")
         shown = state.pop("room.pushed", None)
         if shown:
             st.caption(f":material/check: Shown to the class (view {shown}): every following screen changes "
