@@ -181,13 +181,21 @@ def test_ten_wrong_codes_ask_to_wait_a_minute():
 
 
 def test_the_room_bar_reads_no_store_out_of_a_room(monkeypatch):
-    calls = []
-    import ui.room_session as session
-    monkeypatch.setattr(session, "store", lambda: calls.append(1) or classroom.store_from_env())
+    """Every read of any store goes through MemoryStore's hgetall / hget here: out of a room a page run makes
+    none; in a room the same page run makes some (the counter counts)."""
+    reads = []
+    for name in ("hgetall", "hget", "hlen"):
+        real = getattr(classroom.MemoryStore, name)
+        monkeypatch.setattr(classroom.MemoryStore, name,
+                            lambda self, *a, _real=real, _name=name: reads.append(_name) or _real(self, *a))
     at = open_page(SCORES)
     at.number_input(key="w.d_k").set_value(3).run()
     no_exception(at)
-    assert calls == [] and "room.code" not in at.session_state
+    assert reads == [] and not [k for k in at.session_state if str(k).startswith("room.")]
+    _, code, _, ana = room_with_student()
+    reads.clear()
+    ana.switch_page(SCORES).run()
+    assert reads                                                 # a student's page run reads the room
 
 
 # ---- apply_view: a view put into a session as its link would ------------------------------------------------
