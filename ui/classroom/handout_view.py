@@ -118,12 +118,15 @@ def header(doc: Handout, page_file: str) -> None:
     absolute = (st.context.url or "").split("?")[0].split("#")[0].removesuffix("/").removesuffix("/handout")
     st.header(f"{nav.section_of(page_file)} › {doc.title}", anchor=False)
     st.text(f"Sentence: {doc.sentence}")                         # typed by a student: shown as text
+    if doc.tokens != doc.sentence:
+        st.text(f"Tokens: {' · '.join(doc.tokens.split())}")
     settings = "; ".join(doc.settings) if doc.settings else "the defaults"
     st.markdown(f"**Settings:** {md(settings)}" + (f"  \n**On the page:** {md('; '.join(doc.controls))}"
                                                       if doc.controls else ""))
     for note in doc.notes:
         st.caption(md(note))
-    st.markdown(f"[Open the live view]({url})" + (f" :small[:gray[{md(absolute + url[1:])}]]" if absolute else ""))
+    st.markdown(f"[Open the live view]({url})" + (f" :small[`{(absolute + url[1:]).replace('`', '')}`]"
+                                                  if absolute else ""))
 
 
 def md(text: str) -> str:

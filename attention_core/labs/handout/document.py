@@ -55,7 +55,8 @@ class Section:
 class Handout:
     page: str                           # the page's URL path ("" for the Overview)
     title: str
-    sentence: str
+    sentence: str                       # as typed
+    tokens: str                         # the words the page computes with, one space apart
     settings: tuple[str, ...]           # the settings that differ from the defaults, in words
     controls: tuple[str, ...]           # the page's own controls that shape what is shown, in words
     notes: tuple[str, ...]              # what the handout says about where its numbers come from

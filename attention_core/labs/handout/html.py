@@ -75,7 +75,7 @@ def to_html(doc: Handout) -> str:
     sections = "".join(_section(s, i) for i, s in enumerate(doc.sections))
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{e(doc.title)} · handout</title>'
             f"<style>{CSS}</style></head><body><h1>{e(doc.title)}</h1>"
-            f"<p><b>Sentence:</b> {e(doc.sentence)}</p><p><b>Settings:</b> {e(settings)}</p>{controls}{notes}"
+            f"<p><b>Sentence:</b> {e(doc.sentence)}</p><p><b>Tokens:</b> {e(doc.tokens)}</p><p><b>Settings:</b> {e(settings)}</p>{controls}{notes}"
             '<p class="small">The formulas are written as LaTeX source (this file needs no internet and carries no '
             "typesetter); the Handout page's Print or save as PDF shows them typeset.</p>"
             f"{sections}</body></html>\n")

@@ -62,8 +62,8 @@ def _scores(config, controls, forward):
 
 
 def _softmax(config, controls, forward):
-    keys = ["mask", "masked_scores", forward.facts.get("softmax_input", "scaled_scores"), "weights"]
-    return Parts().add(forward, list(dict.fromkeys(keys)))
+    keys = ["mask", "masked_scores"] if "mask" in forward else [forward.facts.get("softmax_input", "scaled_scores")]
+    return Parts().add(forward, keys + ["weights"])
 
 
 def _context(config, controls, forward):
