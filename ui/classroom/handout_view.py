@@ -12,6 +12,7 @@ import streamlit as st
 
 from attention_core import Config, ConfigError
 from attention_core.labs.handout import PAGES, Handout, Section, Table, make_handout, to_html
+from attention_core.labs.handout.html import shade
 
 from .. import nav, page_state
 from ..cache import get_trace
@@ -32,8 +33,8 @@ PRINT_CSS = """<style>
   [data-testid="stHeader"], header, [data-testid="stToolbar"], [data-testid="stDecoration"],
   [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stStatusWidget"],
   [data-testid="stTopNav"], nav, footer, .stButton, .stDownloadButton, [data-testid="stPageLink"],
-  [data-testid="stSelectbox"], [data-testid="stCaptionContainer"]:has(.material-symbols-rounded),
-  .st-key-handout-tools, hr { display: none !important; }
+  [data-testid="stSelectbox"], [data-testid="stCaptionContainer"]:has(span[role="img"]),
+  [data-testid="stHeading"]:has(h1), [class*="st-key-handout-tools"], hr { display: none !important; }
   [data-testid="stMainBlockContainer"] { padding: 0 !important; max-width: 100% !important; }
   [class*="st-key-handout-sec-"] { break-inside: avoid; page-break-inside: avoid; }
   * { color: #000 !important; -webkit-print-color-adjust: exact; print-color-adjust: exact; }
@@ -71,6 +72,9 @@ def choose(arrived: bool) -> str:
         st.session_state[KEY] = paths[0]
     labels = {p: label for _, label, p in targets()}
     with st.container(key="handout-tools"):
+        st.markdown("Any page's formulas, numbers and sentences of why, for the sentence and settings in the sidebar, "
+                    "as a document to print or save as PDF and hand out. It shows the page as you left it: its own "
+                    "controls (a head, a step, a block size) as they were set there.")
         st.selectbox("The handout of", paths, key=KEY, format_func=lambda p: f"{nav.section_of(file_of(p))} › {labels[p]}",
                      help="Any page's formulas, numbers and sentences of why, for the sentence and settings in the "
                           "sidebar and the page's own controls as you left them.")
@@ -135,18 +139,8 @@ def md(text: str) -> str:
 
 
 def _cell_style(v: float, t: Table) -> str:
-    """A heatmap's shade that prints in black and white: a light tint (blue below 0, red above; grey for 0..1)
-    whose strength is |v| over the step's largest |v|, under black text."""
-    if not np.isfinite(v):
-        return "background-color: #ddd; color: #000"
-    if t.scale in ("sequential", "mask"):
-        span = t.hi - t.lo or 1.0
-        a = 0.65 * (v - t.lo) / span
-        return f"background-color: rgba(40, 80, 160, {a:.2f}); color: #000"
-    top = max(abs(t.lo), abs(t.hi)) or 1.0
-    a = 0.65 * abs(v) / top
-    rgb = "200, 40, 40" if v > 0 else "40, 80, 200"
-    return f"background-color: rgba({rgb}, {a:.2f}); color: #000"
+    """A heatmap's shade that prints in black and white (the HTML file's: a light tint under black text)."""
+    return f"background-color: {shade(v, t)}; color: #000"
 
 
 def frame(t: Table) -> pd.DataFrame:
@@ -175,14 +169,15 @@ def section(s: Section, i: int) -> None:
 
 def print_tools(doc: Handout) -> None:
     """The print button (the browser's dialog: a printer, or Save as PDF) and the HTML download."""
-    with st.container(key="handout-tools-print", horizontal=True):
-        if st.button("Print or save as PDF", icon=":material/print:", type="primary", key="handout.print"):
+    with st.container(key="handout-tools-print"):
+        row = st.container(horizontal=True)
+        if row.button("Print or save as PDF", icon=":material/print:", type="primary", key="handout.print"):
             trusted_html(PRINT_SCRIPT, script=True)
-        st.download_button("Download as HTML", to_html(doc), file_name=f"handout-{doc.page or 'overview'}.html",
-                           mime="text/html", icon=":material/download:", key="handout.html",
-                           help="One file, no internet needed: the numbers and sentences as here; the formulas as "
-                                "LaTeX source. Print from this page to have them typeset.")
-    st.caption("Or press Ctrl+P (⌘P on a Mac): the navigation, sidebar and buttons stay off the paper.")
+        row.download_button("Download as HTML", to_html(doc), file_name=f"handout-{doc.page or 'overview'}.html",
+                            mime="text/html", icon=":material/download:", key="handout.html",
+                            help="One file, no internet needed: the numbers and sentences as here; the formulas as "
+                                 "LaTeX source. Print from this page to have them typeset.")
+        st.caption("Or press Ctrl+P (⌘P on a Mac): the navigation, sidebar and buttons stay off the paper.")
 
 
 def draw(doc: Handout, page_file: str) -> None:
