@@ -11,8 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import Config, ConfigError
-from attention_core.labs.handout import PAGES, Handout, Section, Table, make_handout, to_html
-from attention_core.labs.handout.html import shade
+from attention_core.labs.handout import PAGES, Handout, Section, Table, make_handout, number_text, shade, to_html
 
 from .. import nav, page_state
 from ..cache import get_trace
@@ -161,8 +160,8 @@ def section(s: Section, i: int) -> None:
         if s.why:
             st.markdown(s.why)                     # the core's sentence (its math in $…$), as the step boxes show it
         t = s.table
-        styled = frame(t).style.format("{:.3f}").map(lambda v: _cell_style(v, t))
-        st.table(styled)
+        styled = frame(t).style.format(number_text).map(lambda v: _cell_style(v, t))
+        st.table(styled, width="content", hide_index=t.rows == ("",))
         if t.note:
             st.caption(f"Left out: {t.note}.")
 

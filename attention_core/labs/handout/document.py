@@ -63,6 +63,19 @@ class Handout:
     sections: tuple[Section, ...]
 
 
+def number_text(v: float, digits: int = DIGITS) -> str:
+    """A printed number: 3 decimals; a hidden score's −∞ as the formulas write it.
+
+    >>> number_text(-float("inf")), number_text(0.12345), number_text(float("nan"))
+    ('−∞', '0.123', 'NaN')
+    """
+    if np.isnan(v):
+        return "NaN"
+    if np.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    return f"{v:.{digits}f}"
+
+
 def _cut(size: int, limit: int) -> tuple[list[int], str]:
     """The indices kept (the first limit) and the words for what was left out."""
     if size <= limit:
@@ -105,7 +118,7 @@ def section_of(trace: Trace, key: str, head: int = 0, title: str | None = None) 
     value, axes, head_note = step.value, step.axes, ""
     if value.ndim == 3:
         h = min(max(int(head), 0), value.shape[0] - 1)
-        head_note = f"{axes[0]} {h} of {axes[0]}={value.shape[0]} shown"
+        head_note = f"{axes[0]} {h} of {axes[0]}={value.shape[0]} shown" if value.shape[0] > 1 else ""
         value, axes = value[h], axes[1:]
     elif value.ndim > 3:
         raise ValueError(f"step {key}: a {value.ndim}-D value has no printed table")

@@ -16,7 +16,7 @@ import html
 
 import numpy as np
 
-from .document import Handout, Section, Table
+from .document import Handout, Section, Table, number_text
 
 CSS = """
 body { font-family: Georgia, 'Times New Roman', serif; color: #000; background: #fff; max-width: 60rem;
@@ -37,6 +37,8 @@ def shade(v: float, t: Table) -> str:
     """The cell's tint: blue below 0, red above (a 0..1 scale: blue), strength |v| over the step's largest."""
     if not np.isfinite(v):
         return "#dddddd"
+    if t.hi == t.lo:                                                    # one value (a scalar): nothing to compare
+        return "#ffffff"
     if t.scale in ("sequential", "mask"):
         a = 0.65 * (v - t.lo) / ((t.hi - t.lo) or 1.0)
         rgb = (40, 80, 160)
@@ -51,7 +53,7 @@ def _table(t: Table) -> str:
     e = html.escape
     head = "<tr><th></th>" + "".join(f"<th>{e(c)}</th>" for c in t.cols) + "</tr>"
     body = "".join("<tr><th>" + e(r) + "</th>" + "".join(
-        f'<td style="background:{shade(v, t)}">{v:.3f}</td>' for v in row) + "</tr>"
+        f'<td style="background:{shade(v, t)}">{number_text(v)}</td>' for v in row) + "</tr>"
         for r, row in zip(t.rows, t.values))
     note = f'<p class="small">Left out: {e(t.note)}.</p>' if t.note else ""
     return f"<table>{head}{body}</table>{note}"
