@@ -172,7 +172,7 @@ def print_tools(doc: Handout) -> None:
         row = st.container(horizontal=True)
         if row.button("Print or save as PDF", icon=":material/print:", type="primary", key="handout.print"):
             trusted_html(PRINT_SCRIPT, script=True)
-        row.download_button("Download as HTML", to_html(doc), file_name=f"handout-{doc.page or 'overview'}.html",
+        row.download_button("Download as HTML", lambda: to_html(doc), file_name=f"handout-{doc.page or 'overview'}.html",
                             mime="text/html", icon=":material/download:", key="handout.html",
                             help="One file, no internet needed: the numbers and sentences as here; the formulas as "
                                  "LaTeX source. Print from this page to have them typeset.")
