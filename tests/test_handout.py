@@ -126,6 +126,7 @@ def test_settings_in_words_and_a_sentence_that_stays_text_in_the_html_file():
     assert "&lt;b&gt;cat&lt;/b&gt;" in page and "<b>cat</b>" not in page
     assert "<script" not in page and "LaTeX source" in page
     assert page.count("<section>") == len(doc.sections)
+    assert '<a href="http://x/scores?d_k=8&amp;a=&lt;b&gt;">' in to_html(doc, "http://x/scores?d_k=8&a=<b>")
     assert "−∞" in to_html(make_handout("softmax", CLASS))              # a hidden score, as the formulas write it
     assert "\\frac" in page or "\\sqrt" in page                           # the scaled scores' formula, as source
 

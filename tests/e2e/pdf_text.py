@@ -8,6 +8,8 @@ import re
 import zlib
 
 OBJ = re.compile(rb"(\d+) 0 obj(.*?)endobj", re.S)
+# a font chosen (/F6 14 Tf), a string shown (<0012> Tj, [<00>-3<01>] TJ), the pen moved (Td, Tm, ...)
+SHOW = re.compile(rb"/(F\d+)\s+[\d.]+\s+Tf|<([0-9A-Fa-f]*)>\s*Tj|\[(.*?)\]\s*TJ|(Td|Tm|TD|T\*|ET)", re.S)
 STREAM = re.compile(rb"stream\r?\n(.*?)\r?\nendstream", re.S)
 
 
@@ -67,7 +69,7 @@ def pdf_text(pdf: bytes) -> str:
         if not data or b"BT" not in data or b"Tj" not in data and b"TJ" not in data:
             continue
         size, cmap = 1, {}
-        for tok in re.finditer(rb"/(F\d+)\s+[\d.]+\s+Tf|<([0-9A-Fa-f]*)>\s*Tj|\[(.*?)\]\s*TJ|(Td|Tm|TD|T\*|ET)", data, re.S):
+        for tok in SHOW.finditer(data):
             if tok.group(1):
                 size, cmap = fonts.get(names.get(tok.group(1).decode(), -1), (1, {}))
             elif tok.group(4):

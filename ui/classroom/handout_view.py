@@ -74,7 +74,8 @@ def choose(arrived: bool) -> str:
         st.markdown("Any page's formulas, numbers and sentences of why, for the sentence and settings in the sidebar, "
                     "as a document to print or save as PDF and hand out. It shows the page as you left it: its own "
                     "controls (a head, a step, a block size) as they were set there.")
-        st.selectbox("The handout of", paths, key=KEY, format_func=lambda p: f"{nav.section_of(file_of(p))} › {labels[p]}",
+        st.selectbox("The handout of", paths, key=KEY,
+                     format_func=lambda p: f"{nav.section_of(file_of(p))} › {labels[p]}",
                      help="Any page's formulas, numbers and sentences of why, for the sentence and settings in the "
                           "sidebar and the page's own controls as you left them.")
     return file_of(st.session_state[KEY])
@@ -114,11 +115,18 @@ def write_link(page_file: str) -> None:
         st.query_params.from_dict(query)
 
 
-def header(doc: Handout, page_file: str) -> None:
-    """The page, the sentence, the settings that differ from the defaults, the page's controls, a link to it."""
+def live_links(doc: Handout, page_file: str) -> tuple[str, str]:
+    """The live view's link: relative (works behind any proxy), and absolute as the browser sees the app ("" when
+    the browser sent no address), to be read off the paper."""
     query = live_query(page_file)
     url = "./" + doc.page + ("?" + urlencode(query, quote_via=quote, safe=",") if query else "")
-    absolute = (st.context.url or "").split("?")[0].split("#")[0].removesuffix("/").removesuffix("/handout")
+    base = (st.context.url or "").split("?")[0].split("#")[0].removesuffix("/").removesuffix("/handout")
+    return url, (base + url[1:] if base else "")
+
+
+def header(doc: Handout, page_file: str) -> None:
+    """The page, the sentence, the settings that differ from the defaults, the page's controls, a link to it."""
+    url, absolute = live_links(doc, page_file)
     st.header(f"{nav.section_of(page_file)} › {doc.title}", anchor=False)
     st.text(f"Sentence: {doc.sentence}")                         # typed by a student: shown as text
     if doc.tokens != doc.sentence:
@@ -128,8 +136,7 @@ def header(doc: Handout, page_file: str) -> None:
                                                       if doc.controls else ""))
     for note in doc.notes:
         st.caption(md(note))
-    st.markdown(f"[Open the live view]({url})" + (f" :small[`{(absolute + url[1:]).replace('`', '')}`]"
-                                                  if absolute else ""))
+    st.markdown(f"[Open the live view]({url})" + (f" :small[`{absolute.replace('`', '')}`]" if absolute else ""))
 
 
 def md(text: str) -> str:
@@ -166,13 +173,15 @@ def section(s: Section, i: int) -> None:
             st.caption(f"Left out: {t.note}.")
 
 
-def print_tools(doc: Handout) -> None:
+def print_tools(doc: Handout, page_file: str) -> None:
     """The print button (the browser's dialog: a printer, or Save as PDF) and the HTML download."""
+    link = live_links(doc, page_file)[1]                      # read now: the file is made later, on the click
     with st.container(key="handout-tools-print"):
         row = st.container(horizontal=True)
         if row.button("Print or save as PDF", icon=":material/print:", type="primary", key="handout.print"):
             trusted_html(PRINT_SCRIPT, script=True)
-        row.download_button("Download as HTML", lambda: to_html(doc), file_name=f"handout-{doc.page or 'overview'}.html",
+        row.download_button("Download as HTML", lambda: to_html(doc, link),
+                            file_name=f"handout-{doc.page or 'overview'}.html",
                             mime="text/html", icon=":material/download:", key="handout.html",
                             help="One file, no internet needed: the numbers and sentences as here; the formulas as "
                                  "LaTeX source. Print from this page to have them typeset.")
@@ -181,7 +190,7 @@ def print_tools(doc: Handout) -> None:
 
 def draw(doc: Handout, page_file: str) -> None:
     trusted_html(PRINT_CSS)
-    print_tools(doc)
+    print_tools(doc, page_file)
     header(doc, page_file)
     for i, s in enumerate(doc.sections):
         section(s, i)

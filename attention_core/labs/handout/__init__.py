@@ -13,5 +13,6 @@ from .html import shade, to_html
 from .document import DIGITS, MAX_COLS, MAX_ROWS, Handout, Section, Table, number_text, section_of, table_of
 from .pages import PAGES
 
-__all__ = ["make_handout", "settings_in_words", "Handout", "Section", "Table", "section_of", "table_of", "PAGES", "to_html", "shade", "number_text",
+__all__ = ["make_handout", "settings_in_words", "Handout", "Section", "Table", "section_of", "table_of", "PAGES",
+           "to_html", "shade", "number_text",
            "DIGITS", "MAX_ROWS", "MAX_COLS"]

@@ -30,5 +30,6 @@ def make_handout(page: str, config: Config, controls: dict | None = None, forwar
         forward = run_forward(config)
     parts = entry(config, dict(controls or {}), forward)
     sections = tuple(section_of(trace, key, head, name) for trace, key, head, name in parts.items)
-    return Handout(page, title, config.sentence, " ".join(forward.tokens), settings_in_words(config), tuple(parts.controls),
+    return Handout(page, title, config.sentence, " ".join(forward.tokens), settings_in_words(config),
+                   tuple(parts.controls),
                    tuple(list(forward.notices) + parts.notes), sections)

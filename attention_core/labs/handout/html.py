@@ -68,16 +68,19 @@ def _section(s: Section, i: int) -> str:
             f"{_table(s.table)}</section>")
 
 
-def to_html(doc: Handout) -> str:
-    """The whole handout as one HTML page (UTF-8)."""
+def to_html(doc: Handout, link: str = "") -> str:
+    """The whole handout as one HTML page (UTF-8); `link`: the live view's address, written out when given."""
     e = html.escape
     settings = "; ".join(doc.settings) if doc.settings else "the defaults"
     controls = f"<p><b>On the page:</b> {e('; '.join(doc.controls))}</p>" if doc.controls else ""
     notes = "".join(f'<p class="small">{e(n)}</p>' for n in doc.notes)
+    if link:
+        notes += f'<p class="small">The live view: <a href="{e(link)}">{e(link)}</a></p>'
     sections = "".join(_section(s, i) for i, s in enumerate(doc.sections))
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{e(doc.title)} · handout</title>'
             f"<style>{CSS}</style></head><body><h1>{e(doc.title)}</h1>"
-            f"<p><b>Sentence:</b> {e(doc.sentence)}</p><p><b>Tokens:</b> {e(doc.tokens)}</p><p><b>Settings:</b> {e(settings)}</p>{controls}{notes}"
+            f"<p><b>Sentence:</b> {e(doc.sentence)}</p><p><b>Tokens:</b> {e(doc.tokens)}</p>"
+            f"<p><b>Settings:</b> {e(settings)}</p>{controls}{notes}"
             '<p class="small">The formulas are written as LaTeX source (this file needs no internet and carries no '
             "typesetter); the Handout page's Print or save as PDF shows them typeset.</p>"
             f"{sections}</body></html>\n")
