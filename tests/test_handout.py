@@ -172,3 +172,11 @@ def test_by_default_the_handout_is_of_the_page_the_user_came_from():
     no_exception(at)
     assert headers(at) == ["Forward pass › Multi-head attention"]
     assert dict(at.query_params).get("handout.of") == "multi_head"
+
+
+@pytest.mark.parametrize("page", SHOWN)
+def test_a_handouts_title_is_its_pages(page):
+    import re
+    file = next(e[0] for _, pages in nav.SECTIONS for e in pages if e[3] == page)
+    source = (nav.ROOT / file).read_text(encoding="utf-8")
+    assert re.search(r"ui\.page\(PAGE, \"([^\"]+)\"", source).group(1) == PAGES[page][0]
