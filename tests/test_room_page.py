@@ -335,3 +335,25 @@ def test_the_rooms_question_reaches_a_following_student_in_the_same_fragment():
     assert "Which key has the largest weight in row 2?" in text_of(ana)
     assert [b.label for b in ana.button if b.label == "Send my answer"] == ["Send my answer"]
     assert ana.session_state["room.following"] is True
+
+
+def test_a_stops_question_is_made_from_the_stops_settings_and_reaches_the_class():
+    from attention_core import Config
+    from attention_core.labs.polls import make_poll
+    from classroom.lesson import Lesson, Stop
+    from ui.cache import get_trace
+    stop = Stop("Scores", "scores", {"sentence": "we love you", "d_k": "3"}, poll="attends")
+    teacher, code, _, ana = room_with_student()
+    teacher.session_state["room.lesson"] = Lesson("One stop", "", (stop,))
+    teacher.session_state["room.stop"] = 0
+    stay(button(teacher.run(), "Show this stop").click().run())
+    button(teacher, "Ask this stop's question").click().run()
+    no_exception(teacher)
+    expected = make_poll("attends", get_trace(Config(sentence="we love you", d_k=3)), 0)
+    poll = classroom.state(classroom.store_from_env(), code).poll
+    assert (poll["prompt"], poll["choices"], poll["answer"]) == (expected.prompt, list(expected.choices),
+                                                                  expected.answer)
+    assert teacher.session_state["room_poll_box"] is True           # the question box opens on its live chart
+    follow(ana)
+    from ui.text import md_escape
+    assert page_of(ana) == SCORES and md_escape(expected.prompt) in text_of(ana)    # the prompt as text

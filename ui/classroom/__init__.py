@@ -5,6 +5,6 @@ at ui's top, because every section's pages show it. What only these pages draw:
 
     handout_view   the Handout page: the page chosen, the document drawn (title, formulas, shaded numbers, why), the
                    print CSS and button, the HTML download
-    room_view   the room page: join (code + nickname), open a room (its code, join link and QR code, who has
-                joined, the teacher's private link), the lesson's stops, leave or end
+    room_view      the room page: join (code + nickname), open a room (its code, join link and QR code, who has
+                   joined, the teacher's private link), the lesson's stops, leave or end
 """
