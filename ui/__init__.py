@@ -14,6 +14,7 @@ it serves); what several sections use stays here, at the top:
     links            the app's root URL as the browser sees it, a full link to a page with its settings
     room_bar         a room's bar on every page: the teacher's "show this to the class" and lesson stops, a
                      student's following (room_follow) and the room in this session (room_session)
+    room_poll        a room's class question: the teacher's live chart and reveal, a student's answer card
 """
 from __future__ import annotations
 

@@ -13,11 +13,13 @@ import classroom
 
 from .page_state import view_of
 from .room_follow import student_bar
+from .room_poll import ask_poll, teacher_poll_panel
 from .room_session import ROOM_PAGE, go, leave, page_of, store
 from .text import md_escape
 
 SHOW = "Show this to the class"
-PREVIOUS, NEXT, THIS_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop"
+PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
+QUESTION = "Class question"
 
 
 def room_bar(page_file: str, config=None, trace=None) -> None:
@@ -27,12 +29,12 @@ def room_bar(page_file: str, config=None, trace=None) -> None:
             st.warning(md_escape(state.pop("room.ended")), icon=":material/door_open:")
         return
     if state.get("room.secret"):
-        teacher_bar(page_file, trace)
+        teacher_bar(page_file, config, trace)
     else:
         student_bar(page_file)
 
 
-def teacher_bar(page_file: str, trace=None) -> None:
+def teacher_bar(page_file: str, config=None, trace=None) -> None:
     state = st.session_state
     code, secret = state["room.code"], state["room.secret"]
     for notice in state.pop("room.notices", None) or []:
@@ -51,12 +53,18 @@ def teacher_bar(page_file: str, trace=None) -> None:
         left.markdown(f":material/co_present: **Room {code}** · {n} student{'' if n == 1 else 's'}")
         if page_file != ROOM_PAGE and right.button(SHOW, key="room_push", type="primary", icon=":material/cast:"):
             _push(code, secret, view_of(page_file))
+            if config is not None and config.embedding == "upload":
+                st.warning("Your uploaded vectors cannot travel to the class: their screens use the default "
+                           "embeddings.", icon=":material/info:")
         shown = state.pop("room.pushed", None)
         if shown:
             st.caption(f":material/check: Shown to the class (view {shown}): every following screen changes "
                        "within about a second.")
         if state.get("room.lesson") is not None:
-            lesson_steps(code, secret)
+            lesson_steps(code, secret, trace)
+        with st.expander(QUESTION, key="room_poll_box", on_change="rerun", icon=":material/campaign:") as box:
+            if box.open:                         # drawn (and the store read) only while the teacher has it open
+                teacher_poll_panel(store(), code, secret, trace)
 
 
 def _push(code: str, secret: str, view: dict) -> bool:
@@ -71,9 +79,10 @@ def _push(code: str, secret: str, view: dict) -> bool:
     return False
 
 
-def lesson_steps(code: str, secret: str) -> None:
+def lesson_steps(code: str, secret: str, trace=None) -> None:
     """The lesson's stop: its title, the question to ask, the teacher's note; ◀ / ▶ and "Show this stop" put the
-    stop's view into this session, show it to the class and switch to its page."""
+    stop's view into this session, show it to the class and switch to its page; a stop with a poll asks it (a
+    question of the bank made from the settings in force: the stop's, once shown)."""
     state = st.session_state
     lesson = state["room.lesson"]
     n = len(lesson.stops)
@@ -95,6 +104,10 @@ def lesson_steps(code: str, secret: str) -> None:
         target = i + 1
     if target is not None:
         step_to(code, secret, target)
+    if stop.poll and st.button(ASK_STOP, key="room_ask_stop", icon=":material/campaign:"):
+        if ask_poll(store(), code, secret, stop.poll, trace) is not None:
+            state["room_poll_box"] = True          # the question box opens with its live chart
+            st.rerun()
 
 
 def stop_view(stop) -> dict | None:

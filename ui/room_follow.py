@@ -5,6 +5,7 @@ Following: when the room's view is newer than the one this session last put in, 
 (ui.settings.apply_view) and the page switches to it (st.switch_page works inside a fragment in Streamlit
 1.67: it requests a full run of the new page). Stepped out: the view this session shows is no longer the one
 put in (a setting, a control, a tab, a cell or another page); the teacher's next view then waits for a click.
+The room's question (ui/room_poll.py's card) is drawn in the same fragment, from the same read of the room.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import streamlit as st
 import classroom
 
 from .page_state import view_of
+from .room_poll import student_poll_card
 from .room_session import go, known_page, leave, store
 from .text import md_escape
 
@@ -73,4 +75,5 @@ def _follow() -> None:
                                                                      icon=":material/undo:"):
                 state["room.following"] = True
                 go(view, version)
+    student_poll_card(store(), code, state.get("room.member"), room)
 

@@ -88,7 +88,7 @@ def too_many_misses(now: float | None = None) -> bool:
 def join(code_text: str, nickname: str) -> str:
     """Join a room as a student: its code (RoomError with its message if it cannot be joined)."""
     if too_many_misses():
-        raise classroom.TooMany(f"{MISSES} codes in a row opened no room: wait a minute, then type the code on "
+        raise classroom.TooMany(f"{MISSES} codes in a minute opened no room: wait a minute, then type the code on "
                                 "your teacher's screen again.")
     try:
         room_code = classroom.check(store(), code_text)

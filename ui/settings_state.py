@@ -166,6 +166,7 @@ def apply_view(view: dict) -> list[str]:
     state["s.last_good"] = config
     for key in ("s.config_error", "s.kv_notice", "s.upload_error"):
         state.pop(key, None)
+    state["s.url_notices"] = []               # the notices of the link this session opened are no longer in force
     from . import page_state
     return notices + page_state.put(str(view.get("page", "")), query)
 
