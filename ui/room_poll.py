@@ -102,10 +102,12 @@ def ask_poll(store, code, secret, kind: str, trace, seed: int = 0) -> str | None
     with a message shown (a kind that does not fit these settings, or the room's own message).
     It replaces any question in progress. Call it before teacher_poll_panel in the run (or rerun after it)."""
     kinds, _, make_poll = _bank()
-    poll = make_poll(kind, trace, seed) if trace is not None else None
+    poll = make_poll(kind, trace, seed) if trace is not None and kind in kinds else None
     if poll is None:
-        st.warning(md_escape(f"The question “{kinds.get(kind, kind)}” does not fit the current settings: "
-                             "choose another, or change the settings it needs."), icon=":material/info:")
+        st.warning(md_escape(f"The question “{kinds[kind]}” does not fit the current settings: choose another, "
+                             "or change the settings it needs." if kind in kinds else
+                             f"There is no question “{str(kind)[:40]}” in the bank: choose one of its questions."),
+                   icon=":material/info:")
         return None
     try:
         return classroom.open_poll(store, code, secret, {"kind": kind, "seed": int(seed), **poll.to_dict()})
