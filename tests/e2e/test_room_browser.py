@@ -225,6 +225,8 @@ def test_a_lesson_in_one_room(room_servers, chromium):
         poll = expected_poll(SENTENCE)
         right = poll.answer
         wrong = (right + 1) % len(poll.choices)
+        question = teacher.locator("[data-testid='stExpander']").filter(has_text="Class question").first
+        after_run(teacher, lambda: question.locator("summary").first.click(), timeout_ms=30_000)   # a lazy box
         click(teacher, "Ask the class")
         for tab, pick in ((ben, right), (ana, wrong)):
             expect(tab.get_by_text(poll.prompt, exact=False).first).to_be_visible(timeout=FOLLOW_S * 1000)

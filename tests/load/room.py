@@ -56,6 +56,7 @@ NICK_BOX = "Your nickname"
 JOIN = "Join the room"
 SHOW = "Show this to the class"
 BACK = "Back to the teacher's view"
+QUESTION_BOX = "room_poll_box"                  # the teacher's "Class question" expander (its key)
 ASK_KIND = "Ask the class a question"
 ASK = "Ask the class"
 PICK = "Your answer"
@@ -166,7 +167,11 @@ class Teacher(Tab):
         return t0
 
     def ask(self, kind_index: int = 0):
-        """Ask the class the bank's question (the kind at this place in the box)."""
+        """Ask the class the bank's question (the kind at this place in the box), in the room bar's lazy
+        "Class question" expander (opened first, as a click on it does)."""
+        if not self.last.has_widget("button", ASK):
+            self.last = self.s.open_expander(self.screen, QUESTION_BOX)
+            self.check(self.last)
         if kind_index:
             box = self.last.widget("selectbox", ASK_KIND)
             self.rerun([self.s.option_state(box, kind_index)])
