@@ -27,7 +27,7 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
-from bench._common import EXCEPTION, Server, Session, after_run, new_context
+from bench._common import EXCEPTION, Server, Session, after_run, new_context, wait_for_charts
 from tests.e2e.conftest import require_browser
 
 FOLLOW_S = 2.5                 # a following screen shows the teacher's view within this (the issue: "about a second")
@@ -155,6 +155,13 @@ def expected_poll(sentence: str):
     return poll
 
 
+def poll_bars(tab, labels: list[str]) -> list[str]:
+    """The strings drawn in the poll's bar chart (the one whose rows are the choices' labels)."""
+    found = wait_for_charts(tab, lambda cs: any(set(labels) <= set(c["texts"]) for c in cs if c["rendered"]),
+                            timeout_ms=10_000)
+    return next((c["texts"] for c in found if c["rendered"] and set(labels) <= set(c["texts"])), [])
+
+
 # ---- the lesson ------------------------------------------------------------------------------------------
 
 def test_a_lesson_in_one_room(room_servers, chromium):
@@ -248,6 +255,11 @@ def test_a_lesson_in_one_room(room_servers, chromium):
         for tab, mine in ((ben, right), (ana, wrong)):
             expect(tab.get_by_text(f"you: {letter[mine]} · right: {letter[right]} · class: 1 of 2 chose "
                                    f"{letter[right]}", exact=False).first).to_be_visible(timeout=5_000)
+        # the bars themselves: each one's count written on it, the right one and the student's own tagged
+        labels = [f"{letter[i]}. {c}" for i, c in enumerate(poll.choices)]
+        for tab, tags in ((teacher, {"1 · right", "1"}), (ben, {"1 · right · you", "1"}),
+                          (ana, {"1 · right", "1 · you"})):
+            assert tags <= set(poll_bars(tab, labels)), (tags, poll_bars(tab, labels))
         phase('poll')
         for tab in (teacher, ben, ana):
             assert tab.locator(EXCEPTION).count() == 0
