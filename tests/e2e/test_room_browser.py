@@ -15,9 +15,11 @@ Run twice: one app process with the in-memory store; and two app processes shari
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -155,6 +157,14 @@ def expected_poll(sentence: str):
     return poll
 
 
+def shot(tab, name: str) -> None:
+    """With ATTENTION_EXPLORER_SHOTS=<folder>: the screen as a PNG there (for a note), else nothing."""
+    folder = os.environ.get("ATTENTION_EXPLORER_SHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        tab.screenshot(path=str(Path(folder) / f"room_{name}.png"), full_page=True)
+
+
 def poll_bars(tab, labels: list[str]) -> list[str]:
     """The strings drawn in the poll's bar chart (the one whose rows are the choices' labels)."""
     found = wait_for_charts(tab, lambda cs: any(set(labels) <= set(c["texts"]) for c in cs if c["rendered"]),
@@ -180,6 +190,7 @@ def test_a_lesson_in_one_room(room_servers, chromium):
         codes = CODE.findall(big.inner_text())
         assert len(codes) == 1, big.inner_text()
         code = codes[0]
+        shot(teacher, "teacher_opened")
 
         phase('opened')
         # the students join: Ben on server A, Ana on server B (the same server in the one-process run)
@@ -209,6 +220,7 @@ def test_a_lesson_in_one_room(room_servers, chromium):
             shows_view(tab, CALCULATOR, SENTENCE)
             assert query(tab).get("sentence") == SENTENCE, tab.url
             assert took <= FOLLOW_S
+        shot(ana, "student_following")
 
         phase('pushed')
         # Ana steps out (a sentence of her own); the teacher shows another tab
@@ -220,6 +232,7 @@ def test_a_lesson_in_one_room(room_servers, chromium):
         shows_view(ben, SHARING, SENTENCE)
         expect(ana.get_by_text("Your teacher is showing something new", exact=False).first).to_be_visible(
             timeout=FOLLOW_S * 1000)
+        shot(ana, "student_stepped_out")
         shows_view(ana, CALCULATOR, OWN_SENTENCE)                   # she stays where she was
         assert query(ana).get("sentence") == OWN_SENTENCE
         back = button(ana, "Back to the teacher's view")
@@ -252,6 +265,8 @@ def test_a_lesson_in_one_room(room_servers, chromium):
             timeout=FOLLOW_S * 1000)
         expect(ana.get_by_text(f"You chose {letter[wrong]}.", exact=False).first).to_be_visible(timeout=FOLLOW_S * 1000)
         expect(ana.get_by_text(f"the answer is {letter[right]}.", exact=False).first).to_be_visible(timeout=5_000)
+        shot(teacher, "teacher_revealed")
+        shot(ana, "student_revealed")
         for tab, mine in ((ben, right), (ana, wrong)):
             expect(tab.get_by_text(f"you: {letter[mine]} · right: {letter[right]} · class: 1 of 2 chose "
                                    f"{letter[right]}", exact=False).first).to_be_visible(timeout=5_000)

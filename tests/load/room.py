@@ -636,10 +636,11 @@ def outside_a_room(ports: list[int], n: int, seconds: float, seed: int) -> dict:
 
 
 def class_exploring(farm: Farm, n: int, seconds: float, seed: int, log, label: str) -> tuple[dict, dict]:
-    """One student exploring alone in a room; n students exploring outside any room."""
+    """One student exploring alone in a room (for 2 x seconds: its p95 is every ratio's reference); n students
+    exploring outside any room."""
     solo = open_class(farm.ports, 1)
     solo.students[0].go(PUSH_PAGES[0])              # a page with the settings (the room page has none)
-    alone = timed(farm, lambda: explore(solo.students, seconds, seed=seed))
+    alone = timed(farm, lambda: explore(solo.students, 2 * seconds, seed=seed))     # twice as long: 2x the moves
     solo.close()
     log(f"  {label}: one student exploring in a room: p95 {ms(alone['p95'])} ms ({alone['moves']} moves)")
     outside = timed(farm, lambda: outside_a_room(farm.ports, n, seconds, seed))
