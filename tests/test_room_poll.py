@@ -119,7 +119,8 @@ def test_a_poll_from_asking_to_the_reveal(room):
     values = bars(teacher)
     assert [v["role"] for v in values] == ["other", "other", "right", "other"]
     assert values[2]["tag"] == "2 · right"
-    assert "The answer: C. sat" in text(teacher).replace("\\", "") and "1.3 is the largest" in text(teacher).replace("\\", "")
+    shown = text(teacher).replace("\\", "")
+    assert "The answer: C. sat" in shown and "1.3 is the largest" in shown
     assert [b.label for b in teacher.button] == ["Next question", "Close the question"]
 
     for at, you in ((ana, 2), (ben, 1), (cy, 2)):
@@ -248,3 +249,78 @@ def test_a_student_rerun_reads_the_store_once(room, capsys):
     with capsys.disabled():
         print(f"\nstudent poll card rerun (open question): AppTest run median {sorted(ms)[len(ms) // 2]:.1f} ms, "
               f"the card itself {card:.2f} ms")
+
+
+@pytest.fixture(scope="module")
+def trace():
+    from attention_core import Config, run_forward
+    return run_forward(Config())
+
+
+def test_the_teacher_asks_from_the_bank_and_moves_to_the_next_question(room, trace):
+    from attention_core.labs.polls import POLL_KINDS, available, make_poll
+    store, code, secret, teacher, (ana, _, _) = room
+    teacher.session_state["t.trace"] = trace
+    teacher.run()
+    no_exception(teacher)
+    kinds = available(trace)
+    menu = teacher.selectbox(key="poll.kind")
+    assert menu.options == [POLL_KINDS[k] for k in kinds] and "kv_head" in kinds
+    menu.set_value("kv_head").run()
+    expected = make_poll("kv_head", trace, 0)
+    assert f"The class will see: {expected.prompt}" in text(teacher).replace("\\", "")
+    teacher.button(key="poll.ask").click().run()
+    no_exception(teacher)
+    poll = classroom.state(store, code).poll
+    assert (poll["kind"], poll["prompt"], poll["choices"], poll["answer"], poll["explanation"]) == (
+        "kv_head", expected.prompt, list(expected.choices), expected.answer, expected.explanation)
+    assert [v["label"] for v in bars(teacher)] == [f"{'ABCD'[i]}. {c}" for i, c in enumerate(expected.choices)]
+    ana.run()
+    send(ana, expected.answer)
+    teacher.run()
+    assert sum(v["count"] for v in bars(teacher)) == 1 and "1 of 3 students answered" in text(teacher)
+
+    teacher.button(key="poll.reveal").click().run()
+    assert bars(teacher)[expected.answer]["role"] == "right"
+    teacher.button(key="poll.next").click().run()                  # the bank's next kind, a new seed
+    no_exception(teacher)
+    following = kinds[kinds.index("kv_head") + 1]
+    poll = classroom.state(store, code).poll
+    assert poll["kind"] == following and not poll["revealed"]
+    assert poll["prompt"] == make_poll(following, trace, 2).prompt
+    assert {v["role"] for v in bars(teacher)} == {"answer"} and sum(v["count"] for v in bars(teacher)) == 0
+    ana.run()
+    assert ana.radio[0].value is None and not ana.info               # a new question: no answer yet
+
+
+def test_ask_poll_says_when_a_kind_does_not_fit(room, trace):
+    store, code, secret, _, _ = room
+
+    def stepper():
+        import streamlit as st
+
+        from ui.room_poll import ask_poll
+        s = st.session_state
+        s["t.asked"] = ask_poll(s["t.store"], s["room.code"], s["room.secret"], s["t.kind"], s["t.trace"], seed=3)
+
+    for kind, message in (("which_head", "does not fit the current settings"),       # one head: nothing to compare
+                          ("no_such_kind", "There is no question “no\\_such\\_kind” in the bank")):
+        at = session(stepper, **{"t.store": store, "room.code": code, "room.secret": secret, "t.kind": kind,
+                                 "t.trace": trace})
+        no_exception(at)
+        assert at.session_state["t.asked"] is None and message in at.warning[0].value
+    assert classroom.state(store, code).poll is None
+    at = session(stepper, **{"t.store": store, "room.code": code, "room.secret": "a guess", "t.kind": "shape",
+                             "t.trace": trace})
+    assert at.session_state["t.asked"] is None and "Only the teacher who opened room" in at.error[0].value
+    at = session(stepper, **{"t.store": store, "room.code": code, "room.secret": secret, "t.kind": "shape",
+                             "t.trace": trace})
+    assert at.session_state["t.asked"] == classroom.state(store, code).poll["id"]
+
+
+def test_the_chart_spec_examples():
+    """ui/ is not among pytest's doctest paths: the module's examples run here."""
+    import doctest
+
+    import ui.room_poll
+    assert doctest.testmod(ui.room_poll, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0

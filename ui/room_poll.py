@@ -35,6 +35,7 @@ from .text import md_escape
 
 LETTERS = "ABCDEFGH"                                   # classroom.room.MAX_CHOICES = 8
 ANSWER, RIGHT, YOU, OTHER = "#5c7cfa", "#1f5fa8", "#c2560b", "#ced4da"   # before the reveal all bars alike
+BAND = "#dbe8f7"                                       # behind the right row once revealed
 MINE, FROZEN, NOTE, SEED = "poll.mine", "poll.frozen", "poll.note", "poll.seed"       # session keys
 
 
@@ -49,8 +50,9 @@ def choice_text(poll: dict, i: int) -> str:
 
 def poll_bars_spec(choices, counts, right: int | None = None, you: int | None = None, big: bool = False) -> dict:
     """Horizontal bars, one per choice labelled 'A. …', its count written on it; with `right` (after the reveal
-    only) the right bar in dark blue and tagged 'right', with `you` a student's own bar tagged 'you' (orange
-    when it is not the right one). Plain Vega-Lite: the labels are SVG text, never Markdown or HTML."""
+    only) the right bar in dark blue on a pale band across its row (seen with no votes) and tagged 'right'; with
+    `you` a student's own bar tagged 'you' (orange when it is not the right one). Plain Vega-Lite: the labels
+    are SVG text, never Markdown or HTML."""
     values = []
     for i, (choice, n) in enumerate(zip(choices, counts)):
         marks = [m for m, on in (("right", i == right), ("you", i == you)) if on]
@@ -58,6 +60,10 @@ def poll_bars_spec(choices, counts, right: int | None = None, you: int | None = 
         values.append({"i": i, "label": f"{letter(i)}. {choice}", "count": int(n),
                        "role": {ANSWER: "answer", RIGHT: "right", YOU: "you", OTHER: "other"}[role],
                        "colour": role, "tag": " · ".join([str(int(n))] + marks)})
+    top = max(1, max(counts, default=0)) * 1.25
+    band = [{"transform": [{"filter": "datum.role == 'right'"}],       # the right row, seen even with no votes
+             "mark": {"type": "bar", "color": BAND},
+             "encoding": {"x": {"datum": 0}, "x2": {"datum": top}}}] if right is not None else []
     font = 18 if big else 13
     return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": values},
             "width": 560 if big else 380, "height": {"step": 46 if big else 32},
@@ -65,10 +71,10 @@ def poll_bars_spec(choices, counts, right: int | None = None, you: int | None = 
                 "y": {"field": "label", "type": "nominal", "sort": {"field": "i", "order": "ascending"}, "title": None,
                       "axis": {"labelFontSize": font, "labelLimit": 420 if big else 260}},
                 "x": {"field": "count", "type": "quantitative", "title": "students",
-                      "scale": {"domain": [0, max(1, max(counts, default=0)) * 1.25]},
+                      "scale": {"domain": [0, top]},
                       "axis": {"tickMinStep": 1, "format": "d", "labelFontSize": font - 2,
                                "titleFontSize": font - 2, "titleFontWeight": "normal"}}},
-            "layer": [{"mark": {"type": "bar", "cornerRadiusEnd": 3},
+            "layer": band + [{"mark": {"type": "bar", "cornerRadiusEnd": 3},
                        "encoding": {"color": {"field": "colour", "type": "nominal", "scale": None, "legend": None},
                                     "tooltip": [{"field": "label", "type": "nominal", "title": "choice"},
                                                 {"field": "count", "type": "quantitative", "title": "students"}]}},
@@ -102,10 +108,12 @@ def ask_poll(store, code, secret, kind: str, trace, seed: int = 0) -> str | None
     with a message shown (a kind that does not fit these settings, or the room's own message).
     It replaces any question in progress. Call it before teacher_poll_panel in the run (or rerun after it)."""
     kinds, _, make_poll = _bank()
-    poll = make_poll(kind, trace, seed) if trace is not None else None
+    poll = make_poll(kind, trace, seed) if trace is not None and kind in kinds else None
     if poll is None:
-        st.warning(md_escape(f"The question “{kinds.get(kind, kind)}” does not fit the current settings: "
-                             "choose another, or change the settings it needs."), icon=":material/info:")
+        st.warning(md_escape(f"The question “{kinds[kind]}” does not fit the current settings: choose another, "
+                             "or change the settings it needs." if kind in kinds else
+                             f"There is no question “{str(kind)[:40]}” in the bank: choose one of its questions."),
+                   icon=":material/info:")
         return None
     try:
         return classroom.open_poll(store, code, secret, {"kind": kind, "seed": int(seed), **poll.to_dict()})
