@@ -3,7 +3,7 @@ import streamlit as st
 import ui
 from classroom.lesson import LessonError, shipped
 from ui.classroom import lessons_view as view
-from ui.labs.share import app_base
+from ui.links import app_base
 
 PAGE = "app_pages/61_lessons.py"
 view.remember_came_from(PAGE)                       # the page the teacher came from, with its settings

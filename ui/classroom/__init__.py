@@ -2,4 +2,7 @@
 Handout (62_handout.py). The rooms, lessons and stores are the classroom package's (no Streamlit there); what is
 on every page for a room's teacher and students (the room bar, following, the poll card) is ui/room_bar.py,
 at ui's top, because every section's pages show it. What only these pages draw:
+
+    lessons_view   the Lessons page: the shipped lessons and the builder's (stops with links to their views, teach,
+                   add the view you came from, edit, reorder, save as a file, load one, share as a link)
 """

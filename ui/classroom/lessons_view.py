@@ -263,18 +263,23 @@ def save_and_share(draft: Lesson, base: str) -> None:
 
 
 def load_file(uploaded) -> None:
-    """A chosen file into the builder, once per file; a bad one: its message, and the lesson in progress stays."""
-    if uploaded is None or st.session_state.get(UPLOAD) == uploaded.file_id:
+    """A chosen file into the builder, once per file; a bad one: its message, and the lesson in progress stays. The
+    message stays under the file box while the file is in it."""
+    if uploaded is None:
         return
-    st.session_state[UPLOAD] = uploaded.file_id
-    try:
-        lesson = from_json(uploaded.getvalue())
-    except LessonError as err:
-        _say("error", f"{uploaded.name}: {err}" + (" The lesson in progress is unchanged." if
-                                                   st.session_state.get(DRAFT) is not None else ""))
-        return
-    _set_draft(lesson)
-    _say("success", f"Loaded “{lesson.title}” from {uploaded.name}: {len(lesson.stops)} stops.")
+    done = st.session_state.get(UPLOAD)
+    if done is None or done[0] != uploaded.file_id:
+        try:
+            lesson = from_json(uploaded.getvalue())
+        except LessonError as err:
+            kept = " The lesson in progress is unchanged." if st.session_state.get(DRAFT) is not None else ""
+            done = (uploaded.file_id, "error", f"{uploaded.name}: {err}{kept}")
+        else:
+            _set_draft(lesson)
+            done = (uploaded.file_id, "success", f"Loaded “{lesson.title}” from {uploaded.name}: "
+                                                 f"{len(lesson.stops)} stops.")
+        st.session_state[UPLOAD] = done
+    (st.error if done[1] == "error" else st.success)(md_escape(done[2]))
 
 
 def builder(base: str) -> None:
