@@ -15,7 +15,10 @@ kind does not fit). A Poll's to_dict() is what a room's poll holds.
     poll             Poll, and the choices: the answer and the distractors as displayed, deduplicated, shuffled
     forward_polls    the quiz's questions made multiple choice: attends, shape, which_head, scaled_score,
                      masked_weight
+    rope_polls       rope_shift: a RoPE score after the whole sentence moves by Δ positions
+    mask_polls       window_keys: the keys a sliding window of W keeps for query i
     kv_polls         grouped KV heads and the cache: kv_head, kv_cache_size (a published model's configuration)
+    online_polls     online_max: the online softmax's running maximum after a block
 """
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ from ..quiz import fingerprint
 from .forward_polls import attends_poll, masked_weight_poll, scaled_score_poll, shape_poll, which_head_poll
 from .poll import Poll
 from .kv_polls import kv_cache_size_poll, kv_head_poll
+from .mask_polls import window_keys_poll
+from .online_polls import online_max_poll
+from .rope_polls import rope_shift_poll
 
 POLL_KINDS: dict[str, str] = {
     "attends": "the word a row attends to most",
@@ -42,8 +48,8 @@ POLL_KINDS: dict[str, str] = {
 
 MAKERS = {"attends": attends_poll, "shape": shape_poll, "which_head": which_head_poll,
           "scaled_score": scaled_score_poll, "masked_weight": masked_weight_poll,
-          "kv_head": kv_head_poll, "kv_cache_size": kv_cache_size_poll}
-POLL_KINDS = {kind: words for kind, words in POLL_KINDS.items() if kind in MAKERS}
+          "rope_shift": rope_shift_poll, "window_keys": window_keys_poll, "kv_head": kv_head_poll,
+          "kv_cache_size": kv_cache_size_poll, "online_max": online_max_poll}
 
 
 def make_poll(kind: str, trace: Trace, seed: int = 0) -> Poll | None:

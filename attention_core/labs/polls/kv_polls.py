@@ -96,7 +96,7 @@ def cache_size_poll_for(p: Preset, tokens: int, bytes_per_value: int, rng: np.ra
                 f"large is its KV cache for one sequence of {tokens:,} tokens?",
                 right, [b for _, b in wrong],
                 f"Each layer keeps K and V (the 2) for each KV head: {cache_terms(p, tokens, bytes_per_value)}. "
-                + "; ".join(f"{why[0].upper()}{why[1:]}: {b}" for why, b in wrong if b != right) + ".", rng)
+                "The wrong choices: " + "; ".join(f"{why}, {b}" for why, b in wrong if b != right) + ".", rng)
 
 
 def kv_cache_size_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
