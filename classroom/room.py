@@ -254,3 +254,9 @@ def close_poll(store: Store, code, secret) -> None:
     code = _code(code)
     _teacher(store, code, secret)
     store.hset(_key(code), {"poll": ""})
+
+
+def is_teacher(store: Store, code, secret) -> bool:
+    """Whether `secret` is the teacher's of room `code` (a reclaimed session): NoRoom if there is no such room."""
+    code = _code(code)
+    return same_secret(secret, _room(store, code).get("secret", ""))
