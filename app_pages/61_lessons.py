@@ -1,7 +1,7 @@
 import streamlit as st
 
 import ui
-from classroom.lesson import LessonError, shipped
+from classroom.lesson import LessonError
 from ui.classroom import lessons_view as view
 from ui.links import app_base
 
@@ -18,7 +18,7 @@ view.message()
 
 st.subheader("Lessons that come with the app")
 try:
-    lessons = shipped()
+    lessons = view.shipped_lessons()
 except LessonError as err:                           # a broken file in classroom/lessons/: say which, show none
     st.error(f"A lesson that comes with the app cannot be read: {err}")
     lessons = {}

@@ -223,6 +223,9 @@ def test_teach_this_lesson_hands_it_to_the_room():
     at.button(key="lessons.teach.todays_attention").click().run()
     no_exception(at)
     assert at.session_state["room.lesson"] == LESSONS["todays_attention"] and at.session_state["room.stop"] == 0
+    if (nav.ROOT / "app_pages/60_room.py").exists():                         # the room page takes it from there
+        assert at.session_state["s.page"] == "app_pages/60_room.py"
+        assert "Today's attention" in "\n".join(m.value for m in at.markdown)
 
 
 def test_save_gives_the_lessons_file(monkeypatch):
@@ -294,3 +297,15 @@ def test_the_builder_adds_the_view_you_came_from_and_keeps_the_lesson_across_pag
     at.button(key=f"lessons.e{v}.0.delete").click().run()
     no_exception(at)
     assert [(s.page, s.ask) for s in at.session_state["lessons.draft"].stops] == [("qkv", "")]
+
+
+def test_a_loaded_lessons_text_is_shown_as_text():
+    stop = Stop("<b>bold</b> **stop**", "scores", {"d_k": "6"}, ask="$x$ <script>alert(1)</script>?")
+    lesson = Lesson("[click](http://example.com)", "", (stop,))
+    at = open_page(PAGE, query={"lesson": to_link(lesson)})
+    no_exception(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "\\<b\\>bold\\</b\\> \\*\\*stop\\*\\*" in text and "\\$x\\$ \\<script\\>" in text
+    assert "<b>" not in text and "<script>" not in text
+    (link,) = [e.proto for e in at.get("page_link") if e.proto.page == "scores"]
+    assert link.query_string == "d_k=6"

@@ -9,12 +9,14 @@ escaped, never as Markdown that runs.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 
 import streamlit as st
 
-from classroom.lesson import MAX_STOPS, MAX_TEXT, Lesson, LessonError, Stop, from_json, from_link, to_json, to_link
+from classroom.lesson import (MAX_STOPS, MAX_TEXT, Lesson, LessonError, Stop, from_json, from_link, shipped, to_json,
+                              to_link)
 
 from .. import nav, page_state
 from ..text import md_escape
@@ -24,6 +26,12 @@ DRAFT, VERSION, MESSAGE, CAME, LINK, UPLOAD = ("lessons.draft", "lessons.v", "le
                                                "lessons.link", "lessons.upload")
 PAGES = {path: file for _, pages in nav.SECTIONS for file, _, _, path in pages}       # URL path -> page file
 CLASSROOM = {file for section, pages in nav.SECTIONS if section == "Classroom" for file, _, _, _ in pages}
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_lessons() -> dict[str, Lesson]:
+    """The lessons that come with the app, read once per process (LessonError if one of the files is broken)."""
+    return shipped()
 
 
 def poll_kinds() -> dict[str, str]:
@@ -62,19 +70,12 @@ def _set_draft(lesson: Lesson | None, edit: int = 0) -> None:
 
 # ---- before ui.page: what the address and the last page bring ----------------------------------------------
 
-def view_of(page_file: str) -> dict:
-    """The view a page shows now: {"page": its file, "query": its link's parameters (settings, own controls, cell)}."""
-    if hasattr(page_state, "view_of"):
-        return page_state.view_of(page_file)
-    return {"page": page_file, "query": {**st.session_state.get("s.query", {}), **page_state.params(page_file)}}
-
-
 def remember_came_from(page_file: str) -> None:
     """Before ui.page: keep the view of the page the teacher came from (not a Classroom page), while its settings are
     still the session's."""
     came = st.session_state.get("s.page")
     if came and came != page_file and came not in CLASSROOM:
-        st.session_state[CAME] = view_of(came)
+        st.session_state[CAME] = page_state.view_of(came)
 
 
 def load_from_address(raw) -> None:
