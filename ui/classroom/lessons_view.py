@@ -105,10 +105,11 @@ def message() -> None:
 
 
 def stops_list(lesson: Lesson) -> None:
-    """Each stop: its number and title, its page, the question; a link that opens its view."""
+    """Each stop: its number and title, its page, its poll, the question; a link that opens its view."""
+    kinds = poll_kinds()
     for n, stop in enumerate(lesson.stops):
         file = page_of(stop)
-        poll = f" · poll: {md_escape(stop.poll)}" if stop.poll else ""
+        poll = f" · poll: {md_escape(kinds.get(stop.poll, stop.poll))}" if stop.poll else ""
         st.markdown(f"**{n + 1}\\. {md_escape(stop.title)}** · {md_escape(page_label(stop))}{poll}  \n"
                     + (md_escape(stop.ask) if stop.ask else ":gray[no question]"))
         if file:
@@ -135,10 +136,8 @@ def lesson_card(lesson: Lesson, key: str, editable: bool = False) -> None:
             if lesson.about:
                 st.caption(md_escape(lesson.about))
             stops_list(lesson)
-            c1, c2 = st.columns(2)
-            with c1:
+            with st.container(horizontal=True):
                 teach(lesson, key)
-            with c2:
                 st.button("Edit a copy", key=f"lessons.copy.{key}", icon=":material/edit:", on_click=_copy, args=(lesson,),
                           help="Puts this lesson into the builder below, where you can change it and save it.")
 
@@ -201,15 +200,20 @@ def _edit_lesson(field: str, key: str) -> None:
     st.session_state[DRAFT] = replace(st.session_state[DRAFT], **{field: st.session_state[key]})
 
 
+def view_text(view: dict) -> str:
+    """'4 · Scores & scaling, with d_k=6, scores.tab=1' (the page's label and its link's parameters)."""
+    query = view["query"]
+    return nav.label_of(view["page"]) + (", with " + ", ".join(f"{k}={v}" for k, v in query.items()) if query else
+                                         ", at the defaults")
+
+
 def came_from_button() -> None:
     came = st.session_state.get(CAME)
-    where = (f"{nav.label_of(came['page'])}" + (f", {len(came['query'])} settings changed" if came["query"] else
-                                               ", the default settings") if came else "")
     st.button("Add the view you came from as a stop", key="lessons.add", icon=":material/add_location_alt:",
               on_click=_add_came_from, disabled=not came,
-              help=f"The page you last looked at, as you left it: {where}." if came else
-              "Open a page (set it up as you want the class to see it), then come back here.")
-    st.caption(f"The view you came from: {md_escape(where)}." if came else
+              help="The page you last looked at, as you left it: its settings, own controls, open tab and clicked "
+                   "cell." if came else "Open a page (set it up as you want the class to see it), then come back here.")
+    st.caption(f"The view you came from: {md_escape(view_text(came))}." if came else
                "Visit the page you want as a stop, set it up, then come back: it becomes the next stop.")
 
 
@@ -224,9 +228,7 @@ def stop_editor(draft: Lesson, v: int) -> None:
     k = f"lessons.e{v}.{i}"
     st.text_input("Title", stop.title, key=f"{k}.title", max_chars=MAX_TEXT, on_change=_edit_stop,
                   args=(i, "title", f"{k}.title"))
-    st.caption(f"Opens {md_escape(page_label(stop))}"
-               + (" with " + md_escape(", ".join(f"{a}={b}" for a, b in stop.query.items())) if stop.query else
-                  " with the default settings") + ".")
+    st.caption(f"Opens {md_escape(view_text({'page': page_of(stop), 'query': stop.query}) if page_of(stop) else page_label(stop))}.")
     st.text_area("Question for the class", stop.ask, key=f"{k}.ask", max_chars=MAX_TEXT, on_change=_edit_stop,
                  args=(i, "ask", f"{k}.ask"), help="Predict, then reveal: ask it before the view shows the answer.")
     kinds = poll_kinds()
@@ -249,15 +251,16 @@ def file_name(lesson: Lesson) -> str:
     return (re.sub(r"[^a-z0-9]+", "_", lesson.title.lower()).strip("_")[:60] or "lesson") + ".json"
 
 
-def save_and_share(draft: Lesson, base: str) -> None:
-    """The file and the link, once the lesson reads back as it is (a title, one stop at least)."""
+def readable(draft: Lesson) -> str | None:
+    """None if the lesson reads back from its file as it is, else why not (no title, no stop)."""
     try:
         from_json(to_json(draft))
     except LessonError as err:
-        st.caption(f"To save or share it: {md_escape(str(err))}")
-        return
-    st.download_button("Save as a file", to_json(draft), file_name=file_name(draft), mime="application/json",
-                       key="lessons.save", icon=":material/download:", on_click="ignore")
+        return str(err)
+    return None
+
+
+def share(draft: Lesson, base: str) -> None:
     st.markdown("**Share as a link**: whoever opens it gets this page with the lesson in the builder.")
     st.code(f"{base}/{nav.url_path_of('app_pages/61_lessons.py')}?lesson={to_link(draft)}", language=None,
             wrap_lines=True)
@@ -299,13 +302,20 @@ def builder(base: str) -> None:
                   args=("title", f"lessons.e{v}.title"))
     c2.text_input("About", draft.about, key=f"lessons.e{v}.about", max_chars=MAX_TEXT, on_change=_edit_lesson,
                   args=("about", f"lessons.e{v}.about"))
-    if not draft.stops:
-        st.caption("No stops yet: add the view you came from.")
-    else:
+    if draft.stops:
         with st.container(border=True):
             stop_editor(draft, v)
         stops_list(draft)
-        teach(draft, "draft")
-    save_and_share(draft, base)
-    st.button("Close this lesson", key="lessons.close", icon=":material/close:", on_click=_set_draft, args=(None,),
-              help="Empties the builder (save the lesson first to keep it).")
+    why_not = readable(draft)
+    with st.container(horizontal=True):
+        if why_not is None:                      # a lesson with a title and a stop: teach it, save it
+            teach(draft, "draft")
+            st.download_button("Save as a file", to_json(draft), file_name=file_name(draft), mime="application/json",
+                               key="lessons.save", icon=":material/download:", on_click="ignore")
+        st.button("Close this lesson", key="lessons.close", icon=":material/close:", on_click=_set_draft,
+                  args=(None,), help="Empties the builder (save the lesson first to keep it).")
+    if why_not is None:
+        share(draft, base)
+    else:
+        st.caption(f"To teach, save or share it: {md_escape(why_not)}" + (" Add the view you came from." if
+                                                                           not draft.stops else ""))
