@@ -366,3 +366,10 @@ declare("app_pages/52_induction_heads.py",
         tab("induction.tab", INDUCTION_TABS),
         integer("induction.i", 30, 20, 39, "the query position i"),
         choice("induction.ablate", "all", INDUCTION_ABLATE, "the head zeroed"))
+
+# /handout (the page whose handout is drawn, by its URL path: "" is the Overview; the Classroom's pages have none)
+from .nav import SECTIONS as _SECTIONS  # noqa: E402  (the navigation holds no page state: no circle)
+
+declare("app_pages/62_handout.py",
+        choice("handout.of", "", tuple(e[3] for section, pages in _SECTIONS if section != "Classroom" for e in pages),
+               "the page the handout is of"))

@@ -7,4 +7,6 @@ at ui's top, because every section's pages show it. What only these pages draw:
                    joined, the teacher's private link), the lesson's stops, leave or end
     lessons_view   the Lessons page: the shipped lessons and the builder's (stops with links to their views, teach,
                    add the view you came from, edit, reorder, save as a file, load one, share as a link)
+    handout_view   the Handout page: the page chosen, the document drawn (title, formulas, shaded numbers, why), the
+                   print CSS and button, the HTML download
 """
