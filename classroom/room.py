@@ -134,7 +134,7 @@ def check(store: Store, code) -> str:
 
 def clean_text(text, limit: int) -> str:
     """Printable characters only, spaces collapsed, at most `limit` characters (still shown as text by ui)."""
-    text = "".join(ch for ch in str(text) if unicodedata.category(ch)[0] != "C")
+    text = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in str(text))   # a tab, a newline: a space
     return " ".join(text.split())[:limit]
 
 

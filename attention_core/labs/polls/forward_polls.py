@@ -17,7 +17,7 @@ import numpy as np
 
 from ...forward.trace import Trace
 from ...math import attention as att
-from ..quiz.notation import at, by_head, facts_line, groups, name_of, num, shape_text, temperature_of
+from ..quiz.notation import at, by_head, facts_line, heads_letter, name_of, num, shape_text, temperature_of
 from ..quiz.shapes import SHAPE_STEPS, _raw_scores
 from ..quiz.weights import _hidden_because
 from .poll import MIN_CHOICES, Poll, count_choices, make
@@ -100,7 +100,22 @@ def shape_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
     return make("shape", f"{facts_line(trace)} What is the shape of {name}"
                 + (f" ({step.title})?" if name != step.title else "?"),
                 _shape_text(step.shape), _wrong_shapes(trace, step.shape),
-                f"{name} is {shape_text(step, trace)}" + (f": {step.why}" if step.why else "."), rng, step.key)
+                f"{name} is {shape_text(step, trace)}: {_shape_reason(step, trace)}", rng, step.key)
+
+
+def _shape_reason(step, trace: Trace) -> str:
+    """Why a step has its shape, from its axes (the steps' own sentences talk of training, not of shapes)."""
+    axes = step.axes
+    if "n" not in axes and "n_q" not in axes:
+        if len(axes) == 2:
+            return f"a weight matrix, {axes[0]} columns in and {axes[1]} out, whatever the sentence's length n."
+        return "parameters, whatever the sentence's length n."
+    block = "one block per KV head" if heads_letter(step, trace) == "H_kv" else "one block per head"
+    parts = [block if axes[0] == "head" else ""]
+    parts.append("a row per query, a column per key" if axes[-2:] == ("n_q", "n_k") else "a row per token")
+    if axes[-1] not in ("n", "n_k"):
+        parts.append(f"{step.shape[-1]} columns ({axes[-1]})")
+    return ", ".join(p for p in parts if p) + "."
 
 
 # ---- which_head: the head that puts the most weight on one cell ---------------------------------------
