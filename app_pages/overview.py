@@ -69,8 +69,8 @@ then = {"Training": "one step backwards through every gradient, checked against 
                                 "through the whole block.",
         "Labs": "known mistakes next to the right computation; predict-then-reveal quizzes; links and downloads "
                 "that reproduce every number.",
-        "Classroom": "a room the whole class follows, lessons to step through, and any page as a printable "
-                     "handout."}
+        "Classroom": "a room where a teacher shows every student the same view and steps through a lesson; "
+                     "lessons to prepare and share; a printable handout of any page."}
 others = [(section, pages) for section, pages in ui.nav.SECTIONS[1:] if ui.nav.existing(pages)]
 for col, (section, pages) in zip([c for _ in range(0, len(others), 2) for c in st.columns(2)], others):
     with col:
