@@ -11,7 +11,9 @@ one wrong, the right answer computed here from the teacher's settings with the p
 counts 2 answers, the reveal shows each student the right answer beside their own.
 
 Run twice: one app process with the in-memory store; and two app processes sharing a real redis-server
-(tests/conftest.py's redis_url), the teacher on server A and the student who steps out on server B.
+(tests/conftest.py's redis_url), the teacher on server A and the student who steps out on server B. The processes
+have run the lesson's views once before the class comes in (a cold process's first trace is the cold start's
+cost, bench/cold_start.py). With ATTENTION_EXPLORER_SHOTS=<folder> the screens are saved there as PNGs.
 """
 from __future__ import annotations
 

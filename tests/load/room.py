@@ -20,8 +20,12 @@ fragment on the timer the page asks for (st.fragment(run_every=...): the browser
     each student's own "Your answer", and after the reveal every student's "Right"/"You chose".
 (c) Exploring on their own. Each student steps out (opens the settings group) and moves the softmax temperature
     about once a second (a random walk) for --seconds, the following fragment still ticking; the p95 of those
-    reruns against one student alone doing the same in the room. --replicas K also runs the class over K app
-    processes sharing a Redis store (the students spread over them, as deploy/nginx.conf's sticky hash does).
+    reruns against one student alone doing the same in a room (for twice as long). The same N students in no
+    room (no fragment) show what the room adds. --replicas K also runs (c) over K app processes sharing a
+    redis-server: the client spreads the students over them (student i on process i mod K), as
+    deploy/nginx.conf's cookie hash does (no nginx needed on the host).
+Before (a): the class following with nobody acting, for the cost of the room bar's timer (ticks a second, the
+server's CPU a tick).
 
 Prints a table; --write puts it into docs/performance.md's section "A class in one room" (bench/report.py
 writes the same section when it runs this part).
