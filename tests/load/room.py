@@ -611,13 +611,24 @@ class Farm:
                 tab.close()
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds every process on this machine has used (all cores), from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields_ = [int(x) for x in f.readline().split()[1:]]
+    idle = fields_[3] + (fields_[4] if len(fields_) > 4 else 0)          # idle + iowait
+    return (sum(fields_[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(farm: Farm, step):
     """step() with the server's CPU (all processes) and this client's, as a fraction of one core."""
-    cpu0, own0, t0 = farm.cpu_seconds(), proc_cpu_seconds(os.getpid()), time.perf_counter()
+    cpu0, own0, all0, t0 = (farm.cpu_seconds(), proc_cpu_seconds(os.getpid()), machine_busy_seconds(),
+                            time.perf_counter())
     out = step()
     wall = time.perf_counter() - t0
-    out["util"] = (farm.cpu_seconds() - cpu0) / wall if wall else 0.0
-    out["client"] = (proc_cpu_seconds(os.getpid()) - own0) / wall if wall else 0.0
+    server, client = farm.cpu_seconds() - cpu0, proc_cpu_seconds(os.getpid()) - own0
+    out["util"] = server / wall if wall else 0.0
+    out["client"] = client / wall if wall else 0.0
+    out["others"] = max(0.0, machine_busy_seconds() - all0 - server - client) / wall if wall else 0.0
     out["wall"] = wall
     return out
 
@@ -693,7 +704,8 @@ def _explore_row(name: str, r: dict, alone: dict | None) -> list:
     ratio = r["p95"] / alone["p95"] if alone and alone["p95"] else float("nan")
     against = (f"{ratio:.1f}x one student's p95 (≤ 2x: {'ok' if ratio <= 2 else 'OVER'}); " if alone else "")
     return [name, r["moves"], ms(r["p50"]), ms(r["p95"]), ms(r["max"]),
-            against + f"server CPU {r['util'] * 100:.0f}% of a core, client {r['client'] * 100:.0f}%"]
+            against + f"server CPU {r['util'] * 100:.0f}% of a core, client {r['client'] * 100:.0f}%, other "
+                      f"processes {r['others'] * 100:.0f}%"]
 
 
 def table(r: dict, n: int, replicas: int) -> Table:
@@ -711,7 +723,8 @@ def table(r: dict, n: int, replicas: int) -> Table:
         [f"(a) a push: the last of the {n} screens", len(pp), ms(percentile(pp, 50)), ms(percentile(pp, 95)),
          ms(max(pp) if pp else float("nan")),
          f"p95 ≤ 1000 ms: {'ok' if percentile(pp, 95) <= 1.0 else 'OVER'}; server CPU {p['util'] * 100:.0f}% of a "
-         f"core; the teacher's click {ms(percentile(p['teacher_runs'], 50))} ms (p50)"],
+         f"core (other processes {p['others'] * 100:.0f}%); the teacher's click "
+         f"{ms(percentile(p['teacher_runs'], 50))} ms (p50)"],
         ["(b) a poll: answers sent in the same second", f"{poll['answered']} of {n}", ms(poll["send_spread"]),
          ms(poll["all_acked"]), "-",
          f"chart {poll['chart']}, expected {poll['expected']}" + (f", store {poll['store']}" if poll["store"] else "")
