@@ -692,8 +692,10 @@ def measure(students: int = 30, pushes: int = 12, seconds: float = 30.0, store: 
             results["alone_k"], results["outside_k"] = class_exploring(farm, students, seconds, seed, log,
                                                                        f"{replicas} processes")
             room = open_class(farm.ports, students)
-            for s in room.students:
-                s.go(PUSH_PAGES[0])
+            room.teacher.go(PUSH_PAGES[0])
+            results["push_k"] = timed(farm, lambda: measure_pushes(room, max(pushes // 2, 5), seed))
+            log(f"  pushes over {replicas} processes: per student p95 "
+                f"{ms(percentile(results['push_k']['per_student'], 95))} ms")
             results["class_k"] = timed(farm, lambda: explore(room.students, seconds, seed=seed))
             room.close()
             log(f"  {students} students exploring over {replicas} processes: p95 {ms(results['class_k']['p95'])} ms")
@@ -735,7 +737,13 @@ def table(r: dict, n: int, replicas: int) -> Table:
         _explore_row(f"(c) {n} students exploring, in no room", r["outside"], alone),
     ]
     if "class_k" in r:
-        rows += [_explore_row(f"(c) one student, {replicas} processes + Redis", r["alone_k"], None),
+        pk = r["push_k"]["per_student"]
+        rows += [[f"(a) a push, {replicas} processes + Redis: each screen", f"{len(pk)} (of "
+                  f"{r['push_k']['pushes']}×{n})", ms(percentile(pk, 50)), ms(percentile(pk, 95)),
+                  ms(max(pk) if pk else float("nan")),
+                  f"p95 ≤ 1000 ms: {'ok' if percentile(pk, 95) <= 1.0 and not r['push_k']['missing'] else 'OVER'}"
+                  f"; server CPU {r['push_k']['util'] * 100:.0f}% of a core"],
+                 _explore_row(f"(c) one student, {replicas} processes + Redis", r["alone_k"], None),
                  _explore_row(f"(c) {n} students in the room, {replicas} processes + Redis", r["class_k"],
                               r["alone_k"]),
                  _explore_row(f"(c) {n} students in no room, {replicas} processes", r["outside_k"], r["alone_k"])]
