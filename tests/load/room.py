@@ -633,6 +633,32 @@ def timed(farm: Farm, step):
     return out
 
 
+BARE_FRAGMENT_APP = """import streamlit as st
+
+@st.fragment(run_every=0.5)
+def tick():
+    st.caption("following")
+
+tick()
+"""
+
+
+def bare_fragment_tick(ticks: int = 200) -> float:
+    """The reference: server CPU seconds of one tick of a fragment that draws one line, in an app of nothing
+    else (what Streamlit itself spends on a fragment run)."""
+    import tempfile
+    folder = Path(tempfile.mkdtemp(prefix="bare_fragment_"))
+    (folder / "bare.py").write_text(BARE_FRAGMENT_APP)
+    with Server(folder / "bare.py") as server, Session(server.port) as s:
+        s.rerun()
+        for _ in range(20):
+            s.auto_rerun()
+        cpu0 = server.cpu_seconds()
+        for _ in range(ticks):
+            s.auto_rerun()
+        return (server.cpu_seconds() - cpu0) / ticks
+
+
 def idle_following(room: Class, seconds: float = 6.0) -> dict:
     """The class following, nobody acting: the room bar's ticks a second and what each costs the server."""
     with Ticker(room.students) as ticker:
@@ -672,6 +698,7 @@ def measure(students: int = 30, pushes: int = 12, seconds: float = 30.0, store: 
         results["alone"], results["outside"] = class_exploring(farm, students, seconds, seed, log, "one process")
         room = open_class(farm.ports, students)
         results["idle"] = timed(farm, lambda: idle_following(room))
+        results["idle"]["bare"] = bare_fragment_tick()
         log(f"  {students} following, idle: {results['idle']['ticks'] / results['idle']['wall']:.0f} ticks/s, "
             f"server CPU {results['idle']['util'] * 100:.0f}% of a core")
         room.teacher.go(PUSH_PAGES[0])
@@ -717,7 +744,8 @@ def table(r: dict, n: int, replicas: int) -> Table:
     rows = [
         [f"the class following, nobody acting ({p['interval']:g} s timer)", f"{idle['ticks']} ticks",
          "-", "-", "-", f"{idle['ticks'] / idle['wall']:.0f} ticks/s; server CPU {idle['util'] * 100:.0f}% of a "
-                        f"core ({idle['util'] * idle['wall'] / max(idle['ticks'], 1) * 1e3:.1f} ms a tick)"],
+                        f"core ({idle['util'] * idle['wall'] / max(idle['ticks'], 1) * 1e3:.1f} ms a tick; a bare "
+                        f"one-line fragment's tick: {idle['bare'] * 1e3:.1f} ms)"],
         ["(a) a push: each student's screen on the new view", f"{len(ps)} (of {p['pushes']}×{n})",
          ms(percentile(ps, 50)), ms(percentile(ps, 95)), ms(max(ps) if ps else float("nan")),
          f"p95 ≤ 1000 ms: {'ok' if push_ok else 'OVER'}"
