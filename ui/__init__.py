@@ -11,6 +11,7 @@ it serves); what several sections use stays here, at the top:
     charts           Vega-Lite specs: heatmaps of Steps, lines, bars
     cache            process-wide caches: one Trace per Config, neighbours, pitfalls, exports
     text             user text made safe for Markdown
+    presenter        presenter mode: the switch on every page and the style it puts on the page
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import streamlit as st
 from . import nav, page_state
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
+from .presenter import presenter_line
 from .settings import init_state, query_for, settings_summary, sidebar_settings
 from .views import fit_css, chart, heatmap, notices, one_word_picker, shape_badge, step, table, vector_row
 
@@ -36,11 +38,11 @@ def page(page_file: str, title: str, settings: bool = True):
     always a link to this view. Presenter mode is not: it is a choice made on the Share page.
     """
     st.set_page_config(page_title=f"{title} · Attention Explorer")
-    st.caption(f":material/location_on: {nav.where(page_file)}")      # where you are (one element)
+    init_state()                               # once per session: settings, own controls, presenter from the URL
+    presenter_line(nav.where(page_file))       # where you are, and the presenter switch (ui/presenter.py)
     st.title(title)
     fit_css()                                  # the chart CSS, once per run (views.fit_css_in_fragment)
     config = trace = None
-    init_state()                               # once per session: settings, own controls, presenter from the URL
     st.session_state["s.claims"] = {}          # a lesson's claims settings this run (views.claims_shown)
     page_state.start(page_file)                # the page's own controls get their kept values
     if settings:

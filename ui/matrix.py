@@ -13,6 +13,7 @@ from attention_core import Step, Trace
 from . import page_state
 from .charts import heatmap_spec
 from .explain_view import explain_cell, in_bounds
+from .presenter import presented
 from .raw_html import fit_css_in_fragment
 from .settings_state import presenting
 
@@ -76,6 +77,7 @@ def chart(spec: dict, target=None):
     if target is None:
         fit_css_in_fragment()
     draw = (target or st).vega_lite_chart
+    spec = presented(spec)
     values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
     width = "stretch" if spec.get("width") == "container" else "content"
     if values is None:
@@ -122,10 +124,20 @@ def gapped_column(values: np.ndarray, digits: int):
     return pa.array(["" if np.isnan(x) else f"{x:.{digits}f}" for x in np.asarray(values, dtype=np.float64)])
 
 
+PRESENTER_ROW = 10          # presenter mode: a long vector's entries, this many a row
+
+
 def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
-    """A short vector as a one-row table."""
+    """A short vector as a one-row table (in presenter mode, a longer one as rows of ten: no sideways scroll)."""
     import pyarrow as pa
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if presenting() and labels is None and v.size > PRESENTER_ROW:
+        k = PRESENTER_ROW
+        grid = np.full((-(-v.size // k), k), np.nan)
+        grid.flat[:v.size] = v
+        vector_rows({f"{r * k}–{min(r * k + k, v.size) - 1}": grid[r] for r in range(grid.shape[0])}, digits)
+        st.caption(f"{v.size} entries, {k} a row: row {k}–{2 * k - 1}, column 3 is entry {k + 3}.")
+        return
     names = tuple(labels or [str(i) for i in range(v.size)])
     row = pa.Table.from_arrays([v[k:k + 1] for k in range(v.size)], names=list(names))
     st.dataframe(row, hide_index=True, width="content", column_config=number_columns(names, digits))
