@@ -56,6 +56,7 @@ def test_the_style_hides_the_sidebar_grows_text_and_stacks_columns_up_to_1100_px
     css = PRESENTER_CSS
     assert "[data-testid='stSidebar']" in css and "[data-testid='stExpandSidebarButton']" in css and "display:none" in css
     assert "html{font-size:20px}" in css                                    # 16 px text -> 20 px
+    assert "@media (min-width:1600px){html{font-size:22px}}" in css         # a 1920 × 1080 projector: 22 px
     assert "@media (max-width:1100px)" in css and "flex:1 1 100% !important" in css
     assert ".katex-display>.katex{white-space:normal}" in css               # formulas break after = and +
     assert "<" not in css[len("<style>"):-len("</style>")]                  # constant CSS, nothing else
@@ -90,16 +91,16 @@ def test_heatmap_numbers_and_labels_are_larger_with_big():
     step = trace["weights"]
     small, _ = heatmap_spec(trace, step, max_w=620)
     big, _ = heatmap_spec(trace, step, max_w=620, big=True)
-    # cells: min(44, 620/4, 460/4) = 44 px; with big min(64, 155, 644/4) = 64 px
-    assert small["width"] == 4 * 44 and big["width"] == 4 * 64
+    # cells: min(44, 620/4, 460/4) = 44 px; with big min(80, 155, 644/4) = 80 px
+    assert small["width"] == 4 * 44 and big["width"] == 4 * 80
     assert text_layer(small)["mark"]["fontSize"] == 12
-    assert text_layer(big)["mark"]["fontSize"] == 18          # min(18, (64 − 6) / (0.52 · 5)) = min(18, 22)
+    assert text_layer(big)["mark"]["fontSize"] == 20          # min(20, (80 − 6) / (0.52 · 5)) = min(20, 28)
     for axis in ("x", "y"):
         assert small["layer"][0]["encoding"][axis]["axis"]["labelFontSize"] == 11
         assert big["layer"][0]["encoding"][axis]["axis"]["labelFontSize"] == 16
-    # a half-width card (max_w = 280): 64 px cells still, the same 18 px numbers
+    # a half-width card (max_w = 280): 280/4 = 70 px cells, the chart no wider than its card, 20 px numbers
     half, _ = heatmap_spec(trace, step, max_w=280, big=True)
-    assert half["width"] == 4 * 64 and text_layer(half)["mark"]["fontSize"] == 18
+    assert half["width"] == 280 and text_layer(half)["mark"]["fontSize"] == 20
 
 
 def test_big_numbers_are_never_under_16_px_they_are_left_out_instead():
@@ -111,7 +112,7 @@ def test_big_numbers_are_never_under_16_px_they_are_left_out_instead():
     for size in range(3, 80):
         for chars in (1, 5, 6):
             px = number_font(size, chars, big=True)
-            assert px is None or 16 <= px <= 18 and px * 0.52 * chars <= size - 6
+            assert px is None or 16 <= px <= 20 and px * 0.52 * chars <= size - 6
 
 
 def test_other_charts_grow_by_a_third_in_presenter_mode():

@@ -27,13 +27,14 @@ AXIS_TITLES = {"n": "token", "n_q": "query (token)", "n_k": "key (token)"}
 def cell_size(rows: int, cols: int, max_w: float = MAX_W, big: bool = False) -> float:
     """Square cells that fit max_w × MAX_H; presenter mode allows larger cells (and a taller chart)
     for a projector, but never a wider one than max_w: the chart must fit its card."""
-    cap, height = (64.0, 1.4 * MAX_H) if big else (44.0, MAX_H)
+    cap, height = (BIG_CELL, 1.4 * MAX_H) if big else (44.0, MAX_H)
     return max(3.0, min(cap, max_w / cols, height / rows))
 
 
 # Presenter mode (big=True): a heatmap's numbers at least BIG_NUMBER_PX (where a cell holds them; elsewhere none:
 # hover, a click or the table give them), axis labels BIG_AXIS_PX; other charts' fonts grow by BIG_FONT_SCALE.
-BIG_NUMBER_PX, BIG_NUMBER_MAX_PX, BIG_AXIS_PX, BIG_TITLE_PX = 16, 18, 16, 18
+BIG_NUMBER_PX, BIG_NUMBER_MAX_PX, BIG_AXIS_PX, BIG_TITLE_PX = 16, 20, 16, 18
+BIG_CELL = 80.0             # px, the largest cell in presenter mode (44 otherwise)
 BIG_FONT_SCALE, BIG_FONT_MIN_PX = 1.3, 13
 
 
@@ -44,8 +45,8 @@ def number_font(size: float, chars: int, big: bool = False) -> int | None:
     "1.2e-3": 6, a mask's "1": 1). Presenter mode never writes them under BIG_NUMBER_PX: a number too small to read
     from the back row is left to the hover, a click and the table.
 
-    >>> number_font(64, 5, big=True), number_font(48, 5, big=True), number_font(40, 5, big=True)
-    (18, 16, None)
+    >>> number_font(80, 5, big=True), number_font(64, 5, big=True), number_font(48, 5, big=True), number_font(40, 5, big=True)
+    (20, 20, 16, None)
     >>> number_font(44, 5), number_font(30, 5), number_font(30, 6), number_font(60, 6)
     (12, 10, None, 16)
     """

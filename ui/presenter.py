@@ -22,9 +22,11 @@ KEY = "w.presenter"
 LABEL = "Presenter mode"
 STACK_BELOW = 1100          # px of window width: up to it, columns stack one per row
 SCALE = 1.25                # text, formulas and captions: 16 px -> 20 px
+WIDE, WIDE_SCALE = 1600, 1.375      # from 1600 px wide (a 1920 × 1080 projector): 22 px
 
 # Constant CSS (no variable part), sent only while presenter mode is on.
-# - the sidebar and the control that would bring it back: gone, so the main area takes the whole width;
+# - the sidebar and the control that would bring it back: gone, so the main area takes the whole width, with less
+#   room over the header line;
 # - the root font size: Streamlit sizes text, headings, captions, widgets and spacing in rem, KaTeX in em;
 # - a display formula: breaks after a top-level =, + or − like text (KaTeX puts each such piece in a .base box;
 #   Streamlit's style keeps them on one line); a piece still too wide is scaled down by FIT_SCRIPT;
@@ -35,7 +37,8 @@ PRESENTER_CSS = (
     "[data-testid='stSidebar'],[data-testid='stSidebarCollapsedControl'],[data-testid='stExpandSidebarButton']"
     "{display:none !important}"
     f"html{{font-size:{16 * SCALE:g}px}}"
-    "[data-testid='stMainBlockContainer']{padding-left:1.5rem;padding-right:1.5rem;max-width:100%}"
+    f"@media (min-width:{WIDE}px){{html{{font-size:{16 * WIDE_SCALE:g}px}}}}"
+    "[data-testid='stMainBlockContainer']{padding:5.5rem 1.5rem 2rem;max-width:100%}"
     "[data-testid='stDataFrame']{max-width:100%}"
     "[data-testid='stVegaLiteChart'] canvas.marks{max-width:100%;height:auto !important}"
     ".katex-display>.katex{white-space:normal}"
