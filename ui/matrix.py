@@ -45,12 +45,18 @@ def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3, ke
     return int(row), int(str(name)[1:])
 
 
+PRESENTER_MIN_W = 260
+
+
 def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
             key: str | None = None, domain=None, max_w: float = 620, explain: bool = False, highlight=None):
     """Draw one heatmap; returns the clicked cell (i, j) or None (or shows its arithmetic if `explain`).
 
-    highlight: (row, col) cells to outline."""
-    spec, cells = heatmap_spec(trace, step, head, title, domain, max_w, highlight, presenting())
+    highlight: (row, col) cells to outline. In presenter mode a small multiple gets at least PRESENTER_MIN_W px:
+    room for numbers a back row can read (its column is as wide from 1100 px, and stacks under it)."""
+    big = presenting()
+    spec, cells = heatmap_spec(trace, step, head, title, domain, max(max_w, PRESENTER_MIN_W) if big else max_w,
+                               highlight, big)
     fit_css_in_fragment()
     state = st.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                selection_mode="cell", width="content")

@@ -250,8 +250,8 @@ def test_the_switch_hides_the_sidebar_and_brings_it_back(chromium):
             }""")
 
         switch.wait_for(state="visible", timeout=30_000)
+        sidebar.get_by_label("Sentence", exact=True).wait_for(state="visible", timeout=30_000)
         before = layout()
-        assert sidebar.get_by_label("Sentence", exact=True).is_visible()
         assert before["sidebar"] >= 200 and before["left"] >= 200 and before["font"] == "16px", before
         after_run(tab, lambda: switch.click(force=True))
         tab.wait_for_function("() => !document.querySelector(\"[data-testid='stSidebar']\").checkVisibility()",
