@@ -103,6 +103,17 @@ def test_heatmap_numbers_and_labels_are_larger_with_big():
     assert half["width"] == 280 and text_layer(half)["mark"]["fontSize"] == 20
 
 
+def test_big_numbers_are_sized_for_the_widest_number_of_the_matrix():
+    trace = run_forward(Config())
+    step = trace["scaled_scores"]                             # −25.06 … : 6 characters
+    assert float(abs(step.value).max()) == pytest.approx(27.41, abs=0.01)
+    spec, _ = heatmap_spec(trace, step, max_w=260, big=True)  # 260/4 = 65 px cells
+    assert spec["width"] == 260
+    assert text_layer(spec)["mark"]["fontSize"] == 18         # (65 − 6) / (0.52 · 6) = 18.9
+    weights, _ = heatmap_spec(trace, trace["weights"], max_w=260, big=True)     # 0.96: 4 characters
+    assert text_layer(weights)["mark"]["fontSize"] == 20
+
+
 def test_big_numbers_are_never_under_16_px_they_are_left_out_instead():
     trace = run_forward(Config(sentence="the cat sat on the mat today with me"))     # 9 tokens
     spec, _ = heatmap_spec(trace, trace["weights"], max_w=300, big=True)               # 300/9 = 33 px cells

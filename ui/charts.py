@@ -58,6 +58,17 @@ def number_font(size: float, chars: int, big: bool = False) -> int | None:
     return 16 if size >= 56 else 10 if size < 34 else 12
 
 
+def number_chars(biggest: float, digits, negative: bool) -> int:
+    """How many characters the widest number of a heatmap takes as its cells write it (see _build's text).
+
+    >>> number_chars(0.96, 2, False), number_chars(50.13, 2, True), number_chars(0.0042, "e", True)
+    (4, 6, 7)
+    """
+    wide = digits == "e" or biggest >= 10 ** 4                    # Vega writes 4.2e-3 (Python: 4.2e-03)
+    text = f"{biggest:.1e}".replace("e-0", "e-").replace("e+0", "e+") if wide else f"{biggest:.{digits}f}"
+    return len(text) + negative
+
+
 def big_spec(spec: dict) -> dict:
     """A Vega-Lite spec for presenter mode: every font size it sets BIG_FONT_SCALE times larger (at least
     BIG_FONT_MIN_PX), and larger defaults for the axes, legends, titles and text it leaves unset. The data (its
@@ -187,8 +198,9 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
     # cell text with enough digits for the matrix's own magnitude (gradients are often ~1e-3)
     digits = "e" if 0 < biggest < 0.01 else 3 if biggest < 0.1 else 2
     legend_format = ".2~g"
-    number_px = number_font(size, 1 if step.scale == "mask" else 5 if digits == 2 else 6, big) \
-        if rows * cols <= 400 else None
+    chars = (1 if step.scale == "mask" else number_chars(biggest, digits, bool((finite < 0).any())) if big
+             else 5 if digits == 2 else 6)
+    number_px = number_font(size, chars, big) if rows * cols <= 400 else None
     if step.scale == "sequential":
         lo, hi = domain or (0.0, 1.0)
         scale = {"range": SEQUENTIAL, "domain": [lo, hi], "interpolate": "lab"}
