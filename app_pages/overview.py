@@ -68,7 +68,9 @@ then = {"Training": "one step backwards through every gradient, checked against 
                                 "forming in a small language model while you train it; and one step backwards "
                                 "through the whole block.",
         "Labs": "known mistakes next to the right computation; predict-then-reveal quizzes; links and downloads "
-                "that reproduce every number."}
+                "that reproduce every number.",
+        "Classroom": "a room where a teacher shows every student the same view and steps through a lesson; "
+                     "lessons to prepare and share; a printable handout of any page."}
 others = [(section, pages) for section, pages in ui.nav.SECTIONS[1:] if ui.nav.existing(pages)]
 for col, (section, pages) in zip([c for _ in range(0, len(others), 2) for c in st.columns(2)], others):
     with col:

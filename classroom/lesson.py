@@ -120,7 +120,10 @@ def from_link(text) -> Lesson:
     if not isinstance(text, str) or len(text) > MAX_BYTES:
         raise LessonError("This lesson link is not complete: copy it again from the Lessons page.")
     try:
-        raw = zlib.decompressobj().decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)), MAX_BYTES)
+        stream = zlib.decompressobj()
+        raw = stream.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)), MAX_BYTES)
+        if not stream.eof:                       # cut short (or larger than a lesson): not the JSON of a lesson
+            raise LessonError("This lesson link is not complete: copy it again from the Lessons page.")
         return from_json(raw.decode("utf-8"))
     except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError) as err:
         if isinstance(err, LessonError):

@@ -134,7 +134,7 @@ def check(store: Store, code) -> str:
 
 def clean_text(text, limit: int) -> str:
     """Printable characters only, spaces collapsed, at most `limit` characters (still shown as text by ui)."""
-    text = "".join(ch for ch in str(text) if unicodedata.category(ch)[0] != "C")
+    text = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in str(text))   # a tab, a newline: a space
     return " ".join(text.split())[:limit]
 
 
@@ -254,3 +254,9 @@ def close_poll(store: Store, code, secret) -> None:
     code = _code(code)
     _teacher(store, code, secret)
     store.hset(_key(code), {"poll": ""})
+
+
+def is_teacher(store: Store, code, secret) -> bool:
+    """Whether `secret` is the teacher's of room `code` (a reclaimed session): NoRoom if there is no such room."""
+    code = _code(code)
+    return same_secret(secret, _room(store, code).get("secret", ""))

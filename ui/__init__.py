@@ -11,6 +11,10 @@ it serves); what several sections use stays here, at the top:
     charts           Vega-Lite specs: heatmaps of Steps, lines, bars
     cache            process-wide caches: one Trace per Config, neighbours, pitfalls, exports
     text             user text made safe for Markdown
+    links            the app's root URL as the browser sees it, a full link to a page with its settings
+    room_bar         a room's bar on every page: the teacher's "show this to the class" and lesson stops, a
+                     student's following (room_follow) and the room in this session (room_session)
+    room_poll        a room's class question: the teacher's live chart and reveal, a student's answer card
     presenter        presenter mode: the switch on every page and the style it puts on the page
 """
 from __future__ import annotations
@@ -21,6 +25,7 @@ from . import nav, page_state
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
 from .presenter import presenter_line
+from .room_bar import room_bar
 from .settings import init_state, query_for, settings_summary, sidebar_settings
 from .views import fit_css, chart, heatmap, notices, one_word_picker, shape_badge, step, table, vector_row
 
@@ -52,6 +57,7 @@ def page(page_file: str, title: str, settings: bool = True):
         st.session_state["s.came_from"] = st.session_state["s.page"]
     st.session_state["s.page"] = page_file
     page_state.sync()
+    room_bar(page_file, config, trace)         # a room's teacher or student only: else nothing, no store read
     return config, trace
 
 

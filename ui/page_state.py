@@ -222,6 +222,30 @@ def params(page_file: str) -> dict[str, str]:
     return out
 
 
+def view_of(page_file: str) -> dict:
+    """The view in force as a link's parameters: {"page": page_file, "query": the settings that differ from the
+    defaults (ui.page keeps them in "s.query") and the page's own part (params)}. What the address bar holds,
+    what a room's teacher shows the class (ui/room_bar.py) and what ui.settings.apply_view puts back."""
+    return {"page": page_file, "query": {**st.session_state.get("s.query", {}), **params(page_file)}}
+
+
+def put(page_file: str, query: dict) -> list[str]:
+    """A view's own part into this session as a link puts it (ui.settings.apply_view): the page's controls
+    the query names take its values, the others go back to their defaults; the cell is the query's or none.
+    Each control's widget key is dropped so the widget is drawn at its new value. The notices of values that
+    could not be used (the control keeps its default)."""
+    state = st.session_state
+    for c in controls_of(page_file):
+        state[f"p.{c.key}"] = c.default
+        state.pop(c.key, None)
+    for chart in state.get("p.sel") or {}:      # the charts' own selections go too (a click of the old view)
+        state.pop(chart, None)
+    state["p.cell"] = None
+    state["p.sel"] = {}
+    own = {k: v for k, v in query.items() if k == CELL or any(c.key == k for c in controls_of(page_file))}
+    return from_query(own)
+
+
 def click(chart: str, cell: tuple[int, int] | None) -> None:
     """A chart's selection this run. When it changed, the learner clicked: a new cell is the one the
     link carries; a cleared selection of the chart that holds it forgets it."""
@@ -344,3 +368,10 @@ declare("app_pages/52_induction_heads.py",
         tab("induction.tab", INDUCTION_TABS),
         integer("induction.i", 30, 20, 39, "the query position i"),
         choice("induction.ablate", "all", INDUCTION_ABLATE, "the head zeroed"))
+
+# /handout (the page whose handout is drawn, by its URL path: "" is the Overview; the Classroom's pages have none)
+from .nav import SECTIONS as _SECTIONS  # noqa: E402  (the navigation holds no page state: no circle)
+
+declare("app_pages/62_handout.py",
+        choice("handout.of", "", tuple(e[3] for section, pages in _SECTIONS if section != "Classroom" for e in pages),
+               "the page the handout is of"))

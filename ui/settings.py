@@ -16,11 +16,12 @@ from attention_core.labs.export import config_to_query
 from .cache import get_trace
 from .settings_panel import (EMBEDDING_LABELS, MASK_LABELS, POSITIONAL_LABELS, SCORE_LABELS, WEIGHTS_LABELS,
                              settings_panel, settings_summary, upload_vectors)
-from .settings_state import (DEFAULT, FIELDS, apply, current_settings, init_state, presenting, sidebar_button,
-                             stored, widget)
+from .settings_state import (DEFAULT, FIELDS, apply, apply_view, current_settings, init_state, presenting,
+                             sidebar_button, stored, widget)
 
 __all__ = ["sidebar_settings", "query_for", "DEFAULT_QUERY", "settings_summary", "init_state", "stored", "widget",
-           "apply", "sidebar_button", "current_settings", "presenting", "upload_vectors", "DEFAULT", "FIELDS",
+           "apply", "apply_view", "sidebar_button", "current_settings", "presenting", "upload_vectors", "DEFAULT",
+           "FIELDS",
            "EMBEDDING_LABELS", "WEIGHTS_LABELS", "POSITIONAL_LABELS", "SCORE_LABELS", "MASK_LABELS"]
 
 

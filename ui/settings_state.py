@@ -147,6 +147,30 @@ def sidebar_button(label: str, changes: dict, key: str, help: str | None = None)
     st.button(label, key=key, on_click=apply, args=(dict(changes),), icon=":material/tune:", help=help)
 
 
+def apply_view(view: dict) -> list[str]:
+    """Put a view ({"page": page file, "query": a link's parameters}: what a room's teacher showed, a lesson's
+    stop) into this session as opening its link would: the settings from the query (the others back to their
+    defaults), the page's own controls, open tab and clicked cell (ui/page_state.put). Every settings widget
+    ("w.*") is dropped and redrawn at its setting. The caller then switches to view["page"]. Returns the
+    notices of values that could not be used (each falls back to its default)."""
+    query = view.get("query") or {}
+    if not isinstance(query, dict):
+        query = {}
+    config, notices = config_from_query(query)
+    state = st.session_state
+    for key in [k for k in state if isinstance(k, str) and k.startswith("w.")]:
+        del state[key]
+    for name in FIELDS:
+        state[f"s.{name}"] = getattr(config, name)
+    state["s.reseed"] = set(FIELDS)
+    state["s.last_good"] = config
+    for key in ("s.config_error", "s.kv_notice", "s.upload_error"):
+        state.pop(key, None)
+    state["s.url_notices"] = []               # the notices of the link this session opened are no longer in force
+    from . import page_state
+    return notices + page_state.put(str(view.get("page", "")), query)
+
+
 def current_settings() -> dict:
     return {name: stored(name) for name in FIELDS}
 

@@ -2,4 +2,11 @@
 Handout (62_handout.py). The rooms, lessons and stores are the classroom package's (no Streamlit there); what is
 on every page for a room's teacher and students (the room bar, following, the poll card) is ui/room_bar.py,
 at ui's top, because every section's pages show it. What only these pages draw:
+
+    room_view      the room page: join (code + nickname), open a room (its code, join link and QR code, who has
+                   joined, the teacher's private link), the lesson's stops, leave or end
+    lessons_view   the Lessons page: the shipped lessons and the builder's (stops with links to their views, teach,
+                   add the view you came from, edit, reorder, save as a file, load one, share as a link)
+    handout_view   the Handout page: the page chosen, the document drawn (title, formulas, shaded numbers, why), the
+                   print CSS and button, the HTML download
 """

@@ -1,44 +1,14 @@
-"""A full link to a page with the learner's settings: scheme, host, path and query, ready to paste."""
+"""The Share page's box: a full link to a page with the learner's settings, ready to paste (ui/links.py builds it)."""
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import quote, urlencode
 
 import streamlit as st
 
 from .. import nav, page_state
+from ..links import OWN_CONTROLS, app_base, share_link, url_path
 
-# Pages that draw their own controls and read none of the shared settings: a link opens them as they start.
-OWN_CONTROLS = {"11_train.py", "21_alignment.py", "22_grid.py"}
-
-
-url_path = nav.url_path_of      # the path Streamlit serves a page file at ('' for the Overview)
-
-
-def app_base(current_page: str) -> tuple[str, bool]:
-    """(the app's root URL as the browser sees it, True) — through any proxy, since the browser sends
-    its own address; or (the server's configured address, False) when the client sent none."""
-    url = st.context.url
-    if url:
-        url = url.split("?")[0].split("#")[0].removesuffix("/")
-        here = url_path(current_page)
-        return (url.removesuffix("/" + here) if here else url), True
-    from streamlit import config
-    host = config.get_option("browser.serverAddress") or "localhost"
-    port = config.get_option("browser.serverPort") or config.get_option("server.port")
-    base = (config.get_option("server.baseUrlPath") or "").strip("/")
-    return f"http://{host}:{port}" + (f"/{base}" if base else ""), False
-
-
-def share_link(base: str, page_file: str, query: dict[str, str]) -> str:
-    """base + page path + the settings, each value percent-encoded (spaces as %20)."""
-    path = url_path(page_file)
-    link = base + (f"/{path}" if path else "/")
-    if query and Path(page_file).name not in OWN_CONTROLS:
-        link += "?" + urlencode(query, quote_via=quote, safe=",")
-    elif query.get("presenter"):                 # presenter mode is display only: any page can open in it
-        link += "?presenter=1"
-    return link
+__all__ = ["share_box", "app_base", "share_link", "url_path", "OWN_CONTROLS"]
 
 
 def share_box(current_page: str, query: dict[str, str]) -> str:

@@ -1,0 +1,453 @@
+"""Rooms on both stores: every test runs on the in-memory store and on a real redis-server (tests/redis_server.py),
+with values: the Store operations, every room function, expiry, a class answering in the same instant, 200
+joiners, a flood, tampered ids and secrets, guessed and stale codes, a second process at the same Redis (a
+student on another replica than the teacher's), and a Redis that is down."""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bench._common import free_port
+from classroom import room as rooms
+from classroom.codes import ALPHABET
+from classroom.redis_store import RedisStore, redis_store, where
+from classroom.room import (MAX_ANSWER_CHANGES, MAX_MEMBERS, MAX_NICKNAME, TTL, BadMessage, NoRoom, NotTeacher,
+                            RoomError, RoomFull, TooMany, answer, check, close_poll, join, members, my_answer,
+                            open_poll, open_room, push, reveal, state, tally)
+from classroom.store import ADDED, FULL, REDIS_URL_VARIABLE, THERE, MemoryStore, store_from_env
+
+ROOT = Path(__file__).resolve().parents[1]
+POLL = {"prompt": "Which key does query 2 weigh most?", "choices": ["k0", "k1", "k2", "k3"], "answer": 2,
+        "explanation": "its score 3.1 is the largest", "kind": "argmax"}
+VIEW = {"page": "app_pages/4_scores.py", "query": {"d_k": "8", "cell": "scores.2.1"}}
+
+
+class Clock:
+    """A clock the test moves: MemoryStore(clock=...) expires keys by it."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store(request):
+    """A fresh store: a new MemoryStore, or the session's redis-server emptied."""
+    if request.param == "memory":
+        return MemoryStore()
+    import redis
+    url = request.getfixturevalue("redis_url")
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()
+    return redis_store(url)
+
+
+def ttl(store, key) -> float | None:
+    """Seconds left before the key expires, read from the store itself (PTTL on Redis)."""
+    if isinstance(store, RedisStore):
+        return store.ttl(key)
+    when = store._expires.get(key)
+    return None if when is None else when - store._clock()
+
+
+def all_at_once(n: int, work) -> tuple[list, float]:
+    """Run work(i) in n threads released together by a barrier: each one's result or exception, and the
+    seconds from the release to the last one's end."""
+    barrier = threading.Barrier(n + 1)
+    results: list = [None] * n
+
+    def run(i):
+        barrier.wait()
+        try:
+            results[i] = work(i)
+        except Exception as err:          # kept, to check its kind and message
+            results[i] = err
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join(30)
+    return results, time.perf_counter() - start
+
+
+# -- the Store operations ---------------------------------------------------------------------------------------
+
+def test_store_operations(store):
+    assert store.create("h", {"a": "1", "b": 2}, seconds=60) is True
+    assert store.create("h", {"a": "9"}, seconds=60) is False            # there already: untouched
+    assert store.hgetall("h") == {"a": "1", "b": "2"}                     # values are str
+    assert store.hget("h", "a") == "1" and store.hget("h", "zz") is None and store.hget("nope", "a") is None
+    assert store.hgetall("nope") == {} and store.hlen("nope") == 0
+    store.hset("h", {"c": "x", "a": 5})
+    assert store.hgetall("h") == {"a": "5", "b": "2", "c": "x"} and store.hlen("h") == 3
+    assert store.hincrby("h", "b") == 3 and store.hincrby("h", "b", 4) == 7 and store.hincrby("h", "new") == 1
+    assert store.hincrby("other", "n", -2) == -2 and store.hget("other", "n") == "-2"
+    assert [store.hset_capped("m", f, f.upper(), limit=2) for f in ("a", "a", "b", "c", "b")] == [
+        ADDED, THERE, ADDED, FULL, THERE]
+    assert store.hgetall("m") == {"a": "A", "b": "B"}                     # a field there keeps its first value
+    store.expire("nope", 60)                                              # a missing key: nothing
+    assert store.hgetall("nope") == {} and ttl(store, "nope") is None
+    assert store.ping() is True
+
+
+def test_expiry_in_memory_by_the_clock():
+    clock = Clock()
+    s = MemoryStore(clock=clock)
+    s.create("h", {"a": "1"}, seconds=60)
+    clock.now += 59.9
+    assert s.hget("h", "a") == "1" and s.create("h", {"a": "2"}, 60) is False
+    s.expire("h", 30)                                                     # moved: now 30 s from here
+    clock.now += 29.9
+    assert s.hgetall("h") == {"a": "1"}
+    clock.now += 0.2
+    assert s.hgetall("h") == {} and s.hlen("h") == 0 and s.hget("h", "a") is None
+    assert s.create("h", {"a": "3"}, 60) is True and s.hget("h", "a") == "3"   # the code is free again
+
+
+def test_expiry_on_redis(redis_url):
+    s = redis_store(redis_url)
+    s.create("gone", {"a": "1"}, seconds=60)
+    assert 59.0 < ttl(s, "gone") <= 60.0
+    s.expire("gone", 1)
+    assert 0.0 < ttl(s, "gone") <= 1.0
+    time.sleep(1.1)
+    assert s.hgetall("gone") == {} and s.create("gone", {"a": "2"}, 60) is True
+
+
+# -- a room's life, with values ---------------------------------------------------------------------------------
+
+def test_a_room_from_open_to_close(store):
+    code, secret = open_room(store, "  Period  3  ")
+    assert len(code) == 6 and set(code) <= set(ALPHABET) and len(secret) >= 32
+    assert store.hget(f"room:{code}", "secret") != secret                 # only its digest is kept
+    typed = f" {code[:3].lower()}-{code[3:].lower()} "
+    assert check(store, typed) == code
+    assert state(store, typed) == rooms.RoomState(code, "Period 3", 0, None, None)
+    assert TTL - 5 < ttl(store, f"room:{code}") <= TTL                     # 4 hours
+
+    ana = join(store, typed, "  Ana \x00 Lee\u200b ")
+    ben = join(store, code, "<b>Ben</b>" + "x" * 40)
+    assert len(ana) >= 20 and ana != ben
+    assert members(store, typed) == {ana: "Ana Lee", ben: ("<b>Ben</b>" + "x" * 40)[:MAX_NICKNAME]}
+    with pytest.raises(BadMessage, match="Type a nickname first"):
+        join(store, code, " \n ")
+
+    assert push(store, code, secret, VIEW) == 1
+    assert push(store, typed, secret, {"page": "app_pages/overview.py", "query": {"n": 3}}) == 2
+    now = state(store, code)
+    assert now.version == 2 and now.view["page"] == "app_pages/overview.py" and now.view["query"] == {"n": "3"}
+    assert now.view["version"] == 2 and abs(now.view["at"] - time.time()) < 60
+    with pytest.raises(BadMessage, match="A view is a page"):
+        push(store, code, secret, {"query": {}})
+    with pytest.raises(BadMessage, match="too large"):
+        push(store, code, secret, {"page": "p", "query": {"x": "a" * 30_000}})
+    assert state(store, code).version == 2                                # the refused pushes changed nothing
+
+    first = open_poll(store, code, secret, POLL)
+    assert first == "p1" and state(store, code).poll == {**POLL, "id": "p1", "revealed": False,
+                                                          "at": state(store, code).poll["at"]}
+    answer(store, code, ana, first, 2)
+    answer(store, code, ben, first, 0)
+    answer(store, code, ben, first, 2)                                    # changes his mind
+    assert tally(store, code, first) == [0, 0, 2, 0]
+    assert my_answer(store, code, first, ana) == 2 and my_answer(store, code, first, "someone") is None
+    with pytest.raises(BadMessage, match="Pick one of the choices"):
+        answer(store, code, ana, first, 4)
+    with pytest.raises(BadMessage, match="Pick one of the choices"):
+        answer(store, code, ana, first, True)
+    reveal(store, code, secret, first)
+    assert state(store, code).poll["revealed"] is True
+    with pytest.raises(BadMessage, match="answers are closed"):
+        answer(store, code, ana, first, 1)
+    assert tally(store, code, first) == [0, 0, 2, 0]                      # still readable once revealed
+
+    second = open_poll(store, code, secret, {**POLL, "choices": ("yes", "no"), "answer": 0})
+    assert second == "p2" and state(store, code).poll["choices"] == ["yes", "no"]
+    with pytest.raises(BadMessage, match="moved on"):
+        tally(store, code, first)
+    assert tally(store, code, second) == [0, 0] and my_answer(store, code, second, ana) is None
+    with pytest.raises(BadMessage, match="2 to 8 choices"):
+        open_poll(store, code, secret, {**POLL, "choices": ["only"], "answer": 0})
+    close_poll(store, code, secret)
+    assert state(store, code).poll is None
+    with pytest.raises(BadMessage, match="moved on"):
+        answer(store, code, ana, second, 0)
+
+
+def test_a_push_keeps_the_room_alive(store):
+    code, secret = open_room(store, "t")
+    join(store, code, "Ana")
+    for key in (f"room:{code}", f"room:{code}:members"):
+        store.expire(key, 100)
+    push(store, code, secret, VIEW)
+    assert TTL - 5 < ttl(store, f"room:{code}") <= TTL and TTL - 5 < ttl(store, f"room:{code}:members") <= TTL
+
+
+def test_thirty_answers_in_the_same_instant_all_count(store):
+    code, secret = open_room(store, "t")
+    ids = [join(store, code, f"s{i}") for i in range(30)]
+    poll = open_poll(store, code, secret, POLL)
+    results, seconds = all_at_once(30, lambda i: answer(store, code, ids[i], poll, i % 4))
+    assert results == [None] * 30, [r for r in results if r is not None][:3]
+    assert tally(store, code, poll) == [8, 8, 7, 7]
+    assert [my_answer(store, code, poll, m) for m in ids] == [i % 4 for i in range(30)]
+    assert seconds < 5
+    print(f"30 simultaneous answers on {store.name}: {seconds * 1000:.0f} ms")
+
+
+def test_two_hundred_joiners_at_once(store):
+    code, _ = open_room(store, "t")
+    results, seconds = all_at_once(200, lambda i: join(store, code, f"s{i}"))
+    joined = [r for r in results if isinstance(r, str)]
+    full = [r for r in results if isinstance(r, RoomFull)]
+    assert len(joined) == MAX_MEMBERS and len(full) == 200 - MAX_MEMBERS and len(set(joined)) == MAX_MEMBERS
+    assert str(full[0]) == (f"Room {code} is full: {MAX_MEMBERS} students have joined. Ask your teacher to open a "
+                            "second room, or follow on the projector.")
+    assert len(members(store, code)) == MAX_MEMBERS
+    print(f"200 simultaneous joiners on {store.name}: {seconds * 1000:.0f} ms")
+
+
+def test_a_flood_from_one_student(store):
+    code, secret = open_room(store, "t")
+    ana, ben = join(store, code, "Ana"), join(store, code, "Ben")
+    poll = open_poll(store, code, secret, POLL)
+    answer(store, code, ben, poll, 3)
+    outcomes = []
+    for i in range(12):
+        try:
+            answer(store, code, ana, poll, i % 4)
+            outcomes.append("ok")
+        except TooMany as err:
+            outcomes.append(str(err))
+    assert outcomes == ["ok"] * MAX_ANSWER_CHANGES + [
+        f"You have answered {MAX_ANSWER_CHANGES} times: your last answer stands."] * (12 - MAX_ANSWER_CHANGES)
+    assert my_answer(store, code, poll, ana) == (MAX_ANSWER_CHANGES - 1) % 4 == 0
+    assert tally(store, code, poll) == [1, 0, 0, 1]
+
+    carl = join(store, code, "Carl")                                       # the same flood, all at once
+    results, _ = all_at_once(20, lambda i: answer(store, code, carl, poll, 1 + i % 2))
+    assert results.count(None) == MAX_ANSWER_CHANGES
+    assert all(isinstance(r, TooMany) for r in results if r is not None)
+    assert my_answer(store, code, poll, carl) in (1, 2) and sum(tally(store, code, poll)) == 3
+
+
+def test_a_guessed_member_id_cannot_answer(store):
+    code, secret = open_room(store, "t")
+    ana = join(store, code, "Ana")
+    other_code, _ = open_room(store, "another class")
+    stranger = join(store, other_code, "Zed")
+    poll = open_poll(store, code, secret, POLL)
+    answer(store, code, ana, poll, 1)
+    for forged in (secrets.token_urlsafe(16), stranger, "Ana", "", None, 7):
+        with pytest.raises(BadMessage, match=f"You are not in room {code}"):
+            answer(store, code, forged, poll, 3)
+    assert tally(store, code, poll) == [0, 1, 0, 0] and my_answer(store, code, poll, ana) == 1
+
+
+def test_without_the_secret_nothing_changes(store):
+    code, secret = open_room(store, "t")
+    ana = join(store, code, "Ana")
+    poll = open_poll(store, code, secret, POLL)
+    message = f"Only the teacher who opened room {code} can do that."
+    for wrong in ("a guess", "", None, ana, secret[:-1], secret + "x", 12345):
+        for act in (lambda: push(store, code, wrong, VIEW), lambda: open_poll(store, code, wrong, POLL),
+                    lambda: reveal(store, code, wrong, poll), lambda: close_poll(store, code, wrong)):
+            with pytest.raises(NotTeacher) as err:
+                act()
+            assert str(err.value) == message
+    now = state(store, code)
+    assert now.version == 0 and now.view is None and now.poll["id"] == poll and now.poll["revealed"] is False
+
+
+def test_mistyped_and_stale_codes(store):
+    with pytest.raises(NoRoom) as err:
+        join(store, "K7MQ2", "Ana")
+    assert str(err.value) == ("“K7MQ2” is not a room code: a code is 6 letters and digits, like K7MQ2D "
+                              "(no 0, O, 1, I or L).")
+    with pytest.raises(NoRoom, match="“k7mq0d” is not a room code"):
+        state(store, "k7mq0d")
+    with pytest.raises(NoRoom, match="is not a room code"):
+        check(store, None)
+    code, secret = open_room(store, "t")
+    unused = next(c for c in ("K7MQ2D", "K7MQ2E") if c != code)
+    with pytest.raises(NoRoom) as err:
+        join(store, unused.lower(), "Ana")
+    assert str(err.value) == (f"There is no room {unused}: the code may be mistyped, or the room has ended (a room "
+                              "closes 4 hours after its teacher's last step). Ask your teacher for the code on the "
+                              "screen.")
+    ana = join(store, code, "Ana")
+    poll = open_poll(store, code, secret, POLL)
+    store.expire(f"room:{code}", 0)                                       # the room ends (4 h later)
+    for stale in (lambda: state(store, code), lambda: join(store, code, "Ben"),
+                  lambda: answer(store, code, ana, poll, 1), lambda: push(store, code, secret, VIEW)):
+        with pytest.raises(NoRoom, match=f"There is no room {code}"):
+            stale()
+
+
+def test_a_room_expires_four_hours_after_the_last_step():
+    clock = Clock()
+    s = MemoryStore(clock=clock)
+    code, secret = open_room(s, "t")
+    clock.now += 3 * 3600
+    push(s, code, secret, VIEW)                                            # the teacher's step: 4 h from here
+    clock.now += 3.99 * 3600
+    assert state(s, code).version == 1
+    clock.now += 0.02 * 3600
+    with pytest.raises(NoRoom, match="closes 4 hours after"):
+        state(s, code)
+
+
+# -- replicas, the environment, a Redis that is down -------------------------------------------------------------
+
+TEACHER = """
+import json, sys
+from classroom import open_room, push, open_poll, store_from_env
+store = store_from_env()
+code, secret = open_room(store, "Replica A")
+push(store, code, secret, {"page": "app_pages/4_scores.py", "query": {"d_k": "8"}})
+print(json.dumps({"code": code, "poll": open_poll(store, code, secret, json.loads(sys.argv[1])), "store": store.name}))
+"""
+
+COUNT = """
+import json, sys
+from classroom import members, tally, store_from_env
+store = store_from_env()
+code, poll = sys.argv[1:3]
+print(json.dumps({"members": sorted(members(store, code).values()), "tally": tally(store, code, poll)}))
+"""
+
+
+def other_process(script: str, *args: str, url: str) -> dict:
+    """Run a script in another Python process with the Redis URL set: another replica of the app."""
+    env = dict(os.environ, **{REDIS_URL_VARIABLE: url})
+    done = subprocess.run([sys.executable, "-c", script, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_student_on_another_replica_follows_the_teacher(redis_url):
+    teacher = other_process(TEACHER, json.dumps(POLL), url=redis_url)     # replica A: the teacher
+    assert teacher["store"] == "redis"
+    code, poll = teacher["code"], teacher["poll"]
+    here = redis_store(redis_url)                                         # replica B: this process, a student
+    now = state(here, code)
+    assert (now.title, now.version, now.view["page"], now.view["query"]) == (
+        "Replica A", 1, "app_pages/4_scores.py", {"d_k": "8"})
+    assert now.poll["prompt"] == POLL["prompt"] and now.poll["id"] == poll
+    ana = join(here, code.lower(), "Ana")
+    answer(here, code, ana, poll, 2)
+    assert other_process(COUNT, code, poll, url=redis_url) == {"members": ["Ana"], "tally": [0, 0, 1, 0]}
+
+
+def test_store_from_env():
+    memory = store_from_env({})
+    assert isinstance(memory, MemoryStore) and store_from_env({REDIS_URL_VARIABLE: "  "}) is memory
+    url = "redis://127.0.0.1:6390/2"
+    chosen = store_from_env({REDIS_URL_VARIABLE: f" {url} "})
+    assert isinstance(chosen, RedisStore) and chosen.url == url and chosen is redis_store(url)
+    assert chosen.name == "redis" and memory.name == "memory"
+
+
+def test_store_from_env_reaches_the_server(redis_url):
+    s = store_from_env({REDIS_URL_VARIABLE: redis_url})
+    assert s.ping() is True and s is redis_store(redis_url)
+
+
+def test_a_redis_that_is_down_says_so_quickly():
+    port = free_port()                                                    # nothing listens there
+    down = RedisStore(f"redis://:topsecret@127.0.0.1:{port}/0")
+    message = (f"Rooms are unavailable: their server (Redis at 127.0.0.1:{port}) does not answer. The rest of the "
+               f"explorer works; whoever runs this app should start Redis or fix {REDIS_URL_VARIABLE}, then try again.")
+    start = time.perf_counter()
+    for act in (lambda: open_room(down, "t"), lambda: join(down, "K7MQ2D", "Ana"), lambda: state(down, "K7MQ2D"),
+                down.ping, lambda: down.hset("k", {"a": "1"}), lambda: down.hset_capped("k", "a", "1", 2)):
+        with pytest.raises(RoomError) as err:
+            act()
+        assert str(err.value) == message and "topsecret" not in str(err.value)
+    assert time.perf_counter() - start < 2.0
+
+
+def test_a_bad_url_says_so_at_the_first_operation():
+    bad = store_from_env({REDIS_URL_VARIABLE: "http://example.org:6379"})    # choosing the store never fails
+    for act in (bad.ping, lambda: open_room(bad, "t"), lambda: state(bad, "K7MQ2D")):
+        with pytest.raises(RoomError) as err:
+            act()
+        assert str(err.value).startswith(f"Rooms are unavailable: {REDIS_URL_VARIABLE} is not a Redis URL (")
+        assert str(err.value).endswith("set it like redis://host:6379/0, or unset it to keep rooms in one process.")
+    assert where("redis://u:p@[::1]:7000/1") == "[::1]:7000" and where("redis://redis") == "redis:6379"
+
+
+def test_a_refused_command_says_so(redis_url):
+    s = redis_store(redis_url)
+    s.hset("h", {"n": "three"})
+    with pytest.raises(RoomError) as err:
+        s.hincrby("h", "n")
+    assert str(err.value) == (f"Rooms are unavailable: their server (Redis at {where(redis_url)}) refused the request "
+                              "(hash value is not an integer). Whoever runs this app should check that server.")
+
+
+def test_a_wrong_password_says_so(redis_url):                         # redis_url: skips or fails as it does
+    from tests.redis_server import RedisServer
+    with RedisServer(args=("--requirepass", "right")) as server:
+        wrong = RedisStore(server.url.replace("redis://", "redis://:wrong@"))
+        with pytest.raises(RoomError, match=r"refused this app's password"):
+            wrong.hget("k", "f")
+        right = RedisStore(server.url.replace("redis://", "redis://:right@"))
+        assert right.create("k", {"f": "v"}, 60) and right.hget("k", "f") == "v"
+
+
+def test_a_restarted_redis_is_used_again_without_a_message(redis_url):
+    """Its pooled sockets break when Redis restarts: the next operation reconnects (one retry), no RoomError."""
+    from tests.redis_server import RedisServer
+    server = RedisServer().start()
+    try:
+        s = RedisStore(server.url)
+        all_at_once(8, lambda i: s.hset("k", {f"f{i}": "v"}))                # several pooled sockets
+        assert s.hlen("k") == 8
+        server.stop()
+        with pytest.raises(RoomError, match="does not answer"):
+            s.hlen("k")
+        server = RedisServer(port=server.port).start()                       # empty again: no persistence
+        results, _ = all_at_once(8, lambda i: s.hset_capped("k", f"f{i}", "v", 5))
+        assert sorted(results) == [FULL] * 3 + [ADDED] * 5 and s.hlen("k") == 5
+    finally:
+        server.stop()
+
+
+def test_the_deploy_recipes_start_redis_beside_the_app():
+    """compose and Kubernetes: the app's ATTENTION_EXPLORER_REDIS_URL names the Redis they start, at its port, and
+    that Redis keeps nothing on disk (rooms live hours). Read as text: no YAML library is a dependency."""
+    import re
+    from urllib.parse import urlsplit
+    compose = (ROOT / "deploy" / "docker-compose.yml").read_text()
+    url = urlsplit(re.search(rf"^ +{REDIS_URL_VARIABLE}: (\S+)$", compose, flags=re.M).group(1))
+    assert (url.scheme, url.hostname, url.port) == ("redis", "redis", 6379)
+    service = re.search(r"^  redis:\n((?:    .*\n|\s*\n)+)", compose + "\n", flags=re.M).group(1)
+    assert "image: redis:7-alpine" in service and '"--save", "", "--appendonly", "no"' in service
+    assert "depends_on:\n      redis: {condition: service_healthy}" in compose
+
+    parts = {re.search(r"^kind: (\w+)", d, flags=re.M).group(1) + " " + re.search(r"name: ([\w-]+)", d).group(1): d
+             for d in (ROOT / "deploy" / "k8s.yaml").read_text().split("\n---\n")}
+    app = parts["Deployment attention-explorer"]
+    url = urlsplit(re.search(rf"name: {REDIS_URL_VARIABLE}\n +value: (\S+)", app).group(1))
+    assert url.scheme == "redis" and url.port == 6379
+    assert f"ports: [{{port: {url.port}, targetPort: 6379}}]" in parts[f"Service {url.hostname}"]
+    assert f"selector: {{app: {url.hostname}}}" in parts[f"Service {url.hostname}"]
+    redis_pod = parts[f"Deployment {url.hostname}"]
+    assert f"labels: {{app: {url.hostname}}}" in redis_pod and "image: redis:7-alpine" in redis_pod
+    assert 'args: ["--save", "", "--appendonly", "no"' in redis_pod
+    assert "from: [{podSelector: {matchLabels: {app: attention-explorer}}}]" in parts[f"NetworkPolicy {url.hostname}"]

@@ -1,0 +1,180 @@
+"""The room page's views: join a room (code + nickname), open one (the code, the join link and its QR code for
+the projector, who has joined), reclaim it on another device, leave or end it. The room in the session and the
+steps that change it are ui/room_session.py's; the bar on every page is ui/room_bar.py's.
+"""
+from __future__ import annotations
+
+import functools
+import io
+
+import streamlit as st
+
+import classroom
+
+from ..links import app_base
+from ..room_session import ROOM_PAGE, code as room_code, join, leave, open_room, reclaim, store, teaching
+from ..text import md_escape
+
+JOIN, OPEN, END, LEAVE = "Join the room", "Open a room", "End the room", "Leave the room"
+CODE_BOX, NICK_BOX, TITLE_BOX = "Room code", "Your nickname", "Title (optional)"
+MEMBERS_SECONDS = 2.0            # the teacher's count of students refreshes this often
+
+
+def take_link() -> None:
+    """Before ui.page (which writes the address bar and so drops them): a link's `join=CODE` prefills the code
+    box; `room=CODE&teach=SECRET` (the teacher's own link) reclaims the room, or says why not."""
+    params = st.query_params
+    state = st.session_state
+    if params.get("join"):
+        state["room_join_code"] = str(params.get("join"))[:40]
+    if params.get("room") and params.get("teach") is not None:
+        try:
+            reclaim(params.get("room"), params.get("teach"))
+            state["room.said"] = ("success", "You teach this room again on this device.")
+        except classroom.RoomError as err:
+            state["room.said"] = ("error", str(err))
+        except Exception:
+            state["room.said"] = ("error", "The rooms cannot be reached right now; open the link again in a moment.")
+
+
+def _said() -> None:
+    said = st.session_state.pop("room.said", None)
+    if said:
+        kind, text = said
+        (st.success if kind == "success" else st.error)(md_escape(text))
+
+
+def room_page() -> None:
+    _said()
+    if teaching():
+        teacher_panel()
+    elif room_code():
+        student_panel()
+    else:
+        doors()
+
+
+def doors() -> None:
+    """No room yet: join one (most people) or open one (the teacher)."""
+    st.markdown("A teacher opens a room and puts its code on the projector; each student joins with the code and "
+                "a nickname (no account, nothing else is kept). When the teacher shows a view to the class, every "
+                "following screen changes to it: the same page, settings and highlighted cell.")
+    join_side, teach_side = st.columns(2, gap="large")
+    with join_side, st.container(border=True):
+        st.subheader(":material/login: Join a room")
+        with st.form("room_join", enter_to_submit=True):
+            code_text = st.text_input(CODE_BOX, key="room_join_code", max_chars=40, placeholder="K7MQ2D")
+            nick = st.text_input(NICK_BOX, key="room_join_nick", max_chars=40,
+                                 help="Any name your class will recognise. Only your teacher sees the list.")
+            if st.form_submit_button(JOIN, type="primary", icon=":material/login:"):
+                try:
+                    join(code_text, nick)
+                    st.rerun()
+                except classroom.RoomError as err:
+                    st.error(md_escape(str(err)), icon=":material/error:")
+                except Exception:
+                    st.error("The rooms cannot be reached right now; try again in a moment.",
+                             icon=":material/cloud_off:")
+    with teach_side, st.container(border=True):
+        st.subheader(":material/co_present: Teach: open a room")
+        lesson = st.session_state.get("room.lesson")
+        if lesson is not None:
+            st.markdown(f"You will teach the lesson **{md_escape(lesson.title)}** in this room.")
+        with st.form("room_open"):
+            title = st.text_input(TITLE_BOX, key="room_title", max_chars=60, placeholder="Period 3")
+            if st.form_submit_button(OPEN, icon=":material/add:"):
+                try:
+                    open_room(title)
+                    st.rerun()
+                except Exception as err:
+                    text = str(err) if isinstance(err, classroom.RoomError) else "The rooms cannot be reached now."
+                    st.error(md_escape(text), icon=":material/error:")
+
+
+def join_link(code: str) -> str:
+    return f"{app_base(ROOM_PAGE)[0]}/room?join={code}"
+
+
+def teacher_link(code: str, secret: str) -> str:
+    from urllib.parse import quote
+    return f"{app_base(ROOM_PAGE)[0]}/room?room={code}&teach={quote(secret, safe='')}"
+
+
+@functools.lru_cache(maxsize=64)
+def qr_png(link: str) -> bytes:
+    """The join link as a QR code (PNG, error correction M: readable with a quarter of it smudged)."""
+    import segno
+    out = io.BytesIO()
+    segno.make(link, error="m").save(out, kind="png", scale=12, border=2)
+    return out.getvalue()
+
+
+def teacher_panel() -> None:
+    state = st.session_state
+    code, secret = state["room.code"], state["room.secret"]
+    link = join_link(code)
+    words, picture = st.columns([3, 2], gap="large")
+    with words:
+        title = state.get("room.title")
+        st.caption("Room" + (f" · {md_escape(title)}" if title else "") + " · put this on the projector")
+        st.markdown(f"# :material/co_present: {code}")
+        st.markdown("Students open the link (or scan the code) and type a nickname:")
+        st.code(link, language=None, wrap_lines=True)
+        _members(code)
+    with picture:
+        st.image(qr_png(link), caption="Scan to join", width=360)
+    if state.get("room.lesson") is not None:
+        stops_list()
+    st.markdown("Go to any page and press **Show this to the class** in the room bar under its title: every "
+                "following student's screen changes to your page, settings, open tab and highlighted cell.")
+    with st.expander("Your teacher's link (keep it private)", icon=":material/key:"):
+        st.warning("Whoever opens this link can show views and ask questions in this room. Use it to teach from "
+                   "another device; never put it on the projector.", icon=":material/warning:")
+        st.code(teacher_link(code, secret), language=None, wrap_lines=True)
+    if st.button(END, key="room_end", icon=":material/logout:",
+                 help="This browser stops teaching the room; students' screens stay where they are, and the room "
+                      f"closes {classroom.ROOM_HOURS} hours after your last step."):
+        leave()
+        st.rerun()
+
+
+@st.fragment(run_every=MEMBERS_SECONDS)
+def _members(code: str) -> None:
+    try:
+        nicks = sorted(classroom.members(store(), code).values(), key=str.lower)
+    except classroom.RoomError as err:
+        st.warning(md_escape(str(err)))
+        return
+    except Exception:
+        st.caption(":material/cloud_off: The room cannot be reached right now; retrying.")
+        return
+    st.markdown(f"**{len(nicks)} student{'' if len(nicks) == 1 else 's'}** in the room"
+                + (":" if nicks else " yet."))
+    if nicks:
+        st.text(", ".join(nicks))                      # as typed, never as Markdown
+
+
+def stops_list() -> None:
+    """The lesson's stops, the current one marked (the room bar steps through them)."""
+    state = st.session_state
+    lesson = state["room.lesson"]
+    i = min(max(int(state.get("room.stop") or 0), 0), len(lesson.stops) - 1)
+    st.subheader(f"Lesson: {md_escape(lesson.title)}")
+    lines = [("**→ " if n == i else "") + f"{n + 1}. {md_escape(s.title)}" + (" ← now**" if n == i else "")
+             for n, s in enumerate(lesson.stops)]
+    st.markdown("  \n".join(lines))
+    st.caption("Step through the stops with ◀ / ▶ in the room bar (above, on every page).")
+
+
+def student_panel() -> None:
+    state = st.session_state
+    code = state["room.code"]
+    title = state.get("room.title")
+    st.markdown(f"You are in room **{code}**" + (f" ({md_escape(title)})" if title else "") + " as:")
+    st.text(state.get("room.nick", ""))
+    if state.get("room.following"):
+        st.info("When your teacher shows something, your screen changes to it by itself. You can always explore "
+                "on your own and come back with one click.", icon=":material/co_present:")
+    if st.button(LEAVE, key="room_leave", icon=":material/logout:"):
+        leave()
+        st.rerun()

@@ -1,0 +1,128 @@
+"""The room bar: on every page, under the title, for a session in a room (ui.page calls `room_bar` once, after
+the settings). In no room it returns at once: nothing drawn, no store read.
+
+- The teacher: "Room CODE · n students", "Show this to the class" (the whole view: page, settings, own controls,
+  tab, cell), and with a lesson its stop (the question to ask, the note only the teacher sees) with ◀ / ▶.
+- A student: ui/room_follow.py (following, stepping out and back, the poll card).
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+import classroom
+
+from .page_state import view_of
+from .room_follow import student_bar
+from .room_poll import ask_poll, teacher_poll_panel
+from .room_session import ROOM_PAGE, go, leave, page_of, store
+from .text import md_escape
+
+SHOW = "Show this to the class"
+PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
+QUESTION = "Class question"
+
+
+def room_bar(page_file: str, config=None, trace=None) -> None:
+    state = st.session_state
+    if "room.code" not in state:
+        if "room.ended" in state:
+            st.warning(md_escape(state.pop("room.ended")), icon=":material/door_open:")
+        return
+    if state.get("room.secret"):
+        teacher_bar(page_file, config, trace)
+    else:
+        student_bar(page_file)
+
+
+def teacher_bar(page_file: str, config=None, trace=None) -> None:
+    state = st.session_state
+    code, secret = state["room.code"], state["room.secret"]
+    for notice in state.pop("room.notices", None) or []:
+        st.warning(md_escape(notice), icon=":material/link_off:")
+    with st.container(border=True):
+        try:
+            n = len(classroom.members(store(), code))
+        except classroom.RoomError as err:
+            leave()
+            st.warning(md_escape(str(err)), icon=":material/door_open:")
+            return
+        except Exception:
+            st.caption(f":material/cloud_off: Room {code} cannot be reached right now; try again in a moment.")
+            return
+        left, right = st.columns([3, 2], vertical_alignment="center")
+        left.markdown(f":material/co_present: **Room {code}** · {n} student{'' if n == 1 else 's'}")
+        if page_file != ROOM_PAGE and right.button(SHOW, key="room_push", type="primary", icon=":material/cast:"):
+            _push(code, secret, view_of(page_file))
+            if config is not None and config.embedding == "upload":
+                st.warning("Your uploaded vectors cannot travel to the class: their screens use the default "
+                           "embeddings.", icon=":material/info:")
+        shown = state.pop("room.pushed", None)
+        if shown:
+            st.caption(f":material/check: Shown to the class (view {shown}): every following screen changes "
+                       "within about a second.")
+        if state.get("room.lesson") is not None:
+            lesson_steps(code, secret, trace)
+        with st.expander(QUESTION, key="room_poll_box", on_change="rerun", icon=":material/campaign:") as box:
+            if box.open:                         # drawn (and the store read) only while the teacher has it open
+                teacher_poll_panel(store(), code, secret, trace)
+
+
+def _push(code: str, secret: str, view: dict) -> bool:
+    try:
+        st.session_state["room.pushed"] = classroom.push(store(), code, secret, view)
+        return True
+    except classroom.RoomError as err:
+        st.error(md_escape(str(err)), icon=":material/error:")
+    except Exception:
+        st.error("The room cannot be reached right now: nothing was sent. Try again in a moment.",
+                 icon=":material/cloud_off:")
+    return False
+
+
+def lesson_steps(code: str, secret: str, trace=None) -> None:
+    """The lesson's stop: its title, the question to ask, the teacher's note; ◀ / ▶ and "Show this stop" put the
+    stop's view into this session, show it to the class and switch to its page; a stop with a poll asks it (a
+    question of the bank made from the settings in force: the stop's, once shown)."""
+    state = st.session_state
+    lesson = state["room.lesson"]
+    n = len(lesson.stops)
+    i = min(max(int(state.get("room.stop") or 0), 0), n - 1)
+    stop = lesson.stops[i]
+    st.markdown(f":material/list_alt: **Stop {i + 1} of {n}: {md_escape(stop.title)}** "
+                f"· {md_escape(lesson.title)}")
+    if stop.ask:
+        st.markdown(f":material/record_voice_over: Ask the class: {md_escape(stop.ask)}")
+    if stop.note:
+        st.caption(f":material/lock: Your note (only you see it): {md_escape(stop.note)}")
+    back, this, ahead = st.columns(3)
+    target = None
+    if back.button(PREVIOUS, key="room_prev", disabled=i == 0, width="stretch"):
+        target = i - 1
+    if this.button(THIS_STOP, key="room_this", width="stretch"):
+        target = i
+    if ahead.button(NEXT, key="room_next", disabled=i == n - 1, width="stretch"):
+        target = i + 1
+    if target is not None:
+        step_to(code, secret, target)
+    if stop.poll and st.button(ASK_STOP, key="room_ask_stop", icon=":material/campaign:"):
+        if ask_poll(store(), code, secret, stop.poll, trace) is not None:
+            state["room_poll_box"] = True          # the question box opens with its live chart
+            st.rerun()
+
+
+def stop_view(stop) -> dict | None:
+    page = page_of(stop.page)
+    return None if page is None else {"page": page, "query": dict(stop.query)}
+
+
+def step_to(code: str, secret: str, i: int) -> None:
+    state = st.session_state
+    stop = state["room.lesson"].stops[i]
+    view = stop_view(stop)
+    if view is None:
+        st.error(f"Stop {i + 1}'s page “{md_escape(stop.page)}” is not a page of this app: edit the lesson on "
+                 "the Lessons page.", icon=":material/error:")
+        return
+    state["room.stop"] = i
+    if _push(code, secret, view):
+        go(view)

@@ -1,0 +1,79 @@
+"""A student in a room: the bar that follows the teacher (a fragment that reads the room every POLL_SECONDS),
+says when the student has stepped out to explore, brings them back in one click, and holds the poll card.
+
+Following: when the room's view is newer than the one this session last put in, it is put in
+(ui.settings.apply_view) and the page switches to it (st.switch_page works inside a fragment in Streamlit
+1.67: it requests a full run of the new page). Stepped out: the view this session shows is no longer the one
+put in (a setting, a control, a tab, a cell or another page); the teacher's next view then waits for a click.
+The room's question (ui/room_poll.py's card) is drawn in the same fragment, from the same read of the room.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+import classroom
+
+from .page_state import view_of
+from .room_poll import student_poll_card
+from .room_session import go, known_page, leave, store
+from .text import md_escape
+
+POLL_SECONDS = 0.5               # a following screen changes within about this after a push (+ one page run)
+BACK = "Back to the teacher's view"
+
+
+def student_bar(page_file: str) -> None:
+    """On every page run of a student in a room (ui/room_bar.py): the first run on a view the teacher showed
+    records it as this session shows it; the notices of that view; then the following fragment."""
+    state = st.session_state
+    if state.get("room.applied") and state.get("room.baseline") is None:
+        state["room.baseline"] = view_of(page_file)
+    for notice in state.pop("room.notices", None) or []:
+        st.warning(md_escape(notice), icon=":material/link_off:")
+    _follow()
+
+
+def stepped_out(here: dict) -> bool:
+    """Whether the student has left the view last put in (and so follows no more)."""
+    state = st.session_state
+    if state.get("room.following") and state.get("room.baseline") is not None and here != state["room.baseline"]:
+        state["room.following"] = False
+    return not state.get("room.following")
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _follow() -> None:
+    state = st.session_state
+    code = state.get("room.code")
+    if not code or state.get("room.secret"):
+        return
+    try:
+        room = classroom.state(store(), code)
+    except classroom.RoomError as err:            # the room ended (expired) while the student was in it
+        leave()
+        state["room.ended"] = f"{err} You keep exploring on your own."
+        st.rerun(scope="app")
+    except Exception:                             # the store does not answer: keep exploring, retry next tick
+        st.caption(f":material/cloud_off: Room {code} cannot be reached right now; you keep exploring, and this "
+                   "bar tries again by itself.")
+        return
+    view = room.view
+    version = int(view.get("version", 0)) if view else 0
+    newer = version > int(state.get("room.applied") or 0)
+    out = stepped_out(view_of(state.get("s.page")))
+    if newer and not out and known_page(view.get("page")):
+        go(view, version)
+    with st.container(border=True):
+        if not out:
+            st.caption(f":material/co_present: Room {code} · you follow your teacher's screen"
+                       + ("" if view else " (nothing shown yet)"))
+        else:
+            st.info(("Your teacher is showing something new. " if newer else "") +
+                    "You stepped out to explore on your own; the class follows the teacher's view.",
+                    icon=":material/explore:")
+            if view and known_page(view.get("page")) and st.button(BACK, key="room_back", type="primary",
+                                                                     icon=":material/undo:"):
+                state["room.following"] = True
+                go(view, version)
+    student_poll_card(store(), code, state.get("room.member"), room)
+

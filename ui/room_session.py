@@ -1,0 +1,128 @@
+"""A room as this session holds it: the store, the session's keys, and the steps that change them (open, join,
+reclaim, leave, go to a view). Nothing is drawn here: the room page (ui/classroom/room_view.py) and the room bar
+(ui/room_bar.py, ui/room_follow.py) draw.
+
+Session keys (the names other views read):
+    room.code       the room this session is in (absent: in no room, and nothing about rooms runs)
+    room.secret     the teacher's secret: only the session that opened (or reclaimed) the room holds it
+    room.member     a student's member id (never shown); room.nick the nickname as the room keeps it
+    room.following  a student follows the teacher's view (False: stepped out to explore)
+    room.lesson     a classroom.lesson.Lesson the teacher steps through (or None); room.stop its stop's index
+    room.applied    the version of the teacher's view last put into this session; room.baseline that view as
+                    this session shows it (view_of after the first run on its page): any difference is a step out
+    room.notices    notices of the last view put in (values it could not use), shown once
+    room.misses     when this session typed a code that opens no room (at most MISSES a minute)
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import streamlit as st
+
+import classroom
+from classroom.store import REDIS_URL_VARIABLE
+
+from . import nav
+from .settings import apply_view
+
+ROOM_PAGE = "app_pages/60_room.py"
+KEYS = ("room.code", "room.secret", "room.member", "room.nick", "room.following", "room.title", "room.applied",
+        "room.baseline", "room.notices", "room.shown")
+MISSES, MISS_WINDOW = 10, 60.0             # wrong codes a session may type in a minute
+
+_STORES: dict[str, classroom.Store] = {}
+
+
+def store() -> classroom.Store:
+    """The process's room store (classroom.store_from_env), made once per process and setting."""
+    url = os.environ.get(REDIS_URL_VARIABLE, "").strip()
+    if url not in _STORES:
+        _STORES[url] = classroom.store_from_env()
+    return _STORES[url]
+
+
+def code() -> str | None:
+    return st.session_state.get("room.code")
+
+
+def teaching() -> bool:
+    return bool(st.session_state.get("room.code") and st.session_state.get("room.secret"))
+
+
+def leave() -> None:
+    """This session leaves its room (a teacher's room lives on until it expires; the secret is forgotten)."""
+    for key in KEYS:
+        st.session_state.pop(key, None)
+
+
+def open_room(title: str) -> str:
+    code, secret = classroom.open_room(store(), title)
+    leave()
+    st.session_state.update({"room.code": code, "room.secret": secret,
+                             "room.title": classroom.room.clean_text(title, 60)})
+    return code
+
+
+def reclaim(code_text: str, secret: str) -> str:
+    """The teacher's own link on another device: the room's powers if the secret is the room's; else
+    NotTeacher (or NoRoom) with its message, and this session keeps what it had."""
+    room_code = classroom.check(store(), code_text)
+    if not classroom.room.is_teacher(store(), room_code, secret):
+        raise classroom.NotTeacher(f"This teacher's link does not open room {room_code}: its secret is not the "
+                                   "room's (cut short when copied?). Copy the link again from the teacher's screen; "
+                                   "students join with the code alone.")
+    title = classroom.state(store(), room_code).title
+    leave()
+    st.session_state.update({"room.code": room_code, "room.secret": secret, "room.title": title})
+    return room_code
+
+
+def too_many_misses(now: float | None = None) -> bool:
+    now = time.monotonic() if now is None else now
+    misses = [t for t in st.session_state.get("room.misses", []) if now - t < MISS_WINDOW]
+    st.session_state["room.misses"] = misses
+    return len(misses) >= MISSES
+
+
+def join(code_text: str, nickname: str) -> str:
+    """Join a room as a student: its code (RoomError with its message if it cannot be joined)."""
+    if too_many_misses():
+        raise classroom.TooMany(f"{MISSES} codes in a minute opened no room: wait a minute, then type the code on "
+                                "your teacher's screen again.")
+    try:
+        room_code = classroom.check(store(), code_text)
+        member = classroom.join(store(), room_code, nickname)
+    except classroom.NoRoom:
+        st.session_state.setdefault("room.misses", []).append(time.monotonic())
+        raise
+    leave()
+    st.session_state.update({"room.code": room_code, "room.member": member, "room.following": True,
+                             "room.nick": classroom.room.clean_text(nickname, classroom.room.MAX_NICKNAME),
+                             "room.applied": 0, "room.title": classroom.state(store(), room_code).title})
+    return room_code
+
+
+def page_of(path: str) -> str | None:
+    """A page file from its URL path ('' the Overview, 'qkv', …); None if no page has that path."""
+    for _, pages in nav.SECTIONS:
+        for file, _, _, url in pages:
+            if url == path and (nav.ROOT / file).exists():
+                return file
+    return None
+
+
+def go(view: dict, version: int | None = None) -> None:
+    """Put a view into this session (ui.settings.apply_view) and switch to its page: a following student's
+    step, "Back to the teacher's view", a teacher's lesson step. The view's page must be one of the app's."""
+    notices = apply_view(view)
+    state = st.session_state
+    state["room.notices"] = notices
+    if version is not None:
+        state["room.applied"] = version
+    state["room.baseline"] = None                 # set on the first run of the view's page (room_bar)
+    st.switch_page(view["page"])
+
+
+def known_page(page_file) -> bool:
+    return isinstance(page_file, str) and page_file in nav.order() and page_file != ROOM_PAGE
