@@ -11,7 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import Config, ConfigError
-from attention_core.labs.handout import PAGES, Handout, Section, Table, make_handout, number_text, shade, to_html
+from attention_core.labs.handout import (PAGES, Handout, Section, Table, make_handout, note_sentence, number_text, shade,
+                                         to_html)
 
 from .. import nav, page_state
 from ..cache import get_trace
@@ -170,7 +171,7 @@ def section(s: Section, i: int) -> None:
         styled = frame(t).style.format(number_text).map(lambda v: _cell_style(v, t))
         st.table(styled, width="content", hide_index=t.rows == ("",))
         if t.note:
-            st.caption(f"Left out: {t.note}.")
+            st.caption(note_sentence(t.note))
 
 
 def print_tools(doc: Handout, page_file: str) -> None:

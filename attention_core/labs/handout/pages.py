@@ -186,7 +186,7 @@ def _kv_cache(config, controls, forward):
     prefill = _clamp(_get(controls, "kv_cache.prefill", 2), 0, n)
     t = _clamp(_get(controls, "kv_cache.t", 2), 0, n - 1)
     p = Parts()
-    p.controls += [f"prompt P = {prefill} tokens", f"decoding step t = {t}"]
+    p.controls += [f"prompt P = {prefill} token{'' if prefill == 1 else 's'}", f"decoding step t = {t}"]
     return p.add(kv.kv_cache_trace(config, prefill, t),
                  ["q_t", "k_cache", "v_cache", "scores_t", "weights_t", "context_t", "output_t", "heads_map"])
 
@@ -213,7 +213,8 @@ def _block(config, controls, forward):
                 mlp=bool(_get(controls, "block.mlp", True)))
     layer = _clamp(_get(controls, "block.layer", 0), 0, arch.n_layers - 1)
     p = Parts()
-    p.controls += [f"L = {arch.n_layers} layers", f"{arch.placement}-norm", f"{arch.norm} norm",
+    p.controls += [f"L = {arch.n_layers} layer{'' if arch.n_layers == 1 else 's'}", f"{arch.placement}-norm",
+                   f"{arch.norm} norm",
                    "with the MLP" if arch.mlp else "without the MLP", f"layer {layer} shown"]
     keys = ["x"] + [f"l{layer}.{k}" for k in ("ln1", "attn", "mid", "ln2", "hidden", "act", "mlp", "out")]
     return p.add(sidebar_block(config, arch, forward), keys + ["ln_f", "logits"])
