@@ -319,3 +319,18 @@ def test_online_max_names_a_one_key_block_as_one_key():
     p = make_poll("online_max", run_forward(Config(sentence="I love you", n_heads=3, mask="sliding_window", window=3,
                                                      score="dot", weights="random")), 0)
     assert not re.search(r"keys (\d+) … \1\b", p.prompt)
+
+
+def test_attends_does_not_ask_a_row_the_mask_answers_alone():
+    """Causal, row 0 sees key 0 only: 'which word does “i” attend to most' is answered by the mask, the other choices
+    words it cannot see. Such a row is asked only when no other row fits."""
+    for config in (Config(mask="causal"), Config(mask="sliding_window", window=1, sentence="I love you today"),
+                   Config(n_heads=2, mask="causal", sentence=LONG, weights="random")):
+        trace = run_forward(config)
+        mask = trace["mask"].value
+        for seed in range(6):
+            p = make_poll("attends", trace, seed)
+            if p is None:
+                continue
+            i = int(re.search(r"row (\d+) of A", p.prompt)[1])
+            assert mask[i].sum() >= 2 or all(mask[r].sum() < 2 for r in range(trace.n)), (config, p.prompt)
