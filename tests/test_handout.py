@@ -209,3 +209,10 @@ def test_one_row_or_column_left_out_is_named_alone_and_the_note_says_left_out_on
 def test_counts_of_one_are_singular():
     assert "prompt P = 1 token" in make_handout("kv_cache", Config(sentence="hello")).controls
     assert "L = 1 layer" in make_handout("block", Config()).controls
+
+
+def test_the_masks_row_sums_name_a_heads_entry_in_brackets():
+    doc = make_handout("masks", Config(n_heads=2), {"masks.head": 1, "masks.sink_on": True, "masks.sink": 1.5})
+    sums = next(s for s in doc.sections if s.key == "row_sums")
+    assert sums.table.cols == ("Σ_j (A′_1)_ij", "sink share")
+    assert next(s for s in make_handout("masks", Config()).sections if s.key == "row_sums").table.cols == ("Σ_j A_ij",)

@@ -138,8 +138,9 @@ def _alignment(config, controls, forward):
     s = b.ToySettings()
     trace = b.step_trace(targets[i - 1], inputs, b.init_params(2, 2, s.d_a, s.seed, s.init_scale))
     p = Parts().add(trace, ["s_prev", "h", "w_s", "u_h", "hidden", "scores", "weights", "context"])
-    p.notes.append(f"One decoder step (output {i} of {n_pairs} pairs after [0, 1]) with the alignment network's "
-                   "seeded, untrained start: a network trained on the page lives only in that browser.")
+    p.notes.append(f"One decoder step, output step i = {i} of a sequence of {n_pairs} pairs after [0, 1] (the page's "
+                   "first section at its defaults), with the alignment network's seeded, untrained start: a network "
+                   "trained on the page lives only in that browser.")
     return p
 
 
