@@ -320,6 +320,9 @@ def test_the_notes_claims_in_words_hold():
     a, c = t["weights"].value, t["context"].value
     assert "every row attends to “love”" in note("forward_pass", 6) and (a.argmax(axis=1) == 1).all()
     assert np.abs(c - c.mean(axis=0)).max() < 0.05 * np.abs(c).max()
+    # the embeddings page shows X_emb (GloVe alone); X = X_emb + the positions (docs/notation.md)
+    assert t["x_embed"].shape == (4, 50) and "X_emb here are 4 × 50" in note("forward_pass", 1)
+    assert not np.allclose(t["x"].value, t["x_embed"].value)
     _, alibi = trace_of({"positional": "alibi", "n_heads": "4", "mask": "causal"})
     slopes = -alibi["alibi"].value[:, 1, 0]                                          # distance 1: the slope itself
     np.testing.assert_allclose(slopes, [1 / 4, 1 / 16, 1 / 64, 1 / 256])
