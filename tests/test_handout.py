@@ -216,3 +216,23 @@ def test_the_masks_row_sums_name_a_heads_entry_in_brackets():
     sums = next(s for s in doc.sections if s.key == "row_sums")
     assert sums.table.cols == ("Σ_j (A′_1)_ij", "sink share")
     assert next(s for s in make_handout("masks", Config()).sections if s.key == "row_sums").table.cols == ("Σ_j A_ij",)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3])
+def test_the_pytorch_handout_prints_the_pages_own_layer_not_the_sidebars_forward_pass(heads):
+    """The PyTorch page runs its own layer (hid_dim = d_model = 50 cut into H heads of 50 / H, seeded weights, no
+    mask): W_Q is 50 × 50 there, not the sidebar's 50 × H·d_k. Its handout prints that layer at the page's defaults
+    (the sidebar's H when it divides 50, else 1; no padding; eval mode), batch axis left out."""
+    from attention_core.lessons import torch_mha as tm
+    config = Config(n_heads=heads)
+    forward = run_forward(config)
+    doc = make_handout("pytorch_mha", config)
+    layer_heads = heads if 50 % heads == 0 else 1
+    torch_trace = tm.pytorch_trace(np.array(forward["x"].value), layer_heads, config.seed, (), 0.1, "eval", 0)
+    assert [s.key for s in doc.sections] == ["x", "q", "q_heads", "k_heads", "v_heads", "energy", "alpha", "a_heads",
+                                             "a", "output"]
+    for s in doc.sections:
+        np.testing.assert_array_equal(table(s), shown(torch_trace[s.key].value[0]), err_msg=s.key)
+    assert doc.sections[1].shape == "n=4 × hid_dim=50" and "seeded weights" in doc.notes[-1]
+    assert f"head_dim = 50 / {layer_heads} = {50 // layer_heads}" in doc.controls[0]
+    assert ("does not divide 50" in doc.notes[-1]) == (layer_heads != heads)

@@ -77,10 +77,37 @@ def _multi_head(config, controls, forward):
     return Parts().add(forward, steps + ["w_o", "output"])
 
 
+MHA_DROPOUT = 0.1                       # the PyTorch page's dropout slider at its default (eval mode: off)
+
+
 def _pytorch_mha(config, controls, forward):
-    return Parts().add(forward, ["x", "w_q", "q_heads", "k_heads", "v_heads", "weights", "context", "concat", "w_o",
-                                 "output"] if config.n_heads > 1 else
-                       ["x", "w_q", "q", "k", "v", "weights", "context", "w_o", "output"])
+    """The page's own layer, not the sidebar's forward pass: hid_dim = d_model cut into H heads of hid_dim / H, its
+    own seeded weights, the scaled dot product, padding only (the page's controls at their defaults: the sidebar's
+    H when it divides d_model, else 1; no padding; dropout p = 0.1 in eval mode, so off)."""
+    import numpy as np
+
+    from ...lessons import torch_mha as tm
+    from ...math.limits import MAX_HEADS, divisors
+    x = np.array(forward["x"].value, dtype=np.float64)               # a copy torch may write to
+    d_model = x.shape[1]
+    heads = config.n_heads if config.n_heads in [h for h in divisors(d_model) if h <= MAX_HEADS] else 1
+    full = tm.pytorch_trace(x, heads, config.seed, (), MHA_DROPOUT, "eval", 0, labels=list(forward.tokens))
+    t = Trace(full.tokens)
+    for step in full:                                   # the batch axis (one sentence) left out, as the page draws it
+        value = step.value[0]
+        if step.key == "masked_energy":
+            value = np.where(value <= -1e9, -np.inf, value)
+        t.add(step.key, step.title, value, step.axes[1:], step.formula, step.inputs, step.why, step.scale)
+    p = Parts()
+    p.controls += [f"H = {heads} head{'s' if heads > 1 else ''} of head_dim = {d_model} / {heads} = {d_model // heads}",
+                   "no padding", f"dropout p = {MHA_DROPOUT:g}, run in eval mode (off)"]
+    p.notes.append(f"The page's PyTorch layer: hid_dim = d_model = {d_model} cut into H heads of head_dim = hid_dim / H, "
+                   f"its own seeded weights (seed {config.seed}), the scaled dot product; of the sidebar only X (the "
+                   "sentence, embeddings, positions) and the seed apply"
+                   + ("" if heads == config.n_heads else f", and its H = {config.n_heads} does not divide "
+                      f"{d_model}, so the layer starts at H = 1") + ". The page's own heads, padding and dropout "
+                   "controls are taken at their defaults.")
+    return p.add(t, ["x", "q", "q_heads", "k_heads", "v_heads", "energy", "alpha", "a_heads", "a", "output"])
 
 
 def _pitfalls(config, controls, forward):
