@@ -236,3 +236,12 @@ def test_the_pytorch_handout_prints_the_pages_own_layer_not_the_sidebars_forward
     assert doc.sections[1].shape == "n=4 × hid_dim=50" and "seeded weights" in doc.notes[-1]
     assert f"head_dim = 50 / {layer_heads} = {50 // layer_heads}" in doc.controls[0]
     assert ("does not divide 50" in doc.notes[-1]) == (layer_heads != heads)
+
+
+def test_the_training_handout_takes_the_label_the_page_starts_with():
+    """The training step page starts on the data set's label of the sentence, else positive; the handout says which."""
+    from attention_core.training import classifier as clf
+    negative = next(e for e in clf.load_dataset() if e.label == "negative")
+    assert "the label is negative (the data set's label" in make_handout("training_step",
+                                                                           Config(sentence=negative.text)).notes[-1]
+    assert "the label is positive (the page's default" in make_handout("training_step", Config()).notes[-1]

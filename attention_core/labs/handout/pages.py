@@ -148,11 +148,15 @@ def _classifier(config, controls, forward, train: bool = False):
     from ...training.training_input import classifier_input, training_settings
     inp = classifier_input(config)
     params = clf.init_params(inp.x.shape[1], config.d_k, config.d_v, config.seed)
-    label = _get(controls, "label", "positive")
+    text = " ".join(config.sentence.lower().split())
+    known = next((e.label for e in clf.load_dataset() if " ".join(e.text.lower().split()) == text), None)
+    label = _get(controls, "label", known or "positive")       # the page's default: the data set's label, else positive
     _, trace = clf.forward(params, inp.x, label, inp.tokens, training_settings(config, False))
     p = Parts().add(trace, ["x", "q", "k", "v", "weights", "f", "pooled", "p"] if train else ["x", "weights", "f", "p"])
     p.notes.append(f"The classifier at its seeded start (seed {config.seed}), before any training; the label "
-                   f"is {label}." + (" A run trained on the page lives only in that browser." if train else ""))
+                   f"is {label}" + (" (the data set's label of this sentence)" if known else
+                                    " (the page's default: the sentence is not in the data set)") + "."
+                   + (" A run trained on the page lives only in that browser." if train else ""))
     return p
 
 
