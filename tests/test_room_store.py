@@ -297,6 +297,30 @@ def test_mistyped_and_stale_codes(store):
             stale()
 
 
+def test_the_teacher_ends_the_room_for_everyone(store):
+    code, secret = open_room(store, "t")
+    ana = join(store, code, "Ana")
+    poll = open_poll(store, code, secret, POLL)
+    answer(store, code, ana, poll, 1)
+    with pytest.raises(NotTeacher):
+        rooms.end_room(store, code, "a guess")
+    assert state(store, code).poll["id"] == poll                         # a guess ends nothing
+    rooms.end_room(store, code, secret)
+    for gone in (lambda: state(store, code), lambda: join(store, code, "Ben"), lambda: answer(store, code, ana, poll, 0)):
+        with pytest.raises(NoRoom):
+            gone()
+    assert store.hgetall(f"room:{code}:answers:{poll}") == {} and store.hgetall(f"room:{code}:members") == {}
+    assert rooms.ended(code).startswith(f"Room {code} has ended: its teacher ended it, or 4 hours passed")
+
+
+def test_a_nickname_keeps_its_emoji_and_loses_control_characters(store):
+    code, _ = open_room(store, "t")
+    for typed, kept in (("👩\u200d🔬 Ana", "👩\u200d🔬 Ana"), ("a\tb\nc", "a b c"), ("x\u202eevil", "x evil"),
+                        ("مرحبا بالعالم", "مرحبا بالعالم"), ("y" * 300, "y" * MAX_NICKNAME)):
+        member = join(store, code, typed)
+        assert store.hget(f"room:{code}:members", member) == kept
+
+
 def test_a_room_expires_four_hours_after_the_last_step():
     clock = Clock()
     s = MemoryStore(clock=clock)
@@ -378,6 +402,7 @@ def test_a_redis_that_is_down_says_so_quickly():
         with pytest.raises(RoomError) as err:
             act()
         assert str(err.value) == message and "topsecret" not in str(err.value)
+        assert isinstance(err.value, rooms.Unavailable) and not isinstance(err.value, NoRoom)   # not an ended room
     assert time.perf_counter() - start < 2.0
 
 

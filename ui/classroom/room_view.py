@@ -132,9 +132,17 @@ def teacher_panel() -> None:
                    "another device; never put it on the projector.", icon=":material/warning:")
         st.code(teacher_link(code, secret), language=None, wrap_lines=True)
     if st.button(END, key="room_end", icon=":material/logout:",
-                 help="This browser stops teaching the room; students' screens stay where they are, and the room "
-                      f"closes {classroom.ROOM_HOURS} hours after your last step."):
+                 help="Ends the room for everyone: its code opens nothing any more, and each student's screen says "
+                      "so and stays where it is, to explore on their own."):
+        try:
+            classroom.end_room(store(), code, secret)
+        except classroom.NoRoom:                  # it had ended already
+            pass
+        except classroom.RoomError as err:        # the store does not answer: still the room's teacher
+            st.error(md_escape(f"{err} The room was not ended."), icon=":material/error:")
+            return
         leave()
+        st.session_state["room.said"] = ("success", f"Room {code} has ended; its code opens nothing any more.")
         st.rerun()
 
 
