@@ -104,8 +104,9 @@ def _code(code) -> str:
 def _room(store: Store, code: str) -> dict[str, str]:
     room = store.hgetall(_key(code))
     if not room:
-        raise NoRoom(f"There is no room {code}: the code may be mistyped, or the room has ended (a room closes "
-                     f"{ROOM_HOURS} hours after its teacher's last step). Ask your teacher for the code on the screen.")
+        raise NoRoom(f"There is no room {code}: the code may be mistyped, or the room has ended (its teacher ended "
+                     f"it, or it closed {ROOM_HOURS} hours after its teacher's last step). Ask your teacher for the code "
+                     "on the screen.")
     return room
 
 
@@ -167,6 +168,7 @@ def join(store: Store, code, nickname) -> str:
     if store.hset_capped(_key(code, "members"), member, name, MAX_MEMBERS) == FULL:
         raise RoomFull(f"Room {code} is full: {MAX_MEMBERS} students have joined. Ask your teacher to open a "
                        "second room, or follow on the projector.")
+    store.expire(_key(code, "members"), TTL)     # the nicknames go too, even if the teacher never pushes
     return member
 
 

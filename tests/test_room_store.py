@@ -285,9 +285,9 @@ def test_mistyped_and_stale_codes(store):
     unused = next(c for c in ("K7MQ2D", "K7MQ2E") if c != code)
     with pytest.raises(NoRoom) as err:
         join(store, unused.lower(), "Ana")
-    assert str(err.value) == (f"There is no room {unused}: the code may be mistyped, or the room has ended (a room "
-                              "closes 4 hours after its teacher's last step). Ask your teacher for the code on the "
-                              "screen.")
+    assert str(err.value) == (f"There is no room {unused}: the code may be mistyped, or the room has ended (its "
+                              "teacher ended it, or it closed 4 hours after its teacher's last step). Ask your teacher "
+                              "for the code on the screen.")
     ana = join(store, code, "Ana")
     poll = open_poll(store, code, secret, POLL)
     store.expire(f"room:{code}", 0)                                       # the room ends (4 h later)
@@ -330,8 +330,19 @@ def test_a_room_expires_four_hours_after_the_last_step():
     clock.now += 3.99 * 3600
     assert state(s, code).version == 1
     clock.now += 0.02 * 3600
-    with pytest.raises(NoRoom, match="closes 4 hours after"):
+    with pytest.raises(NoRoom, match="closed 4 hours after"):
         state(s, code)
+
+
+def test_nicknames_expire_even_if_the_teacher_never_pushes():
+    """The members' hash gets its expiry when a student joins, not only at the teacher's first push: a room
+    opened and joined but never used keeps no nickname past 4 hours (and Redis's volatile-ttl can evict it)."""
+    clock = Clock()
+    s = MemoryStore(clock=clock)
+    code, _ = open_room(s, "t")
+    join(s, code, "Ana")
+    clock.now += 4.01 * 3600
+    assert s.hgetall(f"room:{code}:members") == {} and s.hgetall(f"room:{code}") == {}
 
 
 # -- replicas, the environment, a Redis that is down -------------------------------------------------------------
