@@ -294,7 +294,7 @@ def test_the_teacher_steps_through_a_lesson_and_the_class_follows():
     teacher.session_state["room.stop"] = 0
     teacher.run()
     listed = "\n".join(m.value for m in teacher.markdown)
-    assert "**→ 1. Scores by hand ← now**" in listed and "2. RoPE turns pairs" in listed
+    assert "**→ 1\\. Scores by hand ← now**" in listed and "2\\. RoPE turns pairs" in listed
     assert "Stop 1 of 2: Scores by hand" in listed
     stay(button(teacher, "Show this stop").click().run())
     no_exception(teacher)
@@ -312,6 +312,9 @@ def test_the_teacher_steps_through_a_lesson_and_the_class_follows():
     assert query_of(ana) == {"positional": "rope", "rope.offset": "50"} == query_of(teacher)
     assert charts(ana) == charts(teacher)
     assert [b.disabled for b in teacher.button if b.label == "Next stop ▶"] == [True]
+    teacher.switch_page(ROOM).run()                 # the projector's list, stop 2 current: no Markdown list
+    listed = next(m.value for m in teacher.markdown if "← now" in m.value)
+    assert listed.startswith("1\\. Scores by hand  \n**→ 2\\. RoPE turns pairs ← now**")
 
 
 # ---- a room that ends, a store that is down ----------------------------------------------------------------

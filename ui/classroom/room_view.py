@@ -65,7 +65,8 @@ def doors() -> None:
         with st.form("room_join", enter_to_submit=True):
             code_text = st.text_input(CODE_BOX, key="room_join_code", max_chars=40, placeholder="K7MQ2D")
             nick = st.text_input(NICK_BOX, key="room_join_nick", max_chars=40,
-                                 help="Any name your class will recognise. Only your teacher sees the list.")
+                                 help="Any name your class will recognise. It appears in the list of who joined, on your teacher's "
+                                      "screen (often the projector).")
             if st.form_submit_button(JOIN, type="primary", icon=":material/login:"):
                 try:
                     join(code_text, nick)
@@ -168,8 +169,8 @@ def stops_list() -> None:
     lesson = state["room.lesson"]
     i = min(max(int(state.get("room.stop") or 0), 0), len(lesson.stops) - 1)
     st.subheader(f"Lesson: {md_escape(lesson.title)}")
-    lines = [("**→ " if n == i else "") + f"{n + 1}. {md_escape(s.title)}" + (" ← now**" if n == i else "")
-             for n, s in enumerate(lesson.stops)]
+    lines = [("**→ " if n == i else "") + f"{n + 1}\\. {md_escape(s.title)}" + (" ← now**" if n == i else "")
+             for n, s in enumerate(lesson.stops)]               # "1\.": not a Markdown list that renumbers them
     st.markdown("  \n".join(lines))
     st.caption("Step through the stops with ◀ / ▶ in the room bar (above, on every page).")
 
