@@ -138,6 +138,9 @@ class RedisStore(Store):
     def hincrby(self, key, field, amount=1):
         return int(self._call("hincrby", key, field, int(amount)))
 
+    def hdel(self, key, field):
+        self._call("hdel", key, field)
+
     def hlen(self, key):
         return int(self._call("hlen", key))
 

@@ -21,7 +21,7 @@
 
 Keys (every one expires ROOM_HOURS after the teacher's last push or poll, or at once when the teacher ends the room):
     room:<code>                    title, the secret's digest, created, version, view (JSON), poll (JSON or "")
-    room:<code>:members            member id -> nickname (at most MAX_MEMBERS)
+    room:<code>:members            member id -> nickname (at most MAX_MEMBERS; removed when the student leaves)
     room:<code>:answers:<poll id>  member id -> the index of the chosen answer
     room:<code>:changes:<poll id>  member id -> how many times that member answered (at most MAX_ANSWER_CHANGES)
 
@@ -93,8 +93,8 @@ def _key(code: str, *parts: str) -> str:
 
 def _code(code) -> str:
     normal = normal_code(code)
-    if normal is None and not str(code).strip():
-        raise NoRoom("Type the room code first: the 6 letters and digits on your teacher's screen, like K7MQ2D.")
+    if normal is None and not str(code).strip():          # a click before typing: not a wrong code (no miss counted)
+        raise BadMessage("Type the room code first: the 6 letters and digits on your teacher's screen, like K7MQ2D.")
     if normal is None:
         raise NoRoom(f"“{str(code)[:40]}” is not a room code: a code is 6 letters and digits, like K7MQ2D "
                      "(no 0, O, 1, I or L).")
@@ -170,6 +170,19 @@ def join(store: Store, code, nickname) -> str:
                        "second room, or follow on the projector.")
     store.expire(_key(code, "members"), TTL)     # the nicknames go too, even if the teacher never pushes
     return member
+
+
+def leave(store: Store, code, member) -> None:
+    """A student leaves: their nickname and their answer to the question in progress go (the teacher's count and
+    "n of m answered" stay true). Nothing if the room has ended."""
+    code = _code(code)
+    room = store.hgetall(_key(code))
+    if not room or not isinstance(member, str):
+        return
+    store.hdel(_key(code, "members"), member)
+    poll = json.loads(room["poll"]) if room.get("poll") else None
+    if poll and not poll.get("revealed"):
+        store.hdel(_key(code, "answers", poll["id"]), member)
 
 
 def members(store: Store, code) -> dict[str, str]:

@@ -170,6 +170,18 @@ def test_bad_codes_and_empty_nicknames_keep_the_form_with_a_message():
     at.text_input(key="room_join_nick").input("Ana")
     button(at, "Join the room").click().run()
     assert "Type the room code first" in text_of(at) and "“”" not in text_of(at)
+    assert len(at.session_state["room.misses"]) == 2                 # the two wrong codes; a blank one is no guess
+
+
+def test_a_student_who_leaves_leaves_the_teachers_count():
+    teacher, code, _, ana = room_with_student()
+    ben = student_joins(code, "Ben")
+    assert "2 students" in text_of(teacher.run())
+    button(ben, "Leave the room").click().run()
+    no_exception(ben)
+    assert "room.code" not in ben.session_state
+    said = text_of(teacher.run())
+    assert "1 student" in said and "2 students" not in said and ["Ana"] == [t.value for t in teacher.text]
 
 
 def test_a_title_with_markup_is_shown_as_text():

@@ -313,6 +313,20 @@ def test_the_teacher_ends_the_room_for_everyone(store):
     assert rooms.ended(code).startswith(f"Room {code} has ended: its teacher ended it, or 4 hours passed")
 
 
+def test_a_student_who_leaves_is_off_the_list_and_the_count(store):
+    code, secret = open_room(store, "t")
+    ana, ben = join(store, code, "Ana"), join(store, code, "Ben")
+    poll = open_poll(store, code, secret, POLL)
+    answer(store, code, ana, poll, 1), answer(store, code, ben, poll, 0)
+    rooms.leave(store, code, ben)
+    assert sorted(members(store, code).values()) == ["Ana"]
+    assert sum(tally(store, code, poll)) == 1                            # not "2 of 1 students answered"
+    with pytest.raises(BadMessage, match="You are not in room"):
+        answer(store, code, ben, poll, 1)
+    rooms.leave(store, code, "not a member"), rooms.leave(store, code, None)   # nothing
+    assert sorted(members(store, code).values()) == ["Ana"]
+
+
 def test_a_nickname_keeps_its_emoji_and_loses_control_characters(store):
     code, _ = open_room(store, "t")
     for typed, kept in (("👩\u200d🔬 Ana", "👩\u200d🔬 Ana"), ("a\tb\nc", "a b c"), ("x\u202eevil", "x evil"),

@@ -185,5 +185,9 @@ def student_panel() -> None:
         st.info("When your teacher shows something, your screen changes to it by itself. You can always explore "
                 "on your own and come back with one click.", icon=":material/co_present:")
     if st.button(LEAVE, key="room_leave", icon=":material/logout:"):
+        try:                                    # off the teacher's list; leaving works even if the store is down
+            classroom.leave(store(), code, state.get("room.member"))
+        except Exception:
+            pass
         leave()
         st.rerun()
