@@ -348,7 +348,7 @@ def test_a_room_that_ended_leaves_the_student_exploring_with_a_message():
 def test_a_teacher_who_ends_the_room_ends_it_for_everyone():
     teacher, code, secret, ana = room_with_student()
     follow(ana)
-    button(teacher.run(), "End the room").click().run()
+    button(teacher.run(), "End it for everyone").click().run()          # in the "End the room" popover
     no_exception(teacher)
     assert "room.code" not in teacher.session_state and f"Room {code} has ended" in text_of(teacher)
     follow(ana)                                   # the next read finds no room: the student is told

@@ -16,6 +16,7 @@ from ..room_session import ROOM_PAGE, code as room_code, join, leave, open_room,
 from ..text import md_escape
 
 JOIN, OPEN, END, LEAVE = "Join the room", "Open a room", "End the room", "Leave the room"
+END_SURE = "End it for everyone"
 CODE_BOX, NICK_BOX, TITLE_BOX = "Room code", "Your nickname", "Title (optional)"
 MEMBERS_SECONDS = 2.0            # the teacher's count of students refreshes this often
 
@@ -132,9 +133,10 @@ def teacher_panel() -> None:
         st.warning("Whoever opens this link can show views and ask questions in this room. Use it to teach from "
                    "another device; never put it on the projector.", icon=":material/warning:")
         st.code(teacher_link(code, secret), language=None, wrap_lines=True)
-    if st.button(END, key="room_end", icon=":material/logout:",
-                 help="Ends the room for everyone: its code opens nothing any more, and each student's screen says "
-                      "so and stays where it is, to explore on their own."):
+    ending = st.popover(END, icon=":material/logout:")      # a second click: one slip must not end the class
+    ending.markdown("This ends the room for everyone: its code opens nothing any more, and each student's screen "
+                    "says so and stays where it is, to explore on their own.")
+    if ending.button(END_SURE, key="room_end", type="primary", icon=":material/logout:"):
         try:
             classroom.end_room(store(), code, secret)
         except classroom.NoRoom:                  # it had ended already
