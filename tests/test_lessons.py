@@ -270,6 +270,9 @@ def test_a_shared_link_opens_the_lesson_and_a_broken_one_says_so():
     no_exception(at)
     assert at.session_state["lessons.draft"] == lesson
     assert "Opened the lesson of the link: 6 stops" in "\n".join(e.value for e in at.success)
+    one = Lesson("One", "", LESSONS["todays_attention"].stops[:1])
+    at = open_page(PAGE, query={"lesson": to_link(one)})
+    assert "Opened the lesson of the link: 1 stop," in "\n".join(e.value for e in at.success)   # not "1 stops"
     at = open_page(PAGE, query={"lesson": to_link(lesson)[:50]})
     no_exception(at)
     assert "This lesson link is not complete" in messages(at)
@@ -305,7 +308,7 @@ def test_a_loaded_lessons_text_is_shown_as_text():
     at = open_page(PAGE, query={"lesson": to_link(lesson)})
     no_exception(at)
     text = "\n".join(m.value for m in at.markdown)
-    assert "\\<b\\>bold\\</b\\> \\*\\*stop\\*\\*" in text and "\\$x\\$ \\<script\\>" in text
+    assert "\\<b\\>bold\\<\\/b\\> \\*\\*stop\\*\\*" in text and "\\$x\\$ \\<script\\>" in text
     assert "<b>" not in text and "<script>" not in text
     (link,) = [e.proto for e in at.get("page_link") if e.proto.page == "scores"]
     assert link.query_string == "d_k=6"
