@@ -17,11 +17,12 @@ May import: the standard library; redis only inside redis_store's functions. Nev
 """
 from .codes import new_code, new_secret, normal_code
 from .room import (MAX_ANSWER_CHANGES, MAX_MEMBERS, ROOM_HOURS, BadMessage, NoRoom, NotTeacher, RoomError, RoomFull,
-                   RoomState, TooMany, answer, check, close_poll, join, members, my_answer, open_poll, open_room,
-                   push, reveal, state, tally)
+                   RoomState, TooMany, Unavailable, answer, check, close_poll, end_room, join, leave, members, my_answer, open_poll,
+                   open_room, push, reveal, state, tally)
 from .store import MemoryStore, Store, store_from_env
 
 __all__ = ["new_code", "new_secret", "normal_code", "Store", "MemoryStore", "store_from_env", "RoomError", "NoRoom",
-           "RoomFull", "NotTeacher", "BadMessage", "TooMany", "RoomState", "open_room", "check", "join", "members",
+           "RoomFull", "NotTeacher", "BadMessage", "TooMany", "Unavailable", "RoomState", "open_room", "check", "end_room", "join", "leave",
+           "members",
            "push", "state", "open_poll", "answer", "tally", "my_answer", "reveal", "close_poll", "MAX_MEMBERS",
            "MAX_ANSWER_CHANGES", "ROOM_HOURS"]

@@ -4,8 +4,9 @@ teacher on another.
 Every Store operation is one Redis command, or one Lua script where it must be one atomic step on the
 server (`create`: EXISTS, then HSET and EXPIRE; `hset_capped`: HEXISTS, HLEN, HSET), so 30 answers or 200
 joiners arriving together from different replicas are counted exactly. One client (a connection pool) per
-URL per process: `redis_store(url)`. A Redis that does not answer within about 2 s raises RoomError with a
-message for the screen, never a traceback; the rest of the explorer works without it.
+URL per process: `redis_store(url)`. A Redis that does not answer within about 2 s raises Unavailable (a
+RoomError) with a message for the screen, never a traceback; the rest of the explorer works without it, and a
+session in a room stays in it (ui tells Unavailable from NoRoom: a room that has ended).
 
     >>> redis_store("redis://127.0.0.1:6379/0") is redis_store(" redis://127.0.0.1:6379/0 ")   # one per URL
     True
@@ -22,7 +23,7 @@ from __future__ import annotations
 import threading
 from urllib.parse import urlsplit
 
-from .room import RoomError
+from .room import RoomError, Unavailable
 from .store import REDIS_URL_VARIABLE, Store
 
 TIMEOUT_SECONDS = 2.0                 # to connect and to answer: a dead server costs a click about this much
@@ -101,21 +102,21 @@ class RedisStore(Store):
         """Run one command (or one of the scripts); a server that is down, slow or refusing, or a URL that names
         none, becomes a RoomError with a message."""
         if self._broken:
-            raise RoomError(self._broken)
+            raise Unavailable(self._broken)
         try:
             if command in self._scripts:
                 return self._scripts[command](*args)
             return getattr(self._client, command)(*args)
         except self._errors.AuthenticationError as err:      # a ConnectionError: before it
-            raise RoomError(f"Rooms are unavailable: their server (Redis at {self.where}) refused this app's "
+            raise Unavailable(f"Rooms are unavailable: their server (Redis at {self.where}) refused this app's "
                             f"password. Whoever runs this app should check the password in {REDIS_URL_VARIABLE}."
                             ) from err
         except (self._errors.ConnectionError, self._errors.TimeoutError) as err:
-            raise RoomError(f"Rooms are unavailable: their server (Redis at {self.where}) does not answer. The rest "
+            raise Unavailable(f"Rooms are unavailable: their server (Redis at {self.where}) does not answer. The rest "
                             "of the explorer works; whoever runs this app should start Redis or fix "
                             f"{REDIS_URL_VARIABLE}, then try again.") from err
         except self._errors.RedisError as err:
-            raise RoomError(f"Rooms are unavailable: their server (Redis at {self.where}) refused the request "
+            raise Unavailable(f"Rooms are unavailable: their server (Redis at {self.where}) refused the request "
                             f"({str(err)[:120]}). Whoever runs this app should check that server.") from err
 
     def create(self, key, mapping, seconds):
@@ -136,6 +137,9 @@ class RedisStore(Store):
 
     def hincrby(self, key, field, amount=1):
         return int(self._call("hincrby", key, field, int(amount)))
+
+    def hdel(self, key, field):
+        self._call("hdel", key, field)
 
     def hlen(self, key):
         return int(self._call("hlen", key))

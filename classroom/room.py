@@ -19,9 +19,9 @@
     ...     print(str(err).replace(code, "<code>"))
     Only the teacher who opened room <code> can do that.
 
-Keys (every one expires ROOM_HOURS after the teacher's last push or poll):
+Keys (every one expires ROOM_HOURS after the teacher's last push or poll, or at once when the teacher ends the room):
     room:<code>                    title, the secret's digest, created, version, view (JSON), poll (JSON or "")
-    room:<code>:members            member id -> nickname (at most MAX_MEMBERS)
+    room:<code>:members            member id -> nickname (at most MAX_MEMBERS; removed when the student leaves)
     room:<code>:answers:<poll id>  member id -> the index of the chosen answer
     room:<code>:changes:<poll id>  member id -> how many times that member answered (at most MAX_ANSWER_CHANGES)
 
@@ -47,6 +47,7 @@ MAX_ANSWER_CHANGES = 5                # per student and poll: more is a flood, a
 MAX_NICKNAME = 24
 MAX_VIEW_BYTES = 20_000
 MAX_CHOICES = 8
+JOINERS = "\u200c\u200d"                # zero-width non-joiner and joiner: kept in a name
 
 
 class RoomError(Exception):
@@ -73,6 +74,10 @@ class TooMany(RoomError):
     pass
 
 
+class Unavailable(RoomError):
+    """The store does not answer (a Redis server down or refusing): the room may well still be there."""
+
+
 @dataclass(frozen=True)
 class RoomState:
     code: str
@@ -88,6 +93,8 @@ def _key(code: str, *parts: str) -> str:
 
 def _code(code) -> str:
     normal = normal_code(code)
+    if normal is None and not str(code).strip():          # a click before typing: not a wrong code (no miss counted)
+        raise BadMessage("Type the room code first: the 6 letters and digits on your teacher's screen, like K7MQ2D.")
     if normal is None:
         raise NoRoom(f"“{str(code)[:40]}” is not a room code: a code is 6 letters and digits, like K7MQ2D "
                      "(no 0, O, 1, I or L).")
@@ -97,8 +104,9 @@ def _code(code) -> str:
 def _room(store: Store, code: str) -> dict[str, str]:
     room = store.hgetall(_key(code))
     if not room:
-        raise NoRoom(f"There is no room {code}: the code may be mistyped, or the room has ended (a room closes "
-                     f"{ROOM_HOURS} hours after its teacher's last step). Ask your teacher for the code on the screen.")
+        raise NoRoom(f"There is no room {code}: the code may be mistyped, or the room has ended (its teacher ended "
+                     f"it, or it closed {ROOM_HOURS} hours after its teacher's last step). Ask your teacher for the code "
+                     "on the screen.")
     return room
 
 
@@ -125,6 +133,12 @@ def open_room(store: Store, title: str = "") -> tuple[str, str]:
     raise RoomError("Could not find a free room code; try again.")
 
 
+def ended(code: str) -> str:
+    """What a session that was in room `code` is told when the room is gone (NoRoom's message is for a typed code)."""
+    return (f"Room {code} has ended: its teacher ended it, or {ROOM_HOURS} hours passed after the teacher's last "
+            "step.")
+
+
 def check(store: Store, code) -> str:
     """The normalised code of a room that exists; NoRoom with a message if it does not."""
     code = _code(code)
@@ -133,8 +147,14 @@ def check(store: Store, code) -> str:
 
 
 def clean_text(text, limit: int) -> str:
-    """Printable characters only, spaces collapsed, at most `limit` characters (still shown as text by ui)."""
-    text = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in str(text))   # a tab, a newline: a space
+    """Printable characters only, spaces collapsed, at most `limit` characters (still shown as text by ui). The
+    joiners that emoji and some scripts need stay (👩‍🔬 is 👩, U+200D, 🔬); other control and format characters
+    (a tab, a newline, a right-to-left override) become a space.
+
+        >>> clean_text("👩\u200d🔬 Ana\tB\u202eC", 24)
+        '👩\u200d🔬 Ana B C'
+    """
+    text = "".join(" " if unicodedata.category(ch)[0] == "C" and ch not in JOINERS else ch for ch in str(text))
     return " ".join(text.split())[:limit]
 
 
@@ -148,7 +168,21 @@ def join(store: Store, code, nickname) -> str:
     if store.hset_capped(_key(code, "members"), member, name, MAX_MEMBERS) == FULL:
         raise RoomFull(f"Room {code} is full: {MAX_MEMBERS} students have joined. Ask your teacher to open a "
                        "second room, or follow on the projector.")
+    store.expire(_key(code, "members"), TTL)     # the nicknames go too, even if the teacher never pushes
     return member
+
+
+def leave(store: Store, code, member) -> None:
+    """A student leaves: their nickname and their answer to the question in progress go (the teacher's count and
+    "n of m answered" stay true). Nothing if the room has ended."""
+    code = _code(code)
+    room = store.hgetall(_key(code))
+    if not room or not isinstance(member, str):
+        return
+    store.hdel(_key(code, "members"), member)
+    poll = json.loads(room["poll"]) if room.get("poll") else None
+    if poll and not poll.get("revealed"):
+        store.hdel(_key(code, "answers", poll["id"]), member)
 
 
 def members(store: Store, code) -> dict[str, str]:
@@ -212,9 +246,9 @@ def _poll(store: Store, code: str, poll_id) -> dict:
 def answer(store: Store, code, member, poll_id, choice) -> None:
     """A student's answer (the index of a choice); answering again replaces it, up to MAX_ANSWER_CHANGES times."""
     code = _code(code)
+    poll = _poll(store, code, poll_id)                  # first: a room that has ended says so (NoRoom)
     if not is_member(store, code, member):
         raise BadMessage(f"You are not in room {code} (or it restarted): join again with its code.")
-    poll = _poll(store, code, poll_id)
     if poll.get("revealed"):
         raise BadMessage("The answer has been revealed: answers are closed.")
     if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < len(poll["choices"]):
@@ -254,6 +288,17 @@ def close_poll(store: Store, code, secret) -> None:
     code = _code(code)
     _teacher(store, code, secret)
     store.hset(_key(code), {"poll": ""})
+
+
+def end_room(store: Store, code, secret) -> None:
+    """The teacher ends the room for everyone: its keys expire now, so its code opens nothing and each following
+    screen is told on its next read (NoRoom)."""
+    code = _code(code)
+    room = _teacher(store, code, secret)
+    polls = int(room.get("polls", "0") or 0)
+    for key in [_key(code, "members")] + [_key(code, kind, f"p{n}") for n in range(1, polls + 1)
+                                          for kind in ("answers", "changes")] + [_key(code)]:
+        store.expire(key, 0)
 
 
 def is_teacher(store: Store, code, secret) -> bool:

@@ -46,6 +46,10 @@ class Store:
     def hlen(self, key: str) -> int:
         raise NotImplementedError
 
+    def hdel(self, key: str, field: str) -> None:
+        """Remove one field (a missing key or field: nothing)."""
+        raise NotImplementedError
+
     def hset_capped(self, key: str, field: str, value: str, limit: int) -> int:
         """Set the field if it is new and the hash has fewer than `limit` fields: ADDED (2); a field already
         there keeps its value: THERE (1); a full hash: FULL (0). One atomic step."""
@@ -122,6 +126,10 @@ class MemoryStore(Store):
             value = int(h.get(field, "0")) + int(amount)
             h[field] = str(value)
             return value
+
+    def hdel(self, key, field):
+        with self._lock:
+            (self._live(key) or {}).pop(field, None)
 
     def hlen(self, key):
         with self._lock:

@@ -7,7 +7,7 @@ import pytest
 
 from attention_core import Config
 from attention_core.forward.stages import run_forward
-from attention_core.labs.handout import MAX_COLS, MAX_ROWS, PAGES, make_handout, to_html
+from attention_core.labs.handout import MAX_COLS, MAX_ROWS, PAGES, make_handout, table_of, to_html
 from ui import nav
 
 from apptest_util import messages, no_exception, open_page
@@ -84,7 +84,7 @@ def test_a_causal_handout_prints_the_mask_and_rows_that_sum_to_one():
     w = table(weights)
     assert np.allclose(w.sum(axis=1), 1.0, atol=4 * 5e-4)
     assert np.all(np.triu(w, 1) == 0)                              # nothing after the query
-    assert weights.head_note == "head 0 of head=2 shown"
+    assert weights.head_note == "head 0 of H=2 shown"
 
 
 def test_a_head_control_picks_the_slice_and_the_rope_lesson_is_the_pages():
@@ -180,3 +180,68 @@ def test_a_handouts_title_is_its_pages(page):
     file = next(e[0] for _, pages in nav.SECTIONS for e in pages if e[3] == page)
     source = (nav.ROOT / file).read_text(encoding="utf-8")
     assert re.search(r"ui\.page\(PAGE, \"([^\"]+)\"", source).group(1) == PAGES[page][0]
+
+
+def test_a_slice_is_counted_by_its_letter_and_a_kv_head_is_a_kv_head():
+    """'head 0 of H=4 shown' (docs/notation.md: H counts heads), and under grouped-query attention K's blocks are KV
+    heads: 'KV head 0 of H_kv=2 shown' (the forward pass's k_heads and the KV cache lesson's k_cache)."""
+    gqa = Config(n_heads=4, n_kv_heads=2)
+    notes = {s.key: s.head_note for s in make_handout("multi_head", gqa).sections}
+    assert notes["q_heads"] == notes["weights"] == "head 0 of H=4 shown"
+    assert notes["k_heads"] == "KV head 0 of H_kv=2 shown"
+    cache = {s.key: s.head_note for s in make_handout("kv_cache", gqa).sections}
+    assert cache["k_cache"] == cache["v_cache"] == "KV head 0 of H_kv=2 shown"
+    assert all(" of head=" not in n for n in [*notes.values(), *cache.values()])
+
+
+def test_one_row_or_column_left_out_is_named_alone_and_the_note_says_left_out_once():
+    from attention_core.labs.handout import note_sentence
+    sentence = "the cat sat on the mat today and it was very happy too and then the dog"       # n = 17
+    doc = make_handout("softmax", Config(sentence=sentence, mask="causal"))
+    assert doc.sections[0].table.note.startswith("row 16 of n_q=17 left out (16 of 17 shown); columns 12 to 16")
+    t = table_of(np.zeros((2, MAX_COLS + 1)), ("n", "d_model"), lambda a, s: [str(i) for i in range(s)])
+    assert t.note == f"column {MAX_COLS} of d_model={MAX_COLS + 1} left out ({MAX_COLS} of {MAX_COLS + 1} shown)"
+    page = to_html(make_handout("qkv", Config()))
+    assert "Columns 12 to 49 of d_model=50 left out (12 of 50 shown)." in page and "Left out:" not in page
+    assert note_sentence(t.note).count("left out") == 1
+
+
+def test_counts_of_one_are_singular():
+    assert "prompt P = 1 token" in make_handout("kv_cache", Config(sentence="hello")).controls
+    assert "L = 1 layer" in make_handout("block", Config()).controls
+
+
+def test_the_masks_row_sums_name_a_heads_entry_in_brackets():
+    doc = make_handout("masks", Config(n_heads=2), {"masks.head": 1, "masks.sink_on": True, "masks.sink": 1.5})
+    sums = next(s for s in doc.sections if s.key == "row_sums")
+    assert sums.table.cols == ("Σ_j (A′_1)_ij", "sink share")
+    assert next(s for s in make_handout("masks", Config()).sections if s.key == "row_sums").table.cols == ("Σ_j A_ij",)
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3])
+def test_the_pytorch_handout_prints_the_pages_own_layer_not_the_sidebars_forward_pass(heads):
+    """The PyTorch page runs its own layer (hid_dim = d_model = 50 cut into H heads of 50 / H, seeded weights, no
+    mask): W_Q is 50 × 50 there, not the sidebar's 50 × H·d_k. Its handout prints that layer at the page's defaults
+    (the sidebar's H when it divides 50, else 1; no padding; eval mode), batch axis left out."""
+    from attention_core.lessons import torch_mha as tm
+    config = Config(n_heads=heads)
+    forward = run_forward(config)
+    doc = make_handout("pytorch_mha", config)
+    layer_heads = heads if 50 % heads == 0 else 1
+    torch_trace = tm.pytorch_trace(np.array(forward["x"].value), layer_heads, config.seed, (), 0.1, "eval", 0)
+    assert [s.key for s in doc.sections] == ["x", "q", "q_heads", "k_heads", "v_heads", "energy", "alpha", "a_heads",
+                                             "a", "output"]
+    for s in doc.sections:
+        np.testing.assert_array_equal(table(s), shown(torch_trace[s.key].value[0]), err_msg=s.key)
+    assert doc.sections[1].shape == "n=4 × hid_dim=50" and "seeded weights" in doc.notes[-1]
+    assert f"head_dim = 50 / {layer_heads} = {50 // layer_heads}" in doc.controls[0]
+    assert ("does not divide 50" in doc.notes[-1]) == (layer_heads != heads)
+
+
+def test_the_training_handout_takes_the_label_the_page_starts_with():
+    """The training step page starts on the data set's label of the sentence, else positive; the handout says which."""
+    from attention_core.training import classifier as clf
+    negative = next(e for e in clf.load_dataset() if e.label == "negative")
+    assert "the label is negative (the data set's label" in make_handout("training_step",
+                                                                           Config(sentence=negative.text)).notes[-1]
+    assert "the label is positive (the page's default" in make_handout("training_step", Config()).notes[-1]

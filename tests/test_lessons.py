@@ -270,6 +270,9 @@ def test_a_shared_link_opens_the_lesson_and_a_broken_one_says_so():
     no_exception(at)
     assert at.session_state["lessons.draft"] == lesson
     assert "Opened the lesson of the link: 6 stops" in "\n".join(e.value for e in at.success)
+    one = Lesson("One", "", LESSONS["todays_attention"].stops[:1])
+    at = open_page(PAGE, query={"lesson": to_link(one)})
+    assert "Opened the lesson of the link: 1 stop," in "\n".join(e.value for e in at.success)   # not "1 stops"
     at = open_page(PAGE, query={"lesson": to_link(lesson)[:50]})
     no_exception(at)
     assert "This lesson link is not complete" in messages(at)
@@ -305,7 +308,29 @@ def test_a_loaded_lessons_text_is_shown_as_text():
     at = open_page(PAGE, query={"lesson": to_link(lesson)})
     no_exception(at)
     text = "\n".join(m.value for m in at.markdown)
-    assert "\\<b\\>bold\\</b\\> \\*\\*stop\\*\\*" in text and "\\$x\\$ \\<script\\>" in text
+    assert "\\<b\\>bold\\<\\/b\\> \\*\\*stop\\*\\*" in text and "\\$x\\$ \\<script\\>" in text
     assert "<b>" not in text and "<script>" not in text
     (link,) = [e.proto for e in at.get("page_link") if e.proto.page == "scores"]
     assert link.query_string == "d_k=6"
+
+
+def test_the_notes_claims_in_words_hold():
+    """What the notes say without a number the other tests read: every row attends to “love” and the four context
+    rows are nearly equal (forward pass, stop 6); ALiBi's slopes 1/4, 1/16, 1/64, 1/256 for H = 4 (today, stop 2);
+    the cache calculator opens on Llama 3 8B, 8,192 tokens, 2 bytes (today, stop 4); the RoPE page shifts by 100."""
+    from ui import page_state
+    _, t = trace_of({})
+    a, c = t["weights"].value, t["context"].value
+    assert "every row attends to “love”" in note("forward_pass", 6) and (a.argmax(axis=1) == 1).all()
+    assert np.abs(c - c.mean(axis=0)).max() < 0.05 * np.abs(c).max()
+    # the embeddings page shows X_emb (GloVe alone); X = X_emb + the positions (docs/notation.md)
+    assert t["x_embed"].shape == (4, 50) and "X_emb here are 4 × 50" in note("forward_pass", 1)
+    assert not np.allclose(t["x"].value, t["x_embed"].value)
+    _, alibi = trace_of({"positional": "alibi", "n_heads": "4", "mask": "causal"})
+    slopes = -alibi["alibi"].value[:, 1, 0]                                          # distance 1: the slope itself
+    np.testing.assert_allclose(slopes, [1 / 4, 1 / 16, 1 / 64, 1 / 256])
+    assert "(1/4, 1/16, 1/64, 1/256)" in note("todays_attention", 2)
+    defaults = {c.key: c.default for c in page_state.controls_of("app_pages/42_kv_cache.py")}
+    assert (defaults["kv_cache.preset"], defaults["kv_cache.tokens"], defaults["kv_cache.bytes"]) == ("Llama 3 8B", 8192, 2)
+    rope = {c.key: c.default for c in page_state.controls_of("app_pages/40_rope.py")}
+    assert rope["rope.offset"] == 100 and "by 100 positions" in note("todays_attention", 0)

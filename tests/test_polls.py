@@ -296,3 +296,41 @@ def test_choices_drop_a_distractor_that_reads_like_the_answer():
     choices, answer = choose("1.5", ["1.5", "2", "3", "4", "5"], np.random.default_rng(3))
     assert len(choices) == 4 and choices[answer] == "1.5" and choices.count("1.5") == 1
     assert choose("1", ["1", "2"], np.random.default_rng(0)) is None
+
+
+def test_kv_head_does_not_call_round_robin_wrong_when_it_gives_the_same_head():
+    """H = 8, H_kv = 2, h = 2: ⌊2/4⌋ = 0 and 2 mod 2 = 0 agree; the explanation must not say h mod H_kv 'would' deal
+    the heads out (as if it gave another answer), and must still say GQA does not deal them in turn."""
+    config = Config(sentence=LONG, n_heads=8, n_kv_heads=2, weights="random")
+    seen = 0
+    for seed in range(12):
+        p = make_poll("kv_head", run_forward(config), seed)
+        h = int(re.search(r"query head h = (\d+)", p.prompt)[1])
+        if h % 2 == h // 4:
+            seen += 1
+            assert "would deal" not in p.explanation and "happens to give the same head" in p.explanation
+        else:
+            assert "would deal" in p.explanation
+    assert seen
+
+
+def test_online_max_names_a_one_key_block_as_one_key():
+    """n = 3, B_c = 2: block 1 holds key 2 alone: 'key 2', not 'keys 2 … 2'."""
+    p = make_poll("online_max", run_forward(Config(sentence="I love you", n_heads=3, mask="sliding_window", window=3,
+                                                     score="dot", weights="random")), 0)
+    assert not re.search(r"keys (\d+) … \1\b", p.prompt)
+
+
+def test_attends_does_not_ask_a_row_the_mask_answers_alone():
+    """Causal, row 0 sees key 0 only: 'which word does “i” attend to most' is answered by the mask, the other choices
+    words it cannot see. Such a row is asked only when no other row fits."""
+    for config in (Config(mask="causal"), Config(mask="sliding_window", window=1, sentence="I love you today"),
+                   Config(n_heads=2, mask="causal", sentence=LONG, weights="random")):
+        trace = run_forward(config)
+        mask = trace["mask"].value
+        for seed in range(6):
+            p = make_poll("attends", trace, seed)
+            if p is None:
+                continue
+            i = int(re.search(r"row (\d+) of A", p.prompt)[1])
+            assert mask[i].sum() >= 2 or all(mask[r].sum() < 2 for r in range(trace.n)), (config, p.prompt)

@@ -138,7 +138,8 @@ def test_a_student_cannot_push_and_a_tampered_teacher_link_is_refused():
     assert "You teach this room again" in text_of(own)
 
 
-@pytest.mark.parametrize("nick", ["<script>alert(1)</script>", "$\\frac{a}{b}$", "**bold**"])
+@pytest.mark.parametrize("nick", ["<script>alert(1)</script>", "$\\frac{a}{b}$", "**bold**", ":red[x] :smile:",
+                                  "👩\u200d🔬 Zoë", "مرحبا", "x" * 40])
 def test_nicknames_are_shown_as_typed(nick):
     teacher, code = teacher_opens()
     student = student_joins(code, nick)
@@ -156,7 +157,7 @@ def test_bad_codes_and_empty_nicknames_keep_the_form_with_a_message():
     button(at, "Join the room").click().run()
     no_exception(at)
     assert "is not a room code" in text_of(at) and "room.code" not in at.session_state
-    assert "\\<b\\>X\\</b\\>" in "\n".join(e.value for e in at.error)    # the typed code shown escaped
+    assert "\\<b\\>X\\<\\/b\\>" in "\n".join(e.value for e in at.error)    # the typed code shown escaped
     at.text_input(key="room_join_code").input("K7MQ2D")
     button(at, "Join the room").click().run()
     assert "There is no room K7MQ2D" in text_of(at)
@@ -165,6 +166,31 @@ def test_bad_codes_and_empty_nicknames_keep_the_form_with_a_message():
     at.text_input(key="room_join_nick").input("   ")
     button(at, "Join the room").click().run()
     assert "Type a nickname first" in text_of(at) and "room.code" not in at.session_state
+    at.text_input(key="room_join_code").input("  ")
+    at.text_input(key="room_join_nick").input("Ana")
+    button(at, "Join the room").click().run()
+    assert "Type the room code first" in text_of(at) and "“”" not in text_of(at)
+    assert len(at.session_state["room.misses"]) == 2                 # the two wrong codes; a blank one is no guess
+
+
+def test_a_student_who_leaves_leaves_the_teachers_count():
+    teacher, code, _, ana = room_with_student()
+    ben = student_joins(code, "Ben")
+    assert "2 students" in text_of(teacher.run())
+    button(ben, "Leave the room").click().run()
+    no_exception(ben)
+    assert "room.code" not in ben.session_state
+    said = text_of(teacher.run())
+    assert "1 student" in said and "2 students" not in said and ["Ana"] == [t.value for t in teacher.text]
+
+
+def test_a_title_with_markup_is_shown_as_text():
+    """Streamlit's directives too: :red[…] would colour, :material/…: would draw an icon."""
+    from ui.text import md_escape
+    title = ":red[x] :material/home: **b** <i>"
+    teacher, _ = teacher_opens(title)
+    caption = next(c.value for c in teacher.caption if "projector" in c.value)
+    assert md_escape(title) in caption and "\\:material\\/home\\:" in caption
 
 
 def test_ten_wrong_codes_ask_to_wait_a_minute():
@@ -280,12 +306,12 @@ def test_the_teacher_steps_through_a_lesson_and_the_class_follows():
     teacher.session_state["room.stop"] = 0
     teacher.run()
     listed = "\n".join(m.value for m in teacher.markdown)
-    assert "**→ 1. Scores by hand ← now**" in listed and "2. RoPE turns pairs" in listed
+    assert "**→ 1\\. Scores by hand ← now**" in listed and "2\\. RoPE turns pairs" in listed
     assert "Stop 1 of 2: Scores by hand" in listed
     stay(button(teacher, "Show this stop").click().run())
     no_exception(teacher)
     assert page_of(teacher) == SCORES and query_of(teacher) == {"d_k": "3", "scores.tab": "1"}
-    assert "Your note (only you see it): Secret: it is 'you'\\." in text_of(teacher)
+    assert "Your note (only you see it): Secret\\: it is 'you'\\." in text_of(teacher)
     follow(ana)
     assert page_of(ana) == SCORES and query_of(ana) == {"d_k": "3", "scores.tab": "1"}
     assert "Secret" not in text_of(ana) and "Which key wins" not in text_of(ana)
@@ -298,6 +324,9 @@ def test_the_teacher_steps_through_a_lesson_and_the_class_follows():
     assert query_of(ana) == {"positional": "rope", "rope.offset": "50"} == query_of(teacher)
     assert charts(ana) == charts(teacher)
     assert [b.disabled for b in teacher.button if b.label == "Next stop ▶"] == [True]
+    teacher.switch_page(ROOM).run()                 # the projector's list, stop 2 current: no Markdown list
+    listed = next(m.value for m in teacher.markdown if "← now" in m.value)
+    assert listed.startswith("1\\. Scores by hand  \n**→ 2\\. RoPE turns pairs ← now**")
 
 
 # ---- a room that ends, a store that is down ----------------------------------------------------------------
@@ -311,7 +340,48 @@ def test_a_room_that_ended_leaves_the_student_exploring_with_a_message():
         store._data.pop(key)                                      # as the expiry does, hours later
     follow(ana)                              # the fragment finds no room: a rerun of the page with the message
     assert "room.code" not in ana.session_state and page_of(ana) == SCORES and ana.session_state["s.d_k"] == 3
-    assert f"There is no room {code}" in text_of(ana) and "You keep exploring on your own" in text_of(ana)
+    said = text_of(ana)
+    assert f"Room {code} has ended" in said and "You keep exploring on your own" in said
+    assert "mistyped" not in said                 # it was the student's room: no doubt about their typing
+
+
+def test_a_teacher_who_ends_the_room_ends_it_for_everyone():
+    teacher, code, secret, ana = room_with_student()
+    follow(ana)
+    button(teacher.run(), "End it for everyone").click().run()          # in the "End the room" popover
+    no_exception(teacher)
+    assert "room.code" not in teacher.session_state and f"Room {code} has ended" in text_of(teacher)
+    follow(ana)                                   # the next read finds no room: the student is told
+    assert "room.code" not in ana.session_state and f"Room {code} has ended" in text_of(ana)
+    with pytest.raises(classroom.NoRoom):
+        classroom.check(classroom.store_from_env(), code)
+    again = open_page(ROOM, query={"room": code, "teach": secret})   # the teacher's link opens it no more
+    no_exception(again)
+    assert "room.code" not in again.session_state
+    said = text_of(again)
+    assert f"Room {code} has ended" in said and "open a new room" in said and "Ask your teacher" not in said
+
+
+def test_a_redis_that_does_not_answer_keeps_everyone_in_the_room(monkeypatch):
+    """A store that is down for a moment (RedisStore's message, a RoomError) is not a room that ended: the teacher
+    keeps the secret and the student stays, each told why nothing moves; back up, both carry on."""
+    from bench._common import free_port
+    from classroom.redis_store import RedisStore
+    import ui.room_session as session
+    teacher, code, secret, ana = room_with_student()
+    follow(ana)
+    up = dict(session._STORES)
+    monkeypatch.setattr(session, "_STORES", {"": RedisStore(f"redis://127.0.0.1:{free_port()}/0")})
+    teacher.run()
+    follow(ana)
+    assert teacher.session_state["room.secret"] == secret and ana.session_state["room.code"] == code
+    assert f"You still teach room {code}" in text_of(teacher) and "does not answer" in text_of(teacher)
+    assert f"You stay in room {code}" in text_of(ana)
+    monkeypatch.setattr(session, "_STORES", up)
+    teacher.run()
+    follow(ana)
+    assert f"Room {code}" in text_of(teacher) and "1 student" in text_of(teacher)
+    assert "you follow your teacher" in text_of(ana)
 
 
 def test_a_store_that_is_down_is_a_message_not_a_traceback(monkeypatch):

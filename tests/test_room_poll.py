@@ -164,6 +164,7 @@ def test_too_many_changes_keep_the_last_answer(room):
     assert "You have answered 5 times: your last answer stands" in ana.error[0].value.replace("\\", "")
     assert classroom.tally(store, code, poll_id) == [0, 0, 0, 1]
     assert "Your answer: D. mat" in ana.info[0].value.replace("\\", "")
+    assert "it stands" in ana.info[0].value and "change it" not in ana.info[0].value     # no false promise
 
 
 def test_an_answer_sent_after_the_reveal_gets_the_message(room):
@@ -217,12 +218,12 @@ def test_prompt_and_choices_are_text_not_markup(room):
     for at in (ana, teacher):
         no_exception(at)
         prompt = at.markdown[0].value
-        assert "\\<b\\>this\\</b\\>" in prompt and "\\$x\\$" in prompt and "\\*\\*y\\*\\*" in prompt
+        assert "\\<b\\>this\\<\\/b\\>" in prompt and "\\$x\\$" in prompt and "\\*\\*y\\*\\*" in prompt
         assert "<b>" not in prompt.replace("\\<b\\>", "")
-    assert ana.radio[0].options == ["A\\. \\<i\\>a\\</i\\>", "B\\. \\$y\\$"]
+    assert ana.radio[0].options == ["A\\. \\<i\\>a\\<\\/i\\>", "B\\. \\$y\\$"]
     assert [v["label"] for v in bars(teacher)] == ["A. <i>a</i>", "B. $y$"]      # SVG text in the chart
     send(ana, 0)
-    assert "\\<i\\>a\\</i\\>" in ana.info[0].value
+    assert "\\<i\\>a\\<\\/i\\>" in ana.info[0].value
 
 
 def test_a_student_rerun_reads_the_store_once(room, capsys):

@@ -285,9 +285,9 @@ def test_mistyped_and_stale_codes(store):
     unused = next(c for c in ("K7MQ2D", "K7MQ2E") if c != code)
     with pytest.raises(NoRoom) as err:
         join(store, unused.lower(), "Ana")
-    assert str(err.value) == (f"There is no room {unused}: the code may be mistyped, or the room has ended (a room "
-                              "closes 4 hours after its teacher's last step). Ask your teacher for the code on the "
-                              "screen.")
+    assert str(err.value) == (f"There is no room {unused}: the code may be mistyped, or the room has ended (its "
+                              "teacher ended it, or it closed 4 hours after its teacher's last step). Ask your teacher "
+                              "for the code on the screen.")
     ana = join(store, code, "Ana")
     poll = open_poll(store, code, secret, POLL)
     store.expire(f"room:{code}", 0)                                       # the room ends (4 h later)
@@ -295,6 +295,44 @@ def test_mistyped_and_stale_codes(store):
                   lambda: answer(store, code, ana, poll, 1), lambda: push(store, code, secret, VIEW)):
         with pytest.raises(NoRoom, match=f"There is no room {code}"):
             stale()
+
+
+def test_the_teacher_ends_the_room_for_everyone(store):
+    code, secret = open_room(store, "t")
+    ana = join(store, code, "Ana")
+    poll = open_poll(store, code, secret, POLL)
+    answer(store, code, ana, poll, 1)
+    with pytest.raises(NotTeacher):
+        rooms.end_room(store, code, "a guess")
+    assert state(store, code).poll["id"] == poll                         # a guess ends nothing
+    rooms.end_room(store, code, secret)
+    for gone in (lambda: state(store, code), lambda: join(store, code, "Ben"), lambda: answer(store, code, ana, poll, 0)):
+        with pytest.raises(NoRoom):
+            gone()
+    assert store.hgetall(f"room:{code}:answers:{poll}") == {} and store.hgetall(f"room:{code}:members") == {}
+    assert rooms.ended(code).startswith(f"Room {code} has ended: its teacher ended it, or 4 hours passed")
+
+
+def test_a_student_who_leaves_is_off_the_list_and_the_count(store):
+    code, secret = open_room(store, "t")
+    ana, ben = join(store, code, "Ana"), join(store, code, "Ben")
+    poll = open_poll(store, code, secret, POLL)
+    answer(store, code, ana, poll, 1), answer(store, code, ben, poll, 0)
+    rooms.leave(store, code, ben)
+    assert sorted(members(store, code).values()) == ["Ana"]
+    assert sum(tally(store, code, poll)) == 1                            # not "2 of 1 students answered"
+    with pytest.raises(BadMessage, match="You are not in room"):
+        answer(store, code, ben, poll, 1)
+    rooms.leave(store, code, "not a member"), rooms.leave(store, code, None)   # nothing
+    assert sorted(members(store, code).values()) == ["Ana"]
+
+
+def test_a_nickname_keeps_its_emoji_and_loses_control_characters(store):
+    code, _ = open_room(store, "t")
+    for typed, kept in (("👩\u200d🔬 Ana", "👩\u200d🔬 Ana"), ("a\tb\nc", "a b c"), ("x\u202eevil", "x evil"),
+                        ("مرحبا بالعالم", "مرحبا بالعالم"), ("y" * 300, "y" * MAX_NICKNAME)):
+        member = join(store, code, typed)
+        assert store.hget(f"room:{code}:members", member) == kept
 
 
 def test_a_room_expires_four_hours_after_the_last_step():
@@ -306,8 +344,19 @@ def test_a_room_expires_four_hours_after_the_last_step():
     clock.now += 3.99 * 3600
     assert state(s, code).version == 1
     clock.now += 0.02 * 3600
-    with pytest.raises(NoRoom, match="closes 4 hours after"):
+    with pytest.raises(NoRoom, match="closed 4 hours after"):
         state(s, code)
+
+
+def test_nicknames_expire_even_if_the_teacher_never_pushes():
+    """The members' hash gets its expiry when a student joins, not only at the teacher's first push: a room
+    opened and joined but never used keeps no nickname past 4 hours (and Redis's volatile-ttl can evict it)."""
+    clock = Clock()
+    s = MemoryStore(clock=clock)
+    code, _ = open_room(s, "t")
+    join(s, code, "Ana")
+    clock.now += 4.01 * 3600
+    assert s.hgetall(f"room:{code}:members") == {} and s.hgetall(f"room:{code}") == {}
 
 
 # -- replicas, the environment, a Redis that is down -------------------------------------------------------------
@@ -378,6 +427,7 @@ def test_a_redis_that_is_down_says_so_quickly():
         with pytest.raises(RoomError) as err:
             act()
         assert str(err.value) == message and "topsecret" not in str(err.value)
+        assert isinstance(err.value, rooms.Unavailable) and not isinstance(err.value, NoRoom)   # not an ended room
     assert time.perf_counter() - start < 2.0
 
 

@@ -15,6 +15,7 @@ it serves); what several sections use stays here, at the top:
     room_bar         a room's bar on every page: the teacher's "show this to the class" and lesson stops, a
                      student's following (room_follow) and the room in this session (room_session)
     room_poll        a room's class question: the teacher's live chart and reveal, a student's answer card
+    presenter        presenter mode: the switch on every page and the style it puts on the page
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import streamlit as st
 from . import nav, page_state
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
+from .presenter import presenter_line
 from .room_bar import room_bar
 from .settings import init_state, query_for, settings_summary, sidebar_settings
 from .views import fit_css, chart, heatmap, notices, one_word_picker, shape_badge, step, table, vector_row
@@ -41,11 +43,11 @@ def page(page_file: str, title: str, settings: bool = True):
     always a link to this view. Presenter mode is not: it is a choice made on the Share page.
     """
     st.set_page_config(page_title=f"{title} · Attention Explorer")
-    st.caption(f":material/location_on: {nav.where(page_file)}")      # where you are (one element)
+    init_state()                               # once per session: settings, own controls, presenter from the URL
+    presenter_line(nav.where(page_file))       # where you are, and the presenter switch (ui/presenter.py)
     st.title(title)
     fit_css()                                  # the chart CSS, once per run (views.fit_css_in_fragment)
     config = trace = None
-    init_state()                               # once per session: settings, own controls, presenter from the URL
     st.session_state["s.claims"] = {}          # a lesson's claims settings this run (views.claims_shown)
     page_state.start(page_file)                # the page's own controls get their kept values
     if settings:

@@ -27,8 +27,76 @@ AXIS_TITLES = {"n": "token", "n_q": "query (token)", "n_k": "key (token)"}
 def cell_size(rows: int, cols: int, max_w: float = MAX_W, big: bool = False) -> float:
     """Square cells that fit max_w × MAX_H; presenter mode allows larger cells (and a taller chart)
     for a projector, but never a wider one than max_w: the chart must fit its card."""
-    cap, height = (64.0, 1.4 * MAX_H) if big else (44.0, MAX_H)
+    cap, height = (BIG_CELL, 1.4 * MAX_H) if big else (44.0, MAX_H)
     return max(3.0, min(cap, max_w / cols, height / rows))
+
+
+# Presenter mode (big=True): a heatmap's numbers at least BIG_NUMBER_PX (where a cell holds them; elsewhere none:
+# hover, a click or the table give them), axis labels BIG_AXIS_PX; other charts' fonts grow by BIG_FONT_SCALE.
+BIG_NUMBER_PX, BIG_NUMBER_MAX_PX, BIG_AXIS_PX, BIG_TITLE_PX = 16, 20, 16, 18
+BIG_CELL = 80.0             # px, the largest cell in presenter mode (44 otherwise)
+BIG_FONT_SCALE, BIG_FONT_MIN_PX = 1.3, 13
+
+
+def number_font(size: float, chars: int, big: bool = False) -> int | None:
+    """The font size (px) of the numbers in a heatmap's cells of `size` px, or None where they do not fit.
+
+    A number takes about 0.52 em a character (digits 0.56 em, the point 0.28; "−0.96": 5 characters, "−0.012" or
+    "1.2e-3": 6, a mask's "1": 1). Presenter mode never writes them under BIG_NUMBER_PX: a number too small to read
+    from the back row is left to the hover, a click and the table.
+
+    >>> number_font(80, 5, big=True), number_font(64, 5, big=True), number_font(48, 5, big=True), number_font(40, 5, big=True)
+    (20, 20, 16, None)
+    >>> number_font(44, 5), number_font(30, 5), number_font(30, 6), number_font(60, 6)
+    (12, 10, None, 16)
+    """
+    if big:
+        px = min(BIG_NUMBER_MAX_PX, int((size - 6) / (0.52 * chars)))
+        return px if px >= BIG_NUMBER_PX else None
+    if size < (28 if chars <= 5 else 40):
+        return None
+    return 16 if size >= 56 else 10 if size < 34 else 12
+
+
+def number_chars(biggest: float, digits, negative: bool) -> int:
+    """How many characters the widest number of a heatmap takes as its cells write it (see _build's text).
+
+    >>> number_chars(0.96, 2, False), number_chars(50.13, 2, True), number_chars(0.0042, "e", True)
+    (4, 6, 7)
+    """
+    wide = digits == "e" or biggest >= 10 ** 4                    # Vega writes 4.2e-3 (Python: 4.2e-03)
+    text = f"{biggest:.1e}".replace("e-0", "e-").replace("e+0", "e+") if wide else f"{biggest:.{digits}f}"
+    return len(text) + negative
+
+
+def big_spec(spec: dict) -> dict:
+    """A Vega-Lite spec for presenter mode: every font size it sets BIG_FONT_SCALE times larger (at least
+    BIG_FONT_MIN_PX), and larger defaults for the axes, legends, titles and text it leaves unset. The data (its
+    rows) is shared, not copied.
+
+    >>> s = big_spec({"data": {"values": [{"fontSize": 1}]}, "mark": {"type": "text", "fontSize": 11},
+    ...               "encoding": {"x": {"axis": {"labelFontSize": 9}}}})
+    >>> s["mark"]["fontSize"], s["encoding"]["x"]["axis"]["labelFontSize"], s["data"]["values"][0]["fontSize"]
+    (14, 13, 1)
+    >>> s["config"]["axis"]["labelFontSize"]
+    14
+    """
+    def grow(node):
+        if isinstance(node, dict):
+            return {k: v if k in ("data", "datasets", "values") else
+                    max(BIG_FONT_MIN_PX, round(v * BIG_FONT_SCALE)) if k.endswith(("fontSize", "FontSize"))
+                    and isinstance(v, (int, float)) and not isinstance(v, bool) else grow(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [grow(v) for v in node]
+        return node
+    out = grow(spec)
+    config = out.setdefault("config", {})
+    for part, sizes in (("axis", {"labelFontSize": 14, "titleFontSize": 15}),
+                        ("legend", {"labelFontSize": 13, "titleFontSize": 14}),
+                        ("header", {"labelFontSize": 15, "titleFontSize": 15}),
+                        ("title", {"fontSize": BIG_TITLE_PX}), ("text", {"fontSize": 15})):
+        config[part] = {**sizes, **config.get(part, {})}
+    return out
 
 
 def fmt(v: float, digits: int = 2) -> str:
@@ -130,7 +198,9 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
     # cell text with enough digits for the matrix's own magnitude (gradients are often ~1e-3)
     digits = "e" if 0 < biggest < 0.01 else 3 if biggest < 0.1 else 2
     legend_format = ".2~g"
-    show_text = size >= (28 if digits == 2 else 40) and rows * cols <= 400
+    chars = (1 if step.scale == "mask" else number_chars(biggest, digits, bool((finite < 0).any())) if big
+             else 5 if digits == 2 else 6)
+    number_px = number_font(size, chars, big) if rows * cols <= 400 else None
     if step.scale == "sequential":
         lo, hi = domain or (0.0, 1.0)
         scale = {"range": SEQUENTIAL, "domain": [lo, hi], "interpolate": "lab"}
@@ -147,7 +217,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
     row_title = AXIS_TITLES.get(row_axis, row_axis)
     col_title = AXIS_TITLES.get(col_axis, col_axis)
     fits = max(len(str(c)) for c in col_labels) * 6 <= size     # ~6 px a character at 11 px
-    font = 15 if big else 11
+    font = BIG_AXIS_PX if big else 11
     x = {"field": "j", "type": "ordinal", "title": col_title or None,
          "axis": {"orient": "top", "labelExpr": _labels_expr(col_labels), "labelAngle": 0 if cols <= 16 and fits else -90,
                   "labelOverlap": bool(size < 12), "labelFontSize": font, "titleFontSize": font,
@@ -195,14 +265,16 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                        "mark": {"type": "rect", "filled": False, "stroke": "#e8590c",
                                 "strokeWidth": max(1.5, min(3.0, size / 8))},
                        "encoding": {"x": x, "y": y}})
-    if show_text:
-        layers.append({"mark": {"type": "text", "fontSize": 16 if size >= 56 else 10 if size < 34 else 12},
+    if number_px:
+        layers.append({"mark": {"type": "text", "fontSize": number_px},
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
                                                             "value": "white"}, "value": "#222"}}})
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
             "title": title or "", "width": size * cols, "height": row_h * rows, "transform": calc,
-            "layer": layers, "config": {"view": {"strokeWidth": 0}},
+            "layer": layers, "config": {"view": {"strokeWidth": 0},
+                                        **({"title": {"fontSize": BIG_TITLE_PX}, "legend": {"labelFontSize": 14}}
+                                           if big else {})},
             "autosize": {"type": "pad", "contains": "padding"}}          # cells keep their size
     return spec, frame
 

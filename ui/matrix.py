@@ -13,6 +13,7 @@ from attention_core import Step, Trace
 from . import page_state
 from .charts import heatmap_spec
 from .explain_view import explain_cell, in_bounds
+from .presenter import presented
 from .raw_html import fit_css_in_fragment
 from .settings_state import presenting
 
@@ -44,12 +45,18 @@ def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3, ke
     return int(row), int(str(name)[1:])
 
 
+PRESENTER_MIN_W = 260
+
+
 def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
             key: str | None = None, domain=None, max_w: float = 620, explain: bool = False, highlight=None):
     """Draw one heatmap; returns the clicked cell (i, j) or None (or shows its arithmetic if `explain`).
 
-    highlight: (row, col) cells to outline."""
-    spec, cells = heatmap_spec(trace, step, head, title, domain, max_w, highlight, presenting())
+    highlight: (row, col) cells to outline. In presenter mode a small multiple gets at least PRESENTER_MIN_W px:
+    room for numbers a back row can read (its column is as wide from 1100 px, and stacks under it)."""
+    big = presenting()
+    spec, cells = heatmap_spec(trace, step, head, title, domain, max(max_w, PRESENTER_MIN_W) if big else max_w,
+                               highlight, big)
     fit_css_in_fragment()
     state = st.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                selection_mode="cell", width="content")
@@ -76,6 +83,7 @@ def chart(spec: dict, target=None):
     if target is None:
         fit_css_in_fragment()
     draw = (target or st).vega_lite_chart
+    spec = presented(spec)
     values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
     width = "stretch" if spec.get("width") == "container" else "content"
     if values is None:
@@ -122,10 +130,20 @@ def gapped_column(values: np.ndarray, digits: int):
     return pa.array(["" if np.isnan(x) else f"{x:.{digits}f}" for x in np.asarray(values, dtype=np.float64)])
 
 
+PRESENTER_ROW = 10          # presenter mode: a long vector's entries, this many a row
+
+
 def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
-    """A short vector as a one-row table."""
+    """A short vector as a one-row table (in presenter mode, a longer one as rows of ten: no sideways scroll)."""
     import pyarrow as pa
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if presenting() and labels is None and v.size > PRESENTER_ROW:
+        k = PRESENTER_ROW
+        grid = np.full((-(-v.size // k), k), np.nan)
+        grid.flat[:v.size] = v
+        vector_rows({f"{r * k}–{min(r * k + k, v.size) - 1}": grid[r] for r in range(grid.shape[0])}, digits)
+        st.caption(f"{v.size} entries, {k} a row: row {k}–{2 * k - 1}, column 3 is entry {k + 3}.")
+        return
     names = tuple(labels or [str(i) for i in range(v.size)])
     row = pa.Table.from_arrays([v[k:k + 1] for k in range(v.size)], names=list(names))
     st.dataframe(row, hide_index=True, width="content", column_config=number_columns(names, digits))

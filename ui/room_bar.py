@@ -42,9 +42,14 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
     with st.container(border=True):
         try:
             n = len(classroom.members(store(), code))
-        except classroom.RoomError as err:
+        except classroom.NoRoom:                 # expired: this session leaves it
             leave()
-            st.warning(md_escape(str(err)), icon=":material/door_open:")
+            st.warning(f"{classroom.room.ended(code)} Open a new room on the room page to teach again.",
+                       icon=":material/door_open:")
+            return
+        except classroom.RoomError as err:       # the store does not answer: the room (and your link) are kept
+            st.warning(md_escape(f"{err} You still teach room {code}: this bar comes back on your next step."),
+                       icon=":material/cloud_off:")
             return
         except Exception:
             st.caption(f":material/cloud_off: Room {code} cannot be reached right now; try again in a moment.")

@@ -49,10 +49,14 @@ def _follow() -> None:
         return
     try:
         room = classroom.state(store(), code)
-    except classroom.RoomError as err:            # the room ended (expired) while the student was in it
+    except classroom.NoRoom:                      # the room ended (expired) while the student was in it
         leave()
-        state["room.ended"] = f"{err} You keep exploring on your own."
+        state["room.ended"] = (f"{classroom.room.ended(code)} You keep exploring on your own; to join another "
+                               "room, type its code on the room page.")
         st.rerun(scope="app")
+    except classroom.RoomError as err:            # the store does not answer: still in the room, retry next tick
+        st.caption(f":material/cloud_off: {md_escape(err)} You stay in room {code}: this bar tries again by itself.")
+        return
     except Exception:                             # the store does not answer: keep exploring, retry next tick
         st.caption(f":material/cloud_off: Room {code} cannot be reached right now; you keep exploring, and this "
                    "bar tries again by itself.")

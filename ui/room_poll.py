@@ -37,6 +37,7 @@ LETTERS = "ABCDEFGH"                                   # classroom.room.MAX_CHOI
 ANSWER, RIGHT, YOU, OTHER = "#5c7cfa", "#1f5fa8", "#c2560b", "#ced4da"   # before the reveal all bars alike
 BAND = "#dbe8f7"                                       # behind the right row once revealed
 MINE, FROZEN, NOTE, SEED = "poll.mine", "poll.frozen", "poll.note", "poll.seed"       # session keys
+FINAL = "poll.final"                                   # the question whose answer can change no more
 
 
 def letter(i: int) -> str:
@@ -254,6 +255,10 @@ def _send(store, code, member, poll: dict, pick_key: str) -> None:
         return
     try:
         classroom.answer(store, code, member, poll["id"], int(pick))
+    except classroom.TooMany as err:                    # the answer kept is the last one sent: it stands
+        st.session_state[FINAL] = _poll_key(code, poll)
+        st.session_state[NOTE] = ("error", str(err))
+        return
     except RoomError as err:
         st.session_state[NOTE] = ("error", str(err))
         return
@@ -300,8 +305,10 @@ def student_poll_card(store, code, member, room_state) -> None:
                                   on_click=_send, args=(store, code, member, poll, pick_key))
         _note()
         if mine is not None:
-            st.info(md_escape(f"Your answer: {choice_text(poll, mine)} — you can change it until the teacher "
-                              "reveals."), icon=":material/how_to_vote:")
+            final = st.session_state.get(FINAL) == _poll_key(code, poll)
+            st.info(md_escape(f"Your answer: {choice_text(poll, mine)} — " + (
+                "it stands until the teacher reveals." if final else
+                "you can change it until the teacher reveals.")), icon=":material/how_to_vote:")
 
 
 def _revealed_for_student(store, code, member, poll) -> None:

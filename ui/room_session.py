@@ -67,7 +67,13 @@ def open_room(title: str) -> str:
 def reclaim(code_text: str, secret: str) -> str:
     """The teacher's own link on another device: the room's powers if the secret is the room's; else
     NotTeacher (or NoRoom) with its message, and this session keeps what it had."""
-    room_code = classroom.check(store(), code_text)
+    try:
+        room_code = classroom.check(store(), code_text)
+    except classroom.NoRoom:
+        if classroom.normal_code(code_text) is None:        # not a code at all: its own message
+            raise
+        raise classroom.NoRoom(f"{classroom.room.ended(classroom.normal_code(code_text))} This teacher's link "
+                               "opens it no more: open a new room to teach again.") from None
     if not classroom.room.is_teacher(store(), room_code, secret):
         raise classroom.NotTeacher(f"This teacher's link does not open room {room_code}: its secret is not the "
                                    "room's (cut short when copied?). Copy the link again from the teacher's screen; "

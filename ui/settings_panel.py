@@ -125,14 +125,10 @@ def shape_controls() -> None:
 
 
 def display_controls() -> None:
-    """Not part of the computation: how numbers are shown (kept per session, not in the Config;
-    presenter mode travels in the link as presenter=1)."""
+    """Not part of the computation: how numbers are shown (kept per session, not in the Config). Presenter
+    mode is the switch over every page's title (ui/presenter.py)."""
     st.session_state["s.precision"] = st.slider("Digits in explanations", 1, 8,
                                                 value=st.session_state.get("s.precision", 3), key="w.precision")
-    st.session_state["s.presenter"] = st.toggle(
-        "Presenter mode", value=st.session_state.get("s.presenter", False), key="w.presenter",
-        help="For a projector: larger heatmaps and labels, explanations as text, no table toggles. "
-             "Not in the address bar: the Share page makes a link that opens in presenter mode.")
 
 
 def position_controls() -> None:

@@ -126,9 +126,8 @@ OVERFLOW_JS = """() => Array.from(document.querySelectorAll("[data-testid='stVeg
 
 
 def presenter_on(tab) -> None:
-    tab.get_by_text("Random seed & display").first.click()
-    toggle = tab.get_by_text("Presenter mode").first
-    toggle.scroll_into_view_if_needed()
+    """The switch over the title (ui/presenter.py)."""
+    toggle = tab.locator("[data-testid='stMain']").get_by_text("Presenter mode").first
     after_run(tab, lambda: toggle.click())
 
 

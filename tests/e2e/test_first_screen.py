@@ -107,9 +107,9 @@ def test_a_link_with_settings_opens_the_same_view_on_a_fresh_server_and_travels(
         expect(sidebar.get_by_label("Sentence", exact=True)).to_have_value("the cat sat down")
         expect(sidebar.get_by_label("d_k", exact=True)).to_have_value("3")
         expect(heads(tab)).to_contain_text("3")
-        tab.locator("[data-testid='stSidebar'] [data-testid='stExpander']").filter(
-            has_text="Random seed & display").locator("summary").click()
-        expect(sidebar.get_by_role("switch", name="Presenter mode")).to_be_checked()
+        presenter = tab.get_by_role("switch", name="Presenter mode")      # over the title (ui/presenter.py)
+        expect(presenter).to_be_checked()
+        expect(sidebar).to_be_hidden()                                    # presenter mode: the page's whole width
         assert not tab.locator("[data-testid='stException']").count()
         for part in ("d_k=3", "n_heads=3", "positional=none"):
             assert part in tab.url, (part, tab.url)

@@ -11,7 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from attention_core import Config, ConfigError
-from attention_core.labs.handout import PAGES, Handout, Section, Table, make_handout, number_text, shade, to_html
+from attention_core.labs.handout import (PAGES, Handout, Section, Table, make_handout, note_sentence, number_text, shade,
+                                         to_html)
 
 from .. import nav, page_state
 from ..cache import get_trace
@@ -73,7 +74,9 @@ def choose(arrived: bool) -> str:
     with st.container(key="handout-tools"):
         st.markdown("Any page's formulas, numbers and sentences of why, for the sentence and settings in the sidebar, "
                     "as a document to print or save as PDF and hand out. It shows the page as you left it: its own "
-                    "controls (a head, a step, a block size) as they were set there.")
+                    "controls (a head, a step, a block size) as they were set there. A few pages' controls (the PyTorch "
+                    "layer's, the grid's, the alignment's, a training page's label) are not kept across pages: their "
+                    "handouts take the defaults, and a note under the settings says so.")
         st.selectbox("The handout of", paths, key=KEY,
                      format_func=lambda p: f"{nav.section_of(file_of(p))} › {labels[p]}",
                      help="Any page's formulas, numbers and sentences of why, for the sentence and settings in the "
@@ -170,7 +173,7 @@ def section(s: Section, i: int) -> None:
         styled = frame(t).style.format(number_text).map(lambda v: _cell_style(v, t))
         st.table(styled, width="content", hide_index=t.rows == ("",))
         if t.note:
-            st.caption(f"Left out: {t.note}.")
+            st.caption(note_sentence(t.note))
 
 
 def print_tools(doc: Handout, page_file: str) -> None:

@@ -54,6 +54,11 @@ def page_label(stop: Stop) -> str:
     return nav.label_of(file) if file else f"no page at “/{stop.page}”"
 
 
+def stops_count(n: int) -> str:
+    """'1 stop', '6 stops'."""
+    return f"{n} stop{'' if n == 1 else 's'}"
+
+
 def _say(kind: str, text: str) -> None:
     st.session_state[MESSAGE] = (kind, text)
 
@@ -91,7 +96,7 @@ def load_from_address(raw) -> None:
         _say("error", str(err))
         return
     _set_draft(lesson)
-    _say("success", f"Opened the lesson of the link: {len(lesson.stops)} stops, in the builder below.")
+    _say("success", f"Opened the lesson of the link: {stops_count(len(lesson.stops))}, in the builder below.")
 
 
 # ---- a lesson on screen ----------------------------------------------------------------------------------------
@@ -129,8 +134,8 @@ def teach(lesson: Lesson, key: str) -> None:
 
 def lesson_card(lesson: Lesson, key: str, editable: bool = False) -> None:
     """A shipped lesson in a lazy expander: its stops are drawn only while it is open."""
-    box = st.expander(f"{lesson.title} · {len(lesson.stops)} stops", key=f"lessons.open.{key}", on_change="rerun",
-                      icon=":material/list_alt:")
+    box = st.expander(f"{md_escape(lesson.title)} · {stops_count(len(lesson.stops))}", key=f"lessons.open.{key}",
+                      on_change="rerun", icon=":material/list_alt:")
     if box.open:
         with box:
             if lesson.about:
@@ -281,7 +286,7 @@ def load_file(uploaded) -> None:
         else:
             _set_draft(lesson)
             done = (uploaded.file_id, "success", f"Loaded “{lesson.title}” from {uploaded.name}: "
-                                                 f"{len(lesson.stops)} stops.")
+                                                 f"{stops_count(len(lesson.stops))}.")
         st.session_state[UPLOAD] = done
     (st.error if done[1] == "error" else st.success)(md_escape(done[2]))
 

@@ -16,6 +16,7 @@ from ..room_session import ROOM_PAGE, code as room_code, join, leave, open_room,
 from ..text import md_escape
 
 JOIN, OPEN, END, LEAVE = "Join the room", "Open a room", "End the room", "Leave the room"
+END_SURE = "End it for everyone"
 CODE_BOX, NICK_BOX, TITLE_BOX = "Room code", "Your nickname", "Title (optional)"
 MEMBERS_SECONDS = 2.0            # the teacher's count of students refreshes this often
 
@@ -65,7 +66,8 @@ def doors() -> None:
         with st.form("room_join", enter_to_submit=True):
             code_text = st.text_input(CODE_BOX, key="room_join_code", max_chars=40, placeholder="K7MQ2D")
             nick = st.text_input(NICK_BOX, key="room_join_nick", max_chars=40,
-                                 help="Any name your class will recognise. Only your teacher sees the list.")
+                                 help="Any name your class will recognise. It appears in the list of who joined, on your teacher's "
+                                      "screen (often the projector).")
             if st.form_submit_button(JOIN, type="primary", icon=":material/login:"):
                 try:
                     join(code_text, nick)
@@ -131,10 +133,19 @@ def teacher_panel() -> None:
         st.warning("Whoever opens this link can show views and ask questions in this room. Use it to teach from "
                    "another device; never put it on the projector.", icon=":material/warning:")
         st.code(teacher_link(code, secret), language=None, wrap_lines=True)
-    if st.button(END, key="room_end", icon=":material/logout:",
-                 help="This browser stops teaching the room; students' screens stay where they are, and the room "
-                      f"closes {classroom.ROOM_HOURS} hours after your last step."):
+    ending = st.popover(END, icon=":material/logout:")      # a second click: one slip must not end the class
+    ending.markdown("This ends the room for everyone: its code opens nothing any more, and each student's screen "
+                    "says so and stays where it is, to explore on their own.")
+    if ending.button(END_SURE, key="room_end", type="primary", icon=":material/logout:"):
+        try:
+            classroom.end_room(store(), code, secret)
+        except classroom.NoRoom:                  # it had ended already
+            pass
+        except classroom.RoomError as err:        # the store does not answer: still the room's teacher
+            st.error(md_escape(f"{err} The room was not ended."), icon=":material/error:")
+            return
         leave()
+        st.session_state["room.said"] = ("success", f"Room {code} has ended; its code opens nothing any more.")
         st.rerun()
 
 
@@ -160,8 +171,8 @@ def stops_list() -> None:
     lesson = state["room.lesson"]
     i = min(max(int(state.get("room.stop") or 0), 0), len(lesson.stops) - 1)
     st.subheader(f"Lesson: {md_escape(lesson.title)}")
-    lines = [("**→ " if n == i else "") + f"{n + 1}. {md_escape(s.title)}" + (" ← now**" if n == i else "")
-             for n, s in enumerate(lesson.stops)]
+    lines = [("**→ " if n == i else "") + f"{n + 1}\\. {md_escape(s.title)}" + (" ← now**" if n == i else "")
+             for n, s in enumerate(lesson.stops)]               # "1\.": not a Markdown list that renumbers them
     st.markdown("  \n".join(lines))
     st.caption("Step through the stops with ◀ / ▶ in the room bar (above, on every page).")
 
@@ -176,5 +187,9 @@ def student_panel() -> None:
         st.info("When your teacher shows something, your screen changes to it by itself. You can always explore "
                 "on your own and come back with one click.", icon=":material/co_present:")
     if st.button(LEAVE, key="room_leave", icon=":material/logout:"):
+        try:                                    # off the teacher's list; leaving works even if the store is down
+            classroom.leave(store(), code, state.get("room.member"))
+        except Exception:
+            pass
         leave()
         st.rerun()

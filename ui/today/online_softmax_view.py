@@ -13,6 +13,7 @@ from attention_core.explanations import explain, fmt
 from attention_core.lessons.online_softmax import Controls, check_block_size, recurrence_parts
 
 from .. import page_state
+from ..settings_state import presenting
 
 KEY_B, KEY_b, KEY_h = "online_softmax.block_size", "online_softmax.block", "online_softmax.head"
 GOOD_B = "online_softmax.good_block_size"
@@ -97,20 +98,22 @@ def _state_columns(lesson: Trace) -> list[tuple[str, str, object]]:
              ("ℓ_i′", "l", None)] + [(f"o_i′[{c}]", "o", c) for c in range(d_v)])
 
 
-def _final_columns(lesson: Trace) -> list[tuple[str, str, object]]:
+def _final_columns(lesson: Trace, short: bool = False) -> list[tuple[str, str, object]]:
+    """short (presenter mode): C_i[c] alone over its column, the division said once above the table."""
     d_v = lesson["context"].shape[1]
-    return ([("ℓ_i", "l_final", None)] + [(f"C_i[{c}] = o_i[{c}] / ℓ_i", "context", c) for c in range(d_v)]
+    return ([("ℓ_i", "l_final", None)] + [(f"C_i[{c}]" if short else f"C_i[{c}] = o_i[{c}] / ℓ_i", "context", c)
+                                          for c in range(d_v)]
             + [("m_i + log ℓ_i", "lse", None), (f"{lesson['logsumexp'].title} (whole row)", "logsumexp", None)])
 
 
 @functools.lru_cache(maxsize=128)
-def _table(lesson: Trace, which: str):
+def _table(lesson: Trace, which: str, short: bool = False):
     """(columns, pyarrow Table of text cells, column config), once per cached lesson: a pyarrow Table goes to
     the browser as is (a pandas frame is converted on every rerun, a Styler costs ~0.03 ms per cell). In the
     state table ▲ marks a running maximum that rose and ▼ its factor < 1, ⤼ a row whose tile was skipped."""
     import pyarrow as pa
     f = lesson.facts
-    columns = _state_columns(lesson) if which == "state" else _final_columns(lesson)
+    columns = _state_columns(lesson) if which == "state" else _final_columns(lesson, short)
     data = {f"c{n}": _cells(lesson[k].value if c is None else lesson[k].value[:, c]) for n, (_, k, c) in enumerate(columns)}
     if which == "state":
         for i in f["rescaled"]:
@@ -129,7 +132,7 @@ def _table(lesson: Trace, which: str):
 def _clickable(lesson: Trace, which: str, key: str) -> None:
     """The lesson's numbers as a table, one row per query; a selected cell's arithmetic under it. The selected
     cell is the link's cell (as a heatmap's is), and a link's cell is explained again when the page opens."""
-    columns, table, config = _table(lesson, which)
+    columns, table, config = _table(lesson, which, presenting())
     state = st.dataframe(table, column_config=config, key=key, on_select="rerun", selection_mode="single-cell",
                          width="content", hide_index=True)
     cells = list(state.selection.cells) if "selection" in state else []
@@ -212,6 +215,8 @@ def state_table(lesson: Trace) -> None:
 @st.fragment
 def final_table(lesson: Trace) -> None:
     """ℓ_i and C_i = o_i / ℓ_i after the last block, m_i + log ℓ_i and the whole row's logsumexp beside it."""
+    if presenting():                  # the columns' headers are short on a projector: the division said here
+        st.markdown("$C_i[c] = o_i[c]\\,/\\,\\ell_i$ for each column c of $o_i$:")
     _clickable(lesson, "final", "online_softmax.final")
 
 

@@ -17,6 +17,7 @@ from attention_core.lessons.rope import (BASES, FAMILIES, RopeSettings, base_tex
 
 from .. import page_state, views
 from ..cache import get_trace
+from ..presenter import presented
 from ..settings import POSITIONAL_LABELS, sidebar_button
 from ..text import md_escape
 
@@ -190,7 +191,8 @@ def pair_turning(t: Trace) -> None:
     row = views.side_row("rope-pair")
     with row:
         views.fit_css_in_fragment()
-        st.vega_lite_chart(*pair_chart(float(q[c0]), float(q[c1]), theta, p, i, word, (c0, c1)), width="content")
+        rows, spec = pair_chart(float(q[c0]), float(q[c1]), theta, p, i, word, (c0, c1))
+        st.vega_lite_chart(rows, spec=presented(spec), width="content")
     right = views.side_info(row, "rope-pair").container(key=views.anchor_class("rope-pair"))
     cos, sin = math.cos(angle), math.sin(angle)
     f = lambda v: f"({fmt(v)})" if v < 0 else fmt(v)          # a factor: negatives in parentheses

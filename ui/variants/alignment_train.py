@@ -12,6 +12,7 @@ from attention_core import ConfigError
 from attention_core import bahdanau as b
 
 from ..charts import line_spec
+from ..presenter import presented
 from ..views import chart
 from .alignment_view import MODEL, start_params
 
@@ -121,7 +122,7 @@ def summary() -> None:
                    f"({last / len(losses):.0%} of them).")
     c4.metric("Training time", f"{trained['seconds']:.1f} s", help=f"{s.steps:,} sequences on this server.")
     rows, spec = loss_chart(tuple(losses))              # cached per curve: no Altair work on a rerun
-    st.vega_lite_chart(rows, spec=spec, width="content")
+    st.vega_lite_chart(rows, spec=presented(spec), width="content")
     st.caption(f"Trained with learning rate {s.lr:g} (falling linearly to {b.lr_at(s.steps, s):.3g} at the last "
                f"sequence), momentum "
                f"{s.momentum:g}, {s.steps:,} sequences of {s.min_len}–{s.max_len} pairs, d_a = {s.d_a}, seed {s.seed}. "

@@ -15,6 +15,7 @@ import streamlit as st
 from attention_core import grid as g
 
 from ..charts import DIVERGING
+from ..presenter import presented
 
 
 def _kind(trace):
@@ -151,5 +152,5 @@ def channels_spec(scene_name: str, cells: int) -> tuple[dict, object]:
 
 def channels(scene_name: str, cells: int) -> None:
     spec, frame = channels_spec(scene_name, cells)
-    st.vega_lite_chart(frame, spec=spec, width="content")
+    st.vega_lite_chart(frame, spec=presented(spec), width="content")
 

@@ -10,9 +10,10 @@ No Streamlit: the Handout page (app_pages/62_handout.py) draws it and prints it.
 """
 from .build import make_handout, settings_in_words
 from .html import shade, to_html
-from .document import DIGITS, MAX_COLS, MAX_ROWS, Handout, Section, Table, number_text, section_of, table_of
+from .document import (DIGITS, MAX_COLS, MAX_ROWS, Handout, Section, Table, note_sentence, number_text, section_of,
+                       table_of)
 from .pages import PAGES
 
 __all__ = ["make_handout", "settings_in_words", "Handout", "Section", "Table", "section_of", "table_of", "PAGES",
-           "to_html", "shade", "number_text",
+           "to_html", "shade", "number_text", "note_sentence",
            "DIGITS", "MAX_ROWS", "MAX_COLS"]

@@ -10,7 +10,7 @@ for a 3-D step, at most MAX_ROWS × MAX_COLS values, with a note that says what 
 >>> t.values
 ((0.0, 0.333), (1.0, 1.333))
 >>> t.note
-'columns 2 of n_k=3 left out (2 of 3 shown)'
+'column 2 of n_k=3 left out (2 of 3 shown)'
 """
 from __future__ import annotations
 
@@ -76,11 +76,29 @@ def number_text(v: float, digits: int = DIGITS) -> str:
     return f"{v:.{digits}f}"
 
 
+def note_sentence(note: str) -> str:
+    """A table's note as the sentence printed under it (the note already says 'left out').
+
+    >>> note_sentence("rows 16 to 49 of d_model=50 left out (16 of 50 shown)")
+    'Rows 16 to 49 of d_model=50 left out (16 of 50 shown).'
+    """
+    return note[:1].upper() + note[1:] + "." if note else ""
+
+
 def _cut(size: int, limit: int) -> tuple[list[int], str]:
     """The indices kept (the first limit) and the words for what was left out."""
     if size <= limit:
         return list(range(size)), ""
     return list(range(limit)), f"{limit} of {size} shown"
+
+
+def _left_out(what: str, first: int, size: int) -> str:
+    """'rows 16 to 49', or 'row 16' when one is left out (counted from 0, as the labels are).
+
+    >>> _left_out("row", 16, 17), _left_out("column", 12, 50)
+    ('row 16', 'columns 12 to 49')
+    """
+    return f"{what} {first}" if size == first + 1 else f"{what}s {first} to {size - 1}"
 
 
 def table_of(value: np.ndarray, axes: tuple[str, ...], labels: Callable[[str, int], list[str]],
@@ -100,10 +118,9 @@ def table_of(value: np.ndarray, axes: tuple[str, ...], labels: Callable[[str, in
     cols, col_cut = _cut(v.shape[1], max_cols)
     notes = []
     if row_cut:
-        notes.append(f"rows {max_rows} to {v.shape[0] - 1} of {axes[0]}={v.shape[0]} left out ({row_cut})")
+        notes.append(f"{_left_out('row', max_rows, v.shape[0])} of {axes[0]}={v.shape[0]} left out ({row_cut})")
     if col_cut:
-        notes.append(f"columns {max_cols}{'' if v.shape[1] == max_cols + 1 else f' to {v.shape[1] - 1}'} of "
-                     f"{axes[1]}={v.shape[1]} left out ({col_cut})")
+        notes.append(f"{_left_out('column', max_cols, v.shape[1])} of {axes[1]}={v.shape[1]} left out ({col_cut})")
     row_labels = labels(axes[0], v.shape[0]) if axes[0] else [""]
     col_labels = labels(axes[1], v.shape[1])
     shown = tuple(tuple(float(x) if not np.isfinite(x) else round(float(x), digits) + 0.0 for x in v[i, cols])
@@ -112,13 +129,31 @@ def table_of(value: np.ndarray, axes: tuple[str, ...], labels: Callable[[str, in
                  "; ".join(notes), scale, lo, hi)
 
 
+# What counts a 3-D step's first axis, as docs/notation.md writes it: "head 1 of H=2 shown", not "of head=2".
+COUNTS = {"head": ("head", "H"), "query head": ("query head", "H"), "KV head": ("KV head", "H_kv"),
+          "layer": ("layer", "L")}
+
+
+def _slice_note(trace: Trace, step: Step, h: int) -> str:
+    """'head 1 of H=2 shown'; a K or V split into KV heads (grouped-query attention): 'KV head 1 of H_kv=2 shown';
+    '' when the axis has one slice."""
+    from ..quiz.notation import heads_letter
+    axis, size = step.axes[0], step.value.shape[0]
+    if size <= 1:
+        return ""
+    what, letter = COUNTS.get(axis, (axis, axis))
+    if axis == "head" and heads_letter(step, trace) == "H_kv":
+        what, letter = "KV head", "H_kv"
+    return f"{what} {h} of {letter}={size} shown"
+
+
 def section_of(trace: Trace, key: str, head: int = 0, title: str | None = None) -> Section:
     """A Step of the trace as a section; a 3-D step (a head, or a layer, first) shows its slice `head`."""
     step: Step = trace[key]
     value, axes, head_note = step.value, step.axes, ""
     if value.ndim == 3:
         h = min(max(int(head), 0), value.shape[0] - 1)
-        head_note = f"{axes[0]} {h} of {axes[0]}={value.shape[0]} shown" if value.shape[0] > 1 else ""
+        head_note = _slice_note(trace, step, h)
         value, axes = value[h], axes[1:]
     elif value.ndim > 3:
         raise ValueError(f"step {key}: a {value.ndim}-D value has no printed table")

@@ -16,7 +16,7 @@ import html
 
 import numpy as np
 
-from .document import Handout, Section, Table, number_text
+from .document import Handout, Section, Table, note_sentence, number_text
 
 CSS = """
 body { font-family: Georgia, 'Times New Roman', serif; color: #000; background: #fff; max-width: 60rem;
@@ -55,7 +55,7 @@ def _table(t: Table) -> str:
     body = "".join("<tr><th>" + e(r) + "</th>" + "".join(
         f'<td style="background:{shade(v, t)}">{number_text(v)}</td>' for v in row) + "</tr>"
         for r, row in zip(t.rows, t.values))
-    note = f'<p class="small">Left out: {e(t.note)}.</p>' if t.note else ""
+    note = f'<p class="small">{e(note_sentence(t.note))}</p>' if t.note else ""
     return f"<table>{head}{body}</table>{note}"
 
 

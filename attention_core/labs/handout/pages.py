@@ -77,10 +77,37 @@ def _multi_head(config, controls, forward):
     return Parts().add(forward, steps + ["w_o", "output"])
 
 
+MHA_DROPOUT = 0.1                       # the PyTorch page's dropout slider at its default (eval mode: off)
+
+
 def _pytorch_mha(config, controls, forward):
-    return Parts().add(forward, ["x", "w_q", "q_heads", "k_heads", "v_heads", "weights", "context", "concat", "w_o",
-                                 "output"] if config.n_heads > 1 else
-                       ["x", "w_q", "q", "k", "v", "weights", "context", "w_o", "output"])
+    """The page's own layer, not the sidebar's forward pass: hid_dim = d_model cut into H heads of hid_dim / H, its
+    own seeded weights, the scaled dot product, padding only (the page's controls at their defaults: the sidebar's
+    H when it divides d_model, else 1; no padding; dropout p = 0.1 in eval mode, so off)."""
+    import numpy as np
+
+    from ...lessons import torch_mha as tm
+    from ...math.limits import MAX_HEADS, divisors
+    x = np.array(forward["x"].value, dtype=np.float64)               # a copy torch may write to
+    d_model = x.shape[1]
+    heads = config.n_heads if config.n_heads in [h for h in divisors(d_model) if h <= MAX_HEADS] else 1
+    full = tm.pytorch_trace(x, heads, config.seed, (), MHA_DROPOUT, "eval", 0, labels=list(forward.tokens))
+    t = Trace(full.tokens)
+    for step in full:                                   # the batch axis (one sentence) left out, as the page draws it
+        value = step.value[0]
+        if step.key == "masked_energy":
+            value = np.where(value <= -1e9, -np.inf, value)
+        t.add(step.key, step.title, value, step.axes[1:], step.formula, step.inputs, step.why, step.scale)
+    p = Parts()
+    p.controls += [f"H = {heads} head{'s' if heads > 1 else ''} of head_dim = {d_model} / {heads} = {d_model // heads}",
+                   "no padding", f"dropout p = {MHA_DROPOUT:g}, run in eval mode (off)"]
+    p.notes.append(f"The page's PyTorch layer: hid_dim = d_model = {d_model} cut into H heads of head_dim = hid_dim / H, "
+                   f"its own seeded weights (seed {config.seed}), the scaled dot product; of the sidebar only X (the "
+                   "sentence, embeddings, positions) and the seed apply"
+                   + ("" if heads == config.n_heads else f", and its H = {config.n_heads} does not divide "
+                      f"{d_model}, so the layer starts at H = 1") + ". The page's own heads, padding and dropout "
+                   "controls are taken at their defaults.")
+    return p.add(t, ["x", "q", "q_heads", "k_heads", "v_heads", "energy", "alpha", "a_heads", "a", "output"])
 
 
 def _pitfalls(config, controls, forward):
@@ -121,11 +148,15 @@ def _classifier(config, controls, forward, train: bool = False):
     from ...training.training_input import classifier_input, training_settings
     inp = classifier_input(config)
     params = clf.init_params(inp.x.shape[1], config.d_k, config.d_v, config.seed)
-    label = _get(controls, "label", "positive")
+    text = " ".join(config.sentence.lower().split())
+    known = next((e.label for e in clf.load_dataset() if " ".join(e.text.lower().split()) == text), None)
+    label = _get(controls, "label", known or "positive")       # the page's default: the data set's label, else positive
     _, trace = clf.forward(params, inp.x, label, inp.tokens, training_settings(config, False))
     p = Parts().add(trace, ["x", "q", "k", "v", "weights", "f", "pooled", "p"] if train else ["x", "weights", "f", "p"])
     p.notes.append(f"The classifier at its seeded start (seed {config.seed}), before any training; the label "
-                   f"is {label}." + (" A run trained on the page lives only in that browser." if train else ""))
+                   f"is {label}" + (" (the data set's label of this sentence)" if known else
+                                    " (the page's default: the sentence is not in the data set)") + "."
+                   + (" A run trained on the page lives only in that browser." if train else ""))
     return p
 
 
@@ -138,8 +169,9 @@ def _alignment(config, controls, forward):
     s = b.ToySettings()
     trace = b.step_trace(targets[i - 1], inputs, b.init_params(2, 2, s.d_a, s.seed, s.init_scale))
     p = Parts().add(trace, ["s_prev", "h", "w_s", "u_h", "hidden", "scores", "weights", "context"])
-    p.notes.append(f"One decoder step (output {i} of {n_pairs} pairs after [0, 1]) with the alignment network's "
-                   "seeded, untrained start: a network trained on the page lives only in that browser.")
+    p.notes.append(f"One decoder step, output step i = {i} of a sequence of {n_pairs} pairs after [0, 1] (the page's "
+                   "first section at its defaults), with the alignment network's seeded, untrained start: a network "
+                   "trained on the page lives only in that browser.")
     return p
 
 
@@ -186,7 +218,7 @@ def _kv_cache(config, controls, forward):
     prefill = _clamp(_get(controls, "kv_cache.prefill", 2), 0, n)
     t = _clamp(_get(controls, "kv_cache.t", 2), 0, n - 1)
     p = Parts()
-    p.controls += [f"prompt P = {prefill} tokens", f"decoding step t = {t}"]
+    p.controls += [f"prompt P = {prefill} token{'' if prefill == 1 else 's'}", f"decoding step t = {t}"]
     return p.add(kv.kv_cache_trace(config, prefill, t),
                  ["q_t", "k_cache", "v_cache", "scores_t", "weights_t", "context_t", "output_t", "heads_map"])
 
@@ -213,7 +245,8 @@ def _block(config, controls, forward):
                 mlp=bool(_get(controls, "block.mlp", True)))
     layer = _clamp(_get(controls, "block.layer", 0), 0, arch.n_layers - 1)
     p = Parts()
-    p.controls += [f"L = {arch.n_layers} layers", f"{arch.placement}-norm", f"{arch.norm} norm",
+    p.controls += [f"L = {arch.n_layers} layer{'' if arch.n_layers == 1 else 's'}", f"{arch.placement}-norm",
+                   f"{arch.norm} norm",
                    "with the MLP" if arch.mlp else "without the MLP", f"layer {layer} shown"]
     keys = ["x"] + [f"l{layer}.{k}" for k in ("ln1", "attn", "mid", "ln2", "hidden", "act", "mlp", "out")]
     return p.add(sidebar_block(config, arch, forward), keys + ["ln_f", "logits"])

@@ -32,11 +32,16 @@ def _gap(values) -> float:
 
 def _attends_rows(trace: Trace) -> list[tuple[int, int]]:
     """(head block, row) with one clear winner (ahead of the second by more than 0.001), in a sentence of 3 or
-    more words (the words are the choices)."""
+    more words (the words are the choices). A row the mask leaves one key (row 0 under the causal mask) is answered
+    by the mask alone, its other choices words it cannot see: such rows are asked only when no other row fits."""
     if "weights" not in trace or trace.n < MIN_CHOICES:
         return []
     w = by_head(trace["weights"].value)
-    return [(h, i) for h in range(w.shape[0]) for i in range(w.shape[1]) if w[h, i].sum() > 0 and _gap(w[h, i]) > 1e-3]
+    rows = [(h, i) for h in range(w.shape[0]) for i in range(w.shape[1]) if w[h, i].sum() > 0 and _gap(w[h, i]) > 1e-3]
+    if "mask" not in trace:
+        return rows
+    seen = trace["mask"].value.sum(axis=-1)
+    return [(h, i) for h, i in rows if seen[i] >= 2] or rows
 
 
 def attends_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:

@@ -61,7 +61,10 @@ def kv_head_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
                 _kv_text(h // g), [_kv_text(u) for u in wrong_kv_heads(h, n_heads, n_kv)],
                 f"g = H / H_kv = {n_heads} / {n_kv} = {g} query heads share each KV head, in order: query heads "
                 f"{(h // g) * g} … {(h // g) * g + g - 1} read KV head {h // g}. ⌊h / g⌋ = ⌊{h} / {g}⌋ = {h // g}. "
-                f"(h mod H_kv = {h % n_kv} would deal the heads out in turn, which grouped-query attention does not.)",
+                + (f"(h mod H_kv = {h % n_kv} would deal the heads out in turn, which grouped-query attention does not.)"
+                   if h % n_kv != h // g else
+                   f"(Here h mod H_kv = {h % n_kv} happens to give the same head; it deals the heads out in turn, "
+                   "which grouped-query attention does not.)"),
                 rng, "k_heads" if own and "k_heads" in trace else None)
 
 

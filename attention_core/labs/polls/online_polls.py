@@ -88,7 +88,7 @@ def online_max_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
     where = f"In head {head}, the" if heads_on else "The"
     prompt = (f"{where} online softmax reads row {i} (query “{labels[i]}”) of {reads} in blocks of B_c = {size} key"
               f"{'s' if size > 1 else ''}, keeping the running maximum m_{i}: {_scores_text(blocks, i)}. What is m_{i} "
-              f"after block {b} (keys {start} … {stop - 1})?")
+              f"after block {b} ({f'keys {start} … {stop - 1}' if stop - start > 1 else f'key {start}'})?")
     right = num(after)
     shown = _wrong_texts(blocks, b, i)
     others, kept = [], {right}

@@ -59,6 +59,11 @@ def masks_trace(config: Config, head: int = 0, sink: float | None = None, forwar
     return t
 
 
+def _entry(symbol: str) -> str:
+    """Entry (i, j) of a matrix: 'A_ij', and of a head's 'A′_1': '(A′_1)_ij', not 'A′_1_ij'."""
+    return f"({symbol})_ij" if "_" in symbol else f"{symbol}_ij"
+
+
 def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
     n = fwd.n
     check(config, n, head, sink)
@@ -68,8 +73,8 @@ def _build(config: Config, fwd: Trace, head: int, sink: float | None) -> Trace:
     t.facts.update(kind=KIND, settings=settings_of(config, n, head, sink), head=head, config=config, forward=fwd,
                    t=config.temperature,
                    axis_labels={"H": [f"h={i}" for i in range(config.n_heads)],
-                                "part": [f"Σ_j {txt('sink_weights')}_ij", "sink share"] if sink is not None
-                                else [f"Σ_j {txt('weights')}_ij"]},
+                                "part": [f"Σ_j {_entry(txt('sink_weights'))}", "sink share"] if sink is not None
+                                else [f"Σ_j {_entry(txt('weights'))}"]},
                    symbols=sym, rules=compared_rules(config, n))
     logits = _add_forward_steps(t, config, fwd, head)
     final = "weights" if sink is None else _add_sink(t, config, logits, head, sink)
