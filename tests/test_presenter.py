@@ -197,3 +197,9 @@ def test_the_switch_help_says_what_it_does_and_where_the_link_is_made():
     help_text = switch(at).help
     assert "no sidebar" in help_text and "up to 1100 px wide" in help_text
     assert "does not go in the address bar" in help_text and "Share page" in help_text
+
+
+def test_the_masks_page_under_alibi_says_how_to_see_the_sidebar_whose_heads_it_asks_to_change():
+    on = open_page("app_pages/41_masks.py", query={"presenter": "1", "positional": "alibi", "n_heads": "8"})
+    no_exception(on)
+    assert "change the sidebar's Heads." in said(on) and said(on).count(BACK) == 1
