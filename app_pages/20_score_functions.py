@@ -48,7 +48,7 @@ st.info(f"Sizes now: n = {n} tokens, so n_q = n_k = {n}; d_k = {d_k}; d_a = {d_a
         f"width, which this app sets to d_k); H = {H} head{'s' if H > 1 else ''}. Change them in the sidebar."
         + (f" With {H} heads each head h = 0 … {H - 1} scores its own Q_h and K_h (the additive and bilinear "
            f"scores with parameters of their own too); the pictures show head 0 and the costs are per head."
-           if H > 1 else ""), icon=":material/straighten:")
+           if H > 1 else "") + ui.settings.sidebar_back(), icon=":material/straighten:")
 extras = [w for w, on in (("mask", config.mask != "none"), (f"temperature T = {config.temperature:g}",
                                                            config.temperature != 1)) if on]
 if extras:

@@ -33,7 +33,8 @@ def whole_table(trace, config, max_len: int) -> None:
     sim = trace.view(f"pe_sim:{max_len}", "Cosine similarity of position encodings",
                      lambda: cosine_similarity(full.value), ("position", "position"), r"\cos(PE_p, PE_{p'})")
     if config.positional == "sinusoidal":
-        st.caption(similarity_note(d, config.embedding, sim.value))
+        note = similarity_note(d, config.embedding, sim.value)
+        st.caption(note + (ui.settings.sidebar_back() if "in the sidebar" in note else ""))
     else:
         st.caption("An untrained learned table is random: how similar two positions are is chance, and does "
                    "not depend on their distance.")

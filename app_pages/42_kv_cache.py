@@ -20,7 +20,7 @@ with st.container(border=True):
     prefill = c1.number_input("Prompt (prefill) tokens P", min_value=0, max_value=n, step=1, key="kv_cache.prefill",
                               help="The first P tokens go through together; the rest are decoded one at a time.")
     t = c2.slider("Decoding step t (the token being processed)", 0, n - 1, key="kv_cache.t") if n > 1 else 0
-    st.caption(view.in_force(config))
+    st.caption(view.in_force(config) + ui.settings.sidebar_back())
 prefill, t = int(prefill), int(t)
 step = kv.kv_cache_trace(config, prefill, t)
 s = step.facts["settings"]
@@ -34,7 +34,7 @@ with tabs[0]:
 
 with tabs[1]:
     if tabs[1].open:
-        st.markdown(view.sharing_text(s))
+        st.markdown(view.sharing_text(s) + (ui.settings.sidebar_back() if s.n_heads == 1 else ""))
         ui.views.step_boxes(step, ["heads_map"], key_prefix="kv_cache.")
         st.markdown(f"**The cache's shape for this sentence** (n = {kv.count(n, 'token')}, "
                     f"{'W = ' + str(s.window) if s.window is not None else 'no window'}), per layer:")

@@ -21,7 +21,7 @@ def boxes(trace) -> None:
             ui.views.step_box(trace, "masked_scores", max_w=280)
     else:
         st.caption("No mask: every query may look at every key (as in an encoder). Choose causal or padding in "
-                   "the sidebar.")
+                   "the sidebar." + ui.settings.sidebar_back())
         ui.views.step_box(trace, trace.facts["softmax_input"])
     ui.views.step_box(trace, "weights")
 

@@ -31,7 +31,8 @@ st.code(f"X                  (n={n}, d_model={d_model})\n"
         f"concatenate        (n={n}, H·d_v={h * d_v})\n"
         f"O = concat W_O     (n={n}, d_model={d_model})", language=None)
 if h == 1:
-    st.info("One head: nothing to split. Set Heads in the sidebar to 2 or more to see several (each head gets its own d_k columns).",
+    st.info("One head: nothing to split. Set Heads in the sidebar to 2 or more to see several (each head gets its own d_k columns)."
+            + ui.settings.sidebar_back(),
             icon=":material/info:")
 if h_kv < h:
     g = h // h_kv

@@ -9,7 +9,7 @@ h, n, f = config.n_heads, trace.n, trace.facts
 st.markdown(
     "Type a sentence in the sidebar and follow it through **attention**, one page per step: every "
     "matrix is computed live from your settings, drawn as a heatmap you can hover and click, with its "
-    "formula and its shape. The same settings give the same numbers on every page.")
+    "formula and its shape. The same settings give the same numbers on every page." + ui.settings.sidebar_back())
 
 hk = f"H·d_k={h * config.d_k}" if h > 1 else f"d_k={config.d_k}"
 hv = f"H·d_v={h * config.d_v}" if h > 1 else f"d_v={config.d_v}"

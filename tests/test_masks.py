@@ -375,8 +375,10 @@ def test_hostile_controls_raise_a_config_error_that_says_what_to_change():
 # ---- the page (AppTest) -------------------------------------------------------------------------------
 
 def shown(at) -> str:
-    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
-                     + [i.value for i in at.info])
+    """The page's words; ui.text.md_escape's escaped colons and slashes (they stop Streamlit's directives) as read."""
+    text = "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
+                      + [i.value for i in at.info])
+    return text.replace("\\:", ":").replace("\\/", "/")
 
 
 def chart_values(at, index: int) -> np.ndarray:

@@ -160,3 +160,46 @@ def test_a_long_vector_is_shown_ten_entries_a_row_in_presenter_mode():
     assert "50 entries, 10 a row" in "\n".join(c.value for c in at.caption)
     off = open_page("app_pages/3_qkv.py")
     assert off.dataframe[0].value.shape == (1, 50)                 # off: one row, as before
+
+
+def test_a_vector_of_12_entries_names_a_row_and_an_entry_it_has():
+    at = open_page("app_pages/3_qkv.py", query={"presenter": "1", "embedding": "random", "d_model": "12"})
+    no_exception(at)
+    frame = at.dataframe[0].value
+    assert list(frame["vector"]) == ["0–9", "10–11"]
+    note = next(c.value for c in at.caption if "entries, 10 a row" in c.value)
+    assert note == "12 entries, 10 a row: row 10–11, column 1 is entry 11."     # was 'row 10–19, … entry 13'
+
+
+# -- a sentence that sends the reader to the sidebar, which presenter mode hides --------------------------
+
+BACK = "Presenter mode hides the sidebar"
+
+
+def said(at) -> str:
+    return "\n".join(e.value for e in list(at.caption) + list(at.info) + list(at.markdown) + list(at.warning))
+
+
+@pytest.mark.parametrize("page", ["app_pages/overview.py", "app_pages/5_softmax.py", "app_pages/7_multi_head.py",
+                                  "app_pages/20_score_functions.py", "app_pages/42_kv_cache.py"])
+def test_change_it_in_the_sidebar_says_how_to_see_it_in_presenter_mode_once(page):
+    off = open_page(page)
+    no_exception(off)
+    assert "in the sidebar" in said(off) and BACK not in said(off)
+    on = open_page(page, query={"presenter": "1"})
+    no_exception(on)
+    assert said(on).count(BACK) == 1, said(on)            # said once a page, after the first such sentence
+    assert "turn its switch, over the title, off" in said(on)
+
+
+def test_the_switch_help_says_what_it_does_and_where_the_link_is_made():
+    at = open_page("app_pages/4_scores.py")
+    help_text = switch(at).help
+    assert "no sidebar" in help_text and "up to 1100 px wide" in help_text
+    assert "does not go in the address bar" in help_text and "Share page" in help_text
+
+
+def test_the_masks_page_under_alibi_says_how_to_see_the_sidebar_whose_heads_it_asks_to_change():
+    on = open_page("app_pages/41_masks.py", query={"presenter": "1", "positional": "alibi", "n_heads": "8"})
+    no_exception(on)
+    assert "change the sidebar's Heads." in said(on) and said(on).count(BACK) == 1

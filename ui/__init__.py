@@ -49,6 +49,7 @@ def page(page_file: str, title: str, settings: bool = True):
     fit_css()                                  # the chart CSS, once per run (views.fit_css_in_fragment)
     config = trace = None
     st.session_state["s.claims"] = {}          # a lesson's claims settings this run (views.claims_shown)
+    st.session_state["s.sidebar_back_said"] = False     # presenter mode: how to see the sidebar, said once a run
     page_state.start(page_file)                # the page's own controls get their kept values
     if settings:
         config, trace = sidebar_settings(page_file)

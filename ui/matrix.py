@@ -133,6 +133,26 @@ def gapped_column(values: np.ndarray, digits: int):
 PRESENTER_ROW = 10          # presenter mode: a long vector's entries, this many a row
 
 
+def presenter_rows_note(size: int, k: int = PRESENTER_ROW) -> str:
+    """How to read a vector of `size` > k entries drawn k a row: an example from its second row, named as the
+    table names it (a short last row '10–11' has no column 3).
+
+    >>> presenter_rows_note(50)
+    '50 entries, 10 a row: row 10–19, column 3 is entry 13.'
+    >>> presenter_rows_note(12)
+    '12 entries, 10 a row: row 10–11, column 1 is entry 11.'
+    >>> presenter_rows_note(11)
+    '11 entries, 10 a row: row 10, column 0 is entry 10.'
+    """
+    c = min(3, size - k - 1)
+    return f"{size} entries, {k} a row: row {_span(k, min(2 * k, size) - 1)}, column {c} is entry {k + c}."
+
+
+def _span(first: int, last: int) -> str:
+    """A row of entries named by its first and last: '10–19', or '10' for one."""
+    return f"{first}–{last}" if last > first else f"{first}"
+
+
 def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
     """A short vector as a one-row table (in presenter mode, a longer one as rows of ten: no sideways scroll)."""
     import pyarrow as pa
@@ -141,8 +161,9 @@ def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int 
         k = PRESENTER_ROW
         grid = np.full((-(-v.size // k), k), np.nan)
         grid.flat[:v.size] = v
-        vector_rows({f"{r * k}–{min(r * k + k, v.size) - 1}": grid[r] for r in range(grid.shape[0])}, digits)
-        st.caption(f"{v.size} entries, {k} a row: row {k}–{2 * k - 1}, column 3 is entry {k + 3}.")
+        names = [_span(r * k, min(r * k + k, v.size) - 1) for r in range(grid.shape[0])]
+        vector_rows(dict(zip(names, grid)), digits)
+        st.caption(presenter_rows_note(v.size))
         return
     names = tuple(labels or [str(i) for i in range(v.size)])
     row = pa.Table.from_arrays([v[k:k + 1] for k in range(v.size)], names=list(names))

@@ -84,8 +84,10 @@ def presenter_line(where: str) -> bool:
     row = st.container(horizontal=True, vertical_alignment="center", gap="medium", key="presenter-line")
     row.caption(f":material/location_on: {where}")
     on = row.toggle(LABEL, value=presenting(), key=KEY, width="content",
-                    help="For a projector: no sidebar, larger text, formulas, heatmaps and numbers, cards one "
-                         "per row. Turn it off to change a setting. A link that opens in it: the Share page.")
+                    help=f"For a projector: no sidebar, larger text, formulas, heatmaps and numbers, cards one "
+                         f"per row up to {STACK_BELOW} px wide. Turn it off to see the sidebar and change a "
+                         "setting. It does not go in the address bar: a link that opens in it is made on the "
+                         "Share page.")
     st.session_state["s.presenter"] = bool(on)
     if on:
         trusted_html(PRESENTER_CSS)

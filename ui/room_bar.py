@@ -55,7 +55,9 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
             st.caption(f":material/cloud_off: Room {code} cannot be reached right now; try again in a moment.")
             return
         left, right = st.columns([3, 2], vertical_alignment="center")
-        left.markdown(f":material/co_present: **Room {code}** · {n} student{'' if n == 1 else 's'}")
+        # the room page keeps its own count live (the list below); this one is as of the page's last run
+        count = "" if page_file == ROOM_PAGE else f" · {n} student{'' if n == 1 else 's'}"
+        left.markdown(f":material/co_present: **Room {code}**{count}")
         if page_file != ROOM_PAGE and right.button(SHOW, key="room_push", type="primary", icon=":material/cast:"):
             _push(code, secret, view_of(page_file))
             if config is not None and config.embedding == "upload":

@@ -17,10 +17,10 @@ from .cache import get_trace
 from .settings_panel import (EMBEDDING_LABELS, MASK_LABELS, POSITIONAL_LABELS, SCORE_LABELS, WEIGHTS_LABELS,
                              settings_panel, settings_summary, upload_vectors)
 from .settings_state import (DEFAULT, FIELDS, apply, apply_view, current_settings, init_state, presenting,
-                             sidebar_button, stored, widget)
+                             sidebar_back, sidebar_button, stored, widget)
 
 __all__ = ["sidebar_settings", "query_for", "DEFAULT_QUERY", "settings_summary", "init_state", "stored", "widget",
-           "apply", "apply_view", "sidebar_button", "current_settings", "presenting", "upload_vectors", "DEFAULT",
+           "apply", "apply_view", "sidebar_button", "current_settings", "presenting", "sidebar_back", "upload_vectors", "DEFAULT",
            "FIELDS",
            "EMBEDDING_LABELS", "WEIGHTS_LABELS", "POSITIONAL_LABELS", "SCORE_LABELS", "MASK_LABELS"]
 

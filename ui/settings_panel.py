@@ -11,7 +11,7 @@ from attention_core.math.embeddings import vocabulary_limit
 from attention_core.math.limits import MAX_TOKENS, divisors
 from attention_core.math.text import tokenize
 
-from .settings_state import current_settings, stored, widget
+from .settings_state import current_settings, sidebar_back, stored, widget
 
 EMBEDDING_LABELS = {"glove": "GloVe 50-d (English words)", "random": "Seeded random", "toy": "Toy (3-d, 20 words)",
                     "upload": "Upload your own"}
@@ -199,4 +199,4 @@ def settings_summary(config: Config, group: str) -> None:
         where = "the top"
     else:
         raise KeyError(group)
-    st.caption(f":material/tune: In force: **{text}**. Change it in the sidebar ({where}).")
+    st.caption(f":material/tune: In force: **{text}**. Change it in the sidebar ({where}).{sidebar_back()}")

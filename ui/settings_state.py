@@ -176,5 +176,17 @@ def current_settings() -> dict:
 
 
 def presenting() -> bool:
-    """Presenter mode (for a projector): larger charts and text, fewer panels."""
+    """Presenter mode (for a projector): no sidebar, larger charts and text (ui/presenter.py)."""
     return bool(st.session_state.get("s.presenter", False))
+
+
+SIDEBAR_BACK = " Presenter mode hides the sidebar: turn its switch, over the title, off to see it."
+
+
+def sidebar_back() -> str:
+    """Said after a sentence that sends the reader to the sidebar: how to get it back while presenter mode
+    hides it, once a page run (ui.page starts the count); '' when presenter mode is off or it was said above."""
+    if not presenting() or st.session_state.get("s.sidebar_back_said"):
+        return ""
+    st.session_state["s.sidebar_back_said"] = True
+    return SIDEBAR_BACK

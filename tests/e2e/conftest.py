@@ -172,6 +172,19 @@ def app_server():
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def own_server():
+    """A server of the test module's own, started with the module and stopped after it (a module whose
+    sessions must not meet the shared server's: the share page's, the RoPE page's, the handout's)."""
+    require_browser()
+    server = Server("app.py", port=None).start()
+    try:
+        server.wait_healthy(90)
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def student(chromium):
     """A new browser context (its own cookies and session) with the page hooks; closed after."""

@@ -4,33 +4,22 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
-from bench._common import EXCEPTION, Server, new_context
-from tests.e2e.conftest import open_page, require_browser
+from bench._common import EXCEPTION, new_context
+from tests.e2e.conftest import open_page
 from tests.e2e.pdf_text import pdf_text
 
-
-@pytest.fixture(scope="module")
-def handout_server():
-    require_browser()
-    server = Server("app.py", port=None).start()
-    try:
-        server.wait_healthy(90)
-        yield server
-    finally:
-        server.stop()
 
 
 def squeezed(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def test_the_handout_prints_its_page_and_formulas_without_the_apps_chrome(chromium, handout_server):
+def test_the_handout_prints_its_page_and_formulas_without_the_apps_chrome(chromium, own_server):
     ctx = new_context(chromium, viewport={"width": 1366, "height": 768})
     try:
         tab = ctx.new_page()
-        open_page(tab, handout_server, "handout", {"handout.of": "scores", "d_k": "8"})
+        open_page(tab, own_server, "handout", {"handout.of": "scores", "d_k": "8"})
         tab.get_by_role("heading", name="Forward pass › Scores and scaling").wait_for(timeout=30_000)
         tab.locator(".katex").first.wait_for(timeout=30_000)
         assert tab.locator(EXCEPTION).count() == 0

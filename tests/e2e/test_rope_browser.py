@@ -7,26 +7,15 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
 
 try:
     from playwright.sync_api import expect
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
-from bench._common import CHART, EXCEPTION, Server, after_run, new_context, wait_for_charts
-from tests.e2e.conftest import open_page, require_browser
+from bench._common import CHART, EXCEPTION, after_run, new_context, wait_for_charts
+from tests.e2e.conftest import open_page
 
-
-@pytest.fixture(scope="module")
-def rope_server():
-    require_browser()
-    server = Server("app.py", port=None).start()
-    try:
-        server.wait_healthy(90)
-        yield server
-    finally:
-        server.stop()
 
 
 def turned(tab) -> tuple[int, float]:
@@ -53,11 +42,11 @@ def cells(tab, chart: int):
     return tab.locator(CHART).nth(chart).locator("svg.marks g.mark-rect.role-mark path")
 
 
-def test_sliders_turn_the_pair_and_keep_the_scores(rope_server, chromium):
+def test_sliders_turn_the_pair_and_keep_the_scores(own_server, chromium):
     ctx = new_context(chromium)
     try:
         tab = ctx.new_page()
-        open_page(tab, rope_server, "rope", {"positional": "rope"})
+        open_page(tab, own_server, "rope", {"positional": "rope"})
         expect(tab.locator("h1")).to_have_text("RoPE: rotary positions", timeout=30_000)
         charts_drawn(tab, 3)
         assert turned(tab) == (3, 3.0)                                     # pair 0 turns 1 radian per position
@@ -99,13 +88,13 @@ def view(tab) -> dict:
             "base": tab.get_by_text("in θ", exact=False).first.inner_text()[:40]}
 
 
-def test_a_view_round_trips_through_its_link_into_a_fresh_browser(rope_server, chromium):
+def test_a_view_round_trips_through_its_link_into_a_fresh_browser(own_server, chromium):
     """The sidebar's RoPE and base 500,000 (by URL), Half pairing, a shift, the Keys tab and a clicked cell of K^R
     (by hand); then tab.url in a fresh context: the same controls, the same explanation, the same numbers."""
     ctx = new_context(chromium)
     try:
         tab = ctx.new_page()
-        open_page(tab, rope_server, "rope", {"positional": "rope", "pe_base": "500000"})
+        open_page(tab, own_server, "rope", {"positional": "rope", "pe_base": "500000"})
         expect(tab.locator("h1")).to_have_text("RoPE: rotary positions", timeout=30_000)
         charts_drawn(tab, 3)
         half = tab.locator("[data-testid='stCheckbox']").filter(has_text="Half pairing").first

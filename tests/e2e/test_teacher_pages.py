@@ -5,29 +5,17 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-import pytest
 
 try:
     from playwright.sync_api import expect
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
-from bench._common import EXCEPTION, Server, after_run, new_context, wait_for_charts
-from tests.e2e.conftest import require_browser
+from bench._common import EXCEPTION, after_run, new_context, wait_for_charts
 
 SENTENCE = "the cat sat on a mat"            # common words: none dropped
 QUERY = {"sentence": SENTENCE, "d_k": "3", "seed": "11", "scores.tab": "1"}    # the "All words" tab: every row
 
-
-@pytest.fixture(scope="module")
-def share_server():
-    require_browser()
-    server = Server("app.py", port=None).start()
-    try:
-        server.wait_healthy(90)
-        yield server
-    finally:
-        server.stop()
 
 
 def drawn(tab, rows: list[str]) -> list[dict]:
@@ -39,12 +27,12 @@ def drawn(tab, rows: list[str]) -> list[dict]:
     return [c for c in found if c["visible"] and c["rendered"]]
 
 
-def test_copied_share_link_opens_the_page_with_the_same_numbers(share_server, chromium):
+def test_copied_share_link_opens_the_page_with_the_same_numbers(own_server, chromium):
     teacher = new_context(chromium, permissions=["clipboard-read", "clipboard-write"])
     student = new_context(chromium)
     try:
         tab = teacher.new_page()
-        after_run(tab, lambda: tab.goto(f"{share_server.url}/scores?{urlencode(QUERY)}",
+        after_run(tab, lambda: tab.goto(f"{own_server.url}/scores?{urlencode(QUERY)}",
                                         wait_until="domcontentloaded"), timeout_ms=90_000)
         rows = SENTENCE.split()
         before = drawn(tab, rows)
@@ -56,7 +44,7 @@ def test_copied_share_link_opens_the_page_with_the_same_numbers(share_server, ch
         expect(tab.get_by_text("Page to share")).to_be_visible(timeout=30_000)
         code = tab.locator("[data-testid='stCode']").first
         shown = code.locator("code").inner_text().strip()
-        assert shown.startswith(f"{share_server.url}/scores?") and "scores.tab=1" in shown, shown
+        assert shown.startswith(f"{own_server.url}/scores?") and "scores.tab=1" in shown, shown
         menu = tab.locator("a[data-testid='stTopNavDropdownLink']:visible")
         for _ in range(5):                                         # the top bar's menu must be closed: it
             if menu.count() == 0:                                  # lies over the copy button
@@ -90,11 +78,11 @@ def test_copied_share_link_opens_the_page_with_the_same_numbers(share_server, ch
         student.close()
 
 
-def test_training_step_walk_one_tab_at_a_time(share_server, chromium):
+def test_training_step_walk_one_tab_at_a_time(own_server, chromium):
     ctx = new_context(chromium)
     try:
         tab = ctx.new_page()
-        after_run(tab, lambda: tab.goto(f"{share_server.url}/training_step?{urlencode({'sentence': SENTENCE})}",
+        after_run(tab, lambda: tab.goto(f"{own_server.url}/training_step?{urlencode({'sentence': SENTENCE})}",
                                         wait_until="domcontentloaded"), timeout_ms=90_000)
         expect(tab.locator("code", has_text="mat").first).to_be_visible(timeout=30_000)   # the shared sentence
         checks = tab.get_by_text("max relative error against autograd")

@@ -22,8 +22,9 @@ def share_box(current_page: str, query: dict[str, str]) -> str:
     page_file = st.selectbox("Page to share", pages, index=pages.index(start), format_func=nav.label_of,
                              key="export_share_page", help="The page you came from, unless you pick another.")
     presenter = st.toggle("Open in presenter mode (for a projector)", key="export_share_presenter",
-                          help="Adds presenter=1: larger heatmaps and labels. Leave it off for links meant for "
-                               "students.")
+                          help="Adds presenter=1: the page opens with its Presenter mode switch on (no sidebar, larger "
+                               "text, formulas and heatmaps; the switch over the title turns it off). Leave it off "
+                               "for links meant for students.")
     base, from_browser = app_base(current_page)
     own = {} if Path(page_file).name in OWN_CONTROLS else page_state.params(page_file)
     link = share_link(base, page_file, {**query, **own, **({"presenter": "1"} if presenter else {})})

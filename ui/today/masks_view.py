@@ -16,7 +16,7 @@ from attention_core.lessons.masks import MaskSettings, index_range, padding_comp
 from attention_core.forward.trace import Trace
 
 from .. import page_state
-from ..settings import POSITIONAL_LABELS, sidebar_button
+from ..settings import POSITIONAL_LABELS, sidebar_back, sidebar_button
 from ..text import md_escape
 
 MASK_NAMES = {"causal": "causal", "sliding_window": "a sliding window", "padding": "padding", "none": "none"}
@@ -72,7 +72,8 @@ def sidebar_part(config: Config) -> None:
     if config.positional == "alibi":
         kind = "a power of two" if h & (h - 1) == 0 else "not a power of two"
         line += (f"  \nALiBi is on (the sidebar's Position is ALiBi), one slope for each of the sidebar's H = {h} "
-                 f"head{'s' * (h > 1)}; H is {kind}. To see the other kind, change the sidebar's Heads.")
+                 f"head{'s' * (h > 1)}; H is {kind}. To see the other kind, change the sidebar's Heads."
+                 + sidebar_back())
     else:
         line += (f"  \nALiBi is off: the sidebar's Position is {_position_name(config)}, so no bias is added below. "
                  "With ALiBi, H is the sidebar's Heads.")

@@ -54,7 +54,9 @@ def step_controls():
             widget(st.number_input, "d_v", "d_v", min_value=1, max_value=64, step=1)
         widget(st.number_input, "seed", "Seed", min_value=0, max_value=2**32 - 1, step=1)
     with st.container(border=True):
-        st.selectbox("Take a sentence from the dataset (or type yours in the sidebar)",
+        st.selectbox("Take a sentence from the dataset" + (" (or turn presenter mode off and type yours in the "
+                                                           "sidebar)" if ui.settings.presenting() else
+                                                           " (or type yours in the sidebar)"),
                      [None] + [e.text for e in shipped_examples()],
                      format_func=lambda t: "(pick a review)" if t is None else t, key="ts_example",
                      on_change=_take_example, help="Its sentence and its label replace yours.")

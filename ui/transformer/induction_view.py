@@ -13,6 +13,7 @@ from attention_core.training.lm.task import MAX_REPEAT, MIN_REPEAT
 from ..text import md_escape as md_safe
 
 from ..matrix import chart
+from ..settings_state import sidebar_back
 from ..views import step_boxes
 from .induction_charts import ablation_spec, head_label, loss_spec, patterns_spec, scores_spec
 
@@ -221,7 +222,7 @@ def sentence_panel(run: dict, an: dict, sentence: str) -> None:
         st.info(f"In the settings' sentence, “{md_safe(sentence)}”, the last word has no earlier occurrence (in the "
                 f"words the model reads): there is nothing to copy, and the model can only guess. Shown instead: "
                 f"“{EXAMPLE}” (a sentence whose last word occurred before, typed in the sidebar of any forward page, "
-                "is shown here).", icon=":material/info:")
+                "is shown here)." + sidebar_back(), icon=":material/info:")
         sentence = EXAMPLE
         ids, words, labels, notices = sentence_ids(sentence)
     for n in notices:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from attention_core import torch_mha as tm
 
+from ..settings_state import sidebar_back
 from ..views import heatmap, step
 from .torch_view import check, computed, pitfall
 
@@ -33,7 +34,7 @@ def controls(config, trace, options: list[int]) -> tuple[int, tuple[int, ...], f
             default = config.n_heads if config.n_heads in options else 1
             heads = st.selectbox("Heads H of this layer", options, index=options.index(default), key="mha.heads",
                                  help=f"Must divide hid_dim = {d_model}. For more choices pick seeded random "
-                                      "embeddings with a larger d_model in the sidebar.")
+                                      "embeddings with a larger d_model in the sidebar." + sidebar_back())
         with c2:
             labels = trace.token_labels()
             pad = st.multiselect("Padding: key positions with mask == 0", list(range(n)), key="mha.pad",
@@ -50,7 +51,7 @@ def controls(config, trace, options: list[int]) -> tuple[int, tuple[int, ...], f
         st.info("One head: view + permute only add a head axis of size 1. "
                 + (f"Choose {' or '.join(map(str, more[:3]))} heads above to see the split" if more else "")
                 + (" (head_dim = 1 with the toy 3-d vectors), or seeded random embeddings with d_model = 8 in the "
-                   "sidebar for 2 or 4 heads." if d_model == 3 else "."), icon=":material/info:")
+                   "sidebar for 2 or 4 heads." + sidebar_back() if d_model == 3 else "."), icon=":material/info:")
     if len(pad) == n:
         st.warning(f"Every key is padding: nothing is left to attend to, so position {pad[-1]} is shown unmasked "
                    "(real batches always keep a token). With every key masked, PyTorch's masked_fill gives them all "
