@@ -125,7 +125,15 @@ def where(page_file: str) -> str:
 
 def order() -> list[str]:
     """Every page of the navigation, section after section: the path previous/next links follow."""
-    return [entry[0] for _, pages in SECTIONS for entry in existing(pages)]
+    return list(_order())
+
+
+@functools.lru_cache(maxsize=1)
+def _order() -> tuple[str, ...]:
+    """Read once per process, like the st.Page objects (_pages): a page file's existence is a disk call, and a
+    call that gives up the GIL waits to get it back behind every busy session (30 students switching page
+    at once after a push: about 60 of them a run)."""
+    return tuple(entry[0] for _, pages in SECTIONS for entry in existing(pages))
 
 
 def section_of(page_file: str) -> str:

@@ -18,7 +18,11 @@ from .room_poll import student_poll_card
 from .room_session import go, known_page, leave, store
 from .text import md_escape
 
-POLL_SECONDS = 0.5               # a following screen changes within about this after a push (+ one page run)
+POLL_SECONDS = 0.3               # a following screen changes within about this after a push (+ the page runs)
+OUT_SECONDS = 1.5                # a student exploring on their own: the teacher's news and a poll within this
+# Measured (tests/load/room.py, 30 students, one process): the page runs of a push take 30 × ~22 ms of the GIL
+# whatever the timer, so the timer's half-period is what is left to spend; a tick costs ~2.5 ms (a bare
+# fragment's 2.4 ms is Streamlit's floor), so the explorers' slower timer gives their moves that CPU back.
 BACK = "Back to the teacher's view"
 
 
@@ -30,7 +34,10 @@ def student_bar(page_file: str) -> None:
         state["room.baseline"] = view_of(page_file)
     for notice in state.pop("room.notices", None) or []:
         st.warning(md_escape(notice), icon=":material/link_off:")
-    _follow()
+    if stepped_out(view_of(page_file)):
+        _follow_out()
+    else:
+        _follow()
 
 
 def stepped_out(here: dict) -> bool:
@@ -41,8 +48,7 @@ def stepped_out(here: dict) -> bool:
     return not state.get("room.following")
 
 
-@st.fragment(run_every=POLL_SECONDS)
-def _follow() -> None:
+def _follow_room() -> None:
     state = st.session_state
     code = state.get("room.code")
     if not code or state.get("room.secret"):
@@ -81,3 +87,6 @@ def _follow() -> None:
                 go(view, version)
     student_poll_card(store(), code, state.get("room.member"), room)
 
+
+_follow = st.fragment(run_every=POLL_SECONDS)(_follow_room)          # following: a push shows within ~0.3 s
+_follow_out = st.fragment(run_every=OUT_SECONDS)(_follow_room)      # stepped out: news and polls within 1.5 s
