@@ -45,10 +45,10 @@ PARTS = ("rerun", "cold_start", "server_cost", "backward", "lm", "room")
 
 FULL = {"repeats": 7, "page_budget": 60.0, "browser_changes": 20, "levels": "defaults,largest",
         "cold_rounds": 3, "cost_rounds": 2, "cost_reruns": 30, "bw_repeats": 200, "train_repeats": 3,
-        "lm_repeats": 50, "lm_train": True, "room": (30, 12, 30.0)}
+        "lm_repeats": 50, "lm_train": True, "room": (30, 12, 30.0, 2)}
 QUICK = {"repeats": 2, "page_budget": 10.0, "browser_changes": 3, "levels": "defaults",
          "cold_rounds": 1, "cost_rounds": 1, "cost_reruns": 5, "bw_repeats": 5, "train_repeats": 1,
-         "lm_repeats": 5, "lm_train": False, "room": (5, 3, 5.0)}
+         "lm_repeats": 5, "lm_train": False, "room": (5, 3, 5.0, 0)}
 
 INTRO = """\
 Every figure is a ratio taken in the same run as its reference: a one-slider Streamlit page (for the
@@ -172,8 +172,8 @@ def run_parts(parts: set[str], o: dict) -> list[Table]:
         out += [with_title(tables[0], PROSE["lm"]), *tables[1:]]
     if "room" in parts:
         from tests.load import room
-        students, pushes, seconds = o["room"]
-        out.append(with_title(room.measure(students, pushes, seconds)[0], PROSE["room"]))
+        students, pushes, seconds, replicas = o["room"]        # the replica recipe too: 2 processes + Redis
+        out.append(with_title(room.measure(students, pushes, seconds, replicas=replicas)[0], PROSE["room"]))
     return out
 
 

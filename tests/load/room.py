@@ -778,7 +778,8 @@ def table(r: dict, n: int, replicas: int) -> Table:
     errors = (idle["errors"] + p["errors"] + poll["problems"] + alone["errors"] + klass["errors"]
               + r["outside"]["errors"])
     notes = [f"A teacher and {n} students on one app process ({r['store']} store), each student a websocket client "
-             f"that runs the room bar's fragment on its timer ({p['interval']:g} s) as the browser does. (a) from the "
+             f"that runs the room bar's fragment on its timer ({p['interval']:g} s while following; slower once "
+             "stepped out to explore) as the browser does. (a) from the "
              "teacher's click sent to the end of the run that shows the new page and setting; (b) all answers "
              "released by a barrier: the spread of the sends (p50 column) and the time until the last was "
              "acknowledged (p95 column); (c) the softmax temperature moved about once a second per student, the "
