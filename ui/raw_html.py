@@ -1,6 +1,8 @@
 """The app's one door to raw HTML (tests/test_bad_input.py allows exactly this st.html): the chart CSS sent
-with every page run, and the script that scrolls a clicked cell's explanation into view. Nothing a learner
-types reaches it: its variable parts are letters, digits, _ and - (safe_token)."""
+with every page run, the script that scrolls a clicked cell's explanation into view, and the handout's tables.
+Nothing a learner types reaches it as HTML: the CSS and scripts' variable parts are letters, digits, _ and -
+(safe_token); a handout table's every label and number went through html.escape
+(attention_core.labs.handout.table_html)."""
 from __future__ import annotations
 
 import re

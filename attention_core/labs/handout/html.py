@@ -49,7 +49,9 @@ def shade(v: float, t: Table) -> str:
     return "#" + "".join(f"{c:02x}" for c in mix)
 
 
-def _table(t: Table) -> str:
+def table_html(t: Table) -> str:
+    """The numbers as an HTML table, each cell tinted like the heatmap (printable in black and white), every label
+    escaped; the note of what was cut under it."""
     e = html.escape
     head = "<tr><th></th>" + "".join(f"<th>{e(c)}</th>" for c in t.cols) + "</tr>"
     body = "".join("<tr><th>" + e(r) + "</th>" + "".join(
@@ -65,7 +67,7 @@ def _section(s: Section, i: int) -> str:
     formula = f'<code class="tex">{e(s.formula)}</code>' if s.formula else ""
     why = f"<p>{e(s.why)}</p>" if s.why else ""
     return (f"<section><h2>{i + 1} · {e(s.title)}</h2>{formula}<p class=\"small\">Shape: {shape}</p>{why}"
-            f"{_table(s.table)}</section>")
+            f"{table_html(s.table)}</section>")
 
 
 def to_html(doc: Handout, link: str = "") -> str:
