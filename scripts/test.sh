@@ -13,5 +13,6 @@ if [ -n "$MISSING" ]; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $MISSING >/dev/null
 fi
 # Two workers (pytest-xdist): the browser tests wait on the app's reruns most of the time, so two halves of
-# the suite overlap on a 2-core machine (14.8 min in one process at c023f5f). Each worker starts its own servers.
-python -m pytest -q -n 2 "$@"
+# the suite overlap on a 2-core machine (14.8 min in one process at c023f5f). Each worker starts its own servers;
+# worksteal: a worker left idle at the end takes tests from the other (the long browser walks come last).
+python -m pytest -q -n 2 --dist worksteal "$@"
