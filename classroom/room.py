@@ -23,7 +23,7 @@ Keys (every one expires ROOM_HOURS after the teacher's last push or poll, or at 
     room:<code>                    title, the secret's digest, created, version, view (JSON), poll (JSON or "")
     room:<code>:members            member id -> nickname (at most MAX_MEMBERS; removed when the student leaves)
     room:<code>:names              the nickname's name_key -> member id (one student per name; removed on leaving)
-    room:<code>:tokens             member id -> the SHA-256 of the student's rejoin token (classroom/rejoin.py)
+    room:<code>:tokens             member id -> the SHA-256 of the student's rejoin token (classroom/presence.py)
     room:<code>:seen               member id -> when their screen last checked the room (Unix seconds)
     room:<code>:answers:<poll id>  member id -> the index of the chosen answer
     room:<code>:changes:<poll id>  member id -> how many times that member answered (at most MAX_ANSWER_CHANGES)

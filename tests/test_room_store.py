@@ -503,10 +503,10 @@ def test_the_deploy_recipes_start_redis_beside_the_app():
     assert "from: [{podSelector: {matchLabels: {app: attention-explorer}}}]" in parts[f"NetworkPolicy {url.hostname}"]
 
 
-# -- unique nicknames, rejoining, presence (classroom/rejoin.py) -------------------------------------------------
+# -- unique nicknames, rejoining, presence (classroom/presence.py) -------------------------------------------------
 
-from classroom.rejoin import PRESENT_SECONDS, Elsewhere, NotYours, new_token, present, rejoin  # noqa: E402
-from classroom.rejoin import seen as mark_seen  # noqa: E402
+from classroom.presence import PRESENT_SECONDS, Elsewhere, NotYours, new_token, present, rejoin  # noqa: E402
+from classroom.presence import seen as mark_seen  # noqa: E402
 from classroom.room import NameTaken, leave  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """The room bar: on every page, under the title, for a session in a room (ui.page calls `room_bar` once, after
 the settings). In no room it returns at once: nothing drawn, no store read.
 
-- The teacher: "Room CODE · n students", "Show this to the class" (the whole view: page, settings, own controls,
+- The teacher: "Room CODE · n students here" (screens that checked the room in the last few seconds), "Show this to the class" (the whole view: page, settings, own controls,
   tab, cell), and with a lesson its stop (the question to ask, the note only the teacher sees) with ◀ / ▶.
 - A student: ui/room_follow.py (following, stepping out and back, the poll card).
 """
@@ -14,20 +14,27 @@ import classroom
 from .page_state import view_of
 from .room_follow import student_bar
 from .room_poll import ask_poll, teacher_poll_panel
+from .room_rejoin import keep_cookie, resume, waiting, welcome
 from .room_session import ROOM_PAGE, go, leave, page_of, store
 from .text import md_escape
 
 SHOW = "Show this to the class"
 PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
 QUESTION = "Class question"
+HERE_SECONDS = 2.0               # the teacher's count of students here refreshes this often
 
 
 def room_bar(page_file: str, config=None, trace=None) -> None:
     state = st.session_state
+    resume()                             # a session's first run: this browser's cookie back into its room
+    keep_cookie()                        # the cookie this session's browser should hold (none: nothing drawn)
     if "room.code" not in state:
         if "room.ended" in state:
             st.warning(md_escape(state.pop("room.ended")), icon=":material/door_open:")
+        if state.get("room.waiting"):
+            waiting()
         return
+    welcome()
     if state.get("room.secret"):
         teacher_bar(page_file, config, trace)
     else:
@@ -41,7 +48,7 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
         st.warning(md_escape(notice), icon=":material/link_off:")
     with st.container(border=True):
         try:
-            n = len(classroom.members(store(), code))
+            n = len(classroom.present(store(), code))     # here now: screens that checked the room in 5 s
         except classroom.NoRoom:                 # expired: this session leaves it
             leave()
             st.warning(f"{classroom.room.ended(code)} Open a new room on the room page to teach again.",
@@ -55,9 +62,11 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
             st.caption(f":material/cloud_off: Room {code} cannot be reached right now; try again in a moment.")
             return
         left, right = st.columns([3, 2], vertical_alignment="center")
-        # the room page keeps its own count live (the list below); this one is as of the page's last run
-        count = "" if page_file == ROOM_PAGE else f" · {n} student{'' if n == 1 else 's'}"
-        left.markdown(f":material/co_present: **Room {code}**{count}")
+        if page_file == ROOM_PAGE:               # the room page counts in its own list below, live too
+            left.markdown(f":material/co_present: **Room {code}**")
+        else:
+            with left:
+                _room_line(code, n)
         if page_file != ROOM_PAGE and right.button(SHOW, key="room_push", type="primary", icon=":material/cast:"):
             _push(code, secret, view_of(page_file))
             if config is not None and config.embedding == "upload":
@@ -72,6 +81,24 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
         with st.expander(QUESTION, key="room_poll_box", on_change="rerun", icon=":material/campaign:") as box:
             if box.open:                         # drawn (and the store read) only while the teacher has it open
                 teacher_poll_panel(store(), code, secret, trace)
+
+
+def here_words(n: int) -> str:
+    return f"{n} student{'' if n == 1 else 's'} here"
+
+
+@st.fragment(run_every=HERE_SECONDS)
+def _room_line(code: str, n: int) -> None:
+    """"Room CODE · n students here", kept live: a student who closes the tab leaves the count within seconds
+    (classroom.PRESENT_SECONDS after their screen last checked the room, then this line's next read)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx()
+    if ctx is not None and ctx.fragment_ids_this_run:      # a tick: read the count again
+        try:
+            n = len(classroom.present(store(), code))
+        except Exception:                     # the store does not answer: the bar's full run says so
+            n = None
+    st.markdown(f":material/co_present: **Room {code}**" + ("" if n is None else f" · {here_words(n)}"))
 
 
 def _push(code: str, secret: str, view: dict) -> bool:

@@ -15,6 +15,7 @@ import classroom
 
 from .page_state import view_of
 from .room_poll import student_poll_card
+from .room_rejoin import taken_over, tick
 from .room_session import go, known_page, leave, store
 from .text import md_escape
 
@@ -67,6 +68,9 @@ def _follow_room() -> None:
         st.caption(f":material/cloud_off: Room {code} cannot be reached right now; you keep exploring, and this "
                    "bar tries again by itself.")
         return
+    if not tick(code):                            # this student came back in another tab or device: that one holds it
+        taken_over(code)
+        st.rerun(scope="app")
     view = room.view
     version = int(view.get("version", 0)) if view else 0
     newer = version > int(state.get("room.applied") or 0)
