@@ -96,9 +96,10 @@ def rejoin(store, code, member, token, now: float | None = None) -> tuple[str, s
                        "copy of this browser's cookie): join again with the code and a nickname.")
     seen = last_seen(store, code, member)
     if seen is not None and 0 <= now - seen < PRESENT_SECONDS:
-        raise Elsewhere(f"You are in room {code} as “{name}” in another tab or on another device right now (its "
-                        f"screen checked the room {now - seen:.0f} s ago). This tab comes back as “{name}” by "
-                        "itself a few seconds after that one is closed.", wait=PRESENT_SECONDS - (now - seen))
+        raise Elsewhere(f"Coming back to room {code} as “{name}”: your place was in use {now - seen:.0f} s ago (by "
+                        "this page before it reloaded, or by another tab or device). This tab takes it by itself "
+                        f"once that screen has been quiet for {PRESENT_SECONDS:.0f} s; if it is another tab, close "
+                        "that one.", wait=PRESENT_SECONDS - (now - seen))
     fresh = secrets.token_urlsafe(16)
     if not store.hswap(_key(code, "tokens"), member, stored, digest(fresh)):     # another browser got in first
         raise NotYours(f"This browser's place in room {code} was used already (by a reload in another tab, or a "

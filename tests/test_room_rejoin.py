@@ -81,7 +81,7 @@ def test_a_copied_cookie_waits_while_its_student_is_here(monkeypatch):
     other = open_page(ROOM)
     no_exception(other)
     assert "room.code" not in other.session_state
-    assert (f"You are in room {code} as “Ada” in another tab or on another device right now" in text_of(other))
+    assert re.search(f"Coming back to room {code} as “Ada”: your place was in use [0-9]+ s ago", text_of(other))
     assert other.session_state["room.waiting"] == ada.session_state["room.cookie"]
     assert ada.run().session_state["room.code"] == code          # she stays, untouched
     monkeypatch.setattr("classroom.presence.PRESENT_SECONDS", 0.0)      # her tab closed: the other comes in

@@ -609,9 +609,9 @@ def test_a_token_is_refused_while_its_student_is_here_in_another_session(store):
     assert mark_seen(store, code, ada, token, now=1010.0) is True
     with pytest.raises(Elsewhere) as err:                                  # her tab is open and ticking
         rejoin(store, code, ada, token, now=1012.0)
-    assert str(err.value) == (f"You are in room {code} as “Ada” in another tab or on another device right now (its "
-                              "screen checked the room 2 s ago). This tab comes back as “Ada” by itself a few seconds "
-                              "after that one is closed.")
+    assert str(err.value) == (f"Coming back to room {code} as “Ada”: your place was in use 2 s ago (by this page "
+                              "before it reloaded, or by another tab or device). This tab takes it by itself once that "
+                              "screen has been quiet for 5 s; if it is another tab, close that one.")
     assert err.value.wait == pytest.approx(PRESENT_SECONDS - 2)
     assert store.hget(f"room:{code}:tokens", ada) == rooms.digest(token)   # refused: nothing used up
     _, token2 = rejoin(store, code, ada, token, now=1010.0 + PRESENT_SECONDS)   # quiet that long: gone
