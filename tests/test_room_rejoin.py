@@ -157,3 +157,23 @@ def test_the_room_page_says_exactly_what_is_kept():
         assert claim in words[0], claim
     teacher, _ = teacher_opens()
     assert any("About the room: its title, a digest of your secret" in m.value for m in teacher.markdown)
+
+
+def test_the_cookie_script_takes_only_letters_digits_dots_dashes(monkeypatch):
+    """ui.raw_html.set_cookie goes through the app's one raw-HTML door: a value, name or path with anything but
+    letters, digits, '.', '_', '-' (and '/' in the path) is refused, never written into the script."""
+    from ui import raw_html
+    calls = []
+    monkeypatch.setattr(raw_html.st, "html", lambda body, **kw: calls.append((body, kw)))
+    raw_html.set_cookie("attention_explorer_room", "s.K7MQ2D.abc_-1.tok-_9", "/", 3600)
+    raw_html.set_cookie("attention_explorer_room", "", "/app", 3600)
+    (write, kw), (delete, _) = calls
+    assert kw == {"unsafe_allow_javascript": True} and write.count("<script>") == 1
+    assert ("document.cookie = 'attention_explorer_room=s.K7MQ2D.abc_-1.tok-_9; path=/; max-age=3600; "
+            "SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '');") in write
+    assert "attention_explorer_room=; path=/app; max-age=0; SameSite=Strict" in delete
+    for value, path in (("x'; alert(1); '", "/"), ("a</script><img src=x>", "/"), ("a b", "/"), ("a;b=c", "/"),
+                        ("ok", "/x'</script>"), ("ok", "relative"), ("é", "/")):
+        with pytest.raises(ValueError):
+            raw_html.set_cookie("attention_explorer_room", value, path, 60)
+    assert len(calls) == 2
