@@ -21,7 +21,7 @@ import classroom
 from classroom.presence import SEEN_EVERY
 
 from .raw_html import set_cookie
-from .room_session import leave, reclaim, rejoin, store
+from .room_session import go, known_page, leave, reclaim, rejoin, store
 from .text import md_escape
 
 COOKIE = "attention_explorer_room"
@@ -112,11 +112,25 @@ def waiting() -> None:
     if not value:
         return
     if _come_back(value):
-        st.rerun(scope="app")
+        _to_the_teachers_view()
     if state.get("room.waiting"):
         st.caption(f":material/hourglass_top: {md_escape(state.get('room.wait_said', ''))}")
     else:                                   # refused for good: the page says why
         st.rerun(scope="app")
+
+
+def _to_the_teachers_view() -> None:
+    """Back in the room from the waiting fragment: straight to the teacher's view (one page run, not a run of this
+    page and then the switch), or a run of this page if the teacher has shown nothing yet."""
+    state = st.session_state
+    try:
+        room = classroom.state(store(), state["room.code"])
+    except Exception:
+        room = None
+    view = room.view if room is not None else None
+    if view and known_page(view.get("page")):
+        go(view, int(view.get("version", 0)))
+    st.rerun(scope="app")
 
 
 def welcome() -> None:
