@@ -130,7 +130,7 @@ def test_a_reload_is_not_a_goodbye(room_servers, chromium):
         after_run(teacher, lambda: question.locator("summary").first.click(), timeout_ms=30_000)
         click(teacher, "Ask the class")
         card = ada.locator("[data-testid='stForm']").filter(has=ada.get_by_role("radiogroup"))
-        expect(card).to_have_count(1, timeout=10_000)
+        expect(card).to_have_count(1, timeout=20_000)
         card.get_by_role("radio").nth(1).check(force=True)
         after_run(ada, lambda: card.locator("button").filter(has_text="Send my answer").first.click())
         expect(ada.get_by_text("Your answer: B.", exact=False).first).to_be_visible(timeout=5_000)
