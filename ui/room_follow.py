@@ -15,7 +15,7 @@ import classroom
 
 from .page_state import view_of
 from .room_poll import student_poll_card
-from .room_rejoin import taken_over, tick
+from .room_rejoin import keep_cookie, taken_over, tick
 from .room_session import go, known_page, leave, store
 from .text import md_escape
 
@@ -54,6 +54,7 @@ def _follow_room() -> None:
     code = state.get("room.code")
     if not code or state.get("room.secret"):
         return
+    keep_cookie()             # here too: a page switch can drop what the page run drew, never what this fragment drew
     try:
         room = classroom.state(store(), code)
     except classroom.NoRoom:                      # the room ended (expired) while the student was in it
