@@ -1,8 +1,9 @@
 """The room bar: on every page, under the title, for a session in a room (ui.page calls `room_bar` once, after
 the settings). In no room it returns at once: nothing drawn, no store read.
 
-- The teacher: "Room CODE · n students here" (screens that checked the room in the last few seconds), "Show this to the class" (the whole view: page, settings, own controls,
-  tab, cell), and with a lesson its stop (the question to ask, the note only the teacher sees) with ◀ / ▶.
+- The teacher: "Room CODE · n students here" (screens that checked the room in the last few seconds, kept live),
+  "Show this to the class" (the whole view: page, settings, own controls, tab, cell), and with a lesson its stop
+  (the question to ask, the note only the teacher sees) with ◀ / ▶.
 - A student: ui/room_follow.py (following, stepping out and back, the poll card).
 """
 from __future__ import annotations

@@ -84,7 +84,8 @@ def open_room(title: str) -> str:
     code, secret = classroom.open_room(store(), title)
     leave()
     st.session_state.update({"room.code": code, "room.secret": secret,
-                             "room.title": classroom.room.clean_text(title, 60), "room.cookie": teacher_cookie(code, secret)})
+                             "room.title": classroom.room.clean_text(title, 60),
+                             "room.cookie": teacher_cookie(code, secret)})
     return code
 
 

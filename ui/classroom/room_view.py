@@ -179,8 +179,9 @@ def _members(code: str) -> None:
 
 
 def what_is_kept(teacher: bool = False) -> None:
-    """What the room keeps, where, for how long, and who sees it: exact (classroom/room.py's keys, classroom/presence.py,
-    ui/room_rejoin.py's cookie), and which store this app uses. A student's words, or the teacher's."""
+    """What the room keeps, where, for how long, and who sees it: exact (classroom/room.py's keys,
+    classroom/presence.py, ui/room_rejoin.py's cookie), and which store this app uses. A student's words, or the
+    teacher's."""
     where = ("on the Redis server that this app's copies share" if store().name == "redis"
              else "in the memory of this app's server (nothing on disk; a restart of the server deletes it)")
     you, your = ("each student", "their") if teacher else ("you", "your")
