@@ -243,7 +243,19 @@ def put(page_file: str, query: dict) -> list[str]:
     state["p.cell"] = None
     state["p.sel"] = {}
     own = {k: v for k, v in query.items() if k == CELL or any(c.key == k for c in controls_of(page_file))}
+    state["p.put"] = page_file                  # the page opens as the view says (just_put), not as it was left
     return from_query(own)
+
+
+def just_put(page_file: str) -> bool:
+    """Whether this page run opens a view put into the session (a teacher's push, a lesson's stop): its controls
+    are the view's, and a page that on arrival sets one of its own from where the learner came (the handout's
+    "The handout of") must leave it. Asked once: the answer is forgotten."""
+    state = st.session_state
+    if state.get("p.put") != page_file:
+        return False
+    del state["p.put"]
+    return True
 
 
 def click(chart: str, cell: tuple[int, int] | None) -> None:
@@ -359,7 +371,15 @@ declare("app_pages/51_next_token.py",
         integer("next_token.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"),
         integer("next_token.n_new", 5, 0, 10, "the number of tokens generated"))
 
-# /induction_heads (the training seed and steps go in the link; the run itself stays in the session)
+# /induction_heads (the training seed and steps go in the link; the run shown by its digest: "" the shipped run, else
+# a run of this session or one a room keeps beside a pushed view, ui/transformer/induction_run.py)
+def _run_digest(raw: str) -> str:
+    raw = raw.strip().lower()
+    if raw and not (len(raw) == 32 and all(ch in "0123456789abcdef" for ch in raw)):
+        raise ValueError("must be a run's name: 32 hex digits")
+    return raw
+
+
 INDUCTION_TABS = ("Every head's pattern", "K-composition, with live numbers", "Ablate a head", "Your sentence")
 INDUCTION_ABLATE = ("all", "0,0", "0,1", "0,2", "0,3", "1,0", "1,1", "1,2", "1,3")
 declare("app_pages/52_induction_heads.py",
@@ -367,7 +387,9 @@ declare("app_pages/52_induction_heads.py",
         integer("induction.steps", 2500, 50, 10000, "the training steps"),
         tab("induction.tab", INDUCTION_TABS),
         integer("induction.i", 30, 20, 39, "the query position i"),
-        choice("induction.ablate", "all", INDUCTION_ABLATE, "the head zeroed"))
+        choice("induction.ablate", "all", INDUCTION_ABLATE, "the head zeroed"),
+        Own("induction.run", "", _run_digest, str, "the run shown",
+            show=lambda v: "the shipped run" if not v else f"run {v[:8]}…"))
 
 # /handout (the page whose handout is drawn, by its URL path: "" is the Overview; the Classroom's pages have none)
 from .nav import SECTIONS as _SECTIONS  # noqa: E402  (the navigation holds no page state: no circle)

@@ -64,11 +64,13 @@ def file_of(path: str) -> str:
 
 
 def choose(arrived: bool) -> str:
-    """The page whose handout is drawn (its file): on arriving, the page the user came from; then the select
-    box's choice, which the link carries (handout.of=qkv)."""
+    """The page whose handout is drawn (its file): on arriving, the page the user came from, unless the page
+    opens a view put into the session (a teacher's push: its own "handout.of" stands); then the select box's
+    choice, which the link carries (handout.of=qkv)."""
     paths = [p for _, _, p in targets()]
     came = st.session_state.get("s.came_from")
-    if arrived and came and came != HANDOUT:
+    pushed = page_state.just_put(HANDOUT)
+    if arrived and came and came != HANDOUT and not pushed:
         try:
             st.session_state[KEY] = nav.url_path_of(came) if nav.url_path_of(came) in paths else st.session_state[KEY]
         except KeyError:

@@ -1,0 +1,119 @@
+"""What a pushed view carries besides its link's parameters, and what stays on the teacher's screen.
+
+- Carried: bytes a page holds in the session that a view names by their digest (a session-trained run of the small
+  model: the induction page `offer`s it under its parameter "induction.run"). At "Show this to the class" the room
+  bar asks `view_to_push`: each offered thing the view names goes to the store beside the room
+  (classroom.room.put_run), then the view goes. A student's page `fetch`es it by that digest from the room.
+- Staying: what a page holds in the session and a view cannot carry (its controls that no link holds, a trained
+  model of its own, uploaded vectors, a step turned into a table). `stays` names them, so the room bar says it to
+  the teacher next to the button, before the push.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+import classroom
+
+from .page_state import view_of
+from .room_session import store
+
+OFFERED = "room.offered"          # session: {view parameter: (digest, bytes)} this session can carry with a view
+
+# Each page's controls and session things that no link holds (the page's own controls that travel are declared in
+# ui/page_state.py): what students see of each instead is its default.
+STAYS = {
+    "app_pages/1_embeddings.py": ("the word whose nearest neighbours are listed",),
+    "app_pages/2_positional.py": ("the dimensions drawn as curves", "the positions drawn"),
+    "app_pages/4_scores.py": ("the d_k of the experiment",),
+    "app_pages/10_training_step.py": ("the review taken from the dataset", "its label", "the learning rate η",
+                                      "the frozen last layer", "the parameter shown", "the open group"),
+    "app_pages/11_train.py": ("the training settings (learning rate, epochs, batch, the model's choices)",
+                              "the data (an uploaded CSV)", "the classifiers you trained", "the review you typed"),
+    "app_pages/21_alignment.py": ("the model you trained and its training settings", "the pairs and the output step",
+                                  "the open stage", "the sorting example's length and shuffle"),
+    "app_pages/22_grid.py": ("the scene", "the query", "the grid's size", "the query length",
+                             "the queries asked together", "the transforms W_K and W_V and their seed", "the open tab"),
+    "app_pages/23_pytorch_mha.py": ("the layer's heads", "the padding", "the dropout p and draw", "the mode",
+                                    "the open group", "the head drawn"),
+    "app_pages/30_pitfalls.py": ("the mistake shown", "the head drawn"),
+    "app_pages/32_export.py": ("the matrix to download", "the chart shown", "the page to share"),
+}
+
+
+def offer(param: str, name: str, blob: bytes) -> None:
+    """A page: this session holds `blob` (digest `name`), which a view names by `param=name`."""
+    st.session_state.setdefault(OFFERED, {})[param] = (name, bytes(blob))
+
+
+def withdraw(param: str) -> None:
+    (st.session_state.get(OFFERED) or {}).pop(param, None)
+
+
+def offered(param: str) -> str | None:
+    got = (st.session_state.get(OFFERED) or {}).get(param)
+    return got[0] if got else None
+
+
+def _named(view: dict) -> list[tuple[str, str]]:
+    """(parameter, digest) of each carried thing the view names (today: a run of the small model)."""
+    return [(p, v) for p, v in view.get("query", {}).items() if p.endswith(".run") and v]
+
+
+def stays(page_file: str, config=None) -> list[str]:
+    """What a push of this page's view leaves behind, each with what students see instead (for the teacher, before
+    the push)."""
+    out = []
+    if config is not None and config.embedding == "upload":
+        out.append("your uploaded vectors (students see the default embeddings)")
+    for param, name in _named(view_of(page_file)):
+        if offered(param) != name:
+            out.append("the run shown, which was not trained in this session (students see the shipped run)")
+    tables = [k for k, v in st.session_state.items() if isinstance(k, str) and ":tbl:" in f":{k}" and v is True]
+    if tables:
+        out.append(f"the {'step' if len(tables) == 1 else f'{len(tables)} steps'} you turned into a table "
+                   "(students see the heatmaps)")
+    words = STAYS.get(page_file, ())
+    if words:
+        out.append(", ".join(words) + " (students see " + ("its default" if len(words) == 1 else "their defaults")
+                   + ")")
+    return out
+
+
+def stays_text(page_file: str, config=None) -> str:
+    things = stays(page_file, config)
+    return ("Not sent with this view: " + "; ".join(things) + ".") if things else ""
+
+
+def view_to_push(code: str, secret: str, page_file: str) -> tuple[dict, list[str]]:
+    """The view to show the class, with what it names put beside the room first; and the messages of what could
+    not go (its parameter then leaves the view: students see the default)."""
+    view = view_of(page_file)
+    query = dict(view["query"])
+    problems = []
+    for param, name in _named(view):
+        got = (st.session_state.get(OFFERED) or {}).get(param)
+        if got is None or got[0] != name:
+            query.pop(param)
+            continue
+        try:
+            classroom.room.put_run(store(), code, secret, got[1])
+        except classroom.RoomError as err:
+            query.pop(param)
+            problems.append(f"{err} Students see the shipped run.")
+        except Exception:
+            query.pop(param)
+            problems.append("Your run could not be sent (the room's store does not answer): students see the "
+                            "shipped run.")
+    return {**view, "query": query}, problems
+
+
+def fetch(name: str) -> bytes | None:
+    """The bytes the room keeps under digest `name` (for a student's page), or None: not in a room, the room no
+    longer keeps it, or the store does not answer."""
+    code = st.session_state.get("room.code")
+    if not code:
+        return None
+    try:
+        return classroom.room.get_run(store(), code, name)
+    except Exception:
+        return None
