@@ -24,18 +24,15 @@ OFFERED = "room.offered"          # session: {view parameter: (digest, bytes)} t
 STAYS = {
     "app_pages/1_embeddings.py": ("the word whose nearest neighbours are listed",),
     "app_pages/2_positional.py": ("the dimensions drawn as curves", "the positions drawn"),
-    "app_pages/4_scores.py": ("the d_k of the experiment",),
     "app_pages/10_training_step.py": ("the review taken from the dataset", "its label", "the learning rate η",
                                       "the frozen last layer", "the parameter shown", "the open group"),
     "app_pages/11_train.py": ("the training settings (learning rate, epochs, batch, the model's choices)",
                               "the data (an uploaded CSV)", "the classifiers you trained", "the review you typed"),
     "app_pages/21_alignment.py": ("the model you trained and its training settings", "the pairs and the output step",
                                   "the open stage", "the sorting example's length and shuffle"),
-    "app_pages/22_grid.py": ("the scene", "the query", "the grid's size", "the query length",
-                             "the queries asked together", "the transforms W_K and W_V and their seed", "the open tab"),
+    "app_pages/22_grid.py": ("the queries asked together in (b) and (c)",),
     "app_pages/23_pytorch_mha.py": ("the layer's heads", "the padding", "the dropout p and draw", "the mode",
                                     "the open group", "the head drawn"),
-    "app_pages/30_pitfalls.py": ("the mistake shown", "the head drawn"),
     "app_pages/32_export.py": ("the matrix to download", "the chart shown", "the page to share"),
 }
 

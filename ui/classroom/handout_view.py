@@ -82,7 +82,7 @@ def choose(arrived: bool) -> str:
         st.markdown("Any page's formulas, numbers and sentences of why, for the sentence and settings in the sidebar, "
                     "as a document to print or save as PDF and hand out. It shows the page as you left it: its own "
                     "controls (a head, a step, a block size) as they were set there. A few pages' controls (the PyTorch "
-                    "layer's, the grid's, the alignment's, a training page's label) are not kept across pages: their "
+                    "layer's, the alignment's, a training page's label) are not kept across pages: their "
                     "handouts take the defaults, and a note under the settings says so.")
         st.selectbox("The handout of", paths, key=KEY,
                      format_func=lambda p: f"{nav.section_of(file_of(p))} › {labels[p]}",
