@@ -21,6 +21,27 @@ def _memory_store(monkeypatch):
     monkeypatch.delenv("ATTENTION_EXPLORER_REDIS_URL", raising=False)
 
 
+KINDS = ("selectbox", "slider", "number_input", "toggle", "checkbox", "radio", "text_input", "select_slider",
+         "multiselect", "text_area", "date_input", "time_input", "color_picker", "button_group")
+
+
+def controls_a_push_leaves(at, page: str) -> list[str]:
+    """The walk (tests/test_app_pages.py runs it on every page at its defaults): each control the page drew that a
+    view does not carry (not a setting, not a declared control of the page, not a step's table switch) and that
+    the room bar's caption does not name (ui/room_travel.py STAYS)."""
+    from ui import page_state
+    from ui.room_travel import STAYS
+    declared = {c.key for c in page_state.controls_of(page)}
+    left = []
+    for kind in KINDS:
+        for element in at.get(kind):
+            key = getattr(element, "key", None) or ""
+            if key in declared or key.startswith(("w.", "room")) or "tbl:" in key:
+                continue
+            left.append(f"{kind} “{getattr(element, 'label', '')}” ({key or 'no key'})")
+    return [] if page in STAYS else left
+
+
 def store():
     return classroom.store_from_env()
 
@@ -85,7 +106,8 @@ def test_what_a_push_cannot_carry_is_said_before_the_push():
     teacher.switch_page(GRID).run()
     no_exception(teacher)
     said = [c.value.replace("\\", "") for c in teacher.caption if "Not sent with this view" in c.value]
-    assert said and "the scene" in said[0] and "students see their defaults" in said[0]
+    assert said == [":material/info: Not sent with this view: the queries asked together in (b) and (c) (students "
+                    "see its default)."]
     assert classroom.state(store(), code).version == 0                  # said before anything was pushed
     teacher.switch_page(SOFTMAX).run()
     assert not [c.value for c in teacher.caption if "Not sent with this view" in c.value]
@@ -117,3 +139,29 @@ def test_a_pushed_handout_arrives_as_pushed_and_the_student_still_follows():
     ben.switch_page(QKV).run()
     ben.switch_page(HANDOUT).run()
     assert ben.session_state["handout.of"] == "qkv"
+
+
+def test_a_pushed_grid_view_arrives_with_its_scene_query_grid_tab_and_transforms():
+    teacher, code, secret, ana = room_with_student()
+    teacher.switch_page(GRID).run()
+    teacher.selectbox(key="grid.scene").set_value("traffic light")
+    teacher.selectbox(key="grid.query").set_value("round")
+    teacher.select_slider(key="grid.cells").set_value(8)
+    teacher.slider(key="grid.sharpness").set_value(20.0).run()
+    teacher.session_state["grid.tab"] = "(c) Learned K and V: cross-attention"
+    teacher.run()
+    teacher.radio(key="grid.transforms").set_value("random").run()
+    teacher.number_input(key="grid.seed").set_value(7).run()
+    no_exception(teacher)
+    button(teacher, "Show this to the class").click().run()
+    assert classroom.state(store(), code).view["query"] == {
+        "grid.scene": "traffic light", "grid.query": "round", "grid.cells": "8", "grid.sharpness": "20",
+        "grid.tab": "2", "grid.transforms": "random", "grid.seed": "7"}
+    follow(ana)
+    assert page_of(ana) == GRID and ana.session_state["room.following"] is True
+    assert (ana.selectbox(key="grid.scene").value, ana.selectbox(key="grid.query").value,
+            ana.select_slider(key="grid.cells").value, ana.slider(key="grid.sharpness").value,
+            ana.radio(key="grid.transforms").value, ana.number_input(key="grid.seed").value) == (
+        "traffic light", "round", 8, 20.0, "random", 7)
+    assert ana.session_state["grid.tab"] == "(c) Learned K and V: cross-attention"
+    assert charts(ana) == charts(teacher)                               # the same cells, the same numbers

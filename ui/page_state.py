@@ -239,7 +239,8 @@ def _grid_controls() -> tuple[Own, ...]:
             number("grid.sharpness", 10.0, 1.0, 30.0, "the query length"),
             tab("grid.tab", GRID_TABS),
             choice("grid.transforms", "hand", ("hand", "random"), "W_K and W_V"),
-            integer("grid.seed", 0, 0, 2 ** 32 - 1, "the seed of the random transforms"))
+            integer("grid.seed", 0, 0, 2 ** 32 - 1, "the seed of the random transforms"),
+            flag("grid.x", what="the box of the matrix X"))
 
 
 declare("app_pages/22_grid.py", *_grid_controls())
@@ -321,7 +322,8 @@ declare("app_pages/51_next_token.py",
         integer("next_token.k", 10, 0, 100, "top-k"),
         number("next_token.p", 0.9, 0.0, 1.0, "top-p"),
         integer("next_token.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"),
-        integer("next_token.n_new", 5, 0, 10, "the number of tokens generated"))
+        integer("next_token.n_new", 5, 0, 10, "the number of tokens generated"),
+        flag("next_token.numbers", what="the box of every number of the next token"))
 
 # /induction_heads (the training seed and steps go in the link; the run shown by its digest: "" the shipped run, else
 # a run of this session or one a room keeps beside a pushed view, ui/transformer/induction_run.py)

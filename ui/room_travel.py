@@ -20,20 +20,27 @@ from .room_session import store
 OFFERED = "room.offered"          # session: {view parameter: (digest, bytes)} this session can carry with a view
 
 # Each page's controls and session things that no link holds (the page's own controls that travel are declared in
-# ui/page_state.py): what students see of each instead is its default.
-STAYS = {
-    "app_pages/1_embeddings.py": ("the word whose nearest neighbours are listed",),
-    "app_pages/2_positional.py": ("the dimensions drawn as curves", "the positions drawn"),
-    "app_pages/10_training_step.py": ("the review taken from the dataset", "its label", "the learning rate η",
-                                      "the frozen last layer", "the parameter shown", "the open group"),
-    "app_pages/11_train.py": ("the training settings (learning rate, epochs, batch, the model's choices)",
-                              "the data (an uploaded CSV)", "the classifiers you trained", "the review you typed"),
-    "app_pages/21_alignment.py": ("the model you trained and its training settings", "the pairs and the output step",
-                                  "the open stage", "the sorting example's length and shuffle"),
-    "app_pages/22_grid.py": ("the queries asked together in (b) and (c)",),
-    "app_pages/23_pytorch_mha.py": ("the layer's heads", "the padding", "the dropout p and draw", "the mode",
-                                    "the open group", "the head drawn"),
-    "app_pages/32_export.py": ("the matrix to download", "the chart shown", "the page to share"),
+# ui/page_state.py), and what students see instead (None: each one's default).
+STAYS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "app_pages/1_embeddings.py": (("the word whose nearest neighbours are listed",), None),
+    "app_pages/2_positional.py": (("the dimensions drawn as curves", "the positions drawn"), None),
+    "app_pages/10_training_step.py": (("the review taken from the dataset", "its label", "the learning rate η",
+                                       "the frozen last layer", "the parameter shown", "the open group",
+                                       "the SymPy box"), None),
+    "app_pages/11_train.py": (("the training settings (learning rate, epochs, batch, the model's choices)",
+                               "the data (an uploaded CSV)", "the classifiers you trained", "the review you typed"),
+                              "the defaults and no trained classifier"),
+    "app_pages/21_alignment.py": (("the model you trained and its training settings", "the pairs and the output step",
+                                   "the open stage", "the sorting example's length and shuffle",
+                                   "the box of the learned parameters"), "the defaults and no trained model"),
+    "app_pages/22_grid.py": (("the queries asked together in (b) and (c)",), None),
+    "app_pages/23_pytorch_mha.py": (("the layer's heads", "the padding", "the dropout p and draw", "the mode",
+                                     "the open group", "the head drawn", "the boxes of more steps"), None),
+    "app_pages/31_quiz.py": (("your round of questions and your answers",), "their own round, from its first question"),
+    "app_pages/32_export.py": (("the matrix to download", "the chart shown", "the page to share and its presenter "
+                                "switch", "the script's box"), None),
+    "app_pages/61_lessons.py": (("the lesson you are building or editing", "the lessons you opened"),
+                                "the page as it opens, with the shipped lessons"),
 }
 
 
@@ -69,10 +76,10 @@ def stays(page_file: str, config=None) -> list[str]:
     if tables:
         out.append(f"the {'step' if len(tables) == 1 else f'{len(tables)} steps'} you turned into a table "
                    "(students see the heatmaps)")
-    words = STAYS.get(page_file, ())
+    words, instead = STAYS.get(page_file, ((), None))
     if words:
-        out.append(", ".join(words) + " (students see " + ("its default" if len(words) == 1 else "their defaults")
-                   + ")")
+        instead = instead or ("its default" if len(words) == 1 else "their defaults")
+        out.append(f"{', '.join(words)} (students see {instead})")
     return out
 
 
