@@ -96,9 +96,20 @@ def test_a_view_that_names_a_run_the_room_does_not_keep_shows_the_shipped_run_an
     classroom.push(store(), code, secret, {"page": INDUCTION, "query": {"induction.run": "ab" * 16}})
     follow(ana)
     no_exception(ana)
-    assert "trained in another session, and the room no longer keeps it" in messages(ana)
+    assert "trained in another session, and the room does not have it now" in messages(ana)
     assert run_paragraph(ana).startswith("**The shipped run**")
     assert ana.session_state["room.following"] is True                # still following the teacher
+
+
+def test_a_link_that_names_a_run_says_a_link_cannot_carry_one():
+    from tests.apptest_util import open_page
+    at = open_page(INDUCTION, query={"induction.run": "cd" * 16}, timeout=120)
+    no_exception(at)
+    assert "trained in another session, and a link cannot carry a run" in messages(at)
+    assert run_paragraph(at).startswith("**The shipped run**")
+    at = open_page(INDUCTION, query={"induction.run": "<b>x</b>"}, timeout=120)
+    assert "Link setting “induction.run” (the run shown) must be a run's name: 32 hex digits, not '<b>x</b>'; " \
+           "using the default (the shipped run)." in messages(at)
 
 
 def test_what_a_push_cannot_carry_is_said_before_the_push():

@@ -70,8 +70,8 @@ def stays(page_file: str, config=None) -> list[str]:
     if config is not None and config.embedding == "upload":
         out.append("your uploaded vectors (students see the default embeddings)")
     for param, name in _named(view_of(page_file)):
-        if offered(param) != name:
-            out.append("the run shown, which was not trained in this session (students see the shipped run)")
+        if offered(param) != name and fetch(name) is None:      # neither this session's nor the room's
+            out.append("the run shown, which was trained in another session (students see the shipped run)")
     tables = [k for k, v in st.session_state.items() if isinstance(k, str) and ":tbl:" in f":{k}" and v is True]
     if tables:
         out.append(f"the {'step' if len(tables) == 1 else f'{len(tables)} steps'} you turned into a table "
@@ -96,11 +96,12 @@ def view_to_push(code: str, secret: str, page_file: str) -> tuple[dict, list[str
     problems = []
     for param, name in _named(view):
         got = (st.session_state.get(OFFERED) or {}).get(param)
-        if got is None or got[0] != name:
+        blob = got[1] if got is not None and got[0] == name else fetch(name)   # this session's, or the room's already
+        if blob is None:
             query.pop(param)
             continue
         try:
-            classroom.room.put_run(store(), code, secret, got[1])
+            classroom.room.put_run(store(), code, secret, blob)
         except classroom.RoomError as err:
             query.pop(param)
             problems.append(f"{err} Students see the shipped run.")

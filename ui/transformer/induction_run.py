@@ -15,6 +15,7 @@ from collections import OrderedDict
 import numpy as np
 import streamlit as st
 
+import classroom
 from attention_core.lessons import induction as ind
 from attention_core.training.lm import run_blob
 from attention_core.training.lm.model import as_float64, lm_trace, token_labels
@@ -122,7 +123,8 @@ def current() -> tuple[dict, dict]:
     if got is not None:
         return got
     st.warning("The run this view names was trained in another session, and " +
-               ("the room no longer keeps it" if st.session_state.get("room.code") else "a link cannot carry it") +
+               (f"the room does not have it now (a room keeps its teacher's last {classroom.room.MAX_RUNS} runs "
+                "while it lasts), or its store did not answer" if st.session_state.get("room.code") else "a link cannot carry a run") +
                ": the shipped run is shown instead. Train a run here to see one of your own.",
                icon=":material/link_off:")
     return shipped()

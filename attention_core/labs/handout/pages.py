@@ -274,7 +274,8 @@ def _induction(config, controls, forward):
     ids, _, labels, _ = sentence_ids(config.sentence)
     p = Parts()
     p.notes.append("The shipped run's small language model on the sentence (the page's “Your sentence” tab); a run "
-                   "trained on the page lives only in that browser.")
+                   "trained on the page (kept in that browser's session, and beside the room when a teacher shows "
+                   "it to a class) is not printed here.")
     return p.add(lm_trace(shipped_params(), ids, labels), ["x", "l0.attn", "l1.attn", "ln_f", "logits"])
 
 
