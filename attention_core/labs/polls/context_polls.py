@@ -60,9 +60,9 @@ def closest_value_poll(trace: Trace, rng: np.random.Generator, at: dict | None =
     order = ranked(h, i)
     top = int(np.argmax(a[h, i]))
     sub = "" if head is None else f"_{head}"
-    where = "" if head is None else f"In head {head}, "
+    where = "Row" if head is None else f"In head {head}, row"
     return make("closest_value",
-                f"{where}row {i} of A{sub} puts {a[h, i, top]:.3f} of its weight on “{labels[top]}”. The context vector "
+                f"{where} {i} of A{sub} puts {a[h, i, top]:.3f} of its weight on “{labels[top]}”. The context vector "
                 f"c_{i} = Σ_j A{sub}[{i},j] v_j (row {i} of C{sub}) is a weighted average of the value rows. Which value "
                 f"row is c_{i} closest to (the smallest distance |c_{i} − v_j|)?",
                 _choice(labels, order[0]), wrong(h, i),
