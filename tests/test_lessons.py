@@ -202,10 +202,8 @@ def answer_of(stop: Stop, config: Config, t) -> tuple[str, list[str], tuple | No
         m = 2 ** (-8 * (h + 1) / config.n_heads)                        # docs/notation.md: m_h = 2^(−8(h+1)/H)
         return num(-m * abs(i - j)), [f"m_{h}", f"query {i}", f"key {j}", f"“{labels[i]}”"], ("alibi", (None, i, j))
     if stop.poll == "kv_head":
-        h = int(at["head"])
-        g = config.n_heads // config.kv_heads
-        return f"KV head {h // g}", [f"h = {config.n_heads}", f"h_kv = {config.kv_heads}", f"query head h = {h}"], \
-            ("heads_map", (None, h, h // g))
+        assert at == {"model": "Llama 3 8B", "head": "13"}          # its published H = 32, H_kv = 8: g = 4
+        return f"KV head {13 // (32 // 8)}", ["llama 3 8b", "h = 32", "h_kv = 8", "query head h = 13"], None
     if stop.poll == "kv_cache_size":
         assert at == {"model": "Llama 3 8B", "tokens": "8192", "bytes": "2"}
         return human(2 * 32 * 8 * 128 * 8192 * 2), ["llama 3 8b", "32 layers", "128", "8,192", "2 bytes"], None
@@ -366,8 +364,13 @@ def test_todays_attention_notes_quote_its_numbers():
     assert bias[0, 3, 0] == -0.75 and minus(bias[3, 3, 0], 4) in note("todays_attention", 2)
     _, gqa = trace_of({"n_heads": "4", "n_kv_heads": "2", "kv_cache.tab": "1"})
     assert gqa["q"].shape == (4, 16) and gqa["k"].shape == gqa["v"].shape == (4, 8) and 3 // (4 // 2) == 1
+    assert (PRESETS["Llama 3 8B"].n_heads, PRESETS["Llama 3 8B"].n_kv_heads) == (32, 8) and 13 // 4 == 3
+    assert "⌊13 / 4⌋ = 3" in note("todays_attention", 3) and "4 × 16" in note("todays_attention", 3)
     llama = PRESETS["Llama 3 8B"]
     assert bytes_per_token(llama) == 2 * 32 * 8 * 128 * 2 == 131_072 and "131,072" in note("todays_attention", 4)
+    big = PRESETS["Llama 3 70B"]                                   # what the stop's calculator shows instead
+    assert (big.layers, big.n_kv_heads, big.d_head) == (80, 8, 128) and bytes_per_token(big) == 320 * 1024
+    assert cache_bytes(big, 8192) == 2.5 * 2 ** 30 and "320 KiB per token, 2.5 GiB" in note("todays_attention", 4)
     assert cache_bytes(llama, 8192) == 2 ** 30 and cache_bytes(llama, 8192, mha=True) == 4 * 2 ** 30
     o = online_softmax_trace(Config(), 1, 1)
     m_prev, m, rescale = o["m_prev"].value[0], o["m"].value[0], o["rescale"].value[0]
@@ -574,7 +577,7 @@ def test_a_loaded_lessons_text_is_shown_as_text():
 def test_the_notes_claims_in_words_hold():
     """What the notes say without a number the other tests read: every row attends to “love” and the four context
     rows are nearly equal (forward pass, stop 6); ALiBi's slopes 1/4, 1/16, 1/64, 1/256 for H = 4 (today, stop 2);
-    the cache calculator opens on Llama 3 8B, 8,192 tokens, 2 bytes (today, stop 4); the RoPE page shifts by 100."""
+    the stop's cache calculator shows Llama 3 70B at 8,192 tokens, 2 bytes (today, stop 4); the RoPE page shifts by 100."""
     from ui import page_state
     _, t = trace_of({})
     a, c = t["weights"].value, t["context"].value
@@ -588,6 +591,7 @@ def test_the_notes_claims_in_words_hold():
     np.testing.assert_allclose(slopes, [1 / 4, 1 / 16, 1 / 64, 1 / 256])
     assert "(1/4, 1/16, 1/64, 1/256)" in note("todays_attention", 2)
     defaults = {c.key: c.default for c in page_state.controls_of("app_pages/42_kv_cache.py")}
-    assert (defaults["kv_cache.preset"], defaults["kv_cache.tokens"], defaults["kv_cache.bytes"]) == ("Llama 3 8B", 8192, 2)
+    assert (defaults["kv_cache.tokens"], defaults["kv_cache.bytes"]) == (8192, 2)
+    assert LESSONS["todays_attention"].stops[4].query["kv_cache.preset"] == "Llama 3 70B"
     rope = {c.key: c.default for c in page_state.controls_of("app_pages/40_rope.py")}
     assert rope["rope.offset"] == 100 and "by 100 positions" in note("todays_attention", 0)
