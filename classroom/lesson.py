@@ -5,8 +5,9 @@ the question bank's make_poll), the numbers that answer it, hidden on students' 
 and a note only the teacher sees.
 
 A `hide` entry names a step of the stop's view, "<step key>" (the whole step, every head), or one cell of it,
-"<step key>:<head or None>.<i>.<j>" (None for a step without a head axis): "scaled_scores:None.0.1"; parse_hide
-reads one.
+"<step key>:<head or None>.<i>.<j>" (None for a step without a head axis): "scaled_scores:None.0.1"; a view a
+page derives from its trace (trace.view, key "view:<name>") is named by its name alone ("cosine_tokens").
+parse_hide reads one; the grammar is classroom.push's (a view's "hide").
 
 A lesson is saved as a JSON file and shared as a link (`lesson=` and the JSON, deflated and base64url'd);
 reading either never raises anything but LessonError, whose message says what is wrong. The lessons that
@@ -18,8 +19,8 @@ ship with the app are classroom/lessons/*.json.
     (True, True)
     >>> sorted(shipped())
     ['forward_pass', 'todays_attention']
-    >>> parse_hide("scaled_scores:None.0.1"), parse_hide("weights:2.1.3"), parse_hide("view:cosine_tokens")
-    (('scaled_scores', (None, 0, 1)), ('weights', (2, 1, 3)), ('view:cosine_tokens', None))
+    >>> parse_hide("scaled_scores:None.0.1"), parse_hide("weights:2.1.3"), parse_hide("cosine_tokens")
+    (('scaled_scores', (None, 0, 1)), ('weights', (2, 1, 3)), ('cosine_tokens', None))
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ MAX_TEXT = 2000
 MAX_BYTES = 200_000
 MAX_PINS, MAX_PIN = 16, 80             # poll_at: entries, characters of a key or a value
 MAX_HIDE, MAX_HIDE_TEXT = 64, 80       # hide: entries, characters of one
-STEP_KEY = r"[A-Za-z_]\w*(?::[A-Za-z_]\w*)*"
+STEP_KEY = r"[A-Za-z_][A-Za-z0-9_]*"     # a step's key; a view's (trace.view) without its "view:" prefix
 HIDE_CELL = re.compile(rf"({STEP_KEY}):(None|\d{{1,4}})\.(\d{{1,5}})\.(\d{{1,5}})")
 HIDE_STEP = re.compile(STEP_KEY)
 

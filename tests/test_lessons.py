@@ -150,7 +150,7 @@ def answer_of(stop: Stop, config: Config, t) -> tuple[str, list[str], tuple | No
         np.fill_diagonal(cos, -2)
         i, j = np.unravel_index(cos.argmax(), cos.shape)
         i, j = sorted((int(i), int(j)))
-        return f"“{labels[i]}” and “{labels[j]}”", ["most similar embeddings", "x_emb"], ("view:cosine_tokens", None)
+        return f"“{labels[i]}” and “{labels[j]}”", ["most similar embeddings", "x_emb"], ("cosine_tokens", None)
     if stop.poll == "reorder":
         assert config.positional == "none" and config.mask == "none"
         a = weights_by_hand(t)
@@ -240,11 +240,12 @@ def page_traces(stop: Stop, config: Config, t) -> list:
 
 
 def step_in(traces, key: str):
+    """The step a hide name names: a step of one of the traces, or a view the page derived ("view:" + its name)."""
     for tr in traces:
         if key in tr:
             return tr[key]
-        if key in tr.views:
-            return tr.views[key]
+        if f"view:{key}" in tr.views:
+            return tr.views[f"view:{key}"]
     return None
 
 
@@ -423,16 +424,16 @@ def test_a_bad_file_says_what_is_wrong(data, says):
 
 def test_poll_at_and_hide_survive_the_file_and_the_link():
     stop = Stop("S", "scores", {"scores.tab": "1"}, ask="What is Ŝ[0, 1]?", poll="scaled_score",
-                poll_at={"row": "0", "col": "1"}, hide=("scaled_scores", "weights:None.0.1", "view:cosine_tokens"))
+                poll_at={"row": "0", "col": "1"}, hide=("scaled_scores", "weights:None.0.1", "cosine_tokens"))
     lesson = Lesson("T", "", (stop,))
     assert from_json(to_json(lesson)) == lesson and from_link(to_link(lesson)) == lesson
-    assert json.loads(to_json(lesson))["stops"][0]["hide"] == ["scaled_scores", "weights:None.0.1", "view:cosine_tokens"]
+    assert json.loads(to_json(lesson))["stops"][0]["hide"] == ["scaled_scores", "weights:None.0.1", "cosine_tokens"]
     old = from_json(json.dumps({"title": "T", "stops": [{"title": "s", "page": "qkv"}]}))   # a file from before
     assert old.stops[0].poll_at == {} and old.stops[0].hide == ()
     assert from_json(json.dumps({"title": "T", "stops": [{"title": "s", "poll": "attends", "poll_at": {"row": 2}}]})
                      ).stops[0].poll_at == {"row": "2"}                                     # a number, kept as text
-    assert [parse_hide(h) for h in ("weights", "weights:3.1.2", "a:b:None.0.0", "weights:x.1.2", "", "1x")] == [
-        ("weights", None), ("weights", (3, 1, 2)), ("a:b", (None, 0, 0)), None, None, None]
+    assert [parse_hide(h) for h in ("weights", "weights:3.1.2", "view:cosine_tokens", "weights:x.1.2", "", "1x",
+                                    "wéights")] == [("weights", None), ("weights", (3, 1, 2)), None, None, None, None, None]
 
 
 def test_a_broken_link_says_so():
