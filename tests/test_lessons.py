@@ -284,6 +284,28 @@ def test_each_stops_poll_asks_its_question_and_marks_the_recomputed_answer_right
         (stop.title, key, cell, stop.hide)
 
 
+NUMBER_ANSWERS = ("shape", "scaled_score", "reorder", "rope_shift", "alibi_bias", "online_max", "kv_cache_size")
+
+
+@pytest.mark.parametrize("name, n, stop", [s for s in STOPS if s[2].poll in NUMBER_ANSWERS],
+                         ids=[f"{name}-{n}" for name, n, s in STOPS if s.poll in NUMBER_ANSWERS])
+def test_a_stops_page_does_not_print_its_answer_in_words(name, n, stop):
+    """The stop as it arrives (its view without the opened cell): the answer's number or shape is in none of the
+    page's words (Markdown, captions, messages), which no hidden cell could cover (the KV cache calculator printed
+    the answer of its stop: it now opens on another model)."""
+    from attention_core.labs.polls import make_poll
+    query = {k: v for k, v in stop.query.items() if k != "cell"}
+    _, t = trace_of(query)
+    poll = make_poll(stop.poll, t, seed=0, at=stop.poll_at)
+    answer = poll.choices[poll.answer]
+    at = open_page(PAGES[stop.page], query=query)
+    no_exception(at)
+    words = "\n".join([m.value for m in at.markdown] + [m.value for m in at.caption]
+                      + [m.value for m in list(at.info) + list(at.warning) + list(at.error) + list(at.success)])
+    words = words.replace("\\", "")
+    assert not re.search(rf"(?<![\d.]){re.escape(answer)}", words), (stop.title, answer)    # −13.39 in −13.392 too
+
+
 def test_the_stops_whose_answer_this_view_cannot_hide_say_so_in_the_note():
     """RoPE's section 5 and the KV cache calculator print the answer in words: the note tells the teacher when to
     ask; a view that does not draw the answer (a change of the view reveals it) hides nothing."""
