@@ -618,3 +618,20 @@ def test_the_notes_claims_in_words_hold():
     assert LESSONS["todays_attention"].stops[4].query["kv_cache.preset"] == "Llama 3 70B"
     rope = {c.key: c.default for c in page_state.controls_of("app_pages/40_rope.py")}
     assert rope["rope.offset"] == 100 and "by 100 positions" in note("todays_attention", 0)
+
+
+def test_the_room_asks_each_stops_pinned_question():
+    """What "Ask this stop's question" opens in the room (ui/room_poll.ask_poll with the stop's poll_at): the stop's
+    own question, the same prompt, choices and answer as the pinned poll checked above."""
+    import classroom
+    from attention_core.labs.polls import make_poll
+    from classroom.store import MemoryStore
+    from ui.room_poll import ask_poll
+    store = MemoryStore()
+    code, secret = classroom.open_room(store, "T")
+    for _, _, stop in STOPS:
+        _, t = trace_of(stop.query)
+        assert ask_poll(store, code, secret, stop.poll, t, at=stop.poll_at) is not None, stop.title
+        poll, expected = classroom.state(store, code).poll, make_poll(stop.poll, t, 0, at=stop.poll_at)
+        assert (poll["kind"], poll["prompt"], poll["choices"], poll["answer"]) == (
+            stop.poll, expected.prompt, list(expected.choices), expected.answer), stop.title
