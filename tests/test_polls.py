@@ -460,7 +460,7 @@ def test_similar_is_the_largest_cosine_torch_computes():
 def test_reorder_is_the_weight_torch_computes_on_both_sentences():
     checked = 0
     for name, config, trace, _, poll in polls("reorder", TORCHABLE):
-        h, i, j = ints(r"What weight A(?:_(\d+))?\[(\d+),(\d+)\]", poll.prompt)
+        h, i, j = ints(r"[Ww]hat weight A(?:_(\d+))?\[(\d+),(\d+)\]", poll.prompt)
         assert right(poll) == num(torch_weights(config, trace, h or 0)[i, j].item()), name
         earlier = re.search(r"the sentence “([^”]+)” gave A(?:_\d+)?\[(\d+),(\d+)\] = (\S+?)[: ]", poll.prompt)
         before = run_forward(config.replace(sentence=earlier[1]))

@@ -49,6 +49,10 @@ def _run(config, sentence: str, tokens) -> Trace | None:
     return t if tuple(t.tokens) == tuple(tokens) else None
 
 
+def _first_upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def reorder_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
     """at: {"row": i, "col": j, "head": h, "order": the earlier order}: A[i,j] now, A of the same two words quoted
     from the earlier order."""
@@ -96,17 +100,18 @@ def reorder_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None)
     same = num(now[h, i, j]) == num(before[h, ki, kj])
     why = ("Without a positional encoding or a mask nothing in attention knows where a word stands: reordering the "
            "words reorders the rows and columns of A with them, so the weight stays. " if not reasons else
-           ("; ".join(reasons)).capitalize() + (", so the weight changes. " if not same else
+           _first_upper("; ".join(reasons)) + (", so the weight changes. " if not same else
                                                   ", yet here the weight reads the same. "))
     return make("reorder",
                 f"With {POSITIONS[config.positional]}{'' if config.mask == 'none' else ' and ' + MASKS[config.mask]}, "
                 f"the sentence “{' '.join(earlier_words)}” gave {a_before} = {num(before[h, ki, kj])}{in_head}: the "
-                f"weight “{labels[i]}” (row {ki}) gave “{labels[j]}” (key {kj}). Reorder the words to "
-                f"“{' '.join(trace.tokens)}”. What weight {a_place} does “{labels[i]}” (now row {i}) give "
-                f"“{labels[j]}” (now key {j}){in_head}?",
+                f"weight “{labels[i]}” (row {ki}) gave “{labels[j]}” (key {kj}). Reordered to "
+                f"“{' '.join(trace.tokens)}” (the sentence of these settings), what weight {a_place} does "
+                f"“{labels[i]}” (now row {i}) give “{labels[j]}” (now key {j}){in_head}?",
                 num(now[h, i, j]), wrong(h, i, j),
                 f"Computed on both sentences: {a_place} = {num(now[h, i, j])} now, {a_before} = "
                 f"{num(before[h, ki, kj])} before, for the same two words. {why}The same place of the earlier "
-                f"sentence, {cell('A', head, i, j)} = {num(before[h, i, j])}, belongs to other words; with "
+                f"sentence, {cell('A', head, i, j)} = {num(before[h, i, j])}, is the weight “{earlier_words[i]}” gave "
+                f"“{earlier_words[j]}”; with "
                 f"{POSITIONS[other_position]} the weight would be {num(moved[h, i, j])}; 1/n = 1/{n} = {num(1 / n)} "
                 "would be an even share.", rng, "weights")

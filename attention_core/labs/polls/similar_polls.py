@@ -54,8 +54,9 @@ def similar_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None)
                 f"Which two words of the sentence have the most similar embeddings: for which pair of rows i ≠ j of "
                 f"{symbol} is the cosine similarity cos(x_i, x_j) = x_i · x_j / (|x_i| |x_j|) largest?",
                 pair_text(labels, best), [pair_text(labels, p) for p in wrong],
-                "cos by pair: " + ", ".join(f"{pair_text(labels, p)} {cos[p]:.3f}" for p in ranked[:4])
-                + (", …" if len(ranked) > 4 else "") + f". The largest, {cos[best]:.3f}, is {pair_text(labels, best)}; "
+                "cos by pair" + (f" (the top 4 of {len(ranked)})" if len(ranked) > 4 else "") + ": "
+                + ", ".join(f"{pair_text(labels, p)} {cos[p]:.3f}" for p in ranked[:4])
+                + f". The largest, {cos[best]:.3f}, is {pair_text(labels, best)}; "
                 f"the least similar pair is {pair_text(labels, ranked[-1])} ({cos[ranked[-1]]:.3f}). The largest dot "
                 f"product x_i · x_j, {num(dot[by_dot])}, is {pair_text(labels, by_dot)}'s (a dot product grows with "
                 f"the vectors' lengths as well as with their angle); the nearest by distance |x_i − x_j|, "
