@@ -52,7 +52,7 @@ def alibi_bias_poll(trace: Trace, rng: np.random.Generator, at: dict | None = No
                 f"(“{labels[i]}”) for key {j} (“{labels[j]}”), {cell('B', h, i, j)}?",
                 num(b), _wrong(b, m, d, h, heads),
                 f"{cell('B', h, i, j)} = −m_{h} · |i − j| = −{num(m)} · |{i} − {j}| = −{num(m)} · {d} = {num(b)}: a "
-                f"penalty growing with the distance, added to the scores before the mask. {num(-b)} would be a bonus, not a "
-                f"penalty; −m_{h} = {num(-m)} forgets the distance"
+                f"penalty growing with the distance, added to the scores before the mask. {num(-b)} would be a "
+                f"bonus, not a penalty; −m_{h} = {num(-m)} forgets the distance"
                 + (f"; the paper's 2^(−8h/H) counts heads from 1, so with h = {h} it gives m = {num(paper)} and "
                    f"{num(-paper * d)}" if heads & (heads - 1) == 0 else "") + ".", rng, "alibi")
