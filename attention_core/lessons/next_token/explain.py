@@ -116,13 +116,12 @@ def _prob(ctx: Context, cell) -> Explanation:
 
 def _mass(v: float, top_p: float, stays: bool, hold: str = "hold") -> str:
     """The mass ahead of a token against p_top, in words, with the digits the comparison needs."""
-    near = abs(v - top_p) < 5e-5
-    shown = f"{v:.12g}" if near else f"{v:.4f}"
+    shown = f"{v:.12g}" if abs(v - top_p) < 5e-5 else f"{v:.4f}"
     if stays:
         return f"{hold} {shown} < p_top = {top_p:g}, so the kept set has not reached p_top yet: it stays"
     if v < top_p:
-        return (f"{hold} {shown}, p_top = {top_p:g} up to rounding (within 10⁻¹²), so that already reaches it: it is "
-                "dropped")
+        return (f"{hold} {v:.17g}, which is p_top = {top_p:g} up to rounding ({top_p - v:.1g} short, within the "
+                "10⁻¹² allowed for rounding), so the kept set reached p_top before it: it is dropped")
     return f"{hold} {shown} ≥ p_top = {top_p:g}, so the kept set reached p_top before it: it is dropped"
 
 
