@@ -52,7 +52,6 @@ class Own:
 
 class Clamped(ValueError):
     """A link's value above a control's bound that the bound stands for: `value` is used, `why` says so."""
-
     def __init__(self, message: str, value, why: str):
         super().__init__(message)
         self.value, self.why = value, why
@@ -370,8 +369,7 @@ declare("app_pages/53_block_gradients.py",
         integer("block_gradients.layer", 0, 0, 3, "the layer whose residual add is shown"))
 
 # /next_token (the sentence is the sidebar's; T, top-k, top-p, the seed and the tokens generated are the page's;
-# top-k at most the small LM's vocabulary: a link's larger k, which keeps every token as the vocabulary's size does,
-# is read as that size)
+# top-k at most the vocabulary: a link's larger k, which keeps every token as |V| does, is read as |V|)
 def _next_token_controls() -> tuple[Own, ...]:
     from attention_core.training.lm.model import VOCAB
     return (number("next_token.temperature", 0.5, 0.0, 3.0, "the temperature T"),
