@@ -28,12 +28,23 @@ class Own:
             return False
 
 
-def integer(key: str, default: int | None, lo: int, hi: int, what: str = "", optional: bool = False) -> Own:
-    """A whole number from lo to hi (optional: empty in the link, or 'none', is None)."""
+class Clamped(ValueError):
+    """A link's value above a control's bound that the bound stands for: `value` is used, `why` says so."""
+    def __init__(self, message: str, value, why: str):
+        super().__init__(message)
+        self.value, self.why = value, why
+
+
+def integer(key: str, default: int | None, lo: int, hi: int, what: str = "", optional: bool = False,
+            clamp: str = "") -> Own:
+    """A whole number from lo to hi (optional: empty in the link, or 'none', is None). clamp: a link's value above
+    hi is read as hi, with a notice that ends with these words (why hi means the same)."""
     def parse(raw: str):
         if optional and raw.strip().lower() in ("", "none"):
             return None
         value = int(raw)
+        if clamp and value > hi:
+            raise Clamped(f"must be from {lo} to {hi}", hi, clamp)
         if not lo <= value <= hi:
             raise ValueError(f"must be from {lo} to {hi}")
         return value

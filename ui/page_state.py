@@ -14,7 +14,9 @@ name ("kv_cache.t=6"), its default, and how to read it from a link. Then:
   the clicked cell; ui.page writes it to the address bar with the settings, and the Share page
   builds links with it;
 - a link's values are read once per session (`from_query`, with the settings): a value that is not
-  one the control can take falls back to the default with a notice, like a tampered setting.
+  one the control can take falls back to the default with a notice, like a tampered setting; a whole
+  number above a control's bound that means the same as the bound (top-k = 99 with 31 tokens: all kept)
+  is brought down to the bound with a notice (`integer(..., clamp=...)`).
 
 A clicked heatmap cell is one more parameter, `cell=<chart key>.<i>.<j>`: the views record the last
 click (`click`) and give it back to the chart it belongs to when the page opens from a link (`restored`).
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .own import Own, choice, flag, integer, number, tab
+from .own import Clamped, Own, choice, flag, integer, number, tab
 
 
 # ---- the pages' own controls (page file -> its controls) ------------------------------------------------
@@ -61,6 +63,10 @@ def from_query(params: dict) -> list[str]:
         raw = raw[-1] if isinstance(raw, (list, tuple)) and raw else raw
         try:
             st.session_state[f"p.{key}"] = c.parse(str(raw))
+        except Clamped as err:
+            st.session_state[f"p.{key}"] = err.value
+            notices.append(f"Link setting “{key}” ({c.what}) {err}, not {str(raw)[:40]!r}; using "
+                           f"{c.shown(err.value)}: {err.why}.")
         except (ValueError, TypeError) as err:
             reason = f"{err}, not" if "must" in str(err) else "cannot be"
             notices.append(f"Link setting “{key}” ({c.what}) {reason} {str(raw)[:40]!r}; using the default "
@@ -316,14 +322,20 @@ declare("app_pages/53_block_gradients.py",
         integer("block_gradients.step", 0, 0, 199, "the gradient shown"),
         integer("block_gradients.layer", 0, 0, 3, "the layer whose residual add is shown"))
 
-# /next_token (the sentence is the sidebar's; T, top-k, top-p, the seed and the tokens generated are the page's)
-declare("app_pages/51_next_token.py",
-        number("next_token.temperature", 0.5, 0.0, 3.0, "the temperature T"),
-        integer("next_token.k", 10, 0, 100, "top-k"),
-        number("next_token.p", 0.9, 0.0, 1.0, "top-p"),
-        integer("next_token.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"),
-        integer("next_token.n_new", 5, 0, 10, "the number of tokens generated"),
-        flag("next_token.numbers", what="the box of every number of the next token"))
+# /next_token (the sentence is the sidebar's; T, top-k, top-p, the seed and the tokens generated are the page's;
+# top-k at most the vocabulary: a link's larger k, which keeps every token as |V| does, is read as |V|)
+def _next_token_controls() -> tuple[Own, ...]:
+    from attention_core.training.lm.model import VOCAB
+    return (number("next_token.temperature", 0.5, 0.0, 3.0, "the temperature T"),
+            integer("next_token.k", 10, 0, VOCAB, "top-k",
+                    clamp=f"top-k keeps every token once k reaches the vocabulary's {VOCAB}"),
+            number("next_token.p", 0.9, 0.0, 1.0, "top-p"),
+            integer("next_token.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"),
+            integer("next_token.n_new", 5, 0, 10, "the number of tokens generated"),
+            flag("next_token.numbers", what="the box of every number of the next token"))
+
+
+declare("app_pages/51_next_token.py", *_next_token_controls())
 
 # /induction_heads (the training seed and steps go in the link; the run shown by its digest: "" the shipped run, else
 # a run of this session or one a room keeps beside a pushed view, ui/transformer/induction_run.py)

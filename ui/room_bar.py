@@ -115,7 +115,7 @@ def lesson_steps(code: str, secret: str, trace=None) -> None:
     if target is not None:
         step_to(code, secret, target)
     if stop.poll and st.button(ASK_STOP, key="room_ask_stop", icon=":material/campaign:"):
-        if ask_poll(store(), code, secret, stop.poll, trace) is not None:
+        if ask_poll(store(), code, secret, stop.poll, trace, at=stop.poll_at or None) is not None:
             state["room_poll_box"] = True          # the question box opens with its live chart
             st.rerun()
 
