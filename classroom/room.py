@@ -351,8 +351,9 @@ def end_room(store: Store, code, secret) -> None:
     screen is told on its next read (NoRoom)."""
     code = _code(code)
     room = _teacher(store, code, secret)
+    store.expire(_key(code, "runs"), 0)          # the teacher's runs beside the room (put_run) go too
     polls = int(room.get("polls", "0") or 0)
-    for key in [_key(code, "members"), _key(code, "runs")] + [_key(code, kind, f"p{n}") for n in range(1, polls + 1)
+    for key in [_key(code, "members")] + [_key(code, kind, f"p{n}") for n in range(1, polls + 1)
                                           for kind in ("answers", "changes")] + [_key(code)]:
         store.expire(key, 0)
 
