@@ -53,9 +53,6 @@ MAX_ANSWER_CHANGES = 5                # per student and poll: more is a flood, a
 MAX_NICKNAME = 24
 MAX_VIEW_BYTES = 20_000
 MAX_CHOICES = 8
-MAX_RUN_BYTES = 400_000               # a session-trained run of the small model is ~152 KB (attention_core run_blob)
-MAX_RUNS = 4                          # a room keeps the teacher's last 4 runs; an older one goes
-RUN_DIGEST = re.compile(r"[0-9a-f]{32}")
 JOINERS = "\u200c\u200d"                # zero-width non-joiner and joiner: kept in a name
 
 
@@ -297,6 +294,11 @@ def close_poll(store: Store, code, secret) -> None:
     code = _code(code)
     _teacher(store, code, secret)
     store.hset(_key(code), {"poll": ""})
+
+
+MAX_RUN_BYTES = 400_000               # a session-trained run of the small model is ~152 KB (attention_core run_blob)
+MAX_RUNS = 4                          # a room keeps the teacher's last 4 runs; an older one goes
+RUN_DIGEST = re.compile(r"[0-9a-f]{32}")
 
 
 def run_digest(blob: bytes) -> str:

@@ -11,11 +11,12 @@ import streamlit as st
 
 import classroom
 
+from .page_state import view_of
 from .room_follow import student_bar
 from .room_poll import ask_poll, teacher_poll_panel
 from .room_session import ROOM_PAGE, go, leave, page_of, store
-from .room_travel import stays_text, view_to_push
 from .text import md_escape
+from .room_travel import stays_text, view_to_push
 
 SHOW = "Show this to the class"
 PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
