@@ -176,3 +176,32 @@ def test_a_pushed_grid_view_arrives_with_its_scene_query_grid_tab_and_transforms
         "traffic light", "round", 8, 20.0, "random", 7)
     assert ana.session_state["grid.tab"] == "(c) Learned K and V: cross-attention"
     assert charts(ana) == charts(teacher)                               # the same cells, the same numbers
+
+
+def test_a_class_on_one_process_reads_and_analyses_a_run_once(monkeypatch):
+    """30 sessions of one process open the pushed view at once: one read of the store, one analysis; a name the
+    room does not have leaves nothing behind."""
+    import threading
+
+    from tests.test_room_runs import shipped_run
+    from ui import room_travel
+    from ui.transformer import induction_run as runs
+    blob = run_blob.to_bytes(shipped_run(100))
+    name = run_blob.digest(blob)
+    reads, analyses = [], []
+    monkeypatch.setattr(room_travel, "fetch", lambda n: reads.append(n) or (blob if n == name else None))
+    monkeypatch.setattr(runs, "analyse", lambda run: analyses.append(run["steps"]) or {"steps": run["steps"]})
+    monkeypatch.setattr(runs, "_SHARED", type(runs._SHARED)())
+    barrier, got = threading.Barrier(30), []
+
+    def open_view():
+        barrier.wait()
+        got.append(runs.shared(name))
+    threads = [threading.Thread(target=open_view) for _ in range(30)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert reads == [name] and analyses == [100] and len(got) == 30
+    assert all(run["source"] == "teacher" and run["steps"] == 100 and an == {"steps": 100} for run, an in got)
+    assert runs.shared("ef" * 16) is None and runs._FETCHING == {}

@@ -93,21 +93,24 @@ def shared(name: str) -> tuple[dict, dict] | None:
         return got
     with _LOCK:
         lock = _FETCHING.setdefault(name, threading.Lock())
-    with lock:
-        got = _kept(name)
-        if got is not None:
-            return got
-        blob = room_travel.fetch(name)
-        if blob is None:
-            return None
-        try:
-            run = run_blob.from_bytes(blob)
-        except run_blob.RunBlobError:
-            return None
-        remember(name, run, analyse(run))
-    with _LOCK:
-        _FETCHING.pop(name, None)
-    return _kept(name)
+    try:
+        with lock:
+            got = _kept(name)
+            if got is not None:
+                return got
+            blob = room_travel.fetch(name)
+            if blob is None:
+                return None
+            try:
+                run = run_blob.from_bytes(blob)
+            except run_blob.RunBlobError:
+                return None
+            run, analysis = {**run, "source": "teacher"}, analyse(run)
+            remember(name, run, analysis)
+            return run, analysis
+    finally:
+        with _LOCK:
+            _FETCHING.pop(name, None)          # a name nobody has leaves nothing behind
 
 
 def current() -> tuple[dict, dict]:
