@@ -205,3 +205,16 @@ def test_a_class_on_one_process_reads_and_analyses_a_run_once(monkeypatch):
     assert reads == [name] and analyses == [100] and len(got) == 30
     assert all(run["source"] == "teacher" and run["steps"] == 100 and an == {"steps": 100} for run, an in got)
     assert runs.shared("ef" * 16) is None and runs._FETCHING == {}
+
+
+def test_a_share_link_to_the_grid_carries_its_controls_and_no_settings():
+    from tests.test_labs_pages import _visit
+    from streamlit.testing.v1 import AppTest
+    from tests.apptest_util import ROOT
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["d_k"], at.query_params["grid.scene"], at.query_params["grid.tab"] = "3", "traffic light", "1"
+    _visit(at, GRID, "https://school.example/grid")
+    _visit(at, "app_pages/32_export.py", "https://school.example/export")
+    no_exception(at)
+    assert at.code[0].value == "https://school.example/grid?grid.scene=traffic%20light&grid.tab=1"
+    assert "reads none of the shared settings." in "\n".join(c.value for c in at.caption)
