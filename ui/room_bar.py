@@ -16,6 +16,7 @@ from .room_follow import student_bar
 from .room_poll import ask_poll, teacher_poll_panel
 from .room_session import ROOM_PAGE, go, leave, page_of, store
 from .text import md_escape
+from .room_travel import stays_text, view_to_push
 
 SHOW = "Show this to the class"
 PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
@@ -59,10 +60,13 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
         count = "" if page_file == ROOM_PAGE else f" · {n} student{'' if n == 1 else 's'}"
         left.markdown(f":material/co_present: **Room {code}**{count}")
         if page_file != ROOM_PAGE and right.button(SHOW, key="room_push", type="primary", icon=":material/cast:"):
-            _push(code, secret, view_of(page_file))
-            if config is not None and config.embedding == "upload":
-                st.warning("Your uploaded vectors cannot travel to the class: their screens use the default "
-                           "embeddings.", icon=":material/info:")
+            view, problems = view_to_push(code, secret, page_file)      # a run it names goes beside the room first
+            for problem in problems:
+                st.warning(md_escape(problem), icon=":material/info:")
+            _push(code, secret, view)
+        staying = stays_text(page_file, config) if page_file != ROOM_PAGE else ""
+        if staying:                              # said before the push: what the class will not get, and instead
+            right.caption(":material/info: " + md_escape(staying))
         shown = state.pop("room.pushed", None)
         if shown:
             st.caption(f":material/check: Shown to the class (view {shown}): every following screen changes "
