@@ -27,8 +27,7 @@ except ConfigError as err:
 
 view.image_and_features(grid, one, scene_name, cells)
 
-tabs = st.tabs(["(a) One query", "(b) Many queries", "(c) Learned K and V: cross-attention"], key="grid.tab",
-               on_change="rerun")
+tabs = st.tabs(list(ui.page_state.GRID_TABS), key="grid.tab", on_change="rerun")
 
 with tabs[0]:
     if tabs[0].open is not False:

@@ -35,6 +35,7 @@ diff = trace.view(f"pitfall:{key}:diff", "Difference (mistake − correct)",
                   lambda: np.subtract(result.wrong, result.correct), axes)
 head = None                                  # with several heads, one head's matrices at a time
 if axes[:1] == ("head",):
+    ui.page_state.fit("pitfall_head", 0, result.correct.shape[0] - 1)
     head = st.radio("Head", range(result.correct.shape[0]), format_func=lambda g: f"head {g}", horizontal=True,
                     key="pitfall_head", help="The difference and the check below cover every head.")
 c1, c2 = st.columns(2)

@@ -29,7 +29,7 @@ def one_word(trace, n_heads: int) -> None:
 @st.fragment
 def saturation_experiment() -> None:
     """The experiment's own slider reruns only the experiment (no settings involved)."""
-    demo_dk = st.select_slider("d_k for the experiment", options=list(D_VALUES), value=64, key="demo_dk")
+    demo_dk = st.select_slider("d_k for the experiment", options=list(D_VALUES), key="demo_dk")
     c1, c2 = st.columns(2)
     with c1:
         ui.chart(spread_chart())

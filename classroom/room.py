@@ -27,6 +27,8 @@ Keys (every one expires ROOM_HOURS after the teacher's last push or poll, or at 
     room:<code>:seen               member id -> when their screen last checked the room (Unix seconds)
     room:<code>:answers:<poll id>  member id -> the index of the chosen answer
     room:<code>:changes:<poll id>  member id -> how many times that member answered (at most MAX_ANSWER_CHANGES)
+    room:<code>:runs               a run's digest -> its bytes as base64 text; "order": the digests, oldest first
+                                   (at most MAX_RUNS runs of at most MAX_RUN_BYTES; put_run, get_run)
 
 A member id is 128 random bits that only its student's session holds: it is never shown to anyone, so no
 one can answer for another student. Only the teacher's secret can push a view, open, reveal or close a
@@ -36,7 +38,11 @@ room; nothing else.
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
+import re
 import secrets
 import time
 import unicodedata
@@ -328,11 +334,64 @@ def close_poll(store: Store, code, secret) -> None:
     store.hset(_key(code), {"poll": ""})
 
 
+MAX_RUN_BYTES = 400_000               # a session-trained run of the small model is ~152 KB (attention_core run_blob)
+MAX_RUNS = 4                          # a room keeps the teacher's last 4 runs; an older one goes
+RUN_DIGEST = re.compile(r"[0-9a-f]{32}")
+
+
+def run_digest(blob: bytes) -> str:
+    """A run's name in a view's query: the first 32 hex digits (128 bits) of the SHA-256 of its bytes."""
+    return hashlib.sha256(blob).hexdigest()[:32]
+
+
+def put_run(store: Store, code, secret, blob: bytes) -> str:
+    """The teacher puts a run (bytes: a session-trained model, attention_core.training.lm.run_blob) beside the room,
+    for the views that name it by its digest (returned). Only the teacher's secret can; at most MAX_RUN_BYTES; the
+    room keeps its last MAX_RUNS runs (an older one goes). Putting a run the room has again only renews its expiry:
+    the runs live as long as the room (ROOM_HOURS after the teacher's last push)."""
+    code = _code(code)
+    _teacher(store, code, secret)
+    if not isinstance(blob, (bytes, bytearray)) or not blob:
+        raise BadMessage("A run is the bytes of a trained model.")
+    if len(blob) > MAX_RUN_BYTES:
+        raise BadMessage(f"This run is {len(blob):,} bytes, more than the {MAX_RUN_BYTES:,} a room keeps: it cannot "
+                         "be sent to the class.")
+    name = run_digest(bytes(blob))
+    key = _key(code, "runs")
+    order = [d for d in (store.hget(key, "order") or "").split(",") if RUN_DIGEST.fullmatch(d)]
+    if name not in order:
+        order.append(name)
+        for old in order[:-MAX_RUNS]:
+            store.hdel(key, old)
+        order = order[-MAX_RUNS:]
+        store.hset(key, {name: base64.b64encode(bytes(blob)).decode("ascii"), "order": ",".join(order)})
+    store.expire(key, TTL)
+    _refresh(store, code)
+    return name
+
+
+def get_run(store: Store, code, name) -> bytes | None:
+    """The bytes of the run `name` (a digest put_run returned) beside room `code`; None if the room no longer keeps
+    it (or `name` is not a digest). Anyone in the room may read it: it is what the class is shown."""
+    code = _code(code)
+    if not isinstance(name, str) or not RUN_DIGEST.fullmatch(name):
+        return None
+    text = store.hget(_key(code, "runs"), name)
+    if text is None:
+        return None
+    try:
+        blob = base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        return None
+    return blob if run_digest(blob) == name else None
+
+
 def end_room(store: Store, code, secret) -> None:
     """The teacher ends the room for everyone: its keys expire now, so its code opens nothing and each following
     screen is told on its next read (NoRoom)."""
     code = _code(code)
     room = _teacher(store, code, secret)
+    store.expire(_key(code, "runs"), 0)          # the teacher's runs beside the room (put_run) go too
     polls = int(room.get("polls", "0") or 0)
     for key in [_key(code, part) for part in MEMBER_KEYS] + [_key(code, kind, f"p{n}") for n in range(1, polls + 1)
                                           for kind in ("answers", "changes")] + [_key(code)]:

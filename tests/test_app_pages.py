@@ -15,6 +15,9 @@ def test_page_renders_at_defaults(page):
     no_exception(at)
     assert at.title, "every page has a title"
     assert not at.error
+    from tests.test_room_travel import controls_a_push_leaves
+    left = controls_a_push_leaves(at, page)
+    assert not left, f"controls a push of this view would leave behind, unsaid to the teacher: {left}"
 
 
 @pytest.mark.parametrize("page", FORWARD)

@@ -249,14 +249,16 @@ def test_train_runs_live_and_the_page_then_shows_the_new_run():
     at.number_input(key="induction.seed").set_value(3).run()
     at.button(key="induction.train").click().run(timeout=600)
     no_exception(at)
-    own = at.session_state["induction.run"]["run"]
+    own = at.session_state["induction.trained"]["run"]
     assert own["seed"] == 3 and own["steps"] == 50 and list(own["history"]["step"]) == [0, 50]
     assert "Your run** (this session): seed 3, 50 steps" in _text(at)
     assert "No drop yet" in _text(at)                                       # 50 steps: still on the plateau
     assert "Your last run: 50 steps in" in "\n".join(c.value for c in at.caption)
     assert dict(at.query_params).get("induction.steps") == "50"
+    assert dict(at.query_params).get("induction.run") == at.session_state["induction.trained"]["digest"]
     at.button(key="induction.shipped").click().run()
-    assert "induction.run" not in at.session_state and "The shipped run" in _text(at)
+    assert "induction.run" not in dict(at.query_params)
+    assert "induction.trained" not in at.session_state and "The shipped run" in _text(at)
 
 
 @pytest.mark.parametrize("status", ["diverged", "stopped"])
@@ -272,7 +274,7 @@ def test_a_run_that_diverges_or_stops_leaves_the_previous_weights(monkeypatch, s
     at = open_page(PAGE, timeout=120)
     at.button(key="induction.train").click().run()
     no_exception(at)
-    assert "induction.run" not in at.session_state and "The shipped run" in _text(at)
+    assert "induction.trained" not in at.session_state and "The shipped run" in _text(at)
     assert ("The loss became nan" if status == "diverged" else "Stopped at step 0") in messages(at)
     assert "the previous weights stay" in messages(at).lower()
 

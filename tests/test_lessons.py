@@ -3,6 +3,9 @@
 - both shipped lessons read, with about eight and six stops, and survive their JSON file and their link;
 - every stop's view opens its page with no exception and no link notice, its settings and own controls in force;
 - every poll a stop names is in the question bank and can be made on that stop's settings;
+- each stop's poll, pinned by its poll_at, asks the stop's own question (its cell, row, head in both) and marks
+  right the answer recomputed here from the stop's view (numpy, or by hand); each hide entry names a step the stop's
+  page draws, its indices in range, and the numbers that answer the question are among the hidden ones;
 - the teacher's notes quote the app's own numbers (recomputed here from the core);
 - a bad file or link gives its message;
 - the page: teach, save, load (a bad file keeps the lesson in progress), share, add the view you came from.
@@ -11,14 +14,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
 
 from attention_core import Config, run_forward
 from attention_core.labs.export import config_from_query
-from classroom.lesson import (HERE, MAX_STOPS, Lesson, LessonError, Stop, from_json, from_link, shipped, to_json,
-                              to_link)
+from classroom.lesson import (HERE, MAX_HIDE, MAX_STOPS, Lesson, LessonError, Stop, from_json, from_link, parse_hide,
+                              shipped, to_json, to_link)
 from tests.apptest_util import messages, no_exception, open_page
 from ui import nav, page_state
 
@@ -46,7 +50,7 @@ def test_both_lessons_ship_with_about_eight_and_six_stops():
     assert LESSONS["forward_pass"].title == "The forward pass" and len(LESSONS["forward_pass"].stops) == 8
     assert LESSONS["todays_attention"].title == "Today's attention" and len(LESSONS["todays_attention"].stops) == 6
     forward_pages = [s.page for s in LESSONS["forward_pass"].stops]
-    assert forward_pages == ["", "embeddings", "positional", "qkv", "scores", "softmax", "context", "multi_head"]
+    assert forward_pages == ["", "embeddings", "softmax", "qkv", "scores", "softmax", "context", "multi_head"]
     assert {s.page for s in LESSONS["todays_attention"].stops} == {"rope", "masks", "kv_cache", "online_softmax"}
     for _, _, stop in STOPS:
         assert stop.ask.endswith("?") and len(stop.note) > 100, stop.title
@@ -91,8 +95,226 @@ def test_every_poll_named_is_in_the_bank_and_made_on_its_stops_settings():
         assert kind in POLL_KINDS, kind
         _, trace = trace_of(stop.query)
         assert kind in available(trace), (stop.title, kind)
-        poll = make_poll(kind, trace, seed=0)
+        poll = make_poll(kind, trace, seed=0, at=stop.poll_at)
         assert poll is not None and poll.kind == kind and 0 <= poll.answer < len(poll.choices), (stop.title, kind)
+    assert all(stop.poll for _, _, stop in STOPS)                            # every shipped stop polls its question
+
+
+# ---- each stop's poll asks the stop's own question -----------------------------------------------------------------
+
+def softmax_rows(s: np.ndarray) -> np.ndarray:
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def weights_by_hand(t, mask=None) -> np.ndarray:
+    """A = softmax(Q Kᵀ / √d_k) from the trace's Q and K (one head), −∞ where the mask hides a key."""
+    q, k = t["q"].value, t["k"].value
+    s = q @ k.T / math.sqrt(q.shape[1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    return softmax_rows(s)
+
+
+def rope_rows(x: np.ndarray, positions, base: float) -> np.ndarray:
+    """RoPE by hand: pair (2i, 2i + 1) of row p turned by the angle p·base^(−2i/d)."""
+    d = x.shape[1]
+    angle = np.asarray(positions, float)[:, None] * base ** (-np.arange(0, d, 2) / d)[None]
+    cos, sin = np.cos(angle), np.sin(angle)
+    out = np.empty_like(x)
+    out[:, 0::2] = x[:, 0::2] * cos - x[:, 1::2] * sin
+    out[:, 1::2] = x[:, 0::2] * sin + x[:, 1::2] * cos
+    return out
+
+
+def normalised(text: str) -> str:
+    """'Ŝ[0, 1]' and 'Ŝ[0,1]' alike, “I” and “i” alike: how the ask and the poll's prompt are compared."""
+    return re.sub(r"\[\s*(\d+)\s*,\s*(\d+)\s*\]", r"[\1,\2]", text).casefold()
+
+
+def answer_of(stop: Stop, config: Config, t) -> tuple[str, list[str], tuple | None]:
+    """(the right choice recomputed here from the stop's view, the words the ask and the prompt both hold, the
+    numbers that answer it: (step, None) for a whole step, (step, (head, i, j)) for one cell, None when this view
+    does not draw them)."""
+    from attention_core.labs.quiz.notation import num
+    from attention_core.lessons.kv_cache import human
+    from attention_core.math.embeddings import cosine_similarity
+    at, labels = stop.poll_at, t.token_labels()
+    if stop.poll == "shape" and at == {"step": "w_q"}:
+        return f"{t['x'].shape[1]} × {config.n_heads * config.d_k}", ["w_q", "shape"], ("w_q", None)
+    if stop.poll == "shape" and at == {"step": "q", "n": "10"}:
+        assert t["q"].shape[0] == 4                                   # this view draws Q for 4 words, not 10
+        return f"10 × {config.n_heads * config.d_k}", ["10 words", "shape", " q"], None
+    if stop.poll == "similar":
+        cos = cosine_similarity(t["x_embed"].value)
+        np.fill_diagonal(cos, -2)
+        i, j = np.unravel_index(cos.argmax(), cos.shape)
+        i, j = sorted((int(i), int(j)))
+        return f"“{labels[i]}” and “{labels[j]}”", ["most similar embeddings", "x_emb"], ("cosine_tokens", None)
+    if stop.poll == "reorder":
+        assert config.positional == "none" and config.mask == "none"
+        a = weights_by_hand(t)
+        earlier = run_forward(config.replace(sentence="I love you today"))
+        assert num(a[2, 2]) == num(earlier["weights"].value[1, 1])       # what the ask quotes: the same weight
+        return num(a[2, 2]), [f"a[1,1] = {num(a[2, 2])}", "a[2,2]", "“today you love i”", "“love”"], \
+            ("weights", (None, 2, 2))
+    if stop.poll == "scaled_score":
+        i, j = int(at["row"]), int(at["col"])
+        s = float(t["q"].value[i] @ t["k"].value[j])
+        return num(s / math.sqrt(config.d_k)), [f"s[{i},{j}]", f"ŝ[{i},{j}]", f"d_k = {config.d_k}"], \
+            ("scaled_scores", (None, i, j))
+    if stop.poll == "masked_weight":
+        i, j = int(at["row"]), int(at["col"])
+        mask = np.tril(np.ones((t.n, t.n), bool))
+        assert weights_by_hand(t, mask)[i, j] == 0.0
+        return "0", [f"a[{i},{j}]", f"“{labels[i]}”", f"“{labels[j]}”"], ("weights", (None, i, j))
+    if stop.poll == "closest_value":
+        i = int(at["row"])
+        a = weights_by_hand(t)
+        c = a[i] @ t["v"].value
+        j = int(np.linalg.norm(t["v"].value - c, axis=1).argmin())
+        top = int(a[i].argmax())
+        return f"v_{j} (“{labels[j]}”)", [f"row {i} of a", f"{a[i, top]:.3f}", f"“{labels[top]}”", f"c_{i}"], \
+            ("context", (None, i, 0))
+    if stop.poll == "which_head":
+        i, j = int(at["row"]), int(at["col"])
+        d, q, k = config.d_k, t["q"].value, t["k"].value
+        col = [softmax_rows(q[:, h * d:(h + 1) * d] @ k[:, h * d:(h + 1) * d].T / math.sqrt(d))[i, j]
+               for h in range(config.n_heads)]
+        h = int(np.argmax(col))
+        return f"head {h}", [f"a_h[{i},{j}]", f"“{labels[i]}”", f"“{labels[j]}”"], ("weights", (h, i, j))
+    if stop.poll == "rope_shift":
+        i, j, shift = int(at["row"]), int(at["col"]), int(at["shift"])
+        d, base = config.d_k, config.pe_base
+        moved = np.arange(t.n) + shift
+        q, k = rope_rows(t["q"].value, moved, base), rope_rows(t["k"].value, moved, base)
+        before = rope_rows(t["q"].value, np.arange(t.n), base)[i] @ rope_rows(t["k"].value, np.arange(t.n), base)[j]
+        after = float(q[i] @ k[j]) / math.sqrt(d)
+        assert num(after) == num(before / math.sqrt(d))
+        return num(after), [f"ŝ[{i},{j}]", f"{shift} positions", num(before / math.sqrt(d)), f"“{labels[i]}”"], None
+    if stop.poll == "window_keys":
+        i, w = int(at["row"]), config.window
+        keys = list(range(max(0, i - w + 1), i + 1))
+        return (f"keys {keys[0]} … {keys[-1]} ({', '.join(labels[k] for k in keys)})",
+                [f"w = {w}", f"query i = {i}", f"“{labels[i]}”"], ("mask", (None, i, keys[0])))
+    if stop.poll == "alibi_bias":
+        h, i, j = int(at["head"]), int(at["row"]), int(at["col"])
+        m = 2 ** (-8 * (h + 1) / config.n_heads)                        # docs/notation.md: m_h = 2^(−8(h+1)/H)
+        return num(-m * abs(i - j)), [f"m_{h}", f"query {i}", f"key {j}", f"“{labels[i]}”"], ("alibi", (None, i, j))
+    if stop.poll == "kv_head":
+        assert at == {"model": "Llama 3 8B", "head": "13"}          # its published H = 32, H_kv = 8: g = 4
+        return f"KV head {13 // (32 // 8)}", ["llama 3 8b", "h = 32", "h_kv = 8", "query head h = 13"], None
+    if stop.poll == "kv_cache_size":
+        assert at == {"model": "Llama 3 8B", "tokens": "8192", "bytes": "2"}
+        return human(2 * 32 * 8 * 128 * 8192 * 2), ["llama 3 8b", "32 layers", "128", "8,192", "2 bytes"], None
+    if stop.poll == "online_max":
+        size, b, i = int(at["block_size"]), int(at["block"]), int(at["row"])
+        s = t["q"].value @ t["k"].value.T / math.sqrt(config.d_k)
+        seen = s[i, :(b + 1) * size]
+        return num(seen.max()), [f"b_c = {size}", f"m_{i}", f"block {b}", num(s[i, b * size:(b + 1) * size].max())], \
+            ("m", (None, i, 0))
+    raise AssertionError(f"no independent answer for {stop.title}'s {stop.poll}")
+
+
+def page_traces(stop: Stop, config: Config, t) -> list:
+    """The traces the stop's page draws from: the forward pass, and the page's own (the masks page's head, the KV
+    cache page's decoding, the online softmax's block, the embeddings page's cosines), made as the pages make them."""
+    from attention_core.math.embeddings import cosine_similarity
+    out = [t]
+    if stop.page == "embeddings":
+        t.view("cosine_tokens", "Cosine similarity of embeddings", lambda: cosine_similarity(t["x_embed"].value),
+               ("n", "n"))
+    if stop.page == "masks":
+        from attention_core.lessons.masks import masks_trace
+        out.append(masks_trace(config, int(stop.query.get("masks.head", 0)), None, t))
+    if stop.page == "kv_cache":
+        from attention_core.lessons import kv_cache as kv
+        defaults = {c.key: c.default for c in page_state.controls_of("app_pages/42_kv_cache.py")}
+        out.append(kv.kv_cache_trace(config, min(int(defaults["kv_cache.prefill"]), t.n), int(defaults["kv_cache.t"])))
+    if stop.page == "online_softmax":
+        from attention_core.lessons.online_softmax import online_softmax_trace
+        q = stop.query
+        out.append(online_softmax_trace(config, int(q["online_softmax.block_size"]), int(q["online_softmax.block"]), 0,
+                                        forward=t))
+    return out
+
+
+def step_in(traces, key: str):
+    """The step a hide name names: a step of one of the traces, or a view the page derived ("view:" + its name)."""
+    for tr in traces:
+        if key in tr:
+            return tr[key]
+        if f"view:{key}" in tr.views:
+            return tr.views[f"view:{key}"]
+    return None
+
+
+@pytest.mark.parametrize("name, n, stop", STOPS, ids=[f"{name}-{n}" for name, n, _ in STOPS])
+def test_each_stops_poll_asks_its_question_and_marks_the_recomputed_answer_right(name, n, stop):
+    from attention_core.labs.polls import PINS, make_poll
+    config, t = trace_of(stop.query)
+    assert stop.poll and stop.poll_at and set(stop.poll_at) <= set(PINS[stop.poll]), stop.title
+    poll = make_poll(stop.poll, t, seed=0, at=stop.poll_at)
+    assert poll is not None and poll.kind == stop.poll, stop.title                       # (a) it exists
+    right, words, answers = answer_of(stop, config, t)
+    prompt, ask = normalised(poll.prompt), normalised(stop.ask)
+    for w in words:                                                                       # (b) the same question
+        assert w.casefold() in prompt and w.casefold() in ask, (stop.title, w, poll.prompt, stop.ask)
+    assert poll.choices[poll.answer] == right, (stop.title, poll.choices, right)          # (c) the answer
+    assert poll.choices.count(right) == 1
+    for seed in (1, 2):                                                                   # the seed moves the place only
+        other = make_poll(stop.poll, t, seed=seed, at=stop.poll_at)
+        assert other.prompt == poll.prompt and other.choices[other.answer] == right
+    traces = page_traces(stop, config, t)                                                 # (d) what it hides
+    for entry in stop.hide:
+        parsed = parse_hide(entry)
+        assert parsed is not None, entry
+        step = step_in(traces, parsed[0])
+        assert step is not None, (stop.title, entry)
+        if parsed[1] is not None:
+            head, i, j = parsed[1]
+            shape = step.value.shape
+            assert (head is None) == (len(shape) == 2) and (head is None or head < shape[0]), entry
+            assert i < shape[-2] and j < shape[-1], entry
+    if answers is None:                      # this view does not draw the answer (it is a change of the view)
+        return
+    key, cell = answers
+    assert step_in(traces, key) is not None, (stop.title, key)
+    assert key in stop.hide or (cell is not None and f"{key}:{cell[0]}.{cell[1]}.{cell[2]}" in stop.hide), \
+        (stop.title, key, cell, stop.hide)
+
+
+NUMBER_ANSWERS = ("shape", "scaled_score", "reorder", "rope_shift", "alibi_bias", "online_max", "kv_cache_size")
+
+
+@pytest.mark.parametrize("name, n, stop", [s for s in STOPS if s[2].poll in NUMBER_ANSWERS],
+                         ids=[f"{name}-{n}" for name, n, s in STOPS if s.poll in NUMBER_ANSWERS])
+def test_a_stops_page_does_not_print_its_answer_in_words(name, n, stop):
+    """The stop as it arrives (its view without the opened cell): the answer's number or shape is in none of the
+    page's words (Markdown, captions, messages), which no hidden cell could cover (the KV cache calculator printed
+    the answer of its stop: it now opens on another model)."""
+    from attention_core.labs.polls import make_poll
+    query = {k: v for k, v in stop.query.items() if k != "cell"}
+    _, t = trace_of(query)
+    poll = make_poll(stop.poll, t, seed=0, at=stop.poll_at)
+    answer = poll.choices[poll.answer]
+    at = open_page(PAGES[stop.page], query=query)
+    no_exception(at)
+    words = "\n".join([m.value for m in at.markdown] + [m.value for m in at.caption]
+                      + [m.value for m in list(at.info) + list(at.warning) + list(at.error) + list(at.success)])
+    words = words.replace("\\", "")
+    assert not re.search(rf"(?<![\d.]){re.escape(answer)}", words), (stop.title, answer)    # −13.39 in −13.392 too
+
+
+def test_the_stops_whose_answer_this_view_cannot_hide_say_so_in_the_note():
+    """RoPE's section 5 and the KV cache calculator print the answer in words: the note tells the teacher when to
+    ask; a view that does not draw the answer (a change of the view reveals it) hides nothing."""
+    for _, _, stop in STOPS:
+        config, t = trace_of(stop.query)
+        if answer_of(stop, config, t)[2] is None:
+            assert stop.hide == (), stop.title
+    assert "ask before scrolling to it" in note("todays_attention", 0)
+    assert "to reveal" in note("forward_pass", 3)
 
 
 # ---- the notes quote the app's numbers -------------------------------------------------------------------------
@@ -106,6 +328,11 @@ def test_the_forward_pass_notes_quote_its_numbers():
     from attention_core.math.embeddings import cosine_similarity
     _, t = trace_of({})
     assert t["weights"].shape == (4, 4) and "4 × 4" in note("forward_pass", 0)
+    assert t["x"].shape == (4, 50) and t["q"].shape == (4, 4) and t["w_q"].shape == (50, 4)
+    assert "4 × 50" in note("forward_pass", 0) and "50 × 4" in note("forward_pass", 0)
+    _, ten = trace_of({"sentence": "I love you today I love you today I love"})
+    assert ten["x"].shape == (10, 50) and ten["q"].shape == (10, 4) and ten["w_q"].shape == (50, 4)
+    assert "10 × 4" in note("forward_pass", 3) and "10 × 50" in note("forward_pass", 3)
     cos = cosine_similarity(t["x_embed"].value)
     np.fill_diagonal(cos, -1)
     assert np.unravel_index(cos.argmax(), cos.shape) == (0, 2)                      # “i” and “you”
@@ -160,14 +387,27 @@ def test_todays_attention_notes_quote_its_numbers():
     assert bias[0, 3, 0] == -0.75 and minus(bias[3, 3, 0], 4) in note("todays_attention", 2)
     _, gqa = trace_of({"n_heads": "4", "n_kv_heads": "2", "kv_cache.tab": "1"})
     assert gqa["q"].shape == (4, 16) and gqa["k"].shape == gqa["v"].shape == (4, 8) and 3 // (4 // 2) == 1
+    assert (PRESETS["Llama 3 8B"].n_heads, PRESETS["Llama 3 8B"].n_kv_heads) == (32, 8) and 13 // 4 == 3
+    assert "⌊13 / 4⌋ = 3" in note("todays_attention", 3) and "4 × 16" in note("todays_attention", 3)
     llama = PRESETS["Llama 3 8B"]
     assert bytes_per_token(llama) == 2 * 32 * 8 * 128 * 2 == 131_072 and "131,072" in note("todays_attention", 4)
+    big = PRESETS["Llama 3 70B"]                                   # what the stop's calculator shows instead
+    assert (big.layers, big.n_kv_heads, big.d_head) == (80, 8, 128) and bytes_per_token(big) == 320 * 1024
+    assert cache_bytes(big, 8192) == 2.5 * 2 ** 30 and "320 KiB per token, 2.5 GiB" in note("todays_attention", 4)
     assert cache_bytes(llama, 8192) == 2 ** 30 and cache_bytes(llama, 8192, mha=True) == 4 * 2 ** 30
     o = online_softmax_trace(Config(), 1, 1)
     m_prev, m, rescale = o["m_prev"].value[0], o["m"].value[0], o["rescale"].value[0]
     text = note("todays_attention", 5)
     assert minus(m_prev) in text and minus(m) in text and f"{rescale:.1e}".replace("e-06", "e-6") in text
-    assert f"{o['l'].value[0]:.7f}" in text and f"{o.facts['max_diff']:.1e}" in text
+    assert o.facts["max_diff"] < 1e-14 and "below 1e-14" in text
+    three = online_softmax_trace(Config(), 1, 3)                 # the stop's block: key 3 does not raise m_0
+    assert three["m_prev"].value[0] == three["m"].value[0] == m and three["rescale"].value[0] == 1.0
+    assert minus(three["s_b"].value[0, 0]) in text and f"{three['l_prev'].value[0]:.7f}" in text
+    assert f"{three['l'].value[0]:.7f}" in text
+    assert f"{three['s_b'].value[0, 0]:.3f}".replace("-", "−") in text
+    _, rope = trace_of({"positional": "rope"})
+    from attention_core.lessons.rope import rope_lesson
+    assert f"{rope_lesson(rope, 0)['scaled_scores'].value[3, 1]:.2f}".replace("-", "−") in note("todays_attention", 0)
 
 
 # ---- bad files and links ---------------------------------------------------------------------------------------
@@ -185,11 +425,37 @@ def lesson_dict(n_stops: int = 1) -> dict:
     (json.dumps({"title": "T", "stops": ["a stop"]}).encode(), "Stop 1 is not an object"),
     (json.dumps({**lesson_dict(), "about": "x" * 300_000}).encode(), "larger than a lesson can be"),
     (bytes(range(256)) * 4, "not text"),
+    (json.dumps({"title": "T", "stops": [{"title": "s", "poll": "attends", "poll_at": {"row": [0]}}]}).encode(),
+     "Stop 1: “poll_at” must map names to values"),
+    (json.dumps({"title": "T", "stops": [{"title": "s", "poll_at": {"row": "0"}}]}).encode(),
+     "Stop 1: “poll_at” pins a poll, but the stop has no “poll”"),
+    (json.dumps({"title": "T", "stops": [{"title": "s", "poll": "attends", "poll_at": {"row": "0" * 81}}]}).encode(),
+     "longer than 80 characters"),
+    (json.dumps({"title": "T", "stops": [{"title": "s", "hide": "weights"}]}).encode(), "“hide” must be a list"),
+    (json.dumps({"title": "T", "stops": [{"title": "s", "hide": ["weights:None.1"]}]}).encode(),
+     "“hide” entry “weights:None.1” is neither a step"),
+    (json.dumps({"title": "T", "stops": [{"title": "s", "hide": ["<b>x</b>"]}]}).encode(), "is neither a step"),
+    (json.dumps({"title": "T", "stops": [{"title": "s", "hide": ["weights"] * (MAX_HIDE + 1)}]}).encode(),
+     f"“hide” has at most {MAX_HIDE} entries; this one has {MAX_HIDE + 1}"),
 ])
 def test_a_bad_file_says_what_is_wrong(data, says):
     with pytest.raises(LessonError, match=None) as err:
         from_json(data)
     assert says in str(err.value)
+
+
+def test_poll_at_and_hide_survive_the_file_and_the_link():
+    stop = Stop("S", "scores", {"scores.tab": "1"}, ask="What is Ŝ[0, 1]?", poll="scaled_score",
+                poll_at={"row": "0", "col": "1"}, hide=("scaled_scores", "weights:None.0.1", "cosine_tokens"))
+    lesson = Lesson("T", "", (stop,))
+    assert from_json(to_json(lesson)) == lesson and from_link(to_link(lesson)) == lesson
+    assert json.loads(to_json(lesson))["stops"][0]["hide"] == ["scaled_scores", "weights:None.0.1", "cosine_tokens"]
+    old = from_json(json.dumps({"title": "T", "stops": [{"title": "s", "page": "qkv"}]}))   # a file from before
+    assert old.stops[0].poll_at == {} and old.stops[0].hide == ()
+    assert from_json(json.dumps({"title": "T", "stops": [{"title": "s", "poll": "attends", "poll_at": {"row": 2}}]})
+                     ).stops[0].poll_at == {"row": "2"}                                     # a number, kept as text
+    assert [parse_hide(h) for h in ("weights", "weights:3.1.2", "view:cosine_tokens", "weights:x.1.2", "", "1x",
+                                    "wéights")] == [("weights", None), ("weights", (3, 1, 2)), None, None, None, None, None]
 
 
 def test_a_broken_link_says_so():
@@ -302,6 +568,23 @@ def test_the_builder_adds_the_view_you_came_from_and_keeps_the_lesson_across_pag
     assert [(s.page, s.ask) for s in at.session_state["lessons.draft"].stops] == [("qkv", "")]
 
 
+def test_editing_a_copy_keeps_each_stops_pins_and_hidden_cells():
+    lesson = LESSONS["forward_pass"]
+    at = opened(open_page(PAGE), "forward_pass")
+    at.button(key="lessons.copy.forward_pass").click().run()
+    v = at.session_state["lessons.v"]
+    at.selectbox(key=f"lessons.pick.{v}").set_value(4).run()
+    at.text_area(key=f"lessons.e{v}.4.ask").input("What is Ŝ[0, 1] here?").run()
+    no_exception(at)
+    stop = at.session_state["lessons.draft"].stops[4]
+    assert stop.ask == "What is Ŝ[0, 1] here?"
+    assert (stop.poll, stop.poll_at, stop.hide) == (lesson.stops[4].poll, lesson.stops[4].poll_at, lesson.stops[4].hide)
+    assert from_link(to_link(at.session_state["lessons.draft"])).stops[4].poll_at == {"row": "0", "col": "1"}
+    at.selectbox(key=f"lessons.e{v}.4.poll").set_value("attends").run()                # another kind: its pins go
+    stop = at.session_state["lessons.draft"].stops[4]
+    assert stop.poll == "attends" and stop.poll_at == {} and stop.hide == lesson.stops[4].hide
+
+
 def test_a_loaded_lessons_text_is_shown_as_text():
     stop = Stop("<b>bold</b> **stop**", "scores", {"d_k": "6"}, ask="$x$ <script>alert(1)</script>?")
     lesson = Lesson("[click](http://example.com)", "", (stop,))
@@ -317,7 +600,7 @@ def test_a_loaded_lessons_text_is_shown_as_text():
 def test_the_notes_claims_in_words_hold():
     """What the notes say without a number the other tests read: every row attends to “love” and the four context
     rows are nearly equal (forward pass, stop 6); ALiBi's slopes 1/4, 1/16, 1/64, 1/256 for H = 4 (today, stop 2);
-    the cache calculator opens on Llama 3 8B, 8,192 tokens, 2 bytes (today, stop 4); the RoPE page shifts by 100."""
+    the stop's cache calculator shows Llama 3 70B at 8,192 tokens, 2 bytes (today, stop 4); the RoPE page shifts by 100."""
     from ui import page_state
     _, t = trace_of({})
     a, c = t["weights"].value, t["context"].value
@@ -331,6 +614,24 @@ def test_the_notes_claims_in_words_hold():
     np.testing.assert_allclose(slopes, [1 / 4, 1 / 16, 1 / 64, 1 / 256])
     assert "(1/4, 1/16, 1/64, 1/256)" in note("todays_attention", 2)
     defaults = {c.key: c.default for c in page_state.controls_of("app_pages/42_kv_cache.py")}
-    assert (defaults["kv_cache.preset"], defaults["kv_cache.tokens"], defaults["kv_cache.bytes"]) == ("Llama 3 8B", 8192, 2)
+    assert (defaults["kv_cache.tokens"], defaults["kv_cache.bytes"]) == (8192, 2)
+    assert LESSONS["todays_attention"].stops[4].query["kv_cache.preset"] == "Llama 3 70B"
     rope = {c.key: c.default for c in page_state.controls_of("app_pages/40_rope.py")}
     assert rope["rope.offset"] == 100 and "by 100 positions" in note("todays_attention", 0)
+
+
+def test_the_room_asks_each_stops_pinned_question():
+    """What "Ask this stop's question" opens in the room (ui/room_poll.ask_poll with the stop's poll_at): the stop's
+    own question, the same prompt, choices and answer as the pinned poll checked above."""
+    import classroom
+    from attention_core.labs.polls import make_poll
+    from classroom.store import MemoryStore
+    from ui.room_poll import ask_poll
+    store = MemoryStore()
+    code, secret = classroom.open_room(store, "T")
+    for _, _, stop in STOPS:
+        _, t = trace_of(stop.query)
+        assert ask_poll(store, code, secret, stop.poll, t, at=stop.poll_at) is not None, stop.title
+        poll, expected = classroom.state(store, code).poll, make_poll(stop.poll, t, 0, at=stop.poll_at)
+        assert (poll["kind"], poll["prompt"], poll["choices"], poll["answer"]) == (
+            stop.poll, expected.prompt, list(expected.choices), expected.answer), stop.title

@@ -28,7 +28,7 @@ def test_steps_are_the_model_s_last_row_and_the_sampler_s_stages(T, k, p, seed):
     assert np.array_equal(t["logits"].value, z)
     if T:
         assert np.max(np.abs(t["probs"].value - torch.softmax(torch.tensor(z) / T, -1).numpy())) < 1e-12
-        assert np.max(np.abs(t["scaled"].value - z / T)) < 1e-15
+        assert np.max(np.abs(t["scaled"].value - (z - z.max()) / T)) < 1e-15 and t["scaled"].value.max() == 0
     else:
         assert t["probs"].value.tolist() == [float(j == np.argmax(z)) for j in range(z.size)]
     u = np.random.default_rng(seed).random()
@@ -153,7 +153,7 @@ def test_page_at_the_defaults_and_with_the_example():
 @pytest.mark.parametrize("key,value,words", [
     ("next_token.temperature", 0.0, "argmax (greedy decoding)"),
     ("next_token.k", 0, "top-k is off"),
-    ("next_token.k", 40, "at least the vocabulary's 31 tokens"),
+    ("next_token.k", 31, "at least the vocabulary's 31 tokens"),
     ("next_token.p", 0.0, "only the most probable token stays"),
     ("next_token.p", 1.0, "every token stays"),
 ])
@@ -180,3 +180,110 @@ def test_page_reads_its_controls_from_the_link_and_takes_a_one_word_sentence():
     text = _text(at)
     assert f"u = {t.facts['u']:.4f}" in text and "does not occur earlier in the words the model reads" in text and "the previous-token head." not in text
     assert len(at.dataframe[0].value) == 2
+
+
+# ---- the edges (issue 30, item 4) --------------------------------------------------------------------------------
+
+EDGE_TS = [1e-308, 1e-300, 1e-12, 5e-324, 3.0]       # 5e-324: the smallest positive T a link can give; 3: the largest
+
+
+@pytest.mark.parametrize("T", EDGE_TS)
+def test_edge_temperatures_give_the_argmax_and_every_explainer_recomputes_its_cell(T):
+    import warnings
+    with warnings.catch_warnings(), np.errstate(over="raise", invalid="raise", divide="raise"):
+        warnings.simplefilter("error")
+        t = next_token_trace(EXAMPLE, T, 10, 0.9, 0, 4)
+        es = {(key, j): explain(t, key, (j,)) for key in ("scaled", "probs", "kept", "renormalised", "cdf")
+              for j in range(31)}
+    z = t["logits"].value
+    top = int(np.argmax(z))
+    assert t["scaled"].value[top] == 0 and not np.isnan(t["scaled"].value).any()
+    if T < 1e-3:
+        assert t["probs"].value.tolist() == [float(j == top) for j in range(31)]        # exactly one-hot
+        assert t.facts["token"] == top and [g["word"] for g in t.facts["generated"]] == ["mat", "and", "the", "cat"]
+    for (key, j), e in es.items():
+        cell = t[key].value[j]
+        assert e.value == cell or abs(e.value - cell) < 1e-12, (key, j, e.value, cell)
+        assert "nan" not in (e.text + e.note).lower()
+    if T < 1e-3:
+        assert "745·T" in es[("probs", top)].note and " m " not in es[("probs", top)].note
+
+
+def _lesson_trace(probs, k, top_p):
+    """A next-token Trace at T = 1 on the given probabilities exactly (z = log p), its kept set made as
+    sampling.next_token makes it."""
+    from attention_core.forward.trace import Trace
+    from attention_core.math.sampling import renormalise, top_k_keep, top_p_keep
+    probs = np.asarray(probs, dtype=np.float64)
+    z = np.log(probs)
+    kept_k = top_k_keep(z, k)
+    kept_p = top_p_keep(renormalise(probs, kept_k), top_p)
+    t = Trace(tokens=tuple(f"w{j}" for j in range(z.size)), notices=[])
+    t.add("logits", "z", z, ("vocab",), "z")
+    t.add("probs", "p", probs, ("vocab",), "p", ("logits",))
+    t.add("kept", "kept", (kept_k & kept_p).astype(float), ("vocab",), "kept", ("logits", "probs"))
+    t.facts.update(kind="next_token", labels=t.tokens, temperature=1.0, k=k, p=top_p, kept_k=kept_k, kept_p=kept_p)
+    return t
+
+
+def test_the_kept_explainer_states_the_tie_rule_with_the_numbers_of_the_code():
+    """Four tokens at 0.25, p_top = 0.5: tokens 0 and 1 stay (the lower numbers first), 2 and 3 are dropped because
+    the tokens ahead of them already hold 0.5 (the issue: the code kept [2, 3] while the explainer of token 0 said
+    the more probable tokens "hold 0.0000 ≥ p_top")."""
+    t = _lesson_trace([0.25] * 4, 0, 0.5)
+    assert t["kept"].value.tolist() == [1, 1, 0, 0]
+    notes = [explain(t, "kept", (j,)).note for j in range(4)]
+    assert [explain(t, "kept", (j,)).value for j in range(4)] == [1, 1, 0, 0]
+    assert "comes first" in notes[0] and "always stays" in notes[0]
+    assert "comes 2nd, after 1 token of the same p̃ with a lower number" in notes[1] and "holds 0.2500 < p_top = 0.5" in notes[1]
+    assert "the 2 tokens ahead of it hold 0.5 ≥ p_top = 0.5" in notes[2] and "dropped" in notes[2]
+    assert "the 3 tokens ahead of it hold 0.7500 ≥ p_top = 0.5" in notes[3]
+    assert not any("0.0000 ≥" in n for n in notes)
+
+
+def test_the_kept_explainer_at_the_boundary_and_within_the_tolerance():
+    t = _lesson_trace([0.5, 0.3, 0.2], 0, 0.8)                   # 0.5 + 0.3 = 0.8: two tokens reach p_top
+    assert t["kept"].value.tolist() == [1, 1, 0]
+    assert "the 2 tokens ahead of it hold 0.8 ≥ p_top = 0.8" in explain(t, "kept", (2,)).note
+    probs = np.array([0.5, 0.3 - 4e-13, 0.2 + 4e-13])             # 4e-13 short of 0.8: reaches it up to rounding
+    t = _lesson_trace(probs, 0, 0.8)
+    assert t["kept"].value.tolist() == [1, 1, 0]
+    note = explain(t, "kept", (2,)).note
+    assert "hold 0.799999999999599" in note and "which is p_top = 0.8 up to rounding (4e-13 short" in note
+    assert explain(t, "kept", (2,)).value == 0
+    t = _lesson_trace(np.array([0.5, 0.3 - 4e-12, 0.2 + 4e-12]), 0, 0.8)   # 4e-12 short: the third stays
+    assert t["kept"].value.tolist() == [1, 1, 1] and "< p_top = 0.8" in explain(t, "kept", (2,)).note
+    t = _lesson_trace([0.25] * 4, 3, 0.5)                         # top-k = 3 keeps all four (ties with the 3rd)
+    assert t["kept"].value.tolist() == [1, 1, 0, 0]
+    assert [explain(t, "kept", (j,)).value for j in range(4)] == [1, 1, 0, 0]
+
+
+def test_the_kept_formula_on_the_page_says_the_rule():
+    t = next_token_trace(EXAMPLE, 1.0, 0, 0.5, 0, 0)
+    assert r"\prec" in t["kept"].formula and "first" in t["kept"].formula
+    assert "equal p̃ by token number, the lower first" in t["kept"].why and "10⁻¹²" in t["kept"].why
+
+
+@pytest.mark.parametrize("T", ["1e-308", "5e-324"])
+def test_page_from_a_link_at_a_tiny_temperature_shows_the_argmax(T):
+    at = open_page(PAGE, query={"sentence": EXAMPLE, "next_token.temperature": T})
+    no_exception(at)
+    assert not at.error and at.slider(key="next_token.temperature").value == float(T)
+    text = _text(at)
+    assert "nan" not in text.lower() and "**“mat”**" in text
+    bars = charts(at)[0]["data"]["values"]
+    assert all(math.isfinite(r["probability"]) for r in bars)
+    assert [r["token"] for r in bars if r["series"].startswith("2") and r["probability"] == 1.0] == ["mat ✓"]
+
+
+def test_top_k_is_bounded_by_the_vocabulary_in_the_box_and_in_the_link():
+    at = open_page(PAGE, query={"sentence": EXAMPLE, "next_token.k": "99", "next_token.p": "1"})
+    no_exception(at)
+    box = at.number_input(key="next_token.k")
+    assert box.value == 31 and box.proto.max == 31
+    assert "“next_token.k” (top-k) must be from 0 to 31, not '99'; using 31: top-k keeps every token once k reaches " \
+           "the vocabulary's 31" in messages(at)
+    assert "All 31" in _text(at) or "**31** of the 31 are kept" in _text(at)
+    at = open_page(PAGE, query={"next_token.k": "-4"})
+    no_exception(at)
+    assert at.number_input(key="next_token.k").value == 10 and "not '-4'; using the default (10)" in messages(at)

@@ -334,3 +334,159 @@ def test_attends_does_not_ask_a_row_the_mask_answers_alone():
                 continue
             i = int(re.search(r"row (\d+) of A", p.prompt)[1])
             assert mask[i].sum() >= 2 or all(mask[r].sum() < 2 for r in range(trace.n)), (config, p.prompt)
+
+
+# ---- a pinned question (a lesson stop's poll_at) -----------------------------------------------------------
+
+def by_hand_alibi(h: int, heads: int, i: int, j: int) -> float:
+    return -(2 ** (-8 * (h + 1) / heads)) * abs(i - j)                       # docs/notation.md, H a power of two
+
+
+def torch_values(config: Config, trace, h: int) -> torch.Tensor:
+    """The value rows query head h reads: V's columns of KV head ⌊h / g⌋."""
+    d, g = config.d_v, config.n_heads // config.kv_heads
+    return torch.tensor(trace["v"].value[:, (h // g) * d:(h // g + 1) * d])
+
+
+def closest(config: Config, trace, h: int, i: int) -> int:
+    c = torch_weights(config, trace, h)[i] @ torch_values(config, trace, h)
+    return int(torch.linalg.vector_norm(torch_values(config, trace, h) - c, dim=1).argmin())
+
+
+PINNED = [  # (kind, setting, at, what the prompt says, the right choice computed here)
+    ("attends", "heads 4", {"row": "2", "head": "1"}, "row 2 of A_1",
+     lambda c, t: t.token_labels()[int(torch_weights(c, t, 1)[2].argmax())]),
+    ("shape", "default", {"step": "w_k"}, "shape of W_K", lambda c, t: f"{t['x'].shape[1]} × {c.d_k}"),
+    ("shape", "default", {"step": "q", "n": "7"}, "a sentence of 7 words", lambda c, t: f"7 × {c.d_k}"),
+    ("which_head", "heads 8, causal", {"row": "3", "col": "1"}, "A_h[3,1]",
+     lambda c, t: f"head {int(torch.stack([torch_weights(c, t, h)[3, 1] for h in range(8)]).argmax())}"),
+    ("scaled_score", "heads 4", {"row": "2", "col": "3", "head": "1"}, "Ŝ_1[2,3]",
+     lambda c, t: num(torch_scores(c.replace(score="dot"), t, 1)[2, 3].item() / math.sqrt(c.d_k))),
+    ("masked_weight", "heads 8, causal", {"row": "0", "col": "2", "head": "5"}, "A_5[0,2]", lambda c, t: "0"),
+    ("rope_shift", "RoPE, causal", {"row": "2", "col": "0", "shift": "10"}, "Δ = 10",
+     lambda c, t: num(torch_scores(c, t, 0, np.arange(t.n) + 10)[2, 0].item())),
+    ("window_keys", "MQA H_kv 1, window 2", {"row": "1"}, "query i = 1", lambda c, t: "keys 0 … 1 (i, love)"),
+    ("kv_head", "GQA H_kv 2, causal", {"head": "2"}, "query head h = 2", lambda c, t: f"KV head {2 // 2}"),
+    ("kv_head", "default", {"model": "Llama 3 8B", "head": "5"}, "Llama 3 8B", lambda c, t: f"KV head {5 // 4}"),
+    ("kv_cache_size", "default", {"model": "Qwen2.5-7B", "tokens": "32768", "bytes": "1"}, "32,768 tokens",
+     lambda c, t: human(2 * 28 * 4 * 128 * 32768 * 1)),
+    ("online_max", "heads 8, causal", {"block_size": "2", "block": "1", "row": "3", "head": "2"}, "after block 1",
+     lambda c, t: num(torch_scores(c, t, 2)[3].max().item())),
+    ("similar", "default", {"step": "x"}, "X (the word vectors plus the positions)",
+     lambda c, t: "“i” and “you”" if (lambda m: m.fill_diagonal_(-2).argmax().item() == 2)(
+         torch.nn.functional.cosine_similarity(torch.tensor(t["x"].value)[:, None], torch.tensor(t["x"].value)[None],
+                                               dim=-1)) else None),
+    ("reorder", "heads 4", {"row": "0", "col": "3", "head": "2"}, "A_2[0,3]",
+     lambda c, t: num(torch_weights(c, t, 2)[0, 3].item())),
+    ("closest_value", "heads 4", {"row": "2", "head": "3"}, "row 2 of A_3",
+     lambda c, t: f"v_{closest(c, t, 3, 2)} (“{t.token_labels()[closest(c, t, 3, 2)]}”)"),
+    ("alibi_bias", "ALiBi, causal", {"head": "2", "row": "3", "col": "1"}, "B_2[3,1]",
+     lambda c, t: num(by_hand_alibi(2, 4, 3, 1))),
+]
+
+
+def test_every_kind_has_a_pinned_case():
+    assert {kind for kind, *_ in PINNED} == set(POLL_KINDS)
+
+
+@pytest.mark.parametrize("kind, name, at, says, expect", PINNED, ids=[f"{p[0]}-{p[1]}" for p in PINNED])
+def test_a_pinned_poll_asks_its_cell_and_marks_the_answer_computed_here(kind, name, at, says, expect):
+    config, trace = GRID[name], TRACES[name]
+    poll = make_poll(kind, trace, 0, at=at)
+    assert poll is not None and poll.kind == kind, (kind, at)
+    assert says in poll.prompt, poll.prompt
+    assert right(poll) == expect(config, trace), (poll.choices, right(poll))
+    for seed in (1, 2, 7):                                   # the pinned question stays; only the answer's place moves
+        other = make_poll(kind, trace, seed, at=at)
+        assert other.prompt == poll.prompt and right(other) == right(poll)
+        assert sorted(other.choices) == sorted(poll.choices)
+
+
+@pytest.mark.parametrize("kind", POLL_KINDS)
+def test_an_empty_pin_is_todays_draw_and_a_bad_pin_is_none(kind):
+    trace = TRACES["heads 8, causal"]
+    for seed in SEEDS:
+        assert make_poll(kind, trace, seed, at={}) == make_poll(kind, trace, seed)
+    for bad in ({"nope": "1"}, ["row"], "row=1", {"row": 1}, {1: "1"}):                # a key it does not read, not text
+        assert make_poll(kind, trace, 0, at=bad) is None, (kind, bad)
+
+
+BAD_PINS = [  # (kind, setting, at): a value these settings cannot ask
+    ("attends", "default", {"row": "4"}), ("attends", "default", {"row": "x"}), ("attends", "default", {"head": "0"}),
+    ("attends", "heads 4", {"row": "0", "head": "4"}),
+    ("shape", "default", {"step": "nope"}), ("shape", "default", {"step": "q_heads"}), ("shape", "default", {"n": "0"}),
+    ("shape", "default", {"n": "10000"}),
+    ("which_head", "heads 8, causal", {"row": "0", "col": "9"}), ("which_head", "heads 8, causal", {"row": "-1"}),
+    ("scaled_score", "default", {"row": "0", "col": "1", "head": "0"}), ("scaled_score", "default", {"row": "1.5"}),
+    ("masked_weight", "heads 8, causal", {"row": "2", "col": "1"}),               # not hidden: below the diagonal
+    ("masked_weight", "heads 8, causal", {"row": "0", "col": "1", "head": "8"}),
+    ("rope_shift", "RoPE, causal", {"row": "1", "col": "1"}),                     # i = j: nothing to move
+    ("rope_shift", "RoPE, causal", {"shift": "0"}), ("rope_shift", "additive", {"row": "0", "col": "1"}),
+    ("window_keys", "MQA H_kv 1, window 2", {"row": "7"}),
+    ("kv_head", "GQA H_kv 2, causal", {"head": "4"}), ("kv_head", "default", {"model": "Llama 2 7B"}),
+    ("kv_cache_size", "default", {"model": "Llama 3 8B", "tokens": "9000"}),     # past its context
+    ("kv_cache_size", "default", {"bytes": "3"}), ("kv_cache_size", "default", {"model": "GPT-5"}),
+    ("online_max", "heads 8, causal", {"block": "0"}), ("online_max", "heads 8, causal", {"block_size": "4"}),
+    ("online_max", "heads 8, causal", {"head": "8"}),
+    ("similar", "default", {"step": "q"}), ("similar", "one word, heads 4", {"step": "x_embed"}),
+    ("reorder", "default", {"order": "0 1 2 3"}), ("reorder", "default", {"order": "0 1 2"}),
+    ("reorder", "default", {"order": "3 2 1 1"}), ("reorder", "default", {"head": "0"}),
+    ("closest_value", "default", {"row": "9"}), ("closest_value", "default", {"head": "0"}),
+    ("alibi_bias", "default", {"row": "1", "col": "0"}),                          # no ALiBi in these settings
+    ("alibi_bias", "ALiBi, causal", {"row": "1", "col": "2"}),                    # a key the mask hides
+    ("alibi_bias", "ALiBi, causal", {"row": "2", "col": "2"}),                    # distance 0: nothing added
+]
+
+
+@pytest.mark.parametrize("kind, name, at", BAD_PINS, ids=[f"{k}-{n}-{a}" for k, n, a in BAD_PINS])
+def test_a_pin_these_settings_cannot_ask_is_none(kind, name, at):
+    assert make_poll(kind, TRACES[name], 0, at=at) is None
+
+
+# ---- the new kinds against an independent computation ------------------------------------------------------
+
+def test_similar_is_the_largest_cosine_torch_computes():
+    checked = 0
+    for name, config, trace, _, poll in polls("similar"):
+        x = torch.tensor(trace["x_embed"].value)
+        cos = torch.nn.functional.cosine_similarity(x[:, None], x[None], dim=-1).fill_diagonal_(-2)
+        i, j = divmod(int(cos.argmax()), trace.n)
+        labels = trace.token_labels()
+        assert right(poll) == f"“{labels[min(i, j)]}” and “{labels[max(i, j)]}”", name
+        checked += 1
+    assert checked >= 15
+
+
+def test_reorder_is_the_weight_torch_computes_on_both_sentences():
+    checked = 0
+    for name, config, trace, _, poll in polls("reorder", TORCHABLE):
+        h, i, j = ints(r"[Ww]hat weight A(?:_(\d+))?\[(\d+),(\d+)\]", poll.prompt)
+        assert right(poll) == num(torch_weights(config, trace, h or 0)[i, j].item()), name
+        earlier = re.search(r"the sentence “([^”]+)” gave A(?:_\d+)?\[(\d+),(\d+)\] = (\S+?)[: ]", poll.prompt)
+        before = run_forward(config.replace(sentence=earlier[1]))
+        assert earlier[4] == num(torch_weights(config, before, h or 0)[int(earlier[2]), int(earlier[3])].item())
+        if config.positional == "none" and config.mask == "none":
+            assert right(poll) == earlier[4]                                   # it moves with its words
+        checked += 1
+    assert checked >= 10
+
+
+def test_closest_value_is_the_nearest_value_row_to_c_i_torch_computes():
+    checked = 0
+    for name, config, trace, _, poll in polls("closest_value", TORCHABLE):
+        i, h = ints(r"[Rr]ow (\d+) of A(?:_(\d+))?", poll.prompt)
+        j = closest(config, trace, h or 0, i)
+        assert right(poll) == f"v_{j} (“{trace.token_labels()[j]}”)", name
+        assert f"v_{i} (“{trace.token_labels()[i]}”)" in poll.choices                # the query's own value row
+        checked += 1
+    assert checked >= 15
+
+
+def test_alibi_bias_is_minus_the_slope_times_the_distance():
+    checked = 0
+    for name, config, trace, _, poll in polls("alibi_bias"):
+        h, i, j = ints(r"B_(\d+)\[(\d+),(\d+)\]\?", poll.prompt)
+        assert right(poll) == num(by_hand_alibi(h, config.n_heads, i, j)), name
+        assert num(-by_hand_alibi(h, config.n_heads, i, j)) in poll.choices            # the sign turned
+        checked += 1
+    assert checked >= 3

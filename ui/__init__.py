@@ -6,14 +6,16 @@ it serves); what several sections use stays here, at the top:
 
     nav              the sections and their pages, the one st.navigation, previous / next links
     settings         the sidebar's settings -> a Config and its Trace (settings_state, settings_panel: its parts)
-    page_state       a page's own controls, open tab and clicked cell, kept and carried in the link
+    page_state       a page's own controls, open tab and clicked cell, kept and carried in the link (own: the
+                     kinds of control a link can carry)
     views            the shared views: a Step's box (matrix, widgets, explain_view, raw_html: its parts)
     charts           Vega-Lite specs: heatmaps of Steps, lines, bars
     cache            process-wide caches: one Trace per Config, neighbours, pitfalls, exports
     text             user text made safe for Markdown
     links            the app's root URL as the browser sees it, a full link to a page with its settings
     room_bar         a room's bar on every page: the teacher's "show this to the class" and lesson stops, a
-                     student's following (room_follow) and the room in this session (room_session)
+                     student's following (room_follow) and the room in this session (room_session); what a push
+                     carries beside the view (a trained run) and what it cannot, said first (room_travel)
     room_poll        a room's class question: the teacher's live chart and reveal, a student's answer card
     presenter        presenter mode: the switch on every page and the style it puts on the page
 """

@@ -4,14 +4,14 @@ teacher's own link).
 """
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import quote, urlencode
 
 import streamlit as st
 
 from . import nav
 
-# Pages that draw their own controls and read none of the shared settings: a link opens them as they start.
+# Pages that draw their own controls and read none of the shared settings: a link to one carries none of them
+# (only its own controls a page declares in ui/page_state.py, as the grid's).
 OWN_CONTROLS = {"11_train.py", "21_alignment.py", "22_grid.py"}
 
 
@@ -34,11 +34,10 @@ def app_base(current_page: str) -> tuple[str, bool]:
 
 
 def share_link(base: str, page_file: str, query: dict[str, str]) -> str:
-    """base + page path + the settings, each value percent-encoded (spaces as %20)."""
+    """base + page path + the query (the caller leaves out the settings of a page in OWN_CONTROLS), each value
+    percent-encoded (spaces as %20)."""
     path = url_path(page_file)
     link = base + (f"/{path}" if path else "/")
-    if query and Path(page_file).name not in OWN_CONTROLS:
+    if query:
         link += "?" + urlencode(query, quote_via=quote, safe=",")
-    elif query.get("presenter"):                 # presenter mode is display only: any page can open in it
-        link += "?presenter=1"
     return link

@@ -14,96 +14,18 @@ name ("kv_cache.t=6"), its default, and how to read it from a link. Then:
   the clicked cell; ui.page writes it to the address bar with the settings, and the Share page
   builds links with it;
 - a link's values are read once per session (`from_query`, with the settings): a value that is not
-  one the control can take falls back to the default with a notice, like a tampered setting.
+  one the control can take falls back to the default with a notice, like a tampered setting; a whole
+  number above a control's bound that means the same as the bound (top-k = 99 with 31 tokens: all kept)
+  is brought down to the bound with a notice (`integer(..., clamp=...)`).
 
 A clicked heatmap cell is one more parameter, `cell=<chart key>.<i>.<j>`: the views record the last
 click (`click`) and give it back to the chart it belongs to when the page opens from a link (`restored`).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Callable
-
 import streamlit as st
 
-
-@dataclass(frozen=True)
-class Own:
-    key: str                              # the widget's key and the link's parameter name
-    default: object
-    parse: Callable[[str], object]        # link text -> value; raises ValueError if the control cannot take it
-    text: Callable[[object], str] = str   # value -> link text
-    what: str = ""                        # the control in words, for a notice: "the step t"
-    show: Callable[[object], str] | None = None   # value -> words for a notice (default: the link text)
-
-    def shown(self, value) -> str:
-        return (self.show or self.text)(value)
-
-    def valid(self, value) -> bool:
-        """A value this control can take (a widget whose options changed can hand back an old option's label)."""
-        try:
-            return self.parse(self.text(value)) == value
-        except (ValueError, TypeError):
-            return False
-
-
-def integer(key: str, default: int | None, lo: int, hi: int, what: str = "", optional: bool = False) -> Own:
-    """A whole number from lo to hi (optional: empty in the link, or 'none', is None)."""
-    def parse(raw: str):
-        if optional and raw.strip().lower() in ("", "none"):
-            return None
-        value = int(raw)
-        if not lo <= value <= hi:
-            raise ValueError(f"must be from {lo} to {hi}")
-        return value
-    return Own(key, default, parse, lambda v: "none" if v is None else str(int(v)), what or key)
-
-
-def number(key: str, default: float, lo: float, hi: float, what: str = "") -> Own:
-    def parse(raw: str) -> float:
-        value = float(raw)
-        if not (math.isfinite(value) and lo <= value <= hi):
-            raise ValueError(f"must be a number from {lo:g} to {hi:g}")
-        return value
-    return Own(key, default, parse, _number_text, what or key)
-
-
-def _number_text(value) -> str:
-    """Short when that is exact (0.5, 1500), else every digit: a link gives back the same number."""
-    short = f"{float(value):g}"
-    return short if float(short) == float(value) else repr(float(value))
-
-
-def choice(key: str, default, options, what: str = "") -> Own:
-    """One of `options` (strings or numbers), carried as its text."""
-    by_text = {str(o): o for o in options}
-
-    def parse(raw: str):
-        if raw not in by_text:
-            raise ValueError("must be one of " + ", ".join(by_text))
-        return by_text[raw]
-    return Own(key, default, parse, str, what or key)
-
-
-def flag(key: str, default: bool = False, what: str = "") -> Own:
-    def parse(raw: str) -> bool:
-        if raw not in ("1", "0"):
-            raise ValueError("must be 1 or 0")
-        return raw == "1"
-    return Own(key, default, parse, lambda v: "1" if v else "0", what or key)
-
-
-def tab(key: str, labels: tuple[str, ...], what: str = "the open tab") -> Own:
-    """A lazy st.tabs (key=…, on_change="rerun"): its state is the open tab's label; the link carries
-    its place, 0 for the first. A notice names the places' tabs, so "using the default (0)" reads as a tab."""
-    def parse(raw: str) -> str:
-        index = int(raw)
-        if not 0 <= index < len(labels):
-            raise ValueError(f"must be from 0 to {len(labels) - 1}")
-        return labels[index]
-    return Own(key, labels[0], parse, lambda v: str(labels.index(v)) if v in labels else "0", what,
-               show=lambda v: f"“{v}”")
+from .own import Clamped, Own, choice, flag, integer, number, tab
 
 
 # ---- the pages' own controls (page file -> its controls) ------------------------------------------------
@@ -141,6 +63,10 @@ def from_query(params: dict) -> list[str]:
         raw = raw[-1] if isinstance(raw, (list, tuple)) and raw else raw
         try:
             st.session_state[f"p.{key}"] = c.parse(str(raw))
+        except Clamped as err:
+            st.session_state[f"p.{key}"] = err.value
+            notices.append(f"Link setting “{key}” ({c.what}) {err}, not {str(raw)[:40]!r}; using "
+                           f"{c.shown(err.value)}: {err.why}.")
         except (ValueError, TypeError) as err:
             reason = f"{err}, not" if "must" in str(err) else "cannot be"
             notices.append(f"Link setting “{key}” ({c.what}) {reason} {str(raw)[:40]!r}; using the default "
@@ -243,7 +169,19 @@ def put(page_file: str, query: dict) -> list[str]:
     state["p.cell"] = None
     state["p.sel"] = {}
     own = {k: v for k, v in query.items() if k == CELL or any(c.key == k for c in controls_of(page_file))}
+    state["p.put"] = page_file                  # the page opens as the view says (just_put), not as it was left
     return from_query(own)
+
+
+def just_put(page_file: str) -> bool:
+    """Whether this page run opens a view put into the session (a teacher's push, a lesson's stop): its controls
+    are the view's, and a page that on arrival sets one of its own from where the learner came (the handout's
+    "The handout of") must leave it. Asked once: the answer is forgotten."""
+    state = st.session_state
+    if state.get("p.put") != page_file:
+        return False
+    del state["p.put"]
+    return True
 
 
 def click(chart: str, cell: tuple[int, int] | None) -> None:
@@ -283,11 +221,44 @@ def sync() -> None:
 
 # ---- the pages' declarations (each page's block is its own; keys start with the page's prefix) ----------
 
+# /scores: the saturation experiment's d_k and the four score functions' box (open or closed)
+SCORES_DK = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
 # the forward pages with a word picker and the "One word" / "All words" tabs (ui.views.word_tabs)
 WORD_TABS = ("One word", "All words")
 for _page, _prefix in (("app_pages/3_qkv.py", "qkv"), ("app_pages/4_scores.py", "scores"),
                        ("app_pages/6_context.py", "context")):
-    declare(_page, tab(f"{_prefix}.tab", WORD_TABS), integer("one_word", 1, 0, 127, "the word picked"))
+    declare(_page, tab(f"{_prefix}.tab", WORD_TABS), integer("one_word", 1, 0, 127, "the word picked"),
+            *((choice("demo_dk", 64, SCORES_DK, "the d_k of the experiment"),
+               flag("scores.compare", what="the four score functions side by side")) if _prefix == "scores" else ()))
+
+# /grid (the queries asked together are a list: not in a link)
+GRID_TABS = ("(a) One query", "(b) Many queries", "(c) Learned K and V: cross-attention")
+GRID_CELLS = (3, 4, 6, 8, 12)           # cells per side; each divides the 48-pixel image
+
+
+def _grid_controls() -> tuple[Own, ...]:
+    from attention_core import grid as g
+    return (choice("grid.scene", next(iter(g.SCENES)), tuple(g.SCENES), "the scene"),
+            choice("grid.query", next(iter(g.QUERIES)), tuple(g.QUERIES), "the query"),
+            choice("grid.cells", 6, GRID_CELLS, "the grid's cells per side"),
+            number("grid.sharpness", 10.0, 1.0, 30.0, "the query length"),
+            tab("grid.tab", GRID_TABS),
+            choice("grid.transforms", "hand", ("hand", "random"), "W_K and W_V"),
+            integer("grid.seed", 0, 0, 2 ** 32 - 1, "the seed of the random transforms"),
+            flag("grid.x", what="the box of the matrix X"))
+
+
+declare("app_pages/22_grid.py", *_grid_controls())
+
+# /pitfalls (the head shown kept inside the heads by page_state.fit)
+def _pitfall_controls() -> tuple[Own, ...]:
+    from attention_core.labs.pitfalls import PITFALLS
+    return (choice("pitfall", PITFALLS[0].key, tuple(p.key for p in PITFALLS), "the mistake shown"),
+            integer("pitfall_head", 0, 0, 15, "the head shown"))
+
+
+declare("app_pages/30_pitfalls.py", *_pitfall_controls())
 
 # /rope (the base is the sidebar's pe_base: no control here)
 declare("app_pages/40_rope.py",
@@ -351,15 +322,30 @@ declare("app_pages/53_block_gradients.py",
         integer("block_gradients.step", 0, 0, 199, "the gradient shown"),
         integer("block_gradients.layer", 0, 0, 3, "the layer whose residual add is shown"))
 
-# /next_token (the sentence is the sidebar's; T, top-k, top-p, the seed and the tokens generated are the page's)
-declare("app_pages/51_next_token.py",
-        number("next_token.temperature", 0.5, 0.0, 3.0, "the temperature T"),
-        integer("next_token.k", 10, 0, 100, "top-k"),
-        number("next_token.p", 0.9, 0.0, 1.0, "top-p"),
-        integer("next_token.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"),
-        integer("next_token.n_new", 5, 0, 10, "the number of tokens generated"))
+# /next_token (the sentence is the sidebar's; T, top-k, top-p, the seed and the tokens generated are the page's;
+# top-k at most the vocabulary: a link's larger k, which keeps every token as |V| does, is read as |V|)
+def _next_token_controls() -> tuple[Own, ...]:
+    from attention_core.training.lm.model import VOCAB
+    return (number("next_token.temperature", 0.5, 0.0, 3.0, "the temperature T"),
+            integer("next_token.k", 10, 0, VOCAB, "top-k",
+                    clamp=f"top-k keeps every token once k reaches the vocabulary's {VOCAB}"),
+            number("next_token.p", 0.9, 0.0, 1.0, "top-p"),
+            integer("next_token.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"),
+            integer("next_token.n_new", 5, 0, 10, "the number of tokens generated"),
+            flag("next_token.numbers", what="the box of every number of the next token"))
 
-# /induction_heads (the training seed and steps go in the link; the run itself stays in the session)
+
+declare("app_pages/51_next_token.py", *_next_token_controls())
+
+# /induction_heads (the training seed and steps go in the link; the run shown by its digest: "" the shipped run, else
+# a run of this session or one a room keeps beside a pushed view, ui/transformer/induction_run.py)
+def _run_digest(raw: str) -> str:
+    raw = raw.strip().lower()
+    if raw and not (len(raw) == 32 and all(ch in "0123456789abcdef" for ch in raw)):
+        raise ValueError("must be a run's name: 32 hex digits")
+    return raw
+
+
 INDUCTION_TABS = ("Every head's pattern", "K-composition, with live numbers", "Ablate a head", "Your sentence")
 INDUCTION_ABLATE = ("all", "0,0", "0,1", "0,2", "0,3", "1,0", "1,1", "1,2", "1,3")
 declare("app_pages/52_induction_heads.py",
@@ -367,7 +353,9 @@ declare("app_pages/52_induction_heads.py",
         integer("induction.steps", 2500, 50, 10000, "the training steps"),
         tab("induction.tab", INDUCTION_TABS),
         integer("induction.i", 30, 20, 39, "the query position i"),
-        choice("induction.ablate", "all", INDUCTION_ABLATE, "the head zeroed"))
+        choice("induction.ablate", "all", INDUCTION_ABLATE, "the head zeroed"),
+        Own("induction.run", "", _run_digest, str, "the run shown",
+            show=lambda v: "the shipped run" if not v else f"run {v[:8]}…"))
 
 # /handout (the page whose handout is drawn, by its URL path: "" is the Overview; the Classroom's pages have none)
 from .nav import SECTIONS as _SECTIONS  # noqa: E402  (the navigation holds no page state: no circle)

@@ -18,6 +18,7 @@ from .room_poll import ask_poll, teacher_poll_panel
 from .room_rejoin import keep_cookie, resume, waiting, welcome
 from .room_session import ROOM_PAGE, go, leave, page_of, store
 from .text import md_escape
+from .room_travel import stays_text, view_to_push
 
 SHOW = "Show this to the class"
 PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
@@ -69,10 +70,13 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
             with left:
                 _room_line(code, n)
         if page_file != ROOM_PAGE and right.button(SHOW, key="room_push", type="primary", icon=":material/cast:"):
-            _push(code, secret, view_of(page_file))
-            if config is not None and config.embedding == "upload":
-                st.warning("Your uploaded vectors cannot travel to the class: their screens use the default "
-                           "embeddings.", icon=":material/info:")
+            view, problems = view_to_push(code, secret, page_file)      # a run it names goes beside the room first
+            for problem in problems:
+                st.warning(md_escape(problem), icon=":material/info:")
+            _push(code, secret, view)
+        staying = stays_text(page_file, config) if page_file != ROOM_PAGE else ""
+        if staying:                              # said before the push: what the class will not get, and instead
+            right.caption(":material/info: " + md_escape(staying))
         shown = state.pop("room.pushed", None)
         if shown:
             st.caption(f":material/check: Shown to the class (view {shown}): every following screen changes "
@@ -140,7 +144,7 @@ def lesson_steps(code: str, secret: str, trace=None) -> None:
     if target is not None:
         step_to(code, secret, target)
     if stop.poll and st.button(ASK_STOP, key="room_ask_stop", icon=":material/campaign:"):
-        if ask_poll(store(), code, secret, stop.poll, trace) is not None:
+        if ask_poll(store(), code, secret, stop.poll, trace, at=stop.poll_at or None) is not None:
             state["room_poll_box"] = True          # the question box opens with its live chart
             st.rerun()
 

@@ -5,7 +5,7 @@ reveal, sees their answer beside the class's.
 At ui's top because the room bar (ui/room_bar.py) draws it on every page for a room's teacher and students:
 
     teacher_poll_panel(store, code, secret, trace)      the question bank, "Ask the class", the live chart, reveal
-    ask_poll(store, code, secret, kind, trace, seed)    open one question of the bank (a lesson stop's poll)
+    ask_poll(store, code, secret, kind, trace, seed, at)  open one question of the bank (a stop's: at = its poll_at)
     student_poll_card(store, code, member, room_state)  the question, "Send my answer", then the reveal
 
 Cheap where it runs most: a student's card reads nothing beyond the room state it is given, except its own
@@ -104,12 +104,13 @@ def _bank():
     return POLL_KINDS, available, make_poll
 
 
-def ask_poll(store, code, secret, kind: str, trace, seed: int = 0) -> str | None:
-    """Open a question of the bank (made from `trace`, the teacher's settings) in the room: its poll id, or None
-    with a message shown (a kind that does not fit these settings, or the room's own message).
+def ask_poll(store, code, secret, kind: str, trace, seed: int = 0, at: dict | None = None) -> str | None:
+    """Open a question of the bank (made from `trace`, the teacher's settings; `at`, a lesson stop's poll_at, pins
+    it to the stop's own question) in the room: its poll id, or None with a message shown (a kind that does not fit
+    these settings, or the room's own message).
     It replaces any question in progress. Call it before teacher_poll_panel in the run (or rerun after it)."""
     kinds, _, make_poll = _bank()
-    poll = make_poll(kind, trace, seed) if trace is not None and kind in kinds else None
+    poll = make_poll(kind, trace, seed, at=at) if trace is not None and kind in kinds else None
     if poll is None:
         st.warning(md_escape(f"The question “{kinds[kind]}” does not fit the current settings: choose another, "
                              "or change the settings it needs." if kind in kinds else

@@ -64,11 +64,13 @@ def file_of(path: str) -> str:
 
 
 def choose(arrived: bool) -> str:
-    """The page whose handout is drawn (its file): on arriving, the page the user came from; then the select
-    box's choice, which the link carries (handout.of=qkv)."""
+    """The page whose handout is drawn (its file): on arriving, the page the user came from, unless the page
+    opens a view put into the session (a teacher's push: its own "handout.of" stands); then the select box's
+    choice, which the link carries (handout.of=qkv)."""
     paths = [p for _, _, p in targets()]
     came = st.session_state.get("s.came_from")
-    if arrived and came and came != HANDOUT:
+    pushed = page_state.just_put(HANDOUT)
+    if arrived and came and came != HANDOUT and not pushed:
         try:
             st.session_state[KEY] = nav.url_path_of(came) if nav.url_path_of(came) in paths else st.session_state[KEY]
         except KeyError:
@@ -80,7 +82,7 @@ def choose(arrived: bool) -> str:
         st.markdown("Any page's formulas, numbers and sentences of why, for the sentence and settings in the sidebar, "
                     "as a document to print or save as PDF and hand out. It shows the page as you left it: its own "
                     "controls (a head, a step, a block size) as they were set there. A few pages' controls (the PyTorch "
-                    "layer's, the grid's, the alignment's, a training page's label) are not kept across pages: their "
+                    "layer's, the alignment's, a training page's label) are not kept across pages: their "
                     "handouts take the defaults, and a note under the settings says so.")
         st.selectbox("The handout of", paths, key=KEY,
                      format_func=lambda p: f"{nav.section_of(file_of(p))} › {labels[p]}",

@@ -195,9 +195,14 @@ def _delete(i: int) -> None:
 
 
 def _edit_stop(i: int, field: str, key: str) -> None:
+    """One field of stop i from its widget; the stop's other fields stay (its poll's pins and the cells it hides,
+    which no widget edits; a new poll kind drops the pins, which pinned the other kind's question)."""
     draft = st.session_state[DRAFT]
     stops = list(draft.stops)
-    stops[i] = replace(stops[i], **{field: st.session_state[key]})
+    changes = {field: st.session_state[key]}
+    if field == "poll" and changes["poll"] != stops[i].poll:
+        changes["poll_at"] = {}
+    stops[i] = replace(stops[i], **changes)
     st.session_state[DRAFT] = replace(draft, stops=tuple(stops))
 
 

@@ -7,8 +7,7 @@ import functools
 from attention_core.math.demos import dot_product_spread, saturation
 
 from ..charts import grouped_bars_spec, line_spec
-
-D_VALUES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+from ..page_state import SCORES_DK as D_VALUES      # the experiment's d_k: a control a view carries
 
 
 def fill_width(spec: dict) -> dict:

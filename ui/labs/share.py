@@ -26,15 +26,16 @@ def share_box(current_page: str, query: dict[str, str]) -> str:
                                "text, formulas and heatmaps; the switch over the title turns it off). Leave it off "
                                "for links meant for students.")
     base, from_browser = app_base(current_page)
-    own = {} if Path(page_file).name in OWN_CONTROLS else page_state.params(page_file)
-    link = share_link(base, page_file, {**query, **own, **({"presenter": "1"} if presenter else {})})
+    alone = Path(page_file).name in OWN_CONTROLS          # reads none of the shared settings: none in its link
+    settings, own = ({} if alone else query), page_state.params(page_file)
+    link = share_link(base, page_file, {**settings, **own, **({"presenter": "1"} if presenter else {})})
     st.code(link, language=None, wrap_lines=True)
     st.link_button("Open this link in a new tab", link, icon=":material/open_in_new:")
     notes = ["Copy it with the button at the box's right (it shows when you point at the box): whoever opens it sees that page with the **same "
-             "numbers**." if Path(page_file).name not in OWN_CONTROLS else
-             "This page draws its own controls and reads none of the shared settings: the link opens it as it "
-             "starts."]
-    if not query and not own:
+             "numbers**." if not alone else
+             "This page draws its own controls and reads none of the shared settings" +
+             (": the link opens it as it starts." if not own else ".")]
+    if not settings and not own:
         notes.append("Your settings are the defaults, so the link needs " + ("only presenter=1." if presenter else
                                                                              "no parameters."))
     carried = [what for what, on in (("its own controls as you left them", set(own) - {page_state.CELL}),

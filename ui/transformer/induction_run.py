@@ -1,17 +1,29 @@
-"""The induction-heads page's runs: the shipped one (instant, cached per process), and a learner's own, trained live
-with torch when they press Train (kept in st.session_state for the session), and what the page reads from a run:
-every head's pattern before and after, the scores now, the ablations."""
+"""The induction-heads page's runs: the shipped one (instant, cached per process), a learner's own, trained live
+with torch when they press Train (kept in st.session_state for the session), a teacher's run that came with a
+pushed view (fetched from the room once per process), and what the page reads from a run: every head's pattern
+before and after, the scores now, the ablations.
+
+Which run the page shows is the view's parameter "induction.run" (ui/page_state.py): "" the shipped run, else the
+digest of a run's bytes (attention_core.training.lm.run_blob): this session's own run, or one the room keeps.
+"""
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 
 import numpy as np
 import streamlit as st
 
+import classroom
 from attention_core.lessons import induction as ind
+from attention_core.training.lm import run_blob
 from attention_core.training.lm.model import as_float64, lm_trace, token_labels
 
-RUN = "induction.run"              # session_state: the learner's last finished run
+from .. import page_state, room_travel
+
+RUN = "induction.trained"          # session_state: the learner's last finished run {"run", "analysis", "digest"}
+PARAM = "induction.run"            # the view's parameter: the digest of the run shown ("" the shipped run)
 RUNNING = "induction.running"      # session_state: set while a run trains; still set on the next run = interrupted
 MESSAGE = "induction.message"      # session_state: what happened to the last run that did not finish
 REDRAW_EVERY = 100                 # steps between two redraws of the live charts (the history logs every 50)
@@ -50,15 +62,82 @@ def shipped() -> tuple[dict, dict]:
     return run, analyse(run)
 
 
+KEEP = 8                           # teachers' runs kept per process (each ~0.3 MB with its analysis)
+_SHARED: OrderedDict[str, tuple[dict, dict]] = OrderedDict()
+_LOCK = threading.Lock()
+_FETCHING: dict[str, threading.Lock] = {}
+
+
+def remember(name: str, run: dict, analysis: dict) -> None:
+    """A run this process may show to any session whose view names `name` (a teacher's, shown to the class)."""
+    with _LOCK:
+        _SHARED[name] = ({**run, "source": "teacher"}, analysis)
+        _SHARED.move_to_end(name)
+        while len(_SHARED) > KEEP:
+            _SHARED.popitem(last=False)
+
+
+def _kept(name: str):
+    with _LOCK:
+        if name in _SHARED:
+            _SHARED.move_to_end(name)
+            return _SHARED[name]
+    return None
+
+
+def shared(name: str) -> tuple[dict, dict] | None:
+    """The run `name` as this process keeps it, else read once from the room this session is in (the sessions of
+    a class wait for one read and one analysis); None if neither has it."""
+    got = _kept(name)
+    if got is not None:
+        return got
+    with _LOCK:
+        lock = _FETCHING.setdefault(name, threading.Lock())
+    try:
+        with lock:
+            got = _kept(name)
+            if got is not None:
+                return got
+            blob = room_travel.fetch(name)
+            if blob is None:
+                return None
+            try:
+                run = run_blob.from_bytes(blob)
+            except run_blob.RunBlobError:
+                return None
+            run, analysis = {**run, "source": "teacher"}, analyse(run)
+            remember(name, run, analysis)
+            return run, analysis
+    finally:
+        with _LOCK:
+            _FETCHING.pop(name, None)          # a name nobody has leaves nothing behind
+
+
 def current() -> tuple[dict, dict]:
-    """The learner's run if they trained one this session, else the shipped one."""
+    """The run the view names: the shipped one, this session's own, or the teacher's (fetched from the room); a
+    run that cannot be found is said, and the shipped one shown."""
+    name = page_state.value(PARAM)
+    if not name:
+        return shipped()
     own = st.session_state.get(RUN)
-    return (own["run"], own["analysis"]) if own else shipped()
+    if own and own["digest"] == name:
+        return own["run"], own["analysis"]
+    got = shared(name)
+    if got is not None:
+        return got
+    st.warning("The run this view names was trained in another session, and " +
+               (f"the room does not have it now (a room keeps its teacher's last {classroom.room.MAX_RUNS} runs "
+                "while it lasts), or its store did not answer" if st.session_state.get("room.code") else "a link cannot carry a run") +
+               ": the shipped run is shown instead. Train a run here to see one of your own.",
+               icon=":material/link_off:")
+    return shipped()
 
 
 def forget() -> None:
     """Back to the shipped run: the session's own run is dropped."""
     st.session_state.pop(RUN, None)
+    st.session_state[PARAM] = ""
+    room_travel.withdraw(PARAM)
 
 
 def timing_text() -> str:
@@ -121,5 +200,9 @@ def train_live(seed: int, steps: int) -> None:
                                                else " The previous weights stay.")
         return
     run = {"start": result.start, "params": result.params, "history": result.history, "seed": seed, "steps": steps,
-           "seconds": result.seconds, "source": "session"}
-    st.session_state[RUN] = {"run": run, "analysis": analyse(run)}
+           "seconds": round(result.seconds, 3), "source": "session"}      # as it travels (run_blob): the same text
+    blob = run_blob.to_bytes(run)
+    name = run_blob.digest(blob)
+    st.session_state[RUN] = {"run": run, "analysis": analyse(run), "digest": name}
+    st.session_state[PARAM] = name                 # the view names it; a push carries it (ui/room_travel.py)
+    room_travel.offer(PARAM, name, blob)

@@ -56,8 +56,9 @@ def why_random_text(run: dict) -> str:
 def run_text(run: dict, an: dict) -> str:
     """The run in one paragraph, every number from its history and its analysis."""
     h, ph = run["history"], an["phases"]
-    who = ("**The shipped run**, trained by the project's own code" if run["source"] == "shipped"
-           else "**Your run** (this session)")
+    who = {"shipped": "**The shipped run**, trained by the project's own code",
+           "teacher": "**Your teacher's run**, trained in their session and shown to the class"}.get(
+        run["source"], "**Your run** (this session)")
     took = f" in {run['seconds']:.1f} s" if run.get("seconds") else ""
     text = (f"{who}: seed {run['seed']}, {run['steps']:,} steps{took}. The copy loss (the next token's cross-entropy "
             f"on the second copy of repeated random tokens, where copying gives the answer) goes from "

@@ -36,11 +36,11 @@ def controls() -> tuple[float, int, float, int, int]:
     a, b, c, d, e = st.columns([1.2, 1, 1.2, 1, 1.2])
     T = a.slider("Temperature T", 0.0, 3.0, step=0.05, key=KEYS[0],
                  help="The logits are divided by T before softmax. T < 1 sharpens, T > 1 flattens, T = 0 is argmax.")
-    k = b.number_input("top-k", 0, 100, step=1, key=KEYS[1],
-                       help=f"Keep only the k most probable tokens. 0 (or {VOCAB} and more): off.")
+    k = b.number_input("top-k", 0, VOCAB, step=1, key=KEYS[1],
+                       help=f"Keep only the k most probable tokens, at most the vocabulary's {VOCAB}. 0 or {VOCAB}: off.")
     p = c.slider("top-p", 0.0, 1.0, step=0.05, key=KEYS[2],
-                 help="Keep the most probable tokens until their probabilities add up to p_top, this threshold "
-                      "(at least one token). 1: off.")
+                 help="Keep the fewest most probable tokens whose probabilities add up to p_top, this threshold "
+                      "(equal probabilities: the lower token number first; at least one token). 1: off.")
     seed = d.number_input("Seed", 0, 2 ** 31 - 1, step=1, key=KEYS[3],
                           help="Seeds the uniform draws u: the same seed draws the same tokens.")
     n_new = e.slider("Tokens to generate", 0, MAX_NEW, key=KEYS[4],

@@ -9,7 +9,7 @@ from attention_core import grid as g
 from ..views import step
 from .grid_view import channels, features_table, looks, picture
 
-GRIDS = [3, 4, 6, 8, 12]            # cells per side; each divides the 48-pixel image
+from ..page_state import GRID_CELLS as GRIDS   # cells per side; each divides the 48-pixel image
 
 
 def controls() -> tuple[str, str, int, float, list[str]]:
@@ -22,10 +22,10 @@ def controls() -> tuple[str, str, int, float, list[str]]:
             query = st.selectbox("Query", list(g.QUERIES), key="grid.query",
                                  help="What the decoder is looking for, written in the features' own terms.")
         with c3:
-            cells = st.select_slider("Grid", options=GRIDS, value=6, format_func=lambda c: f"{c}×{c}",
+            cells = st.select_slider("Grid", options=list(GRIDS), format_func=lambda c: f"{c}×{c}",
                                      key="grid.cells")
         with c4:
-            sharpness = st.slider("Query length (sharpness)", min_value=1.0, max_value=30.0, value=10.0, step=1.0,
+            sharpness = st.slider("Query length (sharpness)", min_value=1.0, max_value=30.0, step=1.0,
                                   key="grid.sharpness", help="Each query is a unit vector times this number: longer "
                                   "queries give larger scores and more peaked weights.")
         queries = st.multiselect("Queries asked together in (b) and (c)", list(g.QUERIES),
@@ -117,7 +117,7 @@ def transform_controls() -> tuple[str, int]:
                               format_func={"hand": "hand-set (what training might find)",
                                            "random": "random (an untrained model)"}.get)
     with c2:
-        seed = st.number_input("Seed of the random transforms", min_value=0, max_value=2**32 - 1, value=0,
+        seed = st.number_input("Seed of the random transforms", min_value=0, max_value=2**32 - 1,
                                step=1, key="grid.seed", disabled=transforms == "hand")
     return transforms, int(seed)
 

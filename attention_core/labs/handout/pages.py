@@ -177,12 +177,15 @@ def _alignment(config, controls, forward):
 
 def _grid(config, controls, forward):
     from ...lessons import grid as g
-    scene, query = next(iter(g.SCENES)), next(iter(g.QUERIES))
-    grid = g.make_grid(scene, (6, 6), 48)
-    trace = g.one_query(grid, g.named_queries([query], 10.0)[0], query)
+    scene = _get(controls, "grid.scene", next(iter(g.SCENES)))
+    query = _get(controls, "grid.query", next(iter(g.QUERIES)))
+    cells, length = int(_get(controls, "grid.cells", 6)), float(_get(controls, "grid.sharpness", 10.0))
+    grid = g.make_grid(scene, (cells, cells), 48)
+    trace = g.one_query(grid, g.named_queries([query], length)[0], query)
     p = Parts().add(trace, ["q", "scores", "weights_grid", "context"])
-    p.notes.append(f"Scene “{scene}” on a 6×6 grid, the query “{query}” of length 10: the page's first tab at "
-                   "its defaults.")
+    p.controls += [f"scene “{scene}”", f"{cells}×{cells} cells", f"query “{query}”", f"query length {length:g}"]
+    p.notes.append(f"Scene “{scene}” on a {cells}×{cells} grid, the query “{query}” of length {length:g}: the page's "
+                   "first tab.")
     return p
 
 
@@ -271,7 +274,8 @@ def _induction(config, controls, forward):
     ids, _, labels, _ = sentence_ids(config.sentence)
     p = Parts()
     p.notes.append("The shipped run's small language model on the sentence (the page's “Your sentence” tab); a run "
-                   "trained on the page lives only in that browser.")
+                   "trained on the page (kept in that browser's session, and beside the room when a teacher shows "
+                   "it to a class) is not printed here.")
     return p.add(lm_trace(shipped_params(), ids, labels), ["x", "l0.attn", "l1.attn", "ln_f", "logits"])
 
 

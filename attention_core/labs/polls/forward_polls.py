@@ -17,9 +17,10 @@ import numpy as np
 
 from ...forward.trace import Trace
 from ...math import attention as att
-from ..quiz.notation import at, by_head, facts_line, heads_letter, name_of, num, shape_text, temperature_of
+from ..quiz.notation import at as named, by_head, facts_line, heads_letter, name_of, num, shape_text, temperature_of
 from ..quiz.shapes import SHAPE_STEPS, _raw_scores
 from ..quiz.weights import _hidden_because
+from .pins import Unfit, pin_int, pin_text, pinned
 from .poll import MIN_CHOICES, Poll, count_choices, make
 
 
@@ -34,18 +35,36 @@ def _attends_rows(trace: Trace) -> list[tuple[int, int]]:
     """(head block, row) with one clear winner (ahead of the second by more than 0.001), in a sentence of 3 or
     more words (the words are the choices). A row the mask leaves one key (row 0 under the causal mask) is answered
     by the mask alone, its other choices words it cannot see: such rows are asked only when no other row fits."""
-    if "weights" not in trace or trace.n < MIN_CHOICES:
-        return []
-    w = by_head(trace["weights"].value)
-    rows = [(h, i) for h in range(w.shape[0]) for i in range(w.shape[1]) if w[h, i].sum() > 0 and _gap(w[h, i]) > 1e-3]
+    rows = _clear_rows(trace)
     if "mask" not in trace:
         return rows
     seen = trace["mask"].value.sum(axis=-1)
     return [(h, i) for h, i in rows if seen[i] >= 2] or rows
 
 
-def attends_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
+def _clear_rows(trace: Trace) -> list[tuple[int, int]]:
+    """(head block, row) with one clear winner, in a sentence of 3 or more words."""
+    if "weights" not in trace or trace.n < MIN_CHOICES:
+        return []
+    w = by_head(trace["weights"].value)
+    return [(h, i) for h in range(w.shape[0]) for i in range(w.shape[1]) if w[h, i].sum() > 0 and _gap(w[h, i]) > 1e-3]
+
+
+def _pin_head(trace: Trace, at: dict | None, step: str = "weights") -> int | None:
+    """The pinned head: None when not pinned; Unfit when the step has no head axis or the head is past H."""
+    if not at or "head" not in at:
+        return None
+    if step not in trace or trace[step].value.ndim != 3:
+        raise Unfit("these settings have one head")
+    return pin_int(at, "head", 0, trace[step].shape[0] - 1)
+
+
+def attends_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
+    """at: {"row": i, "head": h} (head only with several heads): that row's largest weight."""
     rows = _attends_rows(trace)
+    if at:
+        i, h = pin_int(at, "row", 0, trace.n - 1), _pin_head(trace, at)
+        rows = pinned(_clear_rows(trace), lambda c: (i is None or c[1] == i) and (h is None or c[0] == h))
     if not rows:
         return None
     h, i = rows[int(rng.integers(len(rows)))]
@@ -91,21 +110,51 @@ def _wrong_shapes(trace: Trace, shape: tuple[int, ...]) -> list[str]:
     return out
 
 
+def _longer(trace: Trace, n: int) -> Trace:
+    """The same settings on a sentence of n words (the sentence's own words, repeated): what typing one gives."""
+    from ...forward.stages import run_forward
+    from ...math.limits import ConfigError
+    from ..quiz.notation import config_of
+    config = config_of(trace)
+    if config is None or not trace.tokens:
+        raise Unfit("no settings to change")
+    words = [trace.tokens[k % trace.n] for k in range(n)]
+    try:
+        longer = run_forward(config.replace(sentence=" ".join(words)))
+    except (ConfigError, ValueError) as err:
+        raise Unfit(str(err)) from None
+    if longer.n != n:
+        raise Unfit("the sentence does not split into n tokens")
+    return longer
+
+
 def _shape_steps(trace: Trace) -> list[str]:
     return [k for k in SHAPE_STEPS if k in trace and trace[k].value.ndim >= 2
             and count_choices(_shape_text(trace[k].shape), _wrong_shapes(trace, trace[k].shape)) >= MIN_CHOICES]
 
 
-def shape_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
-    keys = _shape_steps(trace)
+def shape_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
+    """at: {"step": a step's key, "n": a sentence length}: that step's shape, on a sentence of n words when n is
+    pinned (typing one: its shape now is then a distractor, as if n did not enter)."""
+    n = pin_int(at, "n", 1, 64)
+    asked = trace if n is None or n == trace.n else _longer(trace, n)
+    keys = _shape_steps(asked)
+    step_key = pin_text(at, "step", keys)
+    if step_key is not None:
+        keys = [step_key]
     if not keys:
         return None
-    step = trace[keys[int(rng.integers(len(keys)))]]
-    name = name_of(step, trace)
-    return make("shape", f"{facts_line(trace)} What is the shape of {name}"
+    step = asked[keys[int(rng.integers(len(keys)))]]
+    name = name_of(step, asked)
+    now = trace[step.key].shape if asked is not trace and step.key in trace else None
+    wrong = ([_shape_text(now)] if now is not None else []) + _wrong_shapes(asked, step.shape)
+    typed = "" if asked is trace else (f"Type a sentence of {asked.n} words instead of these {trace.n}. ")
+    grows = ("" if now is None else
+             f" Now, with n = {trace.n}, it is {_shape_text(now)}" + (": the same." if now == step.shape else "."))
+    return make("shape", f"{typed}{facts_line(asked)} What is the shape of {name}"
                 + (f" ({step.title})?" if name != step.title else "?"),
-                _shape_text(step.shape), _wrong_shapes(trace, step.shape),
-                f"{name} is {shape_text(step, trace)}: {_shape_reason(step, trace)}", rng, step.key)
+                _shape_text(step.shape), wrong,
+                f"{name} is {shape_text(step, asked)}: {_shape_reason(step, asked)}{grows}", rng, step.key)
 
 
 def _shape_reason(step, trace: Trace) -> str:
@@ -132,8 +181,12 @@ def _head_cells(trace: Trace) -> list[tuple[int, int]]:
     return [(i, j) for i in range(trace.n) for j in range(trace.n) if _gap(w[:, i, j]) > 1e-3]
 
 
-def which_head_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
+def which_head_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
+    """at: {"row": i, "col": j}: the head with the largest A_h[i,j]."""
     cells = _head_cells(trace)
+    if at:
+        i, j = pin_int(at, "row", 0, trace.n - 1), pin_int(at, "col", 0, trace.n - 1)
+        cells = pinned(cells, lambda c: (i is None or c[0] == i) and (j is None or c[1] == j))
     if not cells:
         return None
     i, j = cells[int(rng.integers(len(cells)))]
@@ -166,14 +219,19 @@ def _wrong_scaled(s: float, d_k: int) -> list[str]:
     return [num(s * math.sqrt(d_k)), num(s / d_k), num(s)]
 
 
-def scaled_score_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
+def scaled_score_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
+    """at: {"row": i, "col": j, "head": h} (head only with several heads): Ŝ[i,j] from S[i,j]."""
     got = _scaled_inputs(trace)
     if got is None or not got[3]:
         return None
     s, s_hat, d_k, cells = got
+    if at:
+        i, j, h = pin_int(at, "row", 0, trace.n - 1), pin_int(at, "col", 0, trace.n - 1), _pin_head(trace, at, "scores")
+        cells = pinned(cells, lambda c: (i is None or c[-2] == i) and (j is None or c[-1] == j)
+                       and (h is None or c[0] == h))
     cell = cells[int(rng.integers(len(cells)))]
     head, index = (cell[0], cell[1:]) if s.ndim == 3 else (None, cell)
-    raw, scaled = at("S", head, *index), at("Ŝ", head, *index)
+    raw, scaled = named("S", head, *index), named("Ŝ", head, *index)
     value = float(s[cell])
     return make("scaled_score", f"The raw score {raw} = {num(value)} and d_k = {d_k}. What is the scaled score {scaled}?",
                 num(s_hat[cell]), _wrong_scaled(value, d_k),
@@ -196,16 +254,21 @@ def _hidden_cells(trace: Trace) -> list[tuple[int, int]]:
     return [(int(i), int(j)) for i, j in np.argwhere(trace["mask"].value == 0)]
 
 
-def masked_weight_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
+def masked_weight_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
+    """at: {"row": i, "col": j, "head": h} (head only with several heads): the weight of a key the mask hides."""
     cells = _hidden_cells(trace)
     if not cells:
         return None
+    pin_h = None
+    if at:
+        i, j, pin_h = pin_int(at, "row", 0, trace.n - 1), pin_int(at, "col", 0, trace.n - 1), _pin_head(trace, at)
+        cells = pinned(cells, lambda c: (i is None or c[0] == i) and (j is None or c[1] == j))
     i, j = cells[int(rng.integers(len(cells)))]
     heads = trace["weights"].value.ndim == 3
-    h = int(rng.integers(trace["weights"].shape[0])) if heads else None
+    h = pin_h if pin_h is not None else int(rng.integers(trace["weights"].shape[0])) if heads else None
     unmasked = float(_unmasked_weights(trace)[h or 0, i, j])
     labels, n = trace.token_labels(), trace.n
-    a, s_tilde = at("A", h, i, j), at("S̃", h, i, j)
+    a, s_tilde = named("A", h, i, j), named("S̃", h, i, j)
     rule = _hidden_because(trace, i, j)
     return make("masked_weight", f"The mask hides key “{labels[j]}” from query “{labels[i]}” ({rule}). What weight "
                 f"{a} does row {i} give to key {j}" + (f" in head {h}?" if heads else "?"),

@@ -12,6 +12,7 @@ import numpy as np
 from ...forward.trace import Trace
 from ...lessons.kv_cache import BYTES, CONTEXTS, PRESETS, Preset, cache_bytes, human
 from ..quiz.notation import config_of
+from .pins import Unfit, pin_int, pin_text
 from .poll import MIN_CHOICES, Poll, count_choices, make
 
 
@@ -37,13 +38,18 @@ def _heads_that_fit(n_heads: int, n_kv: int) -> list[int]:
 GQA_PRESETS = tuple(p for p in PRESETS.values() if p.latent is None and p.n_kv_heads < p.n_heads)
 
 
-def kv_head_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
+def kv_head_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
     """On the settings' H and H_kv when they share KV heads and give three choices; else on a published model's
-    configuration (the prompt says which)."""
+    configuration (the prompt says which). at: {"head": h} (the query head), {"model": a published model's name}
+    (that model's H and H_kv, not the settings')."""
     config = config_of(trace)
-    own = (config is not None and config.kv_heads < config.n_heads
+    model = pin_text(at, "model", [p.name for p in GQA_PRESETS])
+    own = (model is None and config is not None and config.kv_heads < config.n_heads
            and _heads_that_fit(config.n_heads, config.kv_heads))
-    if own:
+    if model is not None:
+        p = PRESETS[model]
+        n_heads, n_kv, who = p.n_heads, p.n_kv_heads, f"{p.name} (its published configuration) has"
+    elif own:
         n_heads, n_kv, who = config.n_heads, config.kv_heads, "Your settings have"
     else:
         p = GQA_PRESETS[int(rng.integers(len(GQA_PRESETS)))]
@@ -54,7 +60,10 @@ def kv_head_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
                 f"Your settings' H = {config.n_heads}, H_kv = {config.kv_heads} leave too few choices. ")
         who = f"{mine}{p.name} (its published configuration) has"
     heads = _heads_that_fit(n_heads, n_kv)
-    h = heads[int(rng.integers(len(heads)))]
+    h = pin_int(at, "head", 0, n_heads - 1)
+    if h is not None and h not in heads:
+        raise Unfit(f"query head {h} leaves too few choices")
+    h = heads[int(rng.integers(len(heads)))] if h is None else h
     g = n_heads // n_kv
     return make("kv_head", f"{who} H = {n_heads} query heads and H_kv = {n_kv} KV heads. Which KV head does query "
                 f"head h = {h} read (heads counted from 0)?",
@@ -102,11 +111,17 @@ def cache_size_poll_for(p: Preset, tokens: int, bytes_per_value: int, rng: np.ra
                 "The wrong choices: " + "; ".join(f"{why}, {b}" for why, b in wrong if b != right) + ".", rng)
 
 
-def kv_cache_size_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
+def kv_cache_size_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
     """A published model's configuration (the KV cache lesson's PRESETS without a window or a latent cache), a
-    context length it allows and bf16 or fp8, drawn by the seed: the settings' sentence does not enter."""
-    p = PLAIN_PRESETS[int(rng.integers(len(PLAIN_PRESETS)))]
+    context length it allows and bf16 or fp8, drawn by the seed: the settings' sentence does not enter.
+    at: {"model": its name, "tokens": a context length it allows, "bytes": bytes per value}."""
+    model = pin_text(at, "model", [p.name for p in PLAIN_PRESETS])
+    p = PRESETS[model] if model is not None else PLAIN_PRESETS[int(rng.integers(len(PLAIN_PRESETS)))]
     contexts = [c for c in CONTEXTS if c <= p.context]
-    tokens = contexts[int(rng.integers(len(contexts)))]
-    bytes_per_value = sorted(BYTES)[int(rng.integers(len(BYTES)))]
+    tokens = pin_int(at, "tokens", 1, p.context)
+    tokens = contexts[int(rng.integers(len(contexts)))] if tokens is None else tokens
+    bytes_per_value = pin_int(at, "bytes", 1, 8)
+    if bytes_per_value is not None and bytes_per_value not in BYTES:
+        raise Unfit(f"{bytes_per_value} bytes per value is not one the calculator offers")
+    bytes_per_value = sorted(BYTES)[int(rng.integers(len(BYTES)))] if bytes_per_value is None else bytes_per_value
     return cache_size_poll_for(p, tokens, bytes_per_value, rng, "A real model, from its published configuration: ")

@@ -13,6 +13,7 @@ import numpy as np
 from ...forward.trace import Trace
 from ...lessons.masks import RULES
 from ..quiz.notation import config_of, num
+from .pins import pin_int, pinned
 from .poll import MIN_CHOICES, Poll, count_choices, make
 
 MASK_WORDS = {"none": "no mask", "causal": "the causal mask", "padding": "a padding mask"}
@@ -60,7 +61,8 @@ def _rows(trace: Trace, w: int, mask: np.ndarray) -> list[int]:
                              [key_range(r, labels) for r in _wrong_ranges(i, w, trace.n)]) >= MIN_CHOICES]
 
 
-def window_keys_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
+def window_keys_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
+    """at: {"row": i}: the keys query i sees."""
     got = _window(trace)
     if got is None:
         return None
@@ -70,6 +72,9 @@ def window_keys_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
         return None
     full = [i for i in rows if i >= w - 1]                  # a row whose window is full, if there is one
     rows = full or rows
+    if at:
+        row = pin_int(at, "row", 0, trace.n - 1)
+        rows = pinned(_rows(trace, w, mask), lambda i: row is None or i == row)
     i = rows[int(rng.integers(len(rows)))]
     labels, n = trace.token_labels(), trace.n
     keys = np.flatnonzero(mask[i])

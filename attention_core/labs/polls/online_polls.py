@@ -16,6 +16,7 @@ import numpy as np
 from ...forward.trace import Trace
 from ...lessons.online_softmax import matrix_symbol, online_softmax_trace, run_blocks
 from ..quiz.notation import config_of, num
+from .pins import Unfit, pin_int
 from .poll import MAX_CHOICES, MIN_CHOICES, Poll, count_choices, make
 
 BLOCK_SIZES = (2, 1, 3)              # B_c: keys per block, the first that makes two blocks or more
@@ -64,18 +65,24 @@ def _scores_text(blocks, i: int) -> str:
     return "; ".join(f"block {b}: {block(bl['scores'][i])}" for b, bl in enumerate(blocks))
 
 
-def online_max_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
+def online_max_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
+    """at: {"block_size": B_c, "block": b, "row": i, "head": h}: m_i after block b, keys read B_c at a time."""
     config = config_of(trace)
     if config is None or trace.n < 2:
         return None
     sizes = [s for s in BLOCK_SIZES if s < trace.n]
     heads = [int(h) for h in rng.permutation(config.n_heads)]
+    size, head = pin_int(at, "block_size", 1, trace.n - 1), pin_int(at, "head", 0, config.n_heads - 1)
+    block, row = pin_int(at, "block", 1, trace.n), pin_int(at, "row", 0, trace.n - 1)
+    sizes, heads = sizes if size is None else [size], heads if head is None else [head]
     for size, head in ((s, h) for s in sizes for h in heads):      # the first block size with a cell, a drawn head
         blocks, _, _ = run_blocks(config, size, head)
-        cells = _cells(blocks)
+        cells = [(b, i) for b, i in _cells(blocks) if (block is None or b == block) and (row is None or i == row)]
         if cells:
             break
     else:
+        if at:
+            raise Unfit("the pinned block and row leave too few choices")
         return None
     later = [c for c in cells if num(blocks[-1]["m"][c[1]]) != num(blocks[c[0]]["m"][c[1]])]
     b, i = (later or cells)[int(rng.integers(len(later or cells)))]   # one whose later blocks still raise m_i, if any

@@ -23,7 +23,8 @@ from ...forward.stages import run_forward
 from ...forward.trace import Trace
 from ...math.limits import ConfigError
 from ...lessons.rope import DOT_SCORES, rope_lesson, score_function, score_key, with_rope
-from ..quiz.notation import at, config_of, num
+from ..quiz.notation import at as cell, config_of, num
+from .pins import Unfit, pin_int
 from .poll import MIN_CHOICES, Poll, count_choices, make
 
 SHIFTS = (3, 10, 100, 1000)          # Δ: the whole sentence moved by this many positions
@@ -68,23 +69,30 @@ def _candidates(forward: Trace, head: int, shift: int) -> tuple[dict, list[tuple
 WRONG = ("query only", "key only", "no rotation")
 
 
-def rope_shift_poll(trace: Trace, rng: np.random.Generator) -> Poll | None:
+def rope_shift_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
+    """at: {"row": i, "col": j, "head": h, "shift": Δ}: the score of query i, key j after a shift by Δ."""
     forward = _forward_with_rope(trace)
     if forward is None or forward.n < 2:
         return None
     config = forward.facts["config"]
-    tries = [(h, s) for h in rng.permutation(config.n_heads).tolist() for s in rng.permutation(SHIFTS).tolist()]
+    head, shift = pin_int(at, "head", 0, config.n_heads - 1), pin_int(at, "shift", 1, 10 ** 6)
+    row, col = pin_int(at, "row", 0, forward.n - 1), pin_int(at, "col", 0, forward.n - 1)
+    tries = [(h, s) for h in (rng.permutation(config.n_heads).tolist() if head is None else [head])
+             for s in (rng.permutation(SHIFTS).tolist() if shift is None else [shift])]
     for head, shift in tries:                              # the drawn head and Δ, or the next that has a cell
         m, cells = _candidates(forward, int(head), int(shift))
+        cells = [(i, j) for i, j in cells if (row is None or i == row) and (col is None or j == col)]
         if cells:
             break
     else:
+        if at:
+            raise Unfit("the pinned cell leaves too few choices")
         return None
     i, j = cells[int(rng.integers(len(cells)))]
     labels = forward.token_labels()
     h = head if config.n_heads > 1 else None
     symbol = "Ŝ" if config.score == "scaled_dot" else "S"
-    s = at(symbol, h, i, j)
+    s = cell(symbol, h, i, j)
     over = " / √d_k" if config.score == "scaled_dot" else ""
     teacher = config_of(trace)
     intro = ("" if teacher.positional == "rope" else

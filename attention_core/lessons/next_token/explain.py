@@ -1,7 +1,8 @@
 """The next token's explainers: each cell's formula, the live numbers put in, and the value recomputed from them.
 
-    z_j = Σ_m N_f(X_2)_{n−1,m} W_U[m, j]          z_j / T          p_j = e^{z_j/T − m} / Σ_i e^{z_i/T − m}
-    kept_j (why top-k and top-p keep or drop j)        p′_j = p_j / Σ_{kept} p_i        F_j = Σ_{i ≤ j} p′_i
+    z_j = Σ_m N_f(X_2)_{n−1,m} W_U[m, j]      (z_j − max z) / T      p_j = e^{(z_j − max z)/T} / Σ_i e^{(z_i − max z)/T}
+    kept_j (top-k and top-p recomputed: the k-th largest z, top-p's order and the mass ahead of j)
+    p′_j = p_j / Σ_{kept} p_i        F_j = Σ_{i ≤ j} p′_i
     the sample (the first j with F_j > u)              A_{h,n−1,j} = e^{S̃_j − m} / Σ_i e^{S̃_i − m}
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ import math
 import numpy as np
 
 from ...explanations import Context, Explanation, fmt, join_terms, register, softmax_fraction
+from ...math.sampling import TOP_P_TOLERANCE
 from .trace import KIND
 
 
@@ -53,63 +55,117 @@ def _logit(ctx: Context, cell) -> Explanation:
                 [("h", (m,)) for m in range(h.size)] + [("w_u", (m, j)) for m in range(h.size)], h.size, hidden)
 
 
+def _over_t(d: float, T: float) -> float:
+    """(z_j − max z) / T, d ≤ 0 and T > 0, divided as Python's floats divide (IEEE, no warning): −∞ where the
+    quotient lies below float64's range (|d| / T > 1.8e308)."""
+    return d / T
+
+
 @register("scaled", kind=KIND)
 def _scaled(ctx: Context, cell) -> Explanation:
     (j,) = cell
-    z, T = float(ctx.value("logits")[j]), ctx.trace.facts["temperature"]
+    z, T = ctx.value("logits"), ctx.trace.facts["temperature"]
     if T == 0:
-        return _out("scaled", cell, f"z_{{{j}}}", f"z_{j}", f"z_{{{j}}}", _n(z), f"z_{j}", _t(z), z,
+        return _out("scaled", cell, f"z_{{{j}}}", f"z_{j}", f"z_{{{j}}}", _n(z[j]), f"z_{j}", _t(z[j]), float(z[j]),
                     "T = 0: nothing is divided; the next token is the argmax of z.", [("logits", (j,))])
-    return _out("scaled", cell, f"z_{{{j}}} / T", f"z_{j} / T", rf"\frac{{z_{{{j}}}}}{{T}}",
-                rf"\frac{{{_n(z)}}}{{{fmt(T, 4)}}}", f"z_{j} / T", f"{_t(z)} / {T:g}", z / T,
-                "The temperature divides the logits before softmax: after softmax it would change nothing.",
-                [("logits", (j,))])
+    top = float(z.max())
+    value = _over_t(float(z[j]) - top, T)
+    below = math.isinf(value)
+    return _out("scaled", cell, rf"(z_{{{j}}} - \max z) / T", f"(z_{j} − max z) / T",
+                rf"\frac{{z_{{{j}}} - \max z}}{{T}}",
+                rf"\frac{{{_n(z[j])} - {_p(top)}}}{{{fmt(T, 4)}}}", f"(z_{j} − max z) / T",
+                f"({_t(z[j])} − {_t(top)}) / {T:g}", value,
+                "The temperature divides the logits before softmax (after softmax it would change nothing). The "
+                "largest logit is taken away first: softmax is the same with or without it, and the largest entry "
+                "becomes 0, so no exponential overflows however small T is."
+                + (" This quotient lies below the most negative number a 64-bit float holds (−1.8 × 10³⁰⁸), so it is −∞: "
+                   "its exponential is 0, as it would be anyway." if below else ""),
+                [("logits", (i,)) for i in range(z.size)])
 
 
 @register("probs", kind=KIND)
 def _prob(ctx: Context, cell) -> Explanation:
     (j,) = cell
-    f, s = ctx.trace.facts, ctx.value("scaled")
-    if f["temperature"] == 0:
-        top = int(np.argmax(s))
+    f, z = ctx.trace.facts, ctx.value("logits")
+    T = f["temperature"]
+    if T == 0:
+        top = int(np.argmax(z))
         return _out("probs", cell, f"p_{{{j}}}", f"p_{j}", rf"[\,{j} = \arg\max_i z_i = {top}\,]",
                     "1" if j == top else "0", f"[{j} = argmax z = {top}]", str(int(j == top)), float(j == top),
-                    "T = 0 is the limit of softmax(z / T) as T → 0: all the probability on the largest logit.",
-                    [("logits", (i,)) for i in range(s.size)])
-    m = float(s.max())
-    e = [math.exp(float(x) - m) for x in s]
+                    "T = 0 is greedy decoding: all the probability on the largest logit (on the first of them, the "
+                    "lowest token number, if several tie).", [("logits", (i,)) for i in range(z.size)])
+    s = ctx.value("scaled")
+    x = [_over_t(float(v) - float(z.max()), T) for v in z]     # (z_i − max z) / T, recomputed from z
+    e = [math.exp(v) for v in x]
     total = math.fsum(e)
-    exps = [rf"e^{{{_n(x)} {'+' if m < 0 else '-'} {_n(abs(m))}}}" for x in s]
-    exps_text = [f"e^({_t(x)} {'+' if m < 0 else '-'} {_t(abs(m))})" for x in s]
-    shown, text, hidden = softmax_fraction(ctx, exps, exps_text, e, j, total)
+    exps = [rf"e^{{{_n(v)}}}" for v in x]
+    exps_text = [f"e^({_t(v)})" for v in x]
+    shown, text, hidden = softmax_fraction(ctx, exps, exps_text, e, j, total, masked=[False] * len(x))
+    ties = sum(v == 0 for v in x)
     return _out("probs", cell, f"p_{{{j}}}", f"p_{j}",
-                rf"\frac{{e^{{z_{{{j}}}/T - m}}}}{{\sum_{{i=0}}^{{{s.size - 1}}} e^{{z_i/T - m}}}}", shown,
-                f"e^(z_{j}/T - m) / Σ_i e^(z_i/T - m)", text, e[j] / total,
-                f"Token {j} (“{_word(ctx, j)}”): its exponential over the sum of all {s.size}; m = max_i z_i / T = "
-                f"{_t(m)} is subtracted first so that no exponential overflows (it cancels).",
+                rf"\frac{{e^{{(z_{{{j}}} - \max z)/T}}}}{{\sum_{{i=0}}^{{{z.size - 1}}} e^{{(z_i - \max z)/T}}}}", shown,
+                f"e^((z_{j} − max z)/T) / Σ_i e^((z_i − max z)/T)", text, e[j] / total,
+                f"Token {j} (“{_word(ctx, j)}”): its exponential over the sum of all {z.size}. The largest logit, "
+                f"max z = {_t(z.max())}, is taken away before dividing by T = {T:g}: it cancels, and the largest "
+                "term becomes e⁰ = 1, so no exponential overflows."
+                + (f" T is so small that every logit more than about 745·T below the largest has e^(…) = 0: the "
+                   f"{'largest logit takes' if ties == 1 else f'{ties} tied largest logits share'} all the "
+                   "probability." if any(v < -745.2 for v in x) else ""),
                 [("scaled", (i,)) for i in range(s.size)], s.size, hidden)
+
+
+def _mass(v: float, top_p: float, stays: bool, hold: str = "hold") -> str:
+    """The mass ahead of a token against p_top, in words, with the digits the comparison needs."""
+    shown = f"{v:.12g}" if abs(v - top_p) < 5e-5 else f"{v:.4f}"
+    if stays:
+        return f"{hold} {shown} < p_top = {top_p:g}, so the kept set has not reached p_top yet: it stays"
+    if v < top_p:
+        return (f"{hold} {v:.17g}, which is p_top = {top_p:g} up to rounding ({top_p - v:.1g} short, within the "
+                "10⁻¹² allowed for rounding), so the kept set reached p_top before it: it is dropped")
+    return f"{hold} {shown} ≥ p_top = {top_p:g}, so the kept set reached p_top before it: it is dropped"
+
+
+def _ordinal(r: int) -> str:
+    return f"{r}{'th' if 10 <= r % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(r % 10, 'th')}"
 
 
 @register("kept", kind=KIND)
 def _kept(ctx: Context, cell) -> Explanation:
+    """Both filters recomputed from z and p: the k-th largest logit, then top-p's order of p̃ (p renormalised over
+    what top-k kept; equal p̃ by token number) and the mass ahead of j, summed exactly (math.fsum)."""
     (j,) = cell
     f, z, p = ctx.trace.facts, ctx.value("logits"), ctx.value("probs")
-    k, top_p, T = f["k"], f["p"], f["temperature"]
-    by_k, by_p = bool(f["kept_k"][j]), bool(f["kept_p"][j])
+    k, top_p, T, n = f["k"], f["p"], f["temperature"], z.size
     rank = int((z > z[j]).sum()) + 1
     if T == 0:
+        by_k = by_p = bool(p[j] > 0)
         why = "T = 0: only the argmax stays."
     else:
-        after_k = np.where(f["kept_k"], p, 0.0)
+        kth = float(np.sort(z)[::-1][k - 1]) if 0 < k < n else -math.inf
+        in_k = z >= kth
+        by_k = bool(in_k[j])
+        after_k = np.where(in_k, p, 0.0)
         after_k = after_k / after_k.sum()
-        above = math.fsum(float(q) for i, q in enumerate(after_k) if q > after_k[j] and i != j)
-        k_text = ("top-k is off" if k == 0 or k >= z.size else
-                  f"its logit is number {rank} of {z.size}, {'within' if by_k else 'outside'} the top k = {k}")
-        p_text = ("top-p is off (p_top = 1)" if top_p >= 1 else
-                  "dropped by top-k first" if not by_k else
-                  "top-p = 0 keeps only the most probable token (after top-k), and this is it" if by_p and top_p == 0
-                  else f"the more probable tokens (after top-k) hold {above:.4f} {'<' if by_p else '≥'} "
-                       f"p_top = {top_p:g}")
+        order = sorted(range(n), key=lambda i: (-after_k[i], i))
+        r = order.index(j)
+        ahead = math.fsum(float(after_k[i]) for i in order[:r])
+        by_p = top_p >= 1 or r == 0 or ahead < top_p - TOP_P_TOLERANCE
+        k_text = ("top-k is off" if k == 0 or k >= n else
+                  f"its logit is number {rank} of {n}, {'within' if by_k else 'outside'} the top k = {k}")
+        if top_p >= 1:
+            p_text = "top-p is off (p_top = 1)"
+        elif not by_k:
+            p_text = "dropped by top-k first"
+        elif r == 0:
+            p_text = ("it comes first in top-p's order (by p̃, p renormalised over what top-k kept, largest first), "
+                      "and the first token always stays")
+        else:
+            tie = sum(1 for i in order[:r] if after_k[i] == after_k[j])
+            p_text = (f"in top-p's order (by p̃, p renormalised over what top-k kept, largest first; equal p̃ by "
+                      f"token number, the lower first) it comes {_ordinal(r + 1)}"
+                      + (f", after {tie} token{'s' if tie > 1 else ''} of the same p̃ with a lower number" if tie else "")
+                      + (f"; the {r} tokens ahead of it " if r > 1 else "; the token ahead of it ")
+                      + _mass(ahead, top_p, by_p, "hold" if r > 1 else "holds"))
         why = f"{k_text}; {p_text}."
     value = float(by_k and by_p)
     return _out("kept", cell, rf"\text{{kept}}_{{{j}}}", f"kept_{j}", r"[\text{top-}k] \cdot [\text{top-}p]",

@@ -103,18 +103,25 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
           "dotted with column j.")
     t.add("logits", "Logits z of the next token", z, ("vocab",), r"z = N_f(X_2)_{n-1}\, W_U", ("h", "w_u"),
           why=f"One score per token of the {VOCAB}; the largest is the model's best guess.")
-    t.add("scaled", "z / T", s["scaled"], ("vocab",), r"z / T" if temperature else r"z \;(T = 0:\ \text{argmax})",
-          ("logits",), why=f"Divided by T = {T} before softmax: T < 1 sharpens, T > 1 flattens."
-          if temperature else "T = 0: no division; the largest logit takes all the probability.")
+    t.add("scaled", "(z − max z) / T", s["scaled"], ("vocab",),
+          r"\frac{z - \max z}{T}" if temperature else r"z \;(T = 0:\ \text{argmax})",
+          ("logits",), why=f"The logits divided by T = {T} before softmax (T < 1 sharpens, T > 1 flattens), after the "
+          "largest is taken away so that the largest becomes 0 and none overflows, however small T; softmax is the "
+          "same with or without the shift." if temperature else "T = 0: no division; the largest logit takes all "
+          "the probability.")
     t.add("probs", "Probabilities p = softmax(z / T)", s["probs"], ("vocab",),
-          r"p_j = \frac{e^{z_j / T}}{\sum_i e^{z_i / T}}" if temperature else r"p_j = [\,j = \arg\max_i z_i\,]",
+          r"p_j = \frac{e^{z_j / T}}{\sum_i e^{z_i / T}} = \frac{e^{(z_j - \max z) / T}}{\sum_i e^{(z_i - \max z) / T}}"
+          if temperature else r"p_j = [\,j = \arg\max_i z_i\,]",
           ("scaled",), scale="sequential")
     t.add("kept", "Kept by top-k and top-p", s["kept"].astype(float), ("vocab",),
-          r"\text{kept}_j = [\,z_j \ge z_{(k)}\,] \cdot [\,\textstyle\sum_{i:\, \tilde p_i > \tilde p_j} \tilde p_i < p_{\text{top}}"
-          r"\ \text{or}\ j = \arg\max_i \tilde p_i\,]",
+          r"\text{kept}_j = [\,z_j \ge z_{(k)}\,] \cdot [\,j \text{ first, or } \textstyle\sum_{i \prec j} \tilde p_i "
+          r"< p_{\text{top}}\,]",
           ("logits", "probs"), why="1: the token stays; 0: top-k or top-p dropped it. z_(k) is the k-th largest "
-          "logit; p̃ is p renormalised over what top-k kept; p_top is top-p's threshold (the most probable token "
-          "always stays, even at p_top = 0).", scale="sequential")
+          "logit; p̃ is p renormalised over what top-k kept; i ≺ j: token i comes before j when the tokens are "
+          "ordered by p̃, largest first, equal p̃ by token number, the lower first. Top-p keeps the fewest tokens "
+          "from the front of that order whose p̃ add up to p_top: a token stays while the ones ahead of it hold "
+          "less than p_top (a sum within 10⁻¹² below p_top counts as reaching it: rounding), and the first "
+          "always stays, even at p_top = 0. p_top = 1 keeps every token.", scale="sequential")
     t.add("renormalised", "Renormalised p′", s["renormalised"], ("vocab",),
           r"p'_j = \frac{p_j\, \text{kept}_j}{\sum_i p_i\, \text{kept}_i}", ("probs", "kept"), scale="sequential")
     t.add("cdf", "Cumulative F_j = p′_0 + … + p′_j", s["cdf"], ("vocab",), r"F_j = \sum_{i \le j} p'_i",
