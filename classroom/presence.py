@@ -29,7 +29,7 @@ processes' clocks (time.time()): replicas sharing Redis must keep their clocks w
     ...     rejoin(s, code, ada, token, now=120.0)                  # the old token: used once already
     ... except NotYours as err:
     ...     print(str(err).replace(code, "<code>"))
-    This browser's place in room <code> was used already (by a reload in another tab, or a copy of this browser's cookie): join again with the code and a nickname.
+    This browser's place in room <code> was used already (by a reload in another tab, or a copy of this browser's cookie): join again with the code and another nickname (yours stays with that place).
 """
 from __future__ import annotations
 
@@ -78,6 +78,11 @@ def last_seen(store, code, member) -> float | None:
         return None
 
 
+def _used(code: str) -> str:
+    return (f"This browser's place in room {code} was used already (by a reload in another tab, or a copy of this "
+            "browser's cookie): join again with the code and another nickname (yours stays with that place).")
+
+
 def rejoin(store, code, member, token, now: float | None = None) -> tuple[str, str]:
     """A browser comes back with its member id and token: (the nickname, the next token). NoRoom if the room has
     ended; NotYours if the token is not the member's current one (wrong, used, or the student left); Elsewhere
@@ -92,8 +97,7 @@ def rejoin(store, code, member, token, now: float | None = None) -> tuple[str, s
         raise NotYours(f"This browser's place in room {code} is gone (you left the room): join it again with its "
                        "code and a nickname.")
     if not same_secret(token, stored):
-        raise NotYours(f"This browser's place in room {code} was used already (by a reload in another tab, or a "
-                       "copy of this browser's cookie): join again with the code and a nickname.")
+        raise NotYours(_used(code))
     seen = last_seen(store, code, member)
     if seen is not None and 0 <= now - seen < PRESENT_SECONDS:
         raise Elsewhere(f"Coming back to room {code} as “{name}”: your place was in use {now - seen:.0f} s ago (by "
@@ -102,8 +106,7 @@ def rejoin(store, code, member, token, now: float | None = None) -> tuple[str, s
                         "that one.", wait=PRESENT_SECONDS - (now - seen))
     fresh = secrets.token_urlsafe(16)
     if not store.hswap(_key(code, "tokens"), member, stored, digest(fresh)):     # another browser got in first
-        raise NotYours(f"This browser's place in room {code} was used already (by a reload in another tab, or a "
-                       "copy of this browser's cookie): join again with the code and a nickname.")
+        raise NotYours(_used(code))
     store.hset_if(_key(code, "seen"), member, f"{now:.3f}")
     return name, fresh
 

@@ -174,7 +174,8 @@ def _members(code: str) -> None:
         st.text(", ".join(nicks))                      # as typed, never as Markdown
     if away:
         st.caption(f"Joined, not here now (their screen has not checked the room for {PRESENT_SECONDS:.0f} s: a "
-                   "closed tab or a sleeping laptop; they come back as themselves when they open the app again):")
+                   "closed tab or a sleeping laptop; they come back as themselves when they open the app again in "
+                   "the same browser):")
         st.text(", ".join(away))
 
 
