@@ -29,7 +29,8 @@ HERE_SECONDS = 2.0               # the teacher's count of students here refreshe
 def room_bar(page_file: str, config=None, trace=None) -> None:
     state = st.session_state
     resume()                             # a session's first run: this browser's cookie back into its room
-    keep_cookie()                        # the cookie this session's browser should hold (none: nothing drawn)
+    if "room.code" not in state or state.get("room.secret"):
+        keep_cookie()                    # the cookie this browser should hold (a student's: in their fragment)
     if "room.code" not in state:
         if "room.ended" in state:
             st.warning(md_escape(state.pop("room.ended")), icon=":material/door_open:")

@@ -54,7 +54,6 @@ def _follow_room() -> None:
     code = state.get("room.code")
     if not code or state.get("room.secret"):
         return
-    keep_cookie()             # here too: a page switch can drop what the page run drew, never what this fragment drew
     try:
         room = classroom.state(store(), code)
     except classroom.NoRoom:                      # the room ended (expired) while the student was in it
@@ -91,6 +90,7 @@ def _follow_room() -> None:
                 state["room.following"] = True
                 go(view, version)
     student_poll_card(store(), code, state.get("room.member"), room)
+    keep_cookie()             # last in the fragment: a page switch can drop what the page run drew, not this
 
 
 _follow = st.fragment(run_every=POLL_SECONDS)(_follow_room)          # following: a push shows within ~0.3 s

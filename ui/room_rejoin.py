@@ -161,6 +161,7 @@ def tick(code: str) -> bool:
 def taken_over(code: str) -> None:
     nick = st.session_state.get("room.nick", "")
     leave(forget=False)
+    st.session_state.pop("room.cookie", None)      # write nothing: the cookie is the other tab's now
     st.session_state["room.ended"] = (f"This tab is no longer in room {code} as “{nick}”: you came back to the "
                                       "room in another tab or on another device (or left it there). This tab "
                                       "keeps exploring on its own.")

@@ -100,6 +100,9 @@ def test_a_reload_is_not_a_goodbye(room_servers, chromium):
     contexts = [new_context(chromium) for _ in range(4)]
     teacher, ada, copycat, ben = (ctx.new_page() for ctx in contexts)
     timings: dict[str, float] = {}
+    errors: list[str] = []
+    ada.on("console", lambda m: errors.append(m.text[:300]) if m.type == "error" else None)
+    ada.on("pageerror", lambda e: errors.append(str(e)[:300]))
     try:
         goto(teacher, f"{a.url}/room")
         click(teacher, "Open a room")
@@ -164,6 +167,7 @@ def test_a_reload_is_not_a_goodbye(room_servers, chromium):
         for server in {a, b}:
             assert "Traceback" not in server.log_tail(50_000), server.log_tail(3000)
     except Exception:
+        print("--- ada's browser errors:", errors[-8:])
         for name, tab in (("teacher", teacher), ("ada", ada)):        # what each screen showed, for the report
             try:
                 print(f"--- {name} at {tab.url}:\n{tab.locator('[data-testid=stMain]').inner_text(timeout=5_000)[:1200]}")
