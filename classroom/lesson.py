@@ -22,6 +22,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .room import HIDE
+
 HERE = Path(__file__).resolve().parent / "lessons"
 MAX_STOPS = 40
 MAX_TEXT = 2000
@@ -40,9 +42,12 @@ class Stop:
     ask: str = ""                               # the question to put to the class
     poll: str = ""                              # a poll kind of the question bank, or ""
     note: str = ""                              # for the teacher's eyes only
+    poll_at: dict = field(default_factory=dict)
+    hide: tuple = ()
 
     def __hash__(self):
-        return hash((self.title, self.page, tuple(sorted(self.query.items())), self.ask, self.poll, self.note))
+        return hash((self.title, self.page, tuple(sorted(self.query.items())), self.ask, self.poll, self.note,
+                     tuple(sorted(self.poll_at.items())), tuple(self.hide)))
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,8 @@ class Lesson:
 def to_dict(lesson: Lesson) -> dict:
     return {"title": lesson.title, "about": lesson.about,
             "stops": [{"title": s.title, "page": s.page, "query": dict(s.query), "ask": s.ask, "poll": s.poll,
-                       "note": s.note} for s in lesson.stops]}
+                       "note": s.note, **({"poll_at": dict(s.poll_at)} if s.poll_at else {}),
+                       **({"hide": list(s.hide)} if s.hide else {})} for s in lesson.stops]}
 
 
 def to_json(lesson: Lesson) -> str:
@@ -90,8 +96,16 @@ def from_dict(d) -> Lesson:
         if not isinstance(query, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float))
                                                   for k, v in query.items()):
             raise LessonError(f"{where}: “query” must map parameter names to values.")
+        poll_at, hide = s.get("poll_at", {}), s.get("hide", [])
+        if not isinstance(poll_at, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in poll_at.items()):
+            raise LessonError(f"{where}: “poll_at” must map names to text.")
+        if (not isinstance(hide, list) or len(hide) > 64
+                or not all(isinstance(h, str) and len(h) <= 80 and HIDE.fullmatch(h) for h in hide)):
+            raise LessonError(f"{where}: “hide” must list at most 64 steps or cells, like “weights” or "
+                              "“weights:None.1.3”.")
         out.append(Stop(_text(s, "title", where, True), _text(s, "page", where), {k: str(v) for k, v in query.items()},
-                        _text(s, "ask", where), _text(s, "poll", where), _text(s, "note", where)))
+                        _text(s, "ask", where), _text(s, "poll", where), _text(s, "note", where), dict(poll_at),
+                        tuple(hide)))
     return Lesson(_text(d, "title", "The lesson", True), _text(d, "about", "The lesson"), tuple(out))
 
 
