@@ -131,6 +131,7 @@ def test_a_hidden_cell_is_not_in_the_specs_data_text_or_tooltip():
     bound = spec["layer"][0]["encoding"]["color"]["condition"]["scale"]["domain"][2]
     visible = [abs(step.value[i, j]) for i in range(4) for j in range(4) if (i, j) not in hidden]
     assert bound == pytest.approx(max(visible)) and bound < abs(step.value[top])
+    assert [layer["encoding"]["text"]["field"] for layer in spec["layer"] if layer["mark"]["type"] == "text"] == ["t"]
     calc = {c["as"]: c["calculate"] for c in spec["transform"]}
     assert calc["t"].startswith("datum.q == 1 ? '?'") and "hidden until your teacher reveals" in calc["exact"]
     plain, _ = heatmap_spec(trace, step)                     # the cache is keyed by the hidden cells too

@@ -296,6 +296,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                        "mark": {"type": "text", "fontSize": min(16, int(size * 0.7)), "fontWeight": "bold"},
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"value": "#222"}}})
+    if number_px:
         layers.append({"mark": {"type": "text", "fontSize": number_px},
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
