@@ -116,6 +116,7 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium)
         expect(ana.get_by_text("was made", exact=False).first).to_be_visible(timeout=10_000)
         body = _body(ana)
         assert "Predict first" not in body and "Secret" not in body
+        assert any(raw in frame for frame in received)      # revealed: now its float64 arrives (the search works)
         expect(teacher.get_by_text("was made", exact=False).first).to_be_visible(timeout=10_000)
         for tab in (teacher, ana):
             assert tab.locator(EXCEPTION).count() == 0
