@@ -260,3 +260,47 @@ def test_the_builder_shows_the_note_out_of_a_room():
     no_exception(at)
     note = [t for t in at.text_area if t.label == "Teacher's note"]
     assert note and note[0].value == NOTE and "only you, in the room bar" in note[0].help
+
+
+# ---- every table of a page that prints a hidden number prints "?" -----------------------------------------------
+
+def _numbers(at) -> list[float]:
+    """Every number the page sent: its tables' cells, its charts' rows, read as numbers where they are numbers."""
+    out = []
+    for frame in [d.value for d in at.dataframe]:
+        for x in frame.to_numpy().ravel():
+            try:
+                out.append(float(x))
+            except (TypeError, ValueError):
+                pass
+    for c in charts(at):
+        for row in c.get("data", {}).get("values", []):
+            out += [float(v) for v in row.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return out
+
+
+@pytest.mark.parametrize("page, query, hide, cell", [
+    ("app_pages/4_scores.py", {"scores.tab": "0", "one_word": "0"}, "scaled_scores:None.0.0", (0, 0)),
+    ("app_pages/4_scores.py", {"scores.tab": "1"}, "scaled_scores", (2, 1)),
+    ("app_pages/5_softmax.py", {"mask": "causal"}, "weights:None.3.1", (3, 1)),
+    ("app_pages/6_context.py", {"context.tab": "0", "one_word": "0"}, "weights:None.0.1", (0, 1)),
+    ("app_pages/6_context.py", {"context.tab": "0", "one_word": "2"}, "context:None.2.3", (2, 3)),
+    ("app_pages/6_context.py", {"context.tab": "1"}, "context", (1, 2)),
+])
+def test_a_pages_tables_and_charts_hold_no_hidden_number(page, query, hide, cell):
+    from attention_core import Config
+    from attention_core.labs.export import config_from_query
+    from ui.cache import get_trace
+    _, code, secret, ana = room_with_student()
+    classroom.push(classroom.store_from_env(), code, secret, {"page": page, "query": query, "hide": [hide],
+                                                              "stage": "predict"})
+    follow(ana)
+    assert page_of(ana) == page
+    key = hide.split(":")[0]
+    value = float(get_trace(config_from_query(query)[0] if query else Config())[key].value[cell])
+    sent = _numbers(ana)
+    assert sent and not [x for x in sent if abs(x - value) < 5e-4], (value, key)
+    assert f"{value:.3f}" not in text_of(ana) and "hidden until your teacher reveals it" in text_of(ana)
+    classroom.push(classroom.store_from_env(), code, secret, {"page": page, "query": query, "stage": "revealed"})
+    follow(ana)                                                 # revealed: the number is back
+    assert [x for x in _numbers(ana) if abs(x - value) < 5e-4] or f"{value:.3f}" in text_of(ana)

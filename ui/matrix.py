@@ -187,10 +187,20 @@ def _span(first: int, last: int) -> str:
     return f"{first}–{last}" if last > first else f"{first}"
 
 
-def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
-    """A short vector as a one-row table (in presenter mode, a longer one as rows of ten: no sideways scroll)."""
+def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3, hidden=()) -> None:
+    """A short vector as a one-row table (in presenter mode, a longer one as rows of ten: no sideways scroll).
+    hidden: entries shown as "?" (a lesson stop's numbers on a student's screen before the reveal: ui/room_hide.py),
+    not sent."""
     import pyarrow as pa
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if len(hidden):
+        names = tuple(labels or [str(i) for i in range(v.size)])
+        row = pa.Table.from_arrays([room_hide.column(v[k:k + 1], digits, [k in hidden])[0] for k in range(v.size)],
+                                   names=list(names))
+        st.dataframe(row, hide_index=True, width="content",
+                     column_config={**number_columns(names, digits),
+                                    **{names[k]: st.column_config.TextColumn(alignment="right") for k in hidden}})
+        return
     if presenting() and labels is None and v.size > PRESENTER_ROW:
         k = PRESENTER_ROW
         grid = np.full((-(-v.size // k), k), np.nan)

@@ -116,6 +116,22 @@ def hidden_read(step_key: str, cell: tuple) -> bool:
     return hidden(step_key, head, i, j)
 
 
+def row_hidden(step_key: str, head, i: int, cols: int) -> bool:
+    """Whether any cell of row i (of a step with `cols` columns) is hidden here: what sums or ranks the row (its
+    largest weight, the key it looks at most, its entropy) would give the hidden number away."""
+    return any_hidden(step_key) and any(hidden(step_key, head, i, j) for j in range(cols))
+
+
+def column(values, digits: int, flags):
+    """A table's number column with "?" where `flags` is true: (the column, whether it became text). Without a
+    flag it is the numbers as given (a NumberColumn formats them); with one, every entry is text, so the hidden
+    number is not in the table's data at all. Pair a text column with st.column_config.TextColumn."""
+    import pyarrow as pa
+    if not any(flags):
+        return values, False
+    return pa.array([HIDDEN_SAYS if f else "" if x != x else f"{float(x):.{digits}f}" for x, f in zip(values, flags)]), True
+
+
 STUDENT_CAPTION = (f":material/visibility_off: {HIDDEN_SAYS}: hidden until your teacher reveals it. Predict it "
                    "first.")
 TEACHER_CAPTION = (":material/visibility_off: Outlined with dashes: hidden on the students' screens until you "
