@@ -132,6 +132,7 @@ def test_a_hidden_cell_is_not_in_the_specs_data_text_or_tooltip():
     visible = [abs(step.value[i, j]) for i in range(4) for j in range(4) if (i, j) not in hidden]
     assert bound == pytest.approx(max(visible)) and bound < abs(step.value[top])
     assert [layer["encoding"]["text"]["field"] for layer in spec["layer"] if layer["mark"]["type"] == "text"] == ["t"]
+    assert spec["layer"][0]["mark"]["invalid"] is None          # the "?" cell is drawn and clickable (not filtered)
     calc = {c["as"]: c["calculate"] for c in spec["transform"]}
     assert calc["t"].startswith("datum.q == 1 ? '?'") and "hidden until your teacher reveals" in calc["exact"]
     plain, _ = heatmap_spec(trace, step)                     # the cache is keyed by the hidden cells too
@@ -192,6 +193,7 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_its_explanation():
     said = text_of(ana)
     assert "hidden until your teacher reveals it: predict it first" in said and f"{value:.2f}" not in said
     assert "was made" not in said
+    assert ana.session_state["room.following"] is True       # a click while predicting is not stepping out
     # the stop's poll is open; Reveal shows the stop again, with its cell, and reveals the poll
     button(teacher, "Ask this stop's question").click().run()
     poll = classroom.state(store, code).poll
@@ -202,8 +204,6 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_its_explanation():
     assert view["stage"] == "revealed" and view["query"]["cell"] == "hm:scaled_scores:None.0.1" and "hide" not in view
     assert classroom.state(store, code).poll["revealed"] is True
     assert "was made" in text_of(teacher) and not [b for b in teacher.button if b.label == "Reveal"]
-    ana.session_state["room.following"] = True         # back to following (the click stepped her out)
-    ana.session_state["room.baseline"] = None
     follow(ana)
     said = text_of(ana)
     assert ana.session_state["room.hide"] == [] and "was made" in said and "Predict first" not in said

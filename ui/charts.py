@@ -262,7 +262,9 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
             {"calculate": label_of(col_labels, "j"), "as": "col"}]
     stroke = 0.5 if size >= 8 else 0
     rects = {
-        "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke},
+        # a hidden cell (v NaN) is still drawn and clickable: Vega-Lite would drop a datum its colour cannot use
+        "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke, **({"invalid": None} if secret is not None
+                                                                               else {})},
         "encoding": {
             "x": x, "y": y,
             "color": {"condition": {"test": "isFinite(datum.v)", "field": "v", "type": "quantitative", "scale": scale,

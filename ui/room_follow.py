@@ -13,7 +13,7 @@ import streamlit as st
 
 import classroom
 
-from .page_state import view_of
+from .page_state import CELL, view_of
 from .room_poll import student_poll_card
 from .room_session import go, known_page, leave, store
 from .text import md_escape
@@ -43,11 +43,21 @@ def student_bar(page_file: str) -> None:
 
 
 def stepped_out(here: dict) -> bool:
-    """Whether the student has left the view last put in (and so follows no more)."""
+    """Whether the student has left the view last put in (and so follows no more). A stop to predict: a click on
+    a cell (its explanation, or "hidden until your teacher reveals it") is not leaving, so the reveal still comes."""
     state = st.session_state
-    if state.get("room.following") and state.get("room.baseline") is not None and here != state["room.baseline"]:
+    if state.get("room.following") and state.get("room.baseline") is not None and _moved(here, state["room.baseline"]):
         state["room.following"] = False
     return not state.get("room.following")
+
+
+def _moved(here: dict, baseline: dict) -> bool:
+    if here == baseline:
+        return False
+    if st.session_state.get("room.stage") != "predict":
+        return True
+    cellless = lambda view: {**view, "query": {k: v for k, v in (view.get("query") or {}).items() if k != CELL}}
+    return cellless(here) != cellless(baseline)
 
 
 def _follow_room() -> None:

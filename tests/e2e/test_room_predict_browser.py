@@ -7,7 +7,8 @@ The student's screen: the scores page, a "?" where Ŝ[0,0] is, its number nowher
 the charts' drawn strings, not in any byte the server sent: its float64 is searched in every websocket frame), no
 explanation open, a line asking to predict first, no note. The teacher's screen: the number, the caption saying it
 is hidden from the class, the note; in presenter mode (the projector) the note is gone and the number is "?" there
-too. After "Reveal" the student's screen shows the number and the cell's explanation, opened by itself.
+too. The student clicks the "?": it says the number is hidden until the reveal, and she still follows. After
+"Reveal" the student's screen shows the number and the cell's explanation, opened by itself.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ except ImportError:
     expect = None
 
 from bench._common import EXCEPTION, after_run, new_context, wait_for_charts
+from tests.e2e.test_explain_in_sight import box_of, click_cell
 from tests.e2e.test_room_browser import CODE, click, fill, wait_url
 
 NOTE = "Secret note: the answer is −25.06, not −12.53."
@@ -94,6 +96,13 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium)
         assert "cell=" not in ana.url
         assert not any(raw in frame for frame in received), "the hidden number's float64 reached the browser"
         assert ana.locator(EXCEPTION).count() == 0
+        # she clicks the "?": told it is hidden, no number, and she still follows (the reveal will reach her)
+        click_cell(ana, box_of(ana, "Scaled scores"), 0)
+        expect(ana.get_by_text("hidden until your teacher reveals it: predict it first", exact=False).first
+               ).to_be_visible(timeout=10_000)
+        body = _body(ana)
+        assert digits not in body and "was made" not in body and "you follow your teacher's screen" in body
+        assert not any(raw in frame for frame in received)
 
         # the teacher: the number, said to be hidden from the class, and the note
         _scaled_chart_has(teacher, shown)
