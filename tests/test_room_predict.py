@@ -304,3 +304,24 @@ def test_a_pages_tables_and_charts_hold_no_hidden_number(page, query, hide, cell
     classroom.push(classroom.store_from_env(), code, secret, {"page": page, "query": query, "stage": "revealed"})
     follow(ana)                                                 # revealed: the number is back
     assert [x for x in _numbers(ana) if abs(x - value) < 5e-4] or f"{value:.3f}" in text_of(ana)
+
+
+def test_the_handout_of_a_stop_holds_no_hidden_number():
+    """A student who steps out to the handout of the stop's page finds the hidden step's numbers left out, and no
+    print or download (which would hold them) until the reveal."""
+    from attention_core import Config
+    from ui.cache import get_trace
+    value = float(get_trace(Config())["scaled_scores"].value[0, 0])
+    _, code, secret, ana = room_with_student()
+    classroom.push(classroom.store_from_env(), code, secret, {"page": "app_pages/62_handout.py",
+                                                              "query": {"handout.of": "scores"},
+                                                              "hide": [HIDE], "stage": "predict"})
+    follow(ana)
+    said = text_of(ana) + "".join(h.proto.body for h in ana.get("html"))
+    assert "This step's numbers are hidden until your teacher reveals them" in said
+    assert f"{abs(value):.2f}" not in said and not ana.get("download_button")
+    classroom.push(classroom.store_from_env(), code, secret, {"page": "app_pages/62_handout.py",
+                                                              "query": {"handout.of": "scores"}, "stage": "revealed"})
+    follow(ana)
+    said = text_of(ana) + "".join(h.proto.body for h in ana.get("html"))
+    assert "hidden until" not in said and ana.get("download_button") and f"{abs(value):.2f}" in said
