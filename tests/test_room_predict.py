@@ -234,14 +234,15 @@ def test_the_note_is_on_no_projected_screen():
     teacher.toggle(key="w.presenter").set_value(True).run()  # presenter mode: the projector
     no_exception(teacher)
     told = text_of(teacher)
-    assert "Secret" not in told and "not shown here" in told
+    assert "Secret" not in told and "not shown here: presenter mode is for the projector" in told
+    assert "(and on this one: presenter mode is the projector's view)" in told
     hm = _hm(teacher)                                         # and the hidden number is "?" on the projector too
     assert next(r for r in hm["data"]["values"] if (r["i"], r["j"]) == (0, 0))["q"] == 1
     teacher.toggle(key="w.presenter").set_value(False).run()
     for page in (ROOM, "app_pages/61_lessons.py"):
         teacher.switch_page(page).run()
         no_exception(teacher)
-        assert "Secret" not in text_of(teacher), page
+        assert "Secret" not in text_of(teacher) and "It is in this bar on the other pages" in text_of(teacher), page
     teacher.session_state["lessons.draft"] = Lesson("Mine", "", (STOP,))   # the builder while teaching
     teacher.run()
     no_exception(teacher)

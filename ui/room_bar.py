@@ -24,10 +24,12 @@ from .text import md_escape
 SHOW = "Show this to the class"
 REVEAL = "Reveal"
 PREDICTING = (":material/psychology_alt: The class sees this stop to predict: no explanation open, and a line "
-              "asking them to predict first. Ask the question, then Reveal (it opens the explanation on every "
-              "following screen, and reveals the stop's poll if it is open).")
-NOTE_KEPT = (":material/lock: Your note for this stop is not shown here: this page may be on the projector "
-             "(presenter mode, the room page, the Lessons page). Turn presenter mode off on another page to read it.")
+              "asking them to predict first.{hidden} Ask the question, then Reveal: it opens the explanation on "
+              "every following screen, and reveals the stop's poll if it is open.")
+NOTE_KEPT_PRESENTING = (":material/lock: Your note for this stop is not shown here: presenter mode is for the "
+                        "projector. Turn presenter mode off to read it.")
+NOTE_KEPT_PAGE = (":material/lock: Your note for this stop is not shown here: this page may be on the projector. "
+                  "It is in this bar on the other pages.")
 PROJECTED = ("app_pages/60_room.py", "app_pages/61_lessons.py")     # pages the class may see on the projector
 PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
 QUESTION = "Class question"
@@ -114,14 +116,16 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
         st.markdown(f":material/record_voice_over: Ask the class: {md_escape(stop.ask)}")
     if stop.note:
         if presenting() or page_file in PROJECTED:      # the projector's screen: the note (often the answer) stays off
-            st.caption(NOTE_KEPT)
+            st.caption(NOTE_KEPT_PRESENTING if presenting() else NOTE_KEPT_PAGE)
         else:
             st.caption(f":material/lock: Your note (on your screen only, not in presenter mode): "
                        f"{md_escape(stop.note)}")
     staged = state.get("room.stage") == "predict" and state.get("room.staged") == i
     if staged:
-        st.caption(PREDICTING + (f" {len(stop.hide)} number{'s are' if len(stop.hide) != 1 else ' is'} hidden on "
-                                 "their screens (outlined with dashes on yours)." if stop.hide else ""))
+        hidden = (f" {len(stop.hide)} number{'s are' if len(stop.hide) != 1 else ' is'} hidden on their screens "
+                  + ("(and on this one: presenter mode is the projector's view)." if presenting() else
+                     "(outlined with dashes on yours).") if stop.hide else "")
+        st.caption(PREDICTING.format(hidden=hidden))
         if st.button(REVEAL, key="room_reveal", type="primary", icon=":material/visibility:"):
             reveal_stop(code, secret, i)
     back, this, ahead = st.columns(3)

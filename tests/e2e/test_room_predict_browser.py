@@ -25,7 +25,7 @@ except ImportError:
 
 from bench._common import EXCEPTION, after_run, new_context, wait_for_charts
 from tests.e2e.test_explain_in_sight import box_of, click_cell
-from tests.e2e.test_room_browser import CODE, click, fill, wait_url
+from tests.e2e.test_room_browser import CODE, click, fill, shot, wait_url
 
 NOTE = "Secret note: the answer is −25.06, not −12.53."
 FOLLOW_S = 8.0                 # a generous bound: this test is about what is shown, not how fast
@@ -96,6 +96,7 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium)
         assert "cell=" not in ana.url
         assert not any(raw in frame for frame in received), "the hidden number's float64 reached the browser"
         assert ana.locator(EXCEPTION).count() == 0
+        shot(ana, "predict_student")
         # she clicks the "?": told it is hidden, no number, and she still follows (the reveal will reach her)
         click_cell(ana, box_of(ana, "Scaled scores"), 0)
         expect(ana.get_by_text("hidden until your teacher reveals it: predict it first", exact=False).first
@@ -109,12 +110,14 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium)
         expect(teacher.get_by_text("hidden on the students' screens until you reveal", exact=False).first
                ).to_be_visible(timeout=5_000)
         assert NOTE in _body(teacher)
+        shot(teacher, "predict_teacher")
         # presenter mode (the projector): no note, and the number is "?" there too
         switch = teacher.locator("[data-testid='stMain']").get_by_text("Presenter mode").first
         after_run(teacher, lambda: switch.click())
         _scaled_chart_has(teacher, "?")
         body = _body(teacher)
         assert "Secret" not in body and digits not in body and "not shown here" in body
+        shot(teacher, "predict_projector")
         after_run(teacher, lambda: switch.click())
         expect(teacher.get_by_text(NOTE, exact=False).first).to_be_visible(timeout=5_000)
 
@@ -126,6 +129,7 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium)
         body = _body(ana)
         assert "Predict first" not in body and "Secret" not in body
         assert any(raw in frame for frame in received)      # revealed: now its float64 arrives (the search works)
+        shot(ana, "revealed_student")
         expect(teacher.get_by_text("was made", exact=False).first).to_be_visible(timeout=10_000)
         for tab in (teacher, ana):
             assert tab.locator(EXCEPTION).count() == 0
