@@ -24,8 +24,8 @@ from .text import md_escape
 SHOW = "Show this to the class"
 REVEAL = "Reveal"
 PREDICTING = (":material/psychology_alt: The class sees this stop to predict: no explanation open, and a line "
-              "asking them to predict first.{hidden} Ask the question, then Reveal: it opens the explanation on "
-              "every following screen, and reveals the stop's poll if it is open.")
+              "asking them to predict first.{hidden} Ask the question, then Reveal: {reveal}, and it reveals the "
+              "stop's poll if it is open.")
 NOTE_KEPT_PRESENTING = (":material/lock: Your note for this stop is not shown here: presenter mode is for the "
                         "projector. Turn presenter mode off to read it.")
 NOTE_KEPT_PAGE = (":material/lock: Your note for this stop is not shown here: this page may be on the projector. "
@@ -125,7 +125,9 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
         hidden = (f" {len(stop.hide)} number{'s are' if len(stop.hide) != 1 else ' is'} hidden on their screens "
                   + ("(and on this one: presenter mode is the projector's view)." if presenting() else
                      "(outlined with dashes on yours).") if stop.hide else "")
-        st.caption(PREDICTING.format(hidden=hidden))
+        st.caption(PREDICTING.format(hidden=hidden, reveal=(
+            "it opens the explanation of the stop's cell on every following screen" if CELL in stop.query else
+            "it shows every number on every following screen")))
         if st.button(REVEAL, key="room_reveal", type="primary", icon=":material/visibility:"):
             reveal_stop(code, secret, i)
     back, this, ahead = st.columns(3)

@@ -132,7 +132,7 @@ def column(values, digits: int, flags):
     return pa.array([HIDDEN_SAYS if f else "" if x != x else f"{float(x):.{digits}f}" for x, f in zip(values, flags)]), True
 
 
-STUDENT_CAPTION = (f":material/visibility_off: {HIDDEN_SAYS}: hidden until your teacher reveals it. Predict it "
-                   "first.")
+STUDENT_CAPTION = (f":material/visibility_off: “{HIDDEN_SAYS}” is a number hidden until your teacher reveals it: "
+                   "predict it first.")
 TEACHER_CAPTION = (":material/visibility_off: Outlined with dashes: hidden on the students' screens until you "
                    "reveal.")
