@@ -90,10 +90,13 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     spec, cells = heatmap_spec(trace, step, head, title, domain, max(max_w, PRESENTER_MIN_W) if big else max_w,
                                highlight, big, hidden, marked)
     fit_css_in_fragment()
-    state = st.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
-                               selection_mode="cell", width="content")
+    # with hidden or marked cells, the chart and its caption share one box (a step's row keeps the place beside
+    # the chart for a clicked cell's explanation)
+    where = st.container(width="content") if hidden or marked else st
+    state = where.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
+                                  selection_mode="cell", width="content")
     if hidden or marked:
-        st.caption(room_hide.STUDENT_CAPTION if hidden else room_hide.TEACHER_CAPTION)
+        where.caption(room_hide.STUDENT_CAPTION if hidden else room_hide.TEACHER_CAPTION)
     points = (state or {}).get("selection", {}).get("cell") if state else None
     chart_key = key or f"hm:{step.key}:{head}"
     cell = (int(points[0]["i"]), int(points[0]["j"])) if points else None

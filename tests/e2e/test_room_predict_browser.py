@@ -101,6 +101,7 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium)
         click_cell(ana, box_of(ana, "Scaled scores"), 0)
         expect(ana.get_by_text("hidden until your teacher reveals it: predict it first", exact=False).first
                ).to_be_visible(timeout=10_000)
+        shot(ana, "predict_clicked")
         body = _body(ana)
         assert digits not in body and "was made" not in body and "you follow your teacher's screen" in body
         assert not any(raw in frame for frame in received)
