@@ -50,7 +50,8 @@ MAX_VIEW_BYTES = 20_000
 MAX_CHOICES = 8
 JOINERS = "\u200c\u200d"
 MAX_HIDE, MAX_HIDE_CHARS = 64, 80       # a view's hidden numbers: at most this many names, each this long
-HIDE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?::(?:None|[0-9]{1,4})\.[0-9]{1,5}\.[0-9]{1,5})?")
+# a step's key (a page's own view of the trace: "view:<key>") and, for one cell, ":<head or None>.<i>.<j>"
+HIDE = re.compile(r"(?:view:)?[A-Za-z_][A-Za-z0-9_]*(?::(?:None|[0-9]{1,4})\.[0-9]{1,5}\.[0-9]{1,5})?")
 STAGES = ("predict", "revealed")                # zero-width non-joiner and joiner: kept in a name
 
 
@@ -211,8 +212,8 @@ def state(store: Store, code) -> RoomState:
 def _stage(view: dict) -> dict:
     """A view's predict state, checked: {"hide": [...], "stage": "predict" | "revealed"}, each only if given.
 
-        >>> _stage({"hide": ["weights:None.1.3", "cosine_tokens"], "stage": "predict"})
-        {'hide': ['weights:None.1.3', 'cosine_tokens'], 'stage': 'predict'}
+        >>> _stage({"hide": ["weights:None.1.3", "view:cosine_tokens:None.0.2"], "stage": "predict"})
+        {'hide': ['weights:None.1.3', 'view:cosine_tokens:None.0.2'], 'stage': 'predict'}
         >>> _stage({"page": "p"})
         {}
     """

@@ -287,18 +287,25 @@ def _numbers(at) -> list[float]:
     ("app_pages/6_context.py", {"context.tab": "0", "one_word": "0"}, "weights:None.0.1", (0, 1)),
     ("app_pages/6_context.py", {"context.tab": "0", "one_word": "2"}, "context:None.2.3", (2, 3)),
     ("app_pages/6_context.py", {"context.tab": "1"}, "context", (1, 2)),
+    # a page's own view of the trace; cos is symmetric: its mirror cell is hidden too, or it gives the number away
+    ("app_pages/1_embeddings.py", {}, "view:cosine_tokens:None.0.2,view:cosine_tokens:None.2.0", (0, 2)),
 ])
 def test_a_pages_tables_and_charts_hold_no_hidden_number(page, query, hide, cell):
     from attention_core import Config
     from attention_core.labs.export import config_from_query
     from ui.cache import get_trace
     _, code, secret, ana = room_with_student()
-    classroom.push(classroom.store_from_env(), code, secret, {"page": page, "query": query, "hide": [hide],
-                                                              "stage": "predict"})
+    classroom.push(classroom.store_from_env(), code, secret, {"page": page, "query": query,
+                                                              "hide": hide.split(","), "stage": "predict"})
     follow(ana)
     assert page_of(ana) == page
-    key = hide.split(":")[0]
-    value = float(get_trace(config_from_query(query)[0] if query else Config())[key].value[cell])
+    key = hide.split(",")[0].rsplit(":", 1)[0] if "." in hide else hide
+    trace = get_trace(config_from_query(query)[0] if query else Config())
+    if key == "view:cosine_tokens":
+        from attention_core.math.embeddings import cosine_similarity
+        value = float(cosine_similarity(trace["x_embed"].value)[cell])
+    else:
+        value = float(trace[key].value[cell])
     sent = _numbers(ana)
     assert sent and not [x for x in sent if abs(x - value) < 5e-4], (value, key)
     assert f"{value:.3f}" not in text_of(ana) and "hidden until your teacher reveals it" in text_of(ana)

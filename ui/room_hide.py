@@ -1,7 +1,8 @@
 """A lesson stop's predict state on this screen: which numbers a student may not see yet.
 
 A teacher's lesson stop arrives on the students' screens with the numbers that answer its question hidden
-(classroom.push's "hide": a step's key, every cell of it, or one cell "<step key>:<head or None>.<i>.<j>");
+(classroom.push's "hide": a step's key, every cell of it, or one cell "<step key>:<head or None>.<i>.<j>"; a page's
+own view of the trace has the key "view:<name>", e.g. "view:cosine_tokens:None.0.2");
 the teacher's "Reveal" pushes the view again without them. A session keeps the list of the view last put in
 under "room.hide" (ui/room_session.go). The heatmaps, the tables and the cell explanations ask `hidden`:
 
@@ -12,9 +13,11 @@ under "room.hide" (ui/room_session.go). The heatmaps, the tables and the cell ex
   hidden on the students' screens, to outline them;
 - out of a room: both False at once, nothing read.
 
-    >>> parse(("weights:None.1.3", "cosine_tokens", "scores:2.0.1"))[1] == {("weights", None, 1, 3),
-    ...                                                                      ("scores", 2, 0, 1)}
+    >>> parse(("weights:None.1.3", "context", "scores:2.0.1", "view:cosine_tokens:None.0.2"))[1] == {
+    ...     ("weights", None, 1, 3), ("scores", 2, 0, 1), ("view:cosine_tokens", None, 0, 2)}
     True
+    >>> sorted(parse(("context", "view:cosine_tokens"))[0])
+    ['context', 'view:cosine_tokens']
 """
 from __future__ import annotations
 
@@ -31,17 +34,14 @@ def parse(hide: tuple[str, ...]) -> tuple[frozenset, frozenset]:
     """(the steps hidden whole, the cells hidden one by one as (step key, head, i, j)). Names that are not of
     that shape (classroom.push never keeps one) hide nothing."""
     whole, cells = set(), set()
-    for name in hide:
-        key, _, where = str(name).partition(":")
-        if not where:
-            whole.add(key)
-            continue
+    for name in map(str, hide):
+        key, _, where = name.rpartition(":")          # a page's view has a colon of its own: "view:cosine_tokens"
         parts = where.split(".")
-        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        if not key or len(parts) != 3 or not (parts[0] == "None" or parts[0].isdigit()) \
+                or not parts[1].isdigit() or not parts[2].isdigit():
+            whole.add(name)                            # no cell at its end: the whole step
             continue
-        head = None if parts[0] == "None" else int(parts[0]) if parts[0].isdigit() else -1
-        if head != -1:
-            cells.add((key, head, int(parts[1]), int(parts[2])))
+        cells.add((key, None if parts[0] == "None" else int(parts[0]), int(parts[1]), int(parts[2])))
     return frozenset(whole), frozenset(cells)
 
 
