@@ -333,3 +333,18 @@ def test_the_handout_of_a_stop_holds_no_hidden_number():
     follow(ana)
     said = text_of(ana) + "".join(h.proto.body for h in ana.get("html"))
     assert "hidden until" not in said and ana.get("download_button") and f"{abs(value):.2f}" in said
+
+
+def test_the_export_page_offers_no_download_while_a_number_is_hidden():
+    _, code, secret, ana = room_with_student()
+    classroom.push(classroom.store_from_env(), code, secret, {"page": SCORES, "query": {}, "hide": [HIDE],
+                                                              "stage": "predict"})
+    follow(ana)
+    ana.switch_page("app_pages/32_export.py").run()         # she steps out to the export page
+    no_exception(ana)
+    assert not ana.get("download_button") and "the downloads (which hold every number) come back" in text_of(ana)
+    classroom.push(classroom.store_from_env(), code, secret, {"page": SCORES, "query": {}, "stage": "revealed"})
+    ana.run()                                               # stepped out: the room's reveal un-hides here too
+    ana.run()
+    no_exception(ana)
+    assert ana.get("download_button")

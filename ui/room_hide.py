@@ -64,6 +64,11 @@ def _in(hide: tuple[str, ...], step_key: str, head, i: int, j: int) -> bool:
     return step_key in whole or (step_key, None if head is None else int(head), int(i), int(j)) in cells
 
 
+def hiding() -> bool:
+    """Whether this screen hides any number now (a student's, or the projector's, during a stop to predict)."""
+    return bool(_list(False))
+
+
 def hidden(step_key: str, head, i: int, j: int) -> bool:
     """Whether this screen (a student's, the projector's) must show "?" for the cell (i, j) of `step_key` (head None: a 2-D step;
     a vector's entry j is (0, j))."""
