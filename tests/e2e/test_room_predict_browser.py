@@ -1,5 +1,6 @@
 """A lesson stop asks before it tells, in real browsers: a teacher and a student, each in a chromium context of
-their own, on one app process (its own server: the room's store is the process's).
+their own: on one app process (its own server: the room's store is the process's), and on two app processes
+sharing a real redis-server (the teacher on one, the student on the other).
 
 The teacher opens a one-stop lesson from its link (the stop: the scaled scores, its answer Ŝ[0,0] hidden, the cell
 Ŝ[0,1] to explain at the reveal, and a note that quotes the answer), teaches it in a new room, and shows the stop.
@@ -28,6 +29,7 @@ from tests.e2e.test_explain_in_sight import box_of, click_cell
 from tests.e2e.test_room_browser import CODE, click, fill, shot, wait_url
 
 NOTE = "Secret note: the answer is −25.06, not −12.53."
+REDIS_URL_VARIABLE = "ATTENTION_EXPLORER_REDIS_URL"
 FOLLOW_S = 8.0                 # a generous bound: this test is about what is shown, not how fast
 
 
@@ -59,7 +61,33 @@ def _scaled_chart_has(tab, text: str, timeout_ms: float = 15_000) -> list[str]:
     return next((c["texts"] for c in found if text in c["texts"]), [])
 
 
-def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium):
+@pytest.fixture(scope="module")
+def redis_pair(redis_url):
+    """Two app processes sharing the session's redis-server: the teacher on A, the student on B."""
+    from bench._common import Server
+    from tests.e2e.conftest import require_browser
+    require_browser()
+    pair = [Server("app.py", env={REDIS_URL_VARIABLE: redis_url}).start() for _ in range(2)]
+    try:
+        for server in pair:
+            server.wait_healthy(120)
+        yield pair
+    finally:
+        for server in pair:
+            server.stop()
+
+
+@pytest.fixture(params=["memory", "redis"], ids=["one-process-memory", "two-processes-redis"])
+def two_servers(request):
+    """(the teacher's server, the student's): one process with its memory store, or two sharing Redis."""
+    if request.param == "memory":
+        server = request.getfixturevalue("own_server")
+        return server, server
+    return tuple(request.getfixturevalue("redis_pair"))
+
+
+def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(two_servers, chromium):
+    a, b = two_servers
     value = _hidden_value()                                # −25.0635…: Ŝ[0,0] on the default settings
     shown = f"{value:.2f}".replace("-", "−")               # as the chart writes it
     digits = f"{abs(value):.2f}"                          # "25.06": in no text of the student's screen
@@ -70,7 +98,7 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium)
     ana.on("websocket", lambda ws: ws.on("framereceived", lambda data: received.append(
         data if isinstance(data, bytes) else data.encode())))
     try:
-        after_run(teacher, lambda: teacher.goto(f"{own_server.url}/lessons?lesson={_lesson_link()}",
+        after_run(teacher, lambda: teacher.goto(f"{a.url}/lessons?lesson={_lesson_link()}",
                                                 wait_until="domcontentloaded"), timeout_ms=90_000)
         click(teacher, "Teach this lesson")
         click(teacher, "Open a room")
@@ -78,7 +106,7 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium)
         expect(big).to_have_count(1, timeout=10_000)
         code = CODE.findall(big.inner_text())[0]
         assert NOTE not in _body(teacher)                  # the room page may be on the projector
-        after_run(ana, lambda: ana.goto(f"{own_server.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
+        after_run(ana, lambda: ana.goto(f"{b.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
         fill(ana, "Room code", code)
         fill(ana, "Your nickname", "Ana")
         click(ana, "Join the room")
@@ -134,7 +162,8 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(own_server, chromium)
         expect(teacher.get_by_text("was made", exact=False).first).to_be_visible(timeout=10_000)
         for tab in (teacher, ana):
             assert tab.locator(EXCEPTION).count() == 0
-        assert "Traceback" not in own_server.log_tail(50_000), own_server.log_tail(3000)
+        for server in {a, b}:
+            assert "Traceback" not in server.log_tail(50_000), server.log_tail(3000)
     finally:
         for ctx in contexts:
             ctx.close()
