@@ -13,7 +13,8 @@ Session keys (the names other views read):
     room.notices    notices of the last view put in (values it could not use), shown once
     room.hide       the numbers the view last put in hides until the teacher reveals (a lesson stop's predict
                     state: classroom.push's "hide"); ui/room_hide.py reads it. room.stage its "predict" or
-                    "revealed" (absent: a view that is not a stop's)
+                    "revealed" (absent: a view that is not a stop's); room.staged the teacher's stop shown to
+                    predict and not yet revealed (its index: the room bar's "Reveal")
     room.misses     when this session typed a code that opens no room (at most MISSES a minute)
 """
 from __future__ import annotations
