@@ -14,10 +14,10 @@ under "room.hide" (ui/room_session.go). The heatmaps, the tables and the cell ex
 - out of a room: both False at once, nothing read.
 
     >>> parse(("weights:None.1.3", "context", "scores:2.0.1", "view:cosine_tokens:None.0.2"))[1] == {
-    ...     ("weights", None, 1, 3), ("scores", 2, 0, 1), ("view:cosine_tokens", None, 0, 2)}
+    ...     ("weights", None, 1, 3), ("scores", 2, 0, 1), ("cosine_tokens", None, 0, 2)}
     True
-    >>> sorted(parse(("context", "view:cosine_tokens"))[0])
-    ['context', 'view:cosine_tokens']
+    >>> sorted(parse(("context", "view:cosine_tokens", "cosine_tokens"))[0])
+    ['context', 'cosine_tokens']
 """
 from __future__ import annotations
 
@@ -25,24 +25,33 @@ import functools
 
 import streamlit as st
 
+from classroom.lesson import parse_hide
+
 KEY = "room.hide"
 HIDDEN_SAYS = "?"
 
 
 @functools.lru_cache(maxsize=64)
 def parse(hide: tuple[str, ...]) -> tuple[frozenset, frozenset]:
-    """(the steps hidden whole, the cells hidden one by one as (step key, head, i, j)). Names that are not of
-    that shape (classroom.push never keeps one) hide nothing."""
+    """(the steps hidden whole, the cells hidden one by one as (step key, head, i, j)), read by the lessons' own
+    grammar (classroom.lesson.parse_hide). A page's own view is named with or without its "view:" prefix, and kept
+    without it. Names of another shape (classroom.push never keeps one) hide nothing."""
     whole, cells = set(), set()
     for name in map(str, hide):
-        key, _, where = name.rpartition(":")          # a page's view has a colon of its own: "view:cosine_tokens"
-        parts = where.split(".")
-        if not key or len(parts) != 3 or not (parts[0] == "None" or parts[0].isdigit()) \
-                or not parts[1].isdigit() or not parts[2].isdigit():
-            whole.add(name)                            # no cell at its end: the whole step
+        parsed = parse_hide(_bare(name))
+        if parsed is None:
             continue
-        cells.add((key, None if parts[0] == "None" else int(parts[0]), int(parts[1]), int(parts[2])))
+        step, cell = parsed
+        if cell is None:
+            whole.add(step)
+        else:
+            cells.add((step, *cell))
     return frozenset(whole), frozenset(cells)
+
+
+def _bare(step_key: str) -> str:
+    """A step's key as the hide lists name it: a page's view ("view:cosine_tokens") by its name alone."""
+    return step_key.removeprefix("view:")
 
 
 def _list(teacher: bool) -> tuple[str, ...]:
@@ -61,6 +70,7 @@ def _in(hide: tuple[str, ...], step_key: str, head, i: int, j: int) -> bool:
     if not hide:
         return False
     whole, cells = parse(hide)
+    step_key = _bare(step_key)
     return step_key in whole or (step_key, None if head is None else int(head), int(i), int(j)) in cells
 
 
@@ -85,6 +95,7 @@ def _cells(hide: tuple[str, ...], step_key: str, head, shape: tuple[int, int]) -
         return ()
     whole, cells = parse(hide)
     rows, cols = shape
+    step_key = _bare(step_key)
     if step_key in whole:
         return tuple((i, j) for i in range(rows) for j in range(cols))
     head = None if head is None else int(head)
@@ -108,6 +119,7 @@ def any_hidden(step_key: str) -> bool:
     if not hide:
         return False
     whole, cells = parse(hide)
+    step_key = _bare(step_key)
     return step_key in whole or any(c[0] == step_key for c in cells)
 
 
