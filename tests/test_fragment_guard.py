@@ -164,3 +164,15 @@ def test_streamlit_is_the_version_the_guard_was_written_for():
     assert streamlit.__version__ == fragment_guard.STREAMLIT_VERSION
     source = inspect.getsource(fragment_guard._original)
     assert hashlib.sha256(source.encode()).hexdigest() == fragment_guard.RUN_SCRIPT_SOURCE_SHA256
+
+
+def test_imported_again_it_wraps_streamlits_own_method_once():
+    """A developer's file watcher may import the module again: the wrapper then wraps Streamlit's method, not the
+    previous wrapper."""
+    import importlib
+    fragment_guard.install()
+    own = fragment_guard._original
+    importlib.reload(fragment_guard)
+    fragment_guard.install()
+    assert fragment_guard._original is own and own.__qualname__ == "ScriptRunner._run_script"
+    assert ScriptRunner._run_script is fragment_guard._run_script and fragment_guard._run_script.__wrapped__ is own

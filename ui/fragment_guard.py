@@ -43,8 +43,8 @@ STREAMLIT_VERSION = "1.67.0"
 RUN_SCRIPT_SOURCE_SHA256 = "b576d3acf1a5b9055b213b293b991737bf9e6dc5ab0af03d0139781b444e3851"
 
 _LOGGER = get_logger(__name__)          # Streamlit's handler and level (the server log)
-_original = ScriptRunner._run_script
-dropped = 0                        # stale fragment reruns dropped by this process (read by the tests)
+# Streamlit's own method (if this module is imported again, e.g. by a developer's file watcher: not the wrapper)
+_original = getattr(ScriptRunner._run_script, "__wrapped__", ScriptRunner._run_script)
 
 
 def stale(rerun_data, current_page: str) -> bool:
@@ -54,13 +54,14 @@ def stale(rerun_data, current_page: str) -> bool:
 
 
 def _run_script(self, rerun_data) -> None:
-    global dropped
     if stale(rerun_data, self._pages_manager.current_page_script_hash):
-        dropped += 1
         _LOGGER.info("Dropped a fragment rerun naming page %s: the session now shows page %s.",
                      rerun_data.page_script_hash, self._pages_manager.current_page_script_hash)
         return
     _original(self, rerun_data)
+
+
+_run_script.__wrapped__ = _original
 
 
 def source_sha256() -> str:

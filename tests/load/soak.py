@@ -2,7 +2,7 @@
 redis-server, the students' browsers as slow as a school laptop (chromium's CPU throttling, 4x); after every push,
 every student's screen must show the pushed page's content within WITHIN_S and still show it HOLD_S later.
 
-    python tests/load/soak.py [--pushes 200] [--seed 29] [--students-per-process 2] [--throttle 4]
+    python tests/load/soak.py [--pushes 200] [--seed 29] [--students-per-process 1] [--throttle 4]
                               [--app-root PATH]
 
 Real browsers (Debian's chromium through playwright), each in a context of its own: the teacher on process A (not
@@ -375,7 +375,7 @@ class Class:
                     self.join(s)
 
 
-def soak(pushes: int = 200, seed: int = 29, students_per_process: int = 2, throttle: float = 4.0,
+def soak(pushes: int = 200, seed: int = 29, students_per_process: int = 1, throttle: float = 4.0,
          app_root: Path = ROOT, redis_url: str | None = None, views: list[View] | None = None, browser=None,
          log=print) -> Result:
     views = views or push_views(pushes, seed)
@@ -411,7 +411,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pushes", type=int, default=200)
     ap.add_argument("--seed", type=int, default=29)
-    ap.add_argument("--students-per-process", type=int, default=2)
+    ap.add_argument("--students-per-process", type=int, default=1)
     ap.add_argument("--throttle", type=float, default=4.0)
     ap.add_argument("--app-root", type=Path, default=ROOT, help="the checkout whose app.py is served")
     args = ap.parse_args()
