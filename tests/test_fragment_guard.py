@@ -5,7 +5,9 @@ two-page app whose pages draw the same fragment (so it has one id on both, as th
 - the race as it happens: the page switches to B and a tick naming A arrives while B runs: without the guard the
   tick runs after B, as page A (the browser drops what B drew); with it, nothing runs after B;
 - the same tick arriving after B's run ended (a fresh script runner) is dropped too;
-- a tick naming B runs, and draws the fragment.
+- a tick naming B runs, and draws the fragment;
+- a tick folded into st.switch_page's pending full run of B leaves it a full run of B (without the guard: of A, the
+  old page, with A's query: the wrong page).
 
 And: the app installs the guard; the guard was written for this Streamlit, whose patched method is unchanged (an
 upgrade fails here: re-check with docs/upstream/fragment-switch-page-race/repro.py, then update or remove the guard).
@@ -19,7 +21,7 @@ import time
 import pytest
 import streamlit
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
-from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
 
 from bench._common import ROOT, Server, Session
 from ui import fragment_guard
@@ -153,8 +155,9 @@ def test_the_app_installs_it():
     from streamlit.testing.v1 import AppTest
     AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert fragment_guard.installed() and ScriptRunner._run_script is fragment_guard._run_script
+    assert ScriptRequests._request_rerun_locked is fragment_guard._request_rerun_locked
     fragment_guard.install()                              # a second call changes nothing
-    assert ScriptRunner._run_script is fragment_guard._run_script
+    assert fragment_guard.installed()
 
 
 def test_streamlit_is_the_version_the_guard_was_written_for():
@@ -162,8 +165,24 @@ def test_streamlit_is_the_version_the_guard_was_written_for():
     with --workaround); if the race is gone, remove ui/fragment_guard.py, else check the wrapped method still
     takes (self, rerun_data) and reads rerun_data.fragment_id_queue and page_script_hash, then update these two."""
     assert streamlit.__version__ == fragment_guard.STREAMLIT_VERSION
-    source = inspect.getsource(fragment_guard._original)
-    assert hashlib.sha256(source.encode()).hexdigest() == fragment_guard.RUN_SCRIPT_SOURCE_SHA256
+    for name, (_, _, _, own) in fragment_guard.WRAPS.items():
+        assert own.__qualname__ == name
+        assert hashlib.sha256(inspect.getsource(own).encode()).hexdigest() == fragment_guard.SOURCE_SHA256[name]
+
+
+@pytest.mark.parametrize("guard", [False, True], ids=["without-guard", "with-guard"])
+def test_a_stale_tick_folded_into_the_switch_keeps_the_switchs_page(guard):
+    """st.switch_page's request (a full run of B, B's query) is pending when a tick naming A (A's query) arrives."""
+    fold = fragment_guard._request_rerun_locked if guard else fragment_guard._original_fold
+    requests = ScriptRequests()
+    with requests._lock:
+        assert fold(requests, RerunData(page_script_hash="B", query_string="b=1"))
+        assert fold(requests, RerunData(page_script_hash="A", query_string="a=1", fragment_id="f", is_auto_rerun=True))
+    run = requests.on_scriptrunner_ready().rerun_data
+    assert run.fragment_id_queue == []                                 # a full run, either way
+    assert (run.page_script_hash, run.query_string) == (("B", "b=1") if guard else ("A", "a=1"))
+    if guard:
+        assert not run.is_auto_rerun
 
 
 def test_imported_again_it_wraps_streamlits_own_method_once():
@@ -171,8 +190,10 @@ def test_imported_again_it_wraps_streamlits_own_method_once():
     previous wrapper."""
     import importlib
     fragment_guard.install()
-    own = fragment_guard._original
+    own = {name: w[3] for name, w in fragment_guard.WRAPS.items()}
     importlib.reload(fragment_guard)
     fragment_guard.install()
-    assert fragment_guard._original is own and own.__qualname__ == "ScriptRunner._run_script"
-    assert ScriptRunner._run_script is fragment_guard._run_script and fragment_guard._run_script.__wrapped__ is own
+    assert fragment_guard.installed()
+    for name, (cls, attr, wrapper, original) in fragment_guard.WRAPS.items():
+        assert original is own[name] and original.__qualname__ == name
+        assert getattr(cls, attr) is wrapper and wrapper.__wrapped__ is original

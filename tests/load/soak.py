@@ -149,8 +149,12 @@ SCREEN = """() => {
   const main = document.querySelector("[data-testid='stMain']");
   const h1 = main ? main.querySelector("h1") : null;
   const tabs = [...document.querySelectorAll("[role='tab'][aria-selected='true']")].map(t => t.innerText.trim());
+  const status = document.querySelector("[data-testid='stStatusWidget']");
+  const text = main ? main.innerText : "";
   return {title: h1 ? h1.innerText.trim() : "", tabs: tabs, path: location.pathname.replace(/^\\/+|\\/+$/g, ""),
-          elements: main ? main.querySelectorAll("[data-testid='stElementContainer']").length : 0};
+          elements: main ? main.querySelectorAll("[data-testid='stElementContainer']").length : 0,
+          status: status ? status.innerText.trim() : "",
+          room: /you follow your teacher/.test(text) ? "following" : /You stepped out/.test(text) ? "stepped out" : ""};
 }"""
 
 
@@ -158,7 +162,7 @@ def read_screen(tab) -> dict:
     try:
         return tab.evaluate(SCREEN)
     except Exception as err:                      # a crashed or navigating page: nothing shown
-        return {"title": "", "tabs": [], "path": "", "elements": 0, "error": str(err)[:120]}
+        return {"title": "", "tabs": [], "path": "", "elements": 0, "status": str(err)[:120], "room": ""}
 
 
 def verdict(screen: dict, view: View, title: str) -> str:
@@ -232,6 +236,7 @@ class Class:
         self.students: list[Student] = []
         self.errors: list[str] = []
         self.code = ""
+        self.shots: Path | None = None            # a folder: a screenshot of each failed screen there
 
     def __enter__(self) -> "Class":
         if self.redis_url is None:
@@ -370,19 +375,23 @@ class Class:
                 seen = last[s.name]
                 result.failures.append((n, s.name, str(view), kind, when, seen))
                 log(f"  push {n} {view} -> {s.name} on process {self.servers.index(s.server) + 1}: {kind} {when} "
-                    f"(title {seen['title']!r}, tabs {seen['tabs']}, /{seen['path']}, {seen['elements']} elements)")
+                    f"(title {seen['title']!r}, tabs {seen['tabs']}, /{seen['path']}, {seen['elements']} elements, room bar: "
+                    f"{seen['room'] or 'none'}, status: {seen['status'] or 'none'})")
+                if self.shots is not None and kind != "late":
+                    s.tab.screenshot(path=str(self.shots / f"push{n}_{s.name}_{kind.replace(' ', '_')}.png"))
                 if kind != "late":
                     self.join(s)
 
 
 def soak(pushes: int = 200, seed: int = 29, students_per_process: int = 1, throttle: float = 4.0,
          app_root: Path = ROOT, redis_url: str | None = None, views: list[View] | None = None, browser=None,
-         log=print) -> Result:
+         shots: Path | None = None, log=print) -> Result:
     views = views or push_views(pushes, seed)
     result = Result()
     start = time.perf_counter()
     with Class(students_per_process, throttle, app_root, redis_url, browser) as room, \
             tempfile.TemporaryDirectory(prefix="soak_lessons_") as folder:
+        room.shots = shots
         room.warm(views)
         log(f"booted and warmed in {time.perf_counter() - start:.0f} s")
         room.open_room()
@@ -400,6 +409,8 @@ def soak(pushes: int = 200, seed: int = 29, students_per_process: int = 1, throt
                     log(f"after {n} pushes: {result.counts}")
         result.drops = sum(s.log_tail(50_000_000).count("Dropped a fragment rerun naming page") for s in room.servers)
         result.bad_delta = sum("Bad delta path" in e for e in room.errors)
+        for error in sorted(set(e[:160] for e in room.errors))[:10]:
+            log(f"a browser's console: {error}")
         for s in room.servers:
             if "Traceback" in s.log_tail(50_000_000):
                 log("a process's log holds a traceback:\n" + s.log_tail(3000))
@@ -414,13 +425,16 @@ def main() -> int:
     ap.add_argument("--students-per-process", type=int, default=1)
     ap.add_argument("--throttle", type=float, default=4.0)
     ap.add_argument("--app-root", type=Path, default=ROOT, help="the checkout whose app.py is served")
+    ap.add_argument("--shots", type=Path, help="a folder: a screenshot of each blank or wrong screen there")
     args = ap.parse_args()
     load = os.getloadavg()
     print(f"soak: {args.pushes} pushes, seed {args.seed}, {args.students_per_process} students on each of 2 "
           f"processes + redis-server, CPU throttling {args.throttle:g}x, app {args.app_root}; "
           f"load average before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
+    if args.shots:
+        args.shots.mkdir(parents=True, exist_ok=True)
     result = soak(args.pushes, args.seed, args.students_per_process, args.throttle, args.app_root,
-                  log=lambda line: print(line, flush=True))
+                  shots=args.shots, log=lambda line: print(line, flush=True))
     for line in result.lines():
         print(line)
     load = os.getloadavg()
