@@ -10,19 +10,23 @@ holds plain JSON-able dicts.
     redis_store  the same operations on a Redis server, for several app replicas
     room         a room's life: open, join, push a view, polls (open, answer, tally, reveal), expiry and limits;
                  RoomError's messages are written for the learner
+    presence     a reload is not a goodbye: a student's single-use rejoin token (the room keeps its digest), and
+                 who is here now (present: the students whose screens checked the room in the last few seconds)
     lesson       a lesson: a title and its stops (a view, the question to ask, a note only the teacher sees);
                  read and written as a JSON file or a link; the shipped lessons in classroom/lessons/
 
 May import: the standard library; redis only inside redis_store's functions. Never ui, never streamlit.
 """
 from .codes import new_code, new_secret, normal_code
-from .room import (MAX_ANSWER_CHANGES, MAX_MEMBERS, ROOM_HOURS, BadMessage, NoRoom, NotTeacher, RoomError, RoomFull,
+from .presence import PRESENT_SECONDS, Elsewhere, NotYours, new_token, present, rejoin, seen
+from .room import (MAX_ANSWER_CHANGES, MAX_MEMBERS, ROOM_HOURS, BadMessage, NameTaken, NoRoom, NotTeacher, RoomError, RoomFull,
                    RoomState, TooMany, Unavailable, answer, check, close_poll, end_room, join, leave, members, my_answer, open_poll,
                    open_room, push, reveal, state, tally)
 from .store import MemoryStore, Store, store_from_env
 
 __all__ = ["new_code", "new_secret", "normal_code", "Store", "MemoryStore", "store_from_env", "RoomError", "NoRoom",
-           "RoomFull", "NotTeacher", "BadMessage", "TooMany", "Unavailable", "RoomState", "open_room", "check", "end_room", "join", "leave",
+           "RoomFull", "NotTeacher", "NameTaken", "Elsewhere", "NotYours", "new_token", "rejoin", "seen", "present",
+           "PRESENT_SECONDS", "BadMessage", "TooMany", "Unavailable", "RoomState", "open_room", "check", "end_room", "join", "leave",
            "members",
            "push", "state", "open_poll", "answer", "tally", "my_answer", "reveal", "close_poll", "MAX_MEMBERS",
            "MAX_ANSWER_CHANGES", "ROOM_HOURS"]

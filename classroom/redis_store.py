@@ -2,7 +2,8 @@
 teacher on another.
 
 Every Store operation is one Redis command, or one Lua script where it must be one atomic step on the
-server (`create`: EXISTS, then HSET and EXPIRE; `hset_capped`: HEXISTS, HLEN, HSET), so 30 answers or 200
+server (`create`: EXISTS, then HSET and EXPIRE; `hset_capped`: HEXISTS, HLEN, HSET; `hswap`: HGET, then HSET
+if the value is the expected one; `hset_if`: EXISTS, then HSET; `hsetnx` is Redis's HSETNX), so 30 answers or 200
 joiners arriving together from different replicas are counted exactly. One client (a connection pool) per
 URL per process: `redis_store(url)`. A Redis that does not answer within about 2 s raises Unavailable (a
 RoomError) with a message for the screen, never a traceback; the rest of the explorer works without it, and a
@@ -43,6 +44,20 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 1 end
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 2
+"""
+
+# KEYS[1] the hash; ARGV field, old, new. 1 if swapped.
+SWAP = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+"""
+
+# KEYS[1] the hash; ARGV field, value. 1 if set (only in a hash that exists: its expiry stays).
+SET_IF = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
 """
 
 
@@ -96,7 +111,8 @@ class RedisStore(Store):
             return
         self._broken = ""
         self._client = redis.Redis(connection_pool=pool)
-        self._scripts = {"create": self._client.register_script(CREATE), "capped": self._client.register_script(CAPPED)}
+        self._scripts = {name: self._client.register_script(script) for name, script in
+                         (("create", CREATE), ("capped", CAPPED), ("swap", SWAP), ("set_if", SET_IF))}
 
     def _call(self, command: str, *args):
         """Run one command (or one of the scripts); a server that is down, slow or refusing, or a URL that names
@@ -146,6 +162,15 @@ class RedisStore(Store):
 
     def hset_capped(self, key, field, value, limit):
         return int(self._call("capped", [key], [field, str(value), int(limit)]))
+
+    def hsetnx(self, key, field, value):
+        return bool(self._call("hsetnx", key, field, str(value)))
+
+    def hswap(self, key, field, old, new):
+        return int(self._call("swap", [key], [field, str(old), str(new)])) == 1
+
+    def hset_if(self, key, field, value):
+        return int(self._call("set_if", [key], [field, str(value)])) == 1
 
     def expire(self, key, seconds):
         self._call("expire", key, int(seconds))

@@ -22,6 +22,9 @@
 Keys (every one expires ROOM_HOURS after the teacher's last push or poll, or at once when the teacher ends the room):
     room:<code>                    title, the secret's digest, created, version, view (JSON), poll (JSON or "")
     room:<code>:members            member id -> nickname (at most MAX_MEMBERS; removed when the student leaves)
+    room:<code>:names              the nickname's name_key -> member id (one student per name; removed on leaving)
+    room:<code>:tokens             member id -> the SHA-256 of the student's rejoin token (classroom/presence.py)
+    room:<code>:seen               member id -> when their screen last checked the room (Unix seconds)
     room:<code>:answers:<poll id>  member id -> the index of the chosen answer
     room:<code>:changes:<poll id>  member id -> how many times that member answered (at most MAX_ANSWER_CHANGES)
     room:<code>:runs               a run's digest -> its bytes as base64 text; "order": the digests, oldest first
@@ -29,7 +32,9 @@ Keys (every one expires ROOM_HOURS after the teacher's last push or poll, or at 
 
 A member id is 128 random bits that only its student's session holds: it is never shown to anyone, so no
 one can answer for another student. Only the teacher's secret can push a view, open, reveal or close a
-poll. Nothing is kept about a student but the nickname.
+poll. About a student the room keeps their nickname, their answers (the index of the choice, and how many times
+they answered each question; no time), the digest of their rejoin token and when their screen last checked the
+room; nothing else.
 """
 from __future__ import annotations
 
@@ -84,6 +89,10 @@ class TooMany(RoomError):
     pass
 
 
+class NameTaken(RoomError):
+    """Another student in the room has this nickname (compared by name_key)."""
+
+
 class Unavailable(RoomError):
     """The store does not answer (a Redis server down or refusing): the room may well still be there."""
 
@@ -128,8 +137,11 @@ def _teacher(store: Store, code: str, secret) -> dict[str, str]:
     return room
 
 
+MEMBER_KEYS = ("members", "names", "tokens", "seen")      # what the room keeps per student: expire together
+
+
 def _refresh(store: Store, code: str, *more: str) -> None:
-    for key in (_key(code), _key(code, "members")) + more:
+    for key in (_key(code),) + tuple(_key(code, part) for part in MEMBER_KEYS) + more:
         store.expire(key, TTL)
 
 
@@ -169,28 +181,54 @@ def clean_text(text, limit: int) -> str:
     return " ".join(text.split())[:limit]
 
 
-def join(store: Store, code, nickname) -> str:
-    """A student joins: their member id (their session keeps it; nobody else ever sees it)."""
+def name_key(name) -> str:
+    """What makes two nicknames the same in a room: after clean_text, compatibility-normalised (NFKC: a
+    full-width Ａｄａ is Ada), casefolded, spaces collapsed.
+
+        >>> name_key("  ADA \t lovelace"), name_key("Ａｄａ") == name_key("ada")
+        ('ada lovelace', True)
+        >>> name_key("Straße") == name_key("STRASSE")
+        True
+    """
+    return " ".join(unicodedata.normalize("NFKC", clean_text(name, MAX_NICKNAME)).casefold().split())
+
+
+def join(store: Store, code, nickname, now: float | None = None) -> str:
+    """A student joins: their member id (their session keeps it; nobody else ever sees it). A nickname already in
+    the room (name_key) is refused (NameTaken): the name is taken in one atomic step (HSETNX), so of two "Ada"s
+    joining in the same instant exactly one gets it."""
     code = check(store, code)
     name = clean_text(nickname, MAX_NICKNAME)
     if not name:
         raise BadMessage("Type a nickname first: any name your class will recognise (no account needed).")
     member = secrets.token_urlsafe(16)
+    if not store.hsetnx(_key(code, "names"), name_key(name), member):
+        raise NameTaken(f"Someone in room {code} is already called “{name}”: type another nickname (add an initial "
+                        "or a number, say), so your teacher can tell you apart.")
     if store.hset_capped(_key(code, "members"), member, name, MAX_MEMBERS) == FULL:
+        store.hdel(_key(code, "names"), name_key(name))
         raise RoomFull(f"Room {code} is full: {MAX_MEMBERS} students have joined. Ask your teacher to open a "
                        "second room, or follow on the projector.")
-    store.expire(_key(code, "members"), TTL)     # the nicknames go too, even if the teacher never pushes
+    store.hset(_key(code, "seen"), {member: f"{time.time() if now is None else now:.3f}"})
+    for part in MEMBER_KEYS:                     # the nicknames go too, even if the teacher never pushes
+        store.expire(_key(code, part), TTL)
     return member
 
 
 def leave(store: Store, code, member) -> None:
-    """A student leaves: their nickname and their answer to the question in progress go (the teacher's count and
-    "n of m answered" stay true). Nothing if the room has ended."""
+    """A student leaves: their nickname (free for another), their rejoin token, their last-seen time and their answer
+    to the question in progress go (the teacher's count and "n of m answered" stay true). Nothing if the room has
+    ended."""
     code = _code(code)
     room = store.hgetall(_key(code))
     if not room or not isinstance(member, str):
         return
+    name = store.hget(_key(code, "members"), member)
     store.hdel(_key(code, "members"), member)
+    if name is not None and store.hget(_key(code, "names"), name_key(name)) == member:
+        store.hdel(_key(code, "names"), name_key(name))         # the name is free again
+    store.hdel(_key(code, "tokens"), member)                    # this browser cannot come back as them
+    store.hdel(_key(code, "seen"), member)
     poll = json.loads(room["poll"]) if room.get("poll") else None
     if poll and not poll.get("revealed"):
         store.hdel(_key(code, "answers", poll["id"]), member)
@@ -387,7 +425,7 @@ def end_room(store: Store, code, secret) -> None:
     room = _teacher(store, code, secret)
     store.expire(_key(code, "runs"), 0)          # the teacher's runs beside the room (put_run) go too
     polls = int(room.get("polls", "0") or 0)
-    for key in [_key(code, "members")] + [_key(code, kind, f"p{n}") for n in range(1, polls + 1)
+    for key in [_key(code, part) for part in MEMBER_KEYS] + [_key(code, kind, f"p{n}") for n in range(1, polls + 1)
                                           for kind in ("answers", "changes")] + [_key(code)]:
         store.expire(key, 0)
 

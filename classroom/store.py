@@ -12,6 +12,8 @@ ATTENTION_EXPLORER_REDIS_URL (e.g. redis://redis:6379/0) switches to Redis; unse
     (3, '3')
     >>> [s.hset_capped("m", f, "x", limit=2) for f in ("a", "a", "b", "c")]   # added, there already, added, full
     [2, 1, 2, 0]
+    >>> s.hsetnx("m", "a", "y"), s.hswap("m", "a", "x", "z"), s.hswap("m", "a", "x", "w"), s.hset_if("gone", "a", "1")
+    (False, True, False, False)
 """
 from __future__ import annotations
 
@@ -53,6 +55,19 @@ class Store:
     def hset_capped(self, key: str, field: str, value: str, limit: int) -> int:
         """Set the field if it is new and the hash has fewer than `limit` fields: ADDED (2); a field already
         there keeps its value: THERE (1); a full hash: FULL (0). One atomic step."""
+        raise NotImplementedError
+
+    def hsetnx(self, key: str, field: str, value: str) -> bool:
+        """Set the field only if it is not there: True if set. One atomic step (a nickname taken by exactly one)."""
+        raise NotImplementedError
+
+    def hswap(self, key: str, field: str, old: str, new: str) -> bool:
+        """Set the field to `new` only if its value is `old`: True if swapped. One atomic step (a token used once)."""
+        raise NotImplementedError
+
+    def hset_if(self, key: str, field: str, value: str) -> bool:
+        """Set the field only if the hash exists (its expiry unchanged): True if set. One atomic step, so a
+        write after the hash expired does not make a hash that never expires."""
         raise NotImplementedError
 
     def expire(self, key: str, seconds: int) -> None:
@@ -146,6 +161,32 @@ class MemoryStore(Store):
                 return FULL
             h[field] = str(value)
             return ADDED
+
+    def hsetnx(self, key, field, value):
+        with self._lock:
+            h = self._live(key)
+            if h is None:
+                h = self._data[key] = {}
+            if field in h:
+                return False
+            h[field] = str(value)
+            return True
+
+    def hswap(self, key, field, old, new):
+        with self._lock:
+            h = self._live(key)
+            if h is None or h.get(field) != old:
+                return False
+            h[field] = str(new)
+            return True
+
+    def hset_if(self, key, field, value):
+        with self._lock:
+            h = self._live(key)
+            if h is None:
+                return False
+            h[field] = str(value)
+            return True
 
     def expire(self, key, seconds):
         with self._lock:

@@ -18,6 +18,9 @@ SCORES = "app_pages/4_scores.py"
 @pytest.fixture(autouse=True)
 def _memory_store(monkeypatch):
     monkeypatch.delenv("ATTENTION_EXPLORER_REDIS_URL", raising=False)
+    # AppTest sessions run only when a test runs them (no ticks between): a student counts as here for an hour;
+    # the presence window itself is tested on the stores (tests/test_room_store.py) and in the browser
+    monkeypatch.setattr("classroom.presence.PRESENT_SECONDS", 3600.0)
 
 
 def button(at, label):

@@ -501,3 +501,150 @@ def test_the_deploy_recipes_start_redis_beside_the_app():
     assert f"labels: {{app: {url.hostname}}}" in redis_pod and "image: redis:7-alpine" in redis_pod
     assert 'args: ["--save", "", "--appendonly", "no"' in redis_pod
     assert "from: [{podSelector: {matchLabels: {app: attention-explorer}}}]" in parts[f"NetworkPolicy {url.hostname}"]
+
+
+# -- unique nicknames, rejoining, presence (classroom/presence.py) -------------------------------------------------
+
+from classroom.presence import PRESENT_SECONDS, Elsewhere, NotYours, new_token, present, rejoin  # noqa: E402
+from classroom.presence import seen as mark_seen  # noqa: E402
+from classroom.room import NameTaken, leave  # noqa: E402
+
+
+def test_the_store_operations_for_names_and_tokens(store):
+    assert store.hsetnx("n", "ada", "m1") is True and store.hsetnx("n", "ada", "m2") is False
+    assert store.hget("n", "ada") == "m1"
+    assert store.hswap("n", "ada", "m2", "m3") is False and store.hget("n", "ada") == "m1"     # not the old value
+    assert store.hswap("n", "ada", "m1", "m3") is True and store.hget("n", "ada") == "m3"
+    assert store.hswap("n", "zed", "m1", "m3") is False and store.hget("n", "zed") is None     # no field: no swap
+    assert store.hset_if("nope", "a", "1") is False and store.hgetall("nope") == {}            # no hash: none made
+    assert store.hset_if("n", "bo", "m4") is True and store.hgetall("n") == {"ada": "m3", "bo": "m4"}
+
+
+def test_a_second_ada_is_asked_for_another_name(store):
+    code, _ = open_room(store, "t")
+    ada = join(store, code, "Ada")
+    for same in ("Ada", "ada", "  ADA ", "Ａｄａ", "ADA\t"):
+        with pytest.raises(NameTaken) as err:
+            join(store, code, same)
+        assert str(err.value) == (f"Someone in room {code} is already called “{rooms.clean_text(same, 24)}”: type "
+                                  "another nickname (add an initial or a number, say), so your teacher can tell you "
+                                  "apart.")
+    assert join(store, code, "Ada L") != ada and join(store, code, "Ben  Ng") and len(members(store, code)) == 3
+    with pytest.raises(NameTaken):
+        join(store, code, "ben ng")
+    other, _ = open_room(store, "another class")
+    assert join(store, other, "Ada")                               # another room: another class, free
+    leave(store, code, ada)
+    assert join(store, code, "ADA") and sorted(members(store, code).values()) == ["ADA", "Ada L", "Ben Ng"]
+
+
+def test_twenty_adas_in_the_same_instant_exactly_one_gets_the_name(store):
+    code, _ = open_room(store, "t")
+    results, _ = all_at_once(20, lambda i: join(store, code, "Ada" if i % 2 else "ADA"))
+    joined = [r for r in results if isinstance(r, str)]
+    assert len(joined) == 1 and all(isinstance(r, NameTaken) for r in results if not isinstance(r, str))
+    assert list(members(store, code)) == joined and store.hgetall(f"room:{code}:names") == {"ada": joined[0]}
+
+
+def test_a_full_room_keeps_no_name_it_refused(store):
+    code, _ = open_room(store, "t")
+    for i in range(MAX_MEMBERS):
+        join(store, code, f"s{i}")
+    with pytest.raises(RoomFull):
+        join(store, code, "Zoe")
+    assert store.hget(f"room:{code}:names", "zoe") is None and store.hlen(f"room:{code}:names") == MAX_MEMBERS
+
+
+def test_a_reload_comes_back_as_the_same_student_with_the_same_answer(store):
+    code, secret = open_room(store, "t")
+    ada = join(store, code, "Ada", now=1000.0)
+    token = new_token(store, code, ada)
+    assert store.hget(f"room:{code}:tokens", ada) == rooms.digest(token) != token     # only the digest is kept
+    assert len(token) == 22 and token not in json.dumps([store.hgetall(f"room:{code}:{part}")
+                                                          for part in ("", "members", "names", "tokens", "seen")])
+    poll = open_poll(store, code, secret, POLL)
+    answer(store, code, ada, poll, 2)
+    name, token2 = rejoin(store, code, ada, token, now=1000.0 + PRESENT_SECONDS + 0.1)
+    assert (name, my_answer(store, code, poll, ada), list(members(store, code))) == ("Ada", 2, [ada])
+    assert token2 != token and store.hget(f"room:{code}:tokens", ada) == rooms.digest(token2)
+    answer(store, code, ada, poll, 1)                                      # and answers on as herself
+    assert tally(store, code, poll) == [0, 1, 0, 0]
+    with pytest.raises(NameTaken):                                         # her name stays hers
+        join(store, code, "ada")
+
+
+def test_a_rejoin_token_is_single_use(store):
+    code, _ = open_room(store, "t")
+    ada = join(store, code, "Ada", now=1000.0)
+    token = new_token(store, code, ada)
+    _, token2 = rejoin(store, code, ada, token, now=2000.0)
+    for t, when in ((token, 3000.0), (token, 4000.0)):
+        with pytest.raises(NotYours, match="was used already"):
+            rejoin(store, code, ada, t, now=when)
+    _, token3 = rejoin(store, code, ada, token2, now=5000.0)               # the current one works, once
+    with pytest.raises(NotYours):
+        rejoin(store, code, ada, token2, now=6000.0)
+    ben = join(store, code, "Ben", now=1000.0)
+    for forged in (secrets.token_urlsafe(16), token3, rooms.digest(token3), "", None, 7):   # not Ben's
+        with pytest.raises(NotYours):
+            rejoin(store, code, ben, forged, now=7000.0)
+        with pytest.raises(NotYours):
+            rejoin(store, code, "not a member", forged, now=7000.0)
+
+
+def test_two_browsers_with_the_same_token_at_once_only_one_gets_in(store):
+    code, _ = open_room(store, "t")
+    ada = join(store, code, "Ada", now=1000.0)
+    token = new_token(store, code, ada)
+    results, _ = all_at_once(12, lambda i: rejoin(store, code, ada, token, now=2000.0))
+    won = [r for r in results if isinstance(r, tuple)]
+    assert len(won) == 1 and all(isinstance(r, (NotYours, Elsewhere)) for r in results if not isinstance(r, tuple))
+    assert store.hget(f"room:{code}:tokens", ada) == rooms.digest(won[0][1])
+
+
+def test_a_token_is_refused_while_its_student_is_here_in_another_session(store):
+    code, _ = open_room(store, "t")
+    ada = join(store, code, "Ada", now=1000.0)
+    token = new_token(store, code, ada)
+    assert mark_seen(store, code, ada, token, now=1010.0) is True
+    with pytest.raises(Elsewhere) as err:                                  # her tab is open and ticking
+        rejoin(store, code, ada, token, now=1012.0)
+    assert str(err.value) == (f"Coming back to room {code} as “Ada”: your place was in use 2 s ago (by this page "
+                              "before it reloaded, or by another tab or device). This tab takes it by itself once that "
+                              "screen has been quiet for 5 s; if it is another tab, close that one.")
+    assert err.value.wait == pytest.approx(PRESENT_SECONDS - 2)
+    assert store.hget(f"room:{code}:tokens", ada) == rooms.digest(token)   # refused: nothing used up
+    _, token2 = rejoin(store, code, ada, token, now=1010.0 + PRESENT_SECONDS)   # quiet that long: gone
+    assert mark_seen(store, code, ada, token, now=1020.0) is False         # the old tab learns it was replaced
+    assert mark_seen(store, code, ada, token2, now=1020.0) is True
+
+
+def test_present_counts_the_students_seen_in_the_last_seconds(store):
+    code, _ = open_room(store, "t")
+    ada, ben, cy = (join(store, code, n, now=1000.0) for n in ("Ada", "Ben", "Cy"))
+    tokens = {m: new_token(store, code, m) for m in (ada, ben, cy)}
+    assert present(store, code, now=1000.0 + PRESENT_SECONDS - 0.01) == {ada: "Ada", ben: "Ben", cy: "Cy"}
+    for t in (1002.0, 1004.0, 1006.0, 1008.0):                             # Ada and Ben tick; Cy closed her tab
+        mark_seen(store, code, ada, tokens[ada], now=t), mark_seen(store, code, ben, tokens[ben], now=t)
+    assert present(store, code, now=1008.0) == {ada: "Ada", ben: "Ben"} and len(members(store, code)) == 3
+    assert present(store, code, now=1008.0 + PRESENT_SECONDS) == {}
+    leave(store, code, ben)
+    assert present(store, code, now=1009.0) == {ada: "Ada"}
+    assert store.hget(f"room:{code}:seen", ben) is None and store.hget(f"room:{code}:tokens", ben) is None
+    with pytest.raises(NotYours, match="is gone"):
+        rejoin(store, code, ben, tokens[ben], now=2000.0)
+
+
+def test_names_tokens_and_times_expire_with_the_room(store):
+    code, secret = open_room(store, "t")
+    ada = join(store, code, "Ada")
+    token = new_token(store, code, ada)
+    for part in ("members", "names", "tokens", "seen"):
+        left = ttl(store, f"room:{code}:{part}")
+        assert left is not None and TTL - 5 < left <= TTL, (part, left)
+    rooms.end_room(store, code, secret)
+    for part in ("members", "names", "tokens", "seen"):
+        assert store.hgetall(f"room:{code}:{part}") == {}
+    with pytest.raises(NoRoom):
+        rejoin(store, code, ada, token)
+    assert mark_seen(store, code, ada, token) is False and store.hgetall(f"room:{code}:seen") == {}   # none made

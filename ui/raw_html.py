@@ -64,3 +64,20 @@ def scroll_into_view(anchor: str, nonce: str) -> None:
     trusted_html(f"<span hidden data-cell='{nonce}'></span><script>"
                  f"for (const t of [60, 400]) setTimeout(() => {{ const el = document.querySelector('.st-key-{cls}');"
                  f" if (el) el.scrollIntoView({{block: 'nearest', inline: 'nearest'}}); }}, t);</script>", script=True)
+
+
+COOKIE_VALUE = re.compile(r"[A-Za-z0-9_.-]{0,200}")
+COOKIE_PATH = re.compile(r"/[A-Za-z0-9_./-]{0,200}")
+
+
+def set_cookie(name: str, value: str, path: str, max_age: int) -> None:
+    """Write (value) or delete ("") one cookie of this browser for the app's path, SameSite=Strict (never sent by
+    another site's link or form), Secure over https. Its name, value and path are only letters, digits, '.', '_',
+    '-' (and '/' in the path): anything else is refused, never written. The element takes no room on the page."""
+    if not (COOKIE_VALUE.fullmatch(name) and COOKIE_VALUE.fullmatch(value) and COOKIE_PATH.fullmatch(path)):
+        raise ValueError("a cookie is letters, digits, '.', '_' and '-'")
+    age = int(max_age) if value else 0
+    trusted_html(f"<span hidden data-room-cookie='{len(value)}'></span>"
+                 "<style>.stElementContainer:has([data-room-cookie]){display:none}</style>"
+                 f"<script>document.cookie = '{name}={value}; path={path}; max-age={age}; SameSite=Strict'"
+                 " + (location.protocol === 'https:' ? '; Secure' : '');</script>", script=True)

@@ -1,11 +1,12 @@
 """The room bar: on every page, under the title, for a session in a room (ui.page calls `room_bar` once, after
 the settings). In no room it returns at once: nothing drawn, no store read.
 
-- The teacher: "Room CODE · n students", "Show this to the class" (the whole view: page, settings, own controls,
-  tab, cell), and with a lesson its stop (the question to ask, the teacher's note: on this screen only, never in
-  presenter mode or on the room and Lessons pages, which may be on the projector) with ◀ / ▶; a stop is shown
-  to predict (ui/room_hide.py: its answer hidden on the students' screens, no explanation open) and "Reveal"
-  shows it again with its cell's explanation open.
+- The teacher: "Room CODE · n students here" (screens that checked the room in the last few seconds, kept live),
+  "Show this to the class" (the whole view: page, settings, own controls, tab, cell), and with a lesson its stop
+  (the question to ask, the teacher's note: on this screen only, never in presenter mode or on the room and
+  Lessons pages, which may be on the projector) with ◀ / ▶; a stop is shown to predict (ui/room_hide.py: its
+  answer hidden on the students' screens, no explanation open) and "Reveal" shows it again with its cell's
+  explanation open.
 - A student: ui/room_follow.py (following, stepping out and back, the poll card).
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import classroom
 from .page_state import CELL, view_of
 from .room_follow import student_bar
 from .room_poll import ask_poll, teacher_poll_panel
+from .room_rejoin import keep_cookie, resume, waiting, welcome
 from .room_session import ROOM_PAGE, go, leave, page_of, store
 from .settings_state import presenting
 from .text import md_escape
@@ -34,14 +36,21 @@ NOTE_KEPT_PAGE = (":material/lock: Your note for this stop is not shown here: th
 PROJECTED = ("app_pages/60_room.py", "app_pages/61_lessons.py")     # pages the class may see on the projector
 PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
 QUESTION = "Class question"
+HERE_SECONDS = 2.0               # the teacher's count of students here refreshes this often
 
 
 def room_bar(page_file: str, config=None, trace=None) -> None:
     state = st.session_state
+    resume()                             # a session's first run: this browser's cookie back into its room
+    if "room.code" not in state or state.get("room.secret"):
+        keep_cookie()                    # the cookie this browser should hold (a student's: in their fragment)
     if "room.code" not in state:
         if "room.ended" in state:
             st.warning(md_escape(state.pop("room.ended")), icon=":material/door_open:")
+        if state.get("room.waiting"):
+            waiting()
         return
+    welcome()
     if state.get("room.secret"):
         teacher_bar(page_file, config, trace)
     else:
@@ -55,7 +64,7 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
         st.warning(md_escape(notice), icon=":material/link_off:")
     with st.container(border=True):
         try:
-            n = len(classroom.members(store(), code))
+            n = len(classroom.present(store(), code))     # here now: screens that checked the room in 5 s
         except classroom.NoRoom:                 # expired: this session leaves it
             leave()
             st.warning(f"{classroom.room.ended(code)} Open a new room on the room page to teach again.",
@@ -69,9 +78,11 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
             st.caption(f":material/cloud_off: Room {code} cannot be reached right now; try again in a moment.")
             return
         left, right = st.columns([3, 2], vertical_alignment="center")
-        # the room page keeps its own count live (the list below); this one is as of the page's last run
-        count = "" if page_file == ROOM_PAGE else f" · {n} student{'' if n == 1 else 's'}"
-        left.markdown(f":material/co_present: **Room {code}**{count}")
+        if page_file == ROOM_PAGE:               # the room page counts in its own list below, live too
+            left.markdown(f":material/co_present: **Room {code}**")
+        else:
+            with left:
+                _room_line(code, n)
         if page_file != ROOM_PAGE and right.button(SHOW, key="room_push", type="primary", icon=":material/cast:"):
             view, problems = view_to_push(code, secret, page_file)      # a run it names goes beside the room first
             for problem in problems:
@@ -89,6 +100,24 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
         with st.expander(QUESTION, key="room_poll_box", on_change="rerun", icon=":material/campaign:") as box:
             if box.open:                         # drawn (and the store read) only while the teacher has it open
                 teacher_poll_panel(store(), code, secret, trace)
+
+
+def here_words(n: int) -> str:
+    return f"{n} student{'' if n == 1 else 's'} here"
+
+
+@st.fragment(run_every=HERE_SECONDS)
+def _room_line(code: str, n: int) -> None:
+    """"Room CODE · n students here", kept live: a student who closes the tab leaves the count within seconds
+    (classroom.PRESENT_SECONDS after their screen last checked the room, then this line's next read)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx()
+    if ctx is not None and ctx.fragment_ids_this_run:      # a tick: read the count again
+        try:
+            n = len(classroom.present(store(), code))
+        except Exception:                     # the store does not answer: the bar's full run says so
+            n = None
+    st.markdown(f":material/co_present: **Room {code}**" + ("" if n is None else f" · {here_words(n)}"))
 
 
 def _push(code: str, secret: str, view: dict) -> bool:

@@ -15,6 +15,7 @@ import classroom
 
 from .page_state import CELL, view_of
 from .room_poll import student_poll_card
+from .room_rejoin import keep_cookie, taken_over, tick
 from .room_session import go, known_page, leave, store
 from .text import md_escape
 
@@ -79,6 +80,9 @@ def _follow_room() -> None:
         st.caption(f":material/cloud_off: Room {code} cannot be reached right now; you keep exploring, and this "
                    "bar tries again by itself.")
         return
+    if not tick(code):                            # this student came back in another tab or device: that one holds it
+        taken_over(code)
+        st.rerun(scope="app")
     view = room.view
     version = int(view.get("version", 0)) if view else 0
     newer = version > int(state.get("room.applied") or 0)
@@ -102,6 +106,7 @@ def _follow_room() -> None:
                 state["room.following"] = True
                 go(view, version)
     student_poll_card(store(), code, state.get("room.member"), room)
+    keep_cookie()             # last in the fragment: a page switch can drop what the page run drew, not this
 
 
 _follow = st.fragment(run_every=POLL_SECONDS)(_follow_room)          # following: a push shows within ~0.3 s

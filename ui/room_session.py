@@ -16,6 +16,9 @@ Session keys (the names other views read):
                     "revealed" (absent: a view that is not a stop's); room.staged the teacher's stop shown to
                     predict and not yet revealed (its index: the room bar's "Reveal")
     room.misses     when this session typed a code that opens no room (at most MISSES a minute)
+    room.token      a student's rejoin token (classroom/presence.py): this browser's cookie holds it too
+    room.cookie     what this browser's room cookie should hold ("" to delete it): written by the next page run
+                    (ui/room_rejoin.py), so a reload, a dropped connection or another replica comes back here
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ from .settings import apply_view
 
 ROOM_PAGE = "app_pages/60_room.py"
 KEYS = ("room.code", "room.secret", "room.member", "room.nick", "room.following", "room.title", "room.applied",
-        "room.baseline", "room.notices", "room.shown", "room.hide", "room.stage", "room.staged")
+        "room.baseline", "room.notices", "room.shown", "room.hide", "room.stage", "room.staged", "room.token",
+        "room.seen_at", "room.waiting")
 MISSES, MISS_WINDOW = 10, 60.0             # wrong codes a session may type in a minute
 
 _STORES: dict[str, classroom.Store] = {}
@@ -54,17 +58,39 @@ def teaching() -> bool:
     return bool(st.session_state.get("room.code") and st.session_state.get("room.secret"))
 
 
-def leave() -> None:
-    """This session leaves its room (a teacher's room lives on until it expires; the secret is forgotten)."""
+def leave(forget: bool = True) -> None:
+    """This session leaves its room (a teacher's room lives on until it expires; the secret is forgotten), and with
+    `forget` this browser's cookie too (not when another tab of the same browser now holds the place)."""
     for key in KEYS:
         st.session_state.pop(key, None)
+    if forget:
+        st.session_state["room.cookie"] = ""
+
+
+def student_cookie(room_code: str, member: str, token: str) -> str:
+    """What a student's browser keeps to come back: s.CODE.MEMBER.TOKEN (letters, digits, - and _ between dots)."""
+    return f"s.{room_code}.{member}.{token}"
+
+
+def teacher_cookie(room_code: str, secret: str) -> str:
+    """What a teacher's browser keeps to come back with the controls: t.CODE.SECRET (like the teacher's link)."""
+    return f"t.{room_code}.{secret}"
+
+
+def _in_room_as_student(room_code: str, member: str, nick: str, token: str) -> None:
+    leave(forget=False)
+    st.session_state.update({"room.code": room_code, "room.member": member, "room.following": True,
+                             "room.nick": nick, "room.applied": 0, "room.token": token,
+                             "room.seen_at": time.monotonic(), "room.title": classroom.state(store(), room_code).title,
+                             "room.cookie": student_cookie(room_code, member, token)})
 
 
 def open_room(title: str) -> str:
     code, secret = classroom.open_room(store(), title)
     leave()
     st.session_state.update({"room.code": code, "room.secret": secret,
-                             "room.title": classroom.room.clean_text(title, 60)})
+                             "room.title": classroom.room.clean_text(title, 60),
+                             "room.cookie": teacher_cookie(code, secret)})
     return code
 
 
@@ -84,7 +110,8 @@ def reclaim(code_text: str, secret: str) -> str:
                                    "students join with the code alone.")
     title = classroom.state(store(), room_code).title
     leave()
-    st.session_state.update({"room.code": room_code, "room.secret": secret, "room.title": title})
+    st.session_state.update({"room.code": room_code, "room.secret": secret, "room.title": title,
+                             "room.cookie": teacher_cookie(room_code, secret)})
     return room_code
 
 
@@ -106,11 +133,18 @@ def join(code_text: str, nickname: str) -> str:
     except classroom.NoRoom:
         st.session_state.setdefault("room.misses", []).append(time.monotonic())
         raise
-    leave()
-    st.session_state.update({"room.code": room_code, "room.member": member, "room.following": True,
-                             "room.nick": classroom.room.clean_text(nickname, classroom.room.MAX_NICKNAME),
-                             "room.applied": 0, "room.title": classroom.state(store(), room_code).title})
+    token = classroom.new_token(store(), room_code, member)
+    _in_room_as_student(room_code, member, classroom.room.clean_text(nickname, classroom.room.MAX_NICKNAME), token)
     return room_code
+
+
+def rejoin(room_code: str, member: str, token: str) -> str:
+    """This browser's cookie brings a student back (a reload, a dropped connection, another replica): the same member
+    id, nickname and answers, following the teacher again; the token is used up and the cookie gets the next one.
+    classroom.rejoin's errors (NoRoom, NotYours, Elsewhere) with their messages; this session keeps what it had."""
+    nick, fresh = classroom.rejoin(store(), room_code, member, token)
+    _in_room_as_student(room_code, member, nick, fresh)
+    return nick
 
 
 def page_of(path: str) -> str | None:

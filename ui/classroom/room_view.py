@@ -12,6 +12,10 @@ import streamlit as st
 import classroom
 
 from ..links import app_base
+from classroom.presence import PRESENT_SECONDS
+from classroom.room import ROOM_HOURS
+
+from ..room_bar import here_words
 from ..room_session import ROOM_PAGE, code as room_code, join, leave, open_room, reclaim, store, teaching
 from ..text import md_escape
 
@@ -58,16 +62,18 @@ def room_page() -> None:
 def doors() -> None:
     """No room yet: join one (most people) or open one (the teacher)."""
     st.markdown("A teacher opens a room and puts its code on the projector; each student joins with the code and "
-                "a nickname (no account, nothing else is kept). When the teacher shows a view to the class, every "
-                "following screen changes to it: the same page, settings and highlighted cell.")
+                "a nickname (no account). When the teacher shows a view to the class, every following screen "
+                "changes to it: the same page, settings and highlighted cell.")
+    what_is_kept()
     join_side, teach_side = st.columns(2, gap="large")
     with join_side, st.container(border=True):
         st.subheader(":material/login: Join a room")
         with st.form("room_join", enter_to_submit=True):
             code_text = st.text_input(CODE_BOX, key="room_join_code", max_chars=40, placeholder="K7MQ2D")
             nick = st.text_input(NICK_BOX, key="room_join_nick", max_chars=40,
-                                 help="Any name your class will recognise. It appears in the list of who joined, on your teacher's "
-                                      "screen (often the projector).")
+                                 help="Any name your class will recognise, not taken by another student in the "
+                                      "room. It appears in the list of who joined, on your teacher's screen (often "
+                                      "the projector).")
             if st.form_submit_button(JOIN, type="primary", icon=":material/login:"):
                 try:
                     join(code_text, nick)
@@ -129,6 +135,7 @@ def teacher_panel() -> None:
         stops_list()
     st.markdown("Go to any page and press **Show this to the class** in the room bar under its title: every "
                 "following student's screen changes to your page, settings, open tab and highlighted cell.")
+    what_is_kept(teacher=True)
     with st.expander("Your teacher's link (keep it private)", icon=":material/key:"):
         st.warning("Whoever opens this link can show views and ask questions in this room. Use it to teach from "
                    "another device; never put it on the projector.", icon=":material/warning:")
@@ -152,17 +159,61 @@ def teacher_panel() -> None:
 @st.fragment(run_every=MEMBERS_SECONDS)
 def _members(code: str) -> None:
     try:
-        nicks = sorted(classroom.members(store(), code).values(), key=str.lower)
+        joined = classroom.members(store(), code)
+        here = classroom.present(store(), code)
     except classroom.RoomError as err:
         st.warning(md_escape(str(err)))
         return
     except Exception:
         st.caption(":material/cloud_off: The room cannot be reached right now; retrying.")
         return
-    st.markdown(f"**{len(nicks)} student{'' if len(nicks) == 1 else 's'}** in the room"
-                + (":" if nicks else " yet."))
+    nicks = sorted(here.values(), key=str.lower)
+    away = sorted((nick for member, nick in joined.items() if member not in here), key=str.lower)
+    st.markdown(f"**{here_words(len(nicks))}**" + (":" if nicks else "." if away else " yet."))
     if nicks:
         st.text(", ".join(nicks))                      # as typed, never as Markdown
+    if away:
+        st.caption(f"Joined, not here now (their screen has not checked the room for {PRESENT_SECONDS:.0f} s: a "
+                   "closed tab or a sleeping laptop; they come back as themselves when they open the app again in "
+                   "the same browser):")
+        st.text(", ".join(away))
+
+
+def what_is_kept(teacher: bool = False) -> None:
+    """What the room keeps, where, for how long, and who sees it: exact (classroom/room.py's keys,
+    classroom/presence.py, ui/room_rejoin.py's cookie), and which store this app uses. A student's words, or the
+    teacher's."""
+    where = ("on the Redis server that this app's copies share" if store().name == "redis"
+             else "in the memory of this app's server (nothing on disk; a restart of the server deletes it)")
+    you, your = ("each student", "their") if teacher else ("you", "your")
+    what = (f"- **What:** {your} nickname; for each question, which answer {you} chose and how many times {you} "
+            f"answered (not when); when {your} screen last checked the room (every few seconds while it is open); "
+            f"and a digest of {your} rejoin key. Nothing else: no account, no e-mail.")
+    if teacher:
+        what += (" About the room: its title, a digest of your secret, the view you last showed and the question in "
+                 "progress.")
+    cookie = ("Your browser keeps the room's code and your secret in a cookie for this site only (what your "
+              "teacher's link holds), so that a reload keeps your controls; each student's browser keeps the code "
+              "and their rejoin key the same way." if teacher else
+              "Your browser keeps the room's code and your rejoin key in a cookie for this site only, never in the "
+              "address, so that a reload brings you back as yourself with your answers; the key works once (each "
+              "return gives a new one), and not while you are in the room in another tab.")
+    leaving = ("**End the room** deletes all of it at once (the cookies then open nothing)." if teacher else
+               "**Leave the room** deletes your nickname, rejoin key, last-seen time, your answer to the question in "
+               "progress and the cookie at once; your earlier answers stay in their counts, without a name.")
+    who = ("your" if teacher else "your teacher's")
+    with st.expander("What the room keeps about your students, and who sees it" if teacher else
+                     "What a room keeps about you, and who sees it", icon=":material/shield_person:"):
+        st.markdown(
+            f"{what}\n"
+            f"- **Where:** {where}. {cookie}\n"
+            f"- **How long:** until {ROOM_HOURS} hours after the last change in the room (the teacher showing a view "
+            f"or asking a question, a student joining or answering), or at once when the teacher ends the room. "
+            f"{leaving}\n"
+            f"- **Who sees it:** the nicknames and who is here now are on {who} screen (often the projector); "
+            "how many students chose each answer too, never who chose what; after the answer is revealed every "
+            f"student sees those counts; only {'each student' if teacher else 'you'} see{'s' if teacher else ''} "
+            f"{'their' if teacher else 'your'} own answer. Whoever runs this app's server can read what it keeps.")
 
 
 def stops_list() -> None:
@@ -186,6 +237,7 @@ def student_panel() -> None:
     if state.get("room.following"):
         st.info("When your teacher shows something, your screen changes to it by itself. You can always explore "
                 "on your own and come back with one click.", icon=":material/co_present:")
+    what_is_kept()
     if st.button(LEAVE, key="room_leave", icon=":material/logout:"):
         try:                                    # off the teacher's list; leaving works even if the store is down
             classroom.leave(store(), code, state.get("room.member"))
