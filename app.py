@@ -5,8 +5,9 @@ previous / next links.
 """
 import streamlit as st
 
-from ui import nav, page_state
+from ui import fragment_guard, nav, page_state
 
+fragment_guard.install()    # once per process: a fragment rerun naming a page no longer shown is dropped (issue 29)
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 nav.navigation().run()
 # every page ends with its previous / next links along the navigation (a page that stopped early has none)

@@ -2,8 +2,11 @@ import streamlit as st
 
 import ui
 from ui.cache import get_neighbours
+from ui import room_hide
 from ui.text import md_escape
 from attention_core.math.embeddings import cosine_similarity, vocabulary_for
+
+COS = "view:cosine_tokens"                           # the sentence's similarities (trace.view's key)
 
 PAGE = "app_pages/1_embeddings.py"
 config, trace = ui.page(PAGE, "Tokens & embeddings")
@@ -29,7 +32,10 @@ else:
     st.caption(f"Cosine similarity cos(a, b) = a·b / (|a||b|), over the {len(vocab.words):,} words of the "
                f"{vocab.name} table. {meaning}")
     choices = [w for w in dict.fromkeys(trace.tokens) if w in vocab]
-    if choices:
+    if choices and room_hide.any_hidden(COS):        # a lesson stop's hidden similarity: its bar would give it away
+        st.caption(":material/visibility_off: The nearest neighbours come back when your teacher reveals the "
+                   "answer: they show the sentence's similarities too.")
+    elif choices:
         word = st.selectbox("Nearest neighbours of", choices, key="nn_word")
         rows = get_neighbours(config, word, 8)           # once per vocabulary and word (ui.cache)
         ui.chart(ui.neighbours_spec(word, rows))
@@ -37,7 +43,7 @@ else:
         st.caption("None of the sentence's words is in the table (they were mapped to <unk>).")
 
 st.markdown("**Cosine similarity between the sentence's words**")
-cos = trace.view("cosine_tokens", "Cosine similarity of embeddings",
+cos = trace.view(COS.split(":", 1)[1], "Cosine similarity of embeddings",
                  lambda: cosine_similarity(trace["x_embed"].value), ("n", "n"), r"\cos(x_i, x_j)")
 st.latex(r"\cos(x_i, x_j) = \frac{x_i \cdot x_j}{\lVert x_i \rVert\, \lVert x_j \rVert}")
 ui.views.explained_heatmap(trace, cos, key="hm:cos")

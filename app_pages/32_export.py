@@ -3,6 +3,7 @@ import json
 import streamlit as st
 
 import ui
+from ui import room_hide
 from attention_core.labs.export import csv_names
 from ui.cache import chart_image, export_csv, export_csv_zip, export_npz, export_script
 from ui.charts import heatmap_spec, standalone
@@ -19,6 +20,11 @@ if config.embedding == "upload":
     st.warning("Uploaded vectors cannot travel in a link: whoever opens it gets the default embeddings.")
 
 st.subheader("Download the numbers")
+WAIT = (":material/visibility_off: Your teacher's lesson stop hides some numbers until the reveal: the downloads "
+        "(which hold every number) come back then.")
+if room_hide.hiding():                       # a student in a room, during a stop to predict
+    st.caption(WAIT)
+    st.stop()
 # Every file is built when its button is clicked (data=callable), once per setting, for every session
 c1, c2 = st.columns(2)
 with c1:

@@ -3,6 +3,7 @@ import pyarrow as pa
 import streamlit as st
 
 import ui
+from ui import room_hide
 from ui.cache import get_trace
 from ui.forward.demo_charts import D_VALUES, saturation_chart, spread_chart
 
@@ -21,9 +22,17 @@ def one_word(trace, n_heads: int) -> None:
     st.caption(f"Tokens, keys and dimensions are counted from 0, as on the heatmaps: m runs over the "
                f"d_k = {q.shape[1]} columns 0 … {q.shape[1] - 1}.")
     dots = k @ q[i]                                                   # (n_k,): q_i · k_j for every key j
-    rows = pa.table({"key word": trace.token_labels(), "q·k": dots, "q·k / √d_k": dots / np.sqrt(q.shape[1])})
-    st.dataframe(rows, hide_index=True, width="content",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("q·k", "q·k / √d_k")})
+    head = None if n_heads == 1 else 0
+    columns, config, said = {"key word": trace.token_labels()}, {}, False
+    for name, key, values in (("q·k", "scores", dots), ("q·k / √d_k", "scaled_scores", dots / np.sqrt(q.shape[1]))):
+        # a lesson stop's hidden number (a student's screen, before the reveal): "?" (ui/room_hide.py)
+        columns[name], text = room_hide.column(values, 3, [room_hide.hidden(key, head, i, j) for j in range(len(dots))])
+        config[name] = (st.column_config.TextColumn(alignment="right") if text else
+                        st.column_config.NumberColumn(format="%.3f"))
+        said = said or text
+    st.dataframe(pa.table(columns), hide_index=True, width="content", column_config=config)
+    if said:
+        st.caption(room_hide.STUDENT_CAPTION)
 
 
 @st.fragment

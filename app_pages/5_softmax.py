@@ -3,6 +3,7 @@ import pyarrow as pa
 import streamlit as st
 
 import ui
+from ui import room_hide
 from attention_core import entropy
 from attention_core.forward.claims import say
 
@@ -44,12 +45,20 @@ labels = trace.token_labels()
 for h in heads:
     rows = w if h is None else w[h]
     top = rows.argmax(axis=1)
-    table = pa.table({"query": labels, "row sum": rows.sum(axis=1).round(12), "entropy (nats)": entropy(rows).round(4),
-             "looks most at": [labels[j] if rows[i].sum() > 0 else "—" for i, j in enumerate(top)],
-             "its weight": rows.max(axis=1).round(4)})
+    # a lesson stop's hidden weight (a student's screen, before the reveal): its row's ranking and spread say "?"
+    secret = [room_hide.row_hidden("weights", h, i, rows.shape[1]) for i in range(rows.shape[0])]
+    entropies, entropy_text = room_hide.column(entropy(rows).round(4), 4, secret)
+    biggest, biggest_text = room_hide.column(rows.max(axis=1).round(4), 4, secret)
+    table = pa.table({"query": labels, "row sum": rows.sum(axis=1).round(12), "entropy (nats)": entropies,
+             "looks most at": [room_hide.HIDDEN_SAYS if secret[i] else labels[j] if rows[i].sum() > 0 else "—"
+                               for i, j in enumerate(top)],
+             "its weight": biggest})
     if h is not None:
         st.caption(f"head {h}")
+    right = st.column_config.TextColumn(alignment="right")
     st.dataframe(table, hide_index=True, width="content",
                  column_config={"row sum": st.column_config.NumberColumn(format="%.6f"),
-                                "entropy (nats)": st.column_config.NumberColumn(format="%.4f"),
-                                "its weight": st.column_config.NumberColumn(format="%.4f")})
+                                "entropy (nats)": right if entropy_text else st.column_config.NumberColumn(format="%.4f"),
+                                "its weight": right if biggest_text else st.column_config.NumberColumn(format="%.4f")})
+    if any(secret):
+        st.caption(room_hide.STUDENT_CAPTION)

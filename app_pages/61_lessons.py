@@ -12,8 +12,11 @@ ui.page(PAGE, "Lessons", settings=False)
 st.markdown(
     "A lesson is a path through the explorer: a sequence of **stops**, each a view (a page with its settings, its "
     "open tab, a highlighted cell), the question to put to the class before the view answers it, a poll the class "
-    "answers on their screens, and a note only the teacher sees. Teach one in a room: the class follows you from "
-    "stop to stop.")
+    "answers on their screens, and a note for the teacher. Teach one in a room: the class follows you from "
+    "stop to stop; each stop arrives first for the class to predict (the numbers its lesson names hidden on the "
+    "students' screens, no explanation open) and you reveal it. In a room the note is shown only on the "
+    "teacher's own screen (not in presenter mode, not on this page); the lesson's file and the builder below show "
+    "it to whoever has them, and a share link leaves it out.")
 view.message()
 
 st.subheader("Lessons that come with the app")

@@ -3,6 +3,7 @@ import pyarrow as pa
 import streamlit as st
 
 import ui
+from ui import room_hide
 from ui.text import md_escape
 
 PAGE = "app_pages/6_context.py"
@@ -26,12 +27,43 @@ def one_word(trace, n_heads: int) -> None:
     gaps = tuple(f"v[j,{m}]" for m in range(d_v))                         # their Σ cell stays empty
     columns |= {g: ui.views.gapped_column(np.append(v[:, m], np.nan), 3) for m, g in enumerate(gaps)}
     columns |= {f"A·v[j,{m}]": np.append(terms[:, m], terms[:, m].sum()) for m in range(shown)}
-    st.dataframe(pa.table(columns), hide_index=True, width="content",
-                 column_config=ui.views.number_columns(tuple(columns)[1:], 3, gaps))
+    config = ui.views.number_columns(tuple(columns)[1:], 3, gaps)
+    secret = _hidden_here(trace, i, n_heads, len(labels), d_v, shown)
+    if secret:                        # a lesson stop's hidden numbers (a student's screen, before the reveal): "?"
+        config = dict(config)
+        for name, flags in secret.items():
+            values = columns[name] if name not in gaps else np.append(v[:, int(name[4:-1])], np.nan)
+            columns[name], _ = room_hide.column(values, 3, flags)
+            config[name] = st.column_config.TextColumn(alignment="right")
+    st.dataframe(pa.table(columns), hide_index=True, width="content", column_config=config)
     st.caption(f"Each A·v[j, m] is A[{i}, j] times v[j, m]. The last row adds each column over the keys j: "
                f"under A·v it is c_{i}, the context row of **{md_escape(trace.tokens[i])}**, repeated below "
                f"(under A[{i}, j], the weights' sum, {w[i].sum():.3f}).")
-    ui.vector_row(c[i][:8], [f"c[{i},{m}]" for m in range(min(d_v, 8))])
+    ui.vector_row(c[i][:8], [f"c[{i},{m}]" for m in range(min(d_v, 8))],
+                  hidden=[m for m in range(min(d_v, 8)) if room_hide.hidden("context", head_of(n_heads), i, m)])
+    if secret:
+        st.caption(room_hide.STUDENT_CAPTION)
+
+
+def head_of(n_heads: int):
+    return None if n_heads == 1 else 0
+
+
+def _hidden_here(trace, i: int, n_heads: int, n: int, d_v: int, shown: int) -> dict[str, list[bool]]:
+    """The table's columns with a hidden number in them (each entry's flag, the Σ row last): a weight A[i, j], a
+    value v[j, m], a product made from either, a sum that is a hidden context number or is made from one."""
+    h = head_of(n_heads)
+    v_key = "v" if n_heads == 1 else "v_heads"
+    if not any(room_hide.any_hidden(k) for k in ("weights", v_key, "context")):
+        return {}
+    a = [room_hide.hidden("weights", h, i, j) for j in range(n)]
+    v = [[room_hide.hidden(v_key, h, j, m) for j in range(n)] for m in range(d_v)]
+    out = {f"A[{i}, j]": a + [any(a)]}
+    out |= {f"v[j,{m}]": v[m] + [False] for m in range(d_v)}
+    for m in range(shown):
+        terms = [a[j] or v[m][j] for j in range(n)]
+        out[f"A·v[j,{m}]"] = terms + [any(terms) or room_hide.hidden("context", h, i, m)]
+    return {name: flags for name, flags in out.items() if any(flags)}
 
 
 @st.fragment

@@ -58,7 +58,11 @@ MAX_ANSWER_CHANGES = 5                # per student and poll: more is a flood, a
 MAX_NICKNAME = 24
 MAX_VIEW_BYTES = 20_000
 MAX_CHOICES = 8
-JOINERS = "\u200c\u200d"                # zero-width non-joiner and joiner: kept in a name
+JOINERS = "\u200c\u200d"
+MAX_HIDE, MAX_HIDE_CHARS = 64, 80       # a view's hidden numbers: at most this many names, each this long
+# a step's key (a page's own view of the trace: "view:<key>") and, for one cell, ":<head or None>.<i>.<j>"
+HIDE = re.compile(r"(?:view:)?[A-Za-z_][A-Za-z0-9_]*(?::(?:None|[0-9]{1,4})\.[0-9]{1,5}\.[0-9]{1,5})?")
+STAGES = ("predict", "revealed")                # zero-width non-joiner and joiner: kept in a name
 
 
 class RoomError(Exception):
@@ -98,7 +102,8 @@ class RoomState:
     code: str
     title: str
     version: int                      # 0 before the first push
-    view: dict | None                 # {"page": page file, "query": {param: text}, "version": n, "at": time}
+    view: dict | None                 # {"page": page file, "query": {param: text}, "version": n, "at": time,
+                                      #  and, for a lesson stop, "hide": [...] and "stage": "predict" | "revealed"}
     poll: dict | None                 # {"id", "prompt", "choices", "answer", "explanation", "revealed", ...}
 
 
@@ -247,14 +252,41 @@ def state(store: Store, code) -> RoomState:
                      json.loads(room["poll"]) if room.get("poll") else None)
 
 
+def _stage(view: dict) -> dict:
+    """A view's predict state, checked: {"hide": [...], "stage": "predict" | "revealed"}, each only if given.
+
+        >>> _stage({"hide": ["weights:None.1.3", "view:cosine_tokens:None.0.2"], "stage": "predict"})
+        {'hide': ['weights:None.1.3', 'view:cosine_tokens:None.0.2'], 'stage': 'predict'}
+        >>> _stage({"page": "p"})
+        {}
+    """
+    out = {}
+    hide = view.get("hide")
+    if hide is not None:
+        if (not isinstance(hide, (list, tuple)) or len(hide) > MAX_HIDE
+                or not all(isinstance(h, str) and len(h) <= MAX_HIDE_CHARS and HIDE.fullmatch(h) for h in hide)):
+            raise BadMessage(f"The numbers to hide are at most {MAX_HIDE} names of a step or of one of its cells "
+                             "(like weights or weights:None.1.3); nothing was sent.")
+        out["hide"] = list(dict.fromkeys(hide))
+    stage = view.get("stage")
+    if stage is not None:
+        if stage not in STAGES:
+            raise BadMessage("A view is shown either to predict or revealed; nothing was sent.")
+        out["stage"] = stage
+    return out
+
+
 def push(store: Store, code, secret, view: dict) -> int:
-    """The teacher shows a view to the class: {"page": page file, "query": {param: text}}. Its version."""
+    """The teacher shows a view to the class: {"page": page file, "query": {param: text}}, and optionally its
+    predict state: "hide" (the numbers hidden on students' screens until the reveal: a step's key, or one cell,
+    "<step key>:<head or None>.<i>.<j>") and "stage" ("predict" or "revealed"). Its version."""
     code = _code(code)
     _teacher(store, code, secret)
     if (not isinstance(view, dict) or not isinstance(view.get("page"), str)
             or not isinstance(view.get("query", {}), dict)):
         raise BadMessage("A view is a page and its link's settings.")
-    body = {"page": view["page"], "query": {str(k): str(v) for k, v in view.get("query", {}).items()}}
+    body = {"page": view["page"], "query": {str(k): str(v) for k, v in view.get("query", {}).items()},
+            **_stage(view)}
     if len(json.dumps(body)) > MAX_VIEW_BYTES:
         raise BadMessage("This view is too large to send to the class (an uploaded file?); share it as a link instead.")
     version = store.hincrby(_key(code), "version", 1)

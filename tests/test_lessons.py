@@ -510,8 +510,12 @@ def test_save_gives_the_lessons_file(monkeypatch):
     (button,) = at.get("download_button")
     assert button.proto.label == "Save as a file"
     assert saved[-1].decode("utf-8") == to_json(LESSONS["forward_pass"])
+    assert "the teacher's notes" in button.proto.help and '"note": "' in saved[-1].decode("utf-8")    # the file: notes
     link = next(c.value for c in at.code if "?lesson=" in c.value)
-    assert from_link(link.split("?lesson=")[1]) == LESSONS["forward_pass"]
+    from ui.classroom.lessons_view import without_notes
+    shared = from_link(link.split("?lesson=")[1])                                     # the link: none
+    assert shared == without_notes(LESSONS["forward_pass"]) and not any(s.note for s in shared.stops)
+    assert "without your notes" in messages(at) or any("without your notes" in m.value for m in at.markdown)
 
 
 def test_a_bad_file_shows_its_message_and_keeps_the_lesson():

@@ -314,7 +314,7 @@ def test_the_teacher_steps_through_a_lesson_and_the_class_follows():
     stay(button(teacher, "Show this stop").click().run())
     no_exception(teacher)
     assert page_of(teacher) == SCORES and query_of(teacher) == {"d_k": "3", "scores.tab": "1"}
-    assert "Your note (only you see it): Secret\\: it is 'you'\\." in text_of(teacher)
+    assert "Your note (on your screen only, not in presenter mode): Secret\\: it is 'you'\\." in text_of(teacher)
     follow(ana)
     assert page_of(ana) == SCORES and query_of(ana) == {"d_k": "3", "scores.tab": "1"}
     assert "Secret" not in text_of(ana) and "Which key wins" not in text_of(ana)

@@ -151,22 +151,27 @@ _SPECS = _SpecCache()
 
 def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
                  domain: tuple[float, float] | None = None, max_w: float = MAX_W, highlight=None,
-                 big: bool = False) -> tuple[dict, object]:
+                 big: bool = False, hidden=(), marked=()) -> tuple[dict, object]:
     """(Vega-Lite spec, cells frame) for a Step (one head of a 3-D step), built once per content.
 
     The spec is a plain Vega-Lite dict (the same chart Altair would write, without its per-call
     cost); the cells travel separately as a small pyarrow Table, one row per cell:
     i, j, v (and h for highlighted cells). highlight: (row, col) cells to outline; big: presenter mode.
+    hidden: (row, col) cells drawn as "?" (a lesson stop's predict state on a student's screen): their numbers
+    are not in the cells (v is NaN there, q is 1), the tooltip or the colour bar's ends. marked: cells outlined
+    with dashes (the teacher's screen: hidden on the students' until the reveal).
     """
     m, (row_axis, col_axis) = _matrix(step, head)
     row_labels = tuple(trace.labels(row_axis, m.shape[0])) if row_axis else ("",)
     col_labels = tuple(trace.labels(col_axis, m.shape[1]))
     highlight = tuple(sorted({(int(i), int(j)) for i, j in highlight})) if highlight else ()
+    hidden = tuple(sorted({(int(i), int(j)) for i, j in hidden})) if hidden else ()
+    marked = tuple(sorted({(int(i), int(j)) for i, j in marked})) if marked else ()
     digest = hashlib.blake2b(np.ascontiguousarray(m).tobytes(), digest_size=16).hexdigest()
     key = (digest, m.shape, row_labels, col_labels, row_axis, col_axis, step.key, step.scale, title,
-           domain, max_w, highlight, big)
+           domain, max_w, highlight, big, hidden, marked)
     return _SPECS.get(key, lambda: _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain,
-                                         max_w, highlight, big))
+                                         max_w, highlight, big, hidden, marked))
 
 
 def _labels_expr(labels) -> str:
@@ -174,16 +179,29 @@ def _labels_expr(labels) -> str:
     return json.dumps(list(map(str, labels)), ensure_ascii=False) + "[datum.value]"
 
 
-def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, max_w, highlight, big):
+def _flags(rows: int, cols: int, cells) -> np.ndarray:
+    flags = np.zeros((rows, cols), dtype=np.int8)
+    for a, b in cells:
+        if a < rows and b < cols:
+            flags[a, b] = 1
+    return flags
+
+
+def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, max_w, highlight, big,
+           hidden=(), marked=()):
     import pyarrow as pa                      # Streamlit sends a pyarrow Table as is (no pandas round trip)
     rows, cols = m.shape
     i, j = np.divmod(np.arange(rows * cols), cols)
+    secret = _flags(rows, cols, hidden).astype(bool) if hidden else None
+    if secret is not None:                    # a hidden number never leaves the server
+        m = np.where(secret, np.nan, m)
     columns = {"i": i, "j": j, "v": m.ravel().astype(np.float64)}
     if highlight:
-        marked = np.zeros((rows, cols), dtype=np.int8)
-        for a, b in highlight:
-            marked[a, b] = 1
-        columns["h"] = marked.ravel()
+        columns["h"] = _flags(rows, cols, highlight).ravel()
+    if secret is not None:
+        columns["q"] = secret.ravel().astype(np.int8)
+    if marked:
+        columns["m"] = _flags(rows, cols, marked).ravel()
     frame = pa.table(columns)
     finite = m[np.isfinite(m)]
     biggest = float(np.abs(finite).max()) if finite.size else 0.0
@@ -234,14 +252,19 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
         number = (f"abs(datum.v) >= 10000 ? format(datum.v, '.1e') : abs(datum.v) < {0.5 * 10 ** -digits!r} ? "
                   f"'{zero}' : format(datum.v, '.{digits}f')")
     text_expr = f"!isFinite(datum.v) ? (isNaN(datum.v) ? 'NaN' : datum.v < 0 ? '−∞' : '∞') : {number}"
+    if secret is not None:
+        text_expr = f"datum.q == 1 ? '?' : {text_expr}"
     label_of = lambda labels, field: f"{json.dumps(list(map(str, labels)), ensure_ascii=False)}[datum.{field}]"
     calc = [{"calculate": text_expr, "as": "t"},
-            {"calculate": "isFinite(datum.v) ? format(datum.v, '.6g') : datum.t", "as": "exact"},
+            {"calculate": ("datum.q == 1 ? '? (hidden until your teacher reveals it)' : " if secret is not None
+                           else "") + "isFinite(datum.v) ? format(datum.v, '.6g') : datum.t", "as": "exact"},
             {"calculate": label_of(row_labels, "i"), "as": "row"},
             {"calculate": label_of(col_labels, "j"), "as": "col"}]
     stroke = 0.5 if size >= 8 else 0
     rects = {
-        "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke},
+        # a hidden cell (v NaN) is still drawn and clickable: Vega-Lite would drop a datum its colour cannot use
+        "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke, **({"invalid": None} if secret is not None
+                                                                               else {})},
         "encoding": {
             "x": x, "y": y,
             "color": {"condition": {"test": "isFinite(datum.v)", "field": "v", "type": "quantitative", "scale": scale,
@@ -265,6 +288,16 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                        "mark": {"type": "rect", "filled": False, "stroke": "#e8590c",
                                 "strokeWidth": max(1.5, min(3.0, size / 8))},
                        "encoding": {"x": x, "y": y}})
+    if marked:
+        layers.append({"transform": [{"filter": "datum.m == 1"}],
+                       "mark": {"type": "rect", "filled": False, "stroke": "#6741d9", "strokeDash": [4, 3],
+                                "strokeWidth": max(1.5, min(3.0, size / 8))},
+                       "encoding": {"x": x, "y": y}})
+    if not number_px and secret is not None and size >= 10:  # cells too small for numbers still hold a "?"
+        layers.append({"transform": [{"filter": "datum.q == 1"}],
+                       "mark": {"type": "text", "fontSize": min(16, int(size * 0.7)), "fontWeight": "bold"},
+                       "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
+                                    "color": {"value": "#222"}}})
     if number_px:
         layers.append({"mark": {"type": "text", "fontSize": number_px},
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},

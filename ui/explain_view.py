@@ -7,6 +7,7 @@ import streamlit as st
 from attention_core import Step, Trace
 from attention_core.explanations import Explanation
 
+from . import room_hide
 from .raw_html import anchor_class, scroll_into_view
 from .text import md_escape
 
@@ -51,10 +52,21 @@ def explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None) -> 
     if not in_bounds(s, head, (i, j)):          # a selection kept from a matrix of another shape: nothing to say
         return
     cell = (head, i, j) if head is not None else ((j,) if s.value.ndim == 1 else (i, j))
+    if room_hide.hidden(key, head, i, j):       # a lesson stop's predict state: not the number, not its arithmetic
+        with st.container(key=anchor_class(anchor or key)):
+            st.info(f"{s.title} {list(cell)} is hidden until your teacher reveals it: predict it first, then watch "
+                    "how it is made.", icon=":material/visibility_off:")
+        return
     stored = float(s.value[cell])
     with st.container(key=anchor_class(anchor or key)):
         if key in trace and can_explain(trace, key):
-            explanation(explain(trace, key, cell, precision=st.session_state.get("s.precision", 3)), stored)
+            e = explain(trace, key, cell, precision=st.session_state.get("s.precision", 3))
+            uses = [read for read in e.reads if room_hide.hidden_read(*read)]
+            if uses:                            # its arithmetic would print a hidden number
+                st.info(f"{s.title} {list(cell)} is made from a number hidden until your teacher reveals it: its "
+                        "arithmetic is shown after the reveal.", icon=":material/visibility_off:")
+            else:
+                explanation(e, stored)
         else:
             rows, cols = _labels_of(trace, s, head)
             where = f" (row {i} “{rows[i]}”, column {j} “{cols[j]}”)" if rows and cols else ""

@@ -10,7 +10,7 @@ import streamlit as st
 
 from attention_core import Step, Trace
 
-from . import page_state
+from . import page_state, room_hide
 from .charts import heatmap_spec
 from .explain_view import explain_cell, in_bounds
 from .presenter import presented
@@ -30,6 +30,14 @@ def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3, ke
     names = [f"c{j}" for j in range(value.shape[1])]          # positional names, the labels are shown
     frame = pd.DataFrame(np.where(np.isneginf(value), np.nan, value), index=rows, columns=names)
     config = {n: st.column_config.NumberColumn(str(c), format=f"%.{digits}f") for n, c in zip(names, cols)}
+    secret = room_hide.hidden_cells(step.key, head, value.shape)
+    for j in sorted({b for _, b in secret}):       # a column with a hidden number: text, "?" there (never the number)
+        out = ["" if np.isnan(x) else f"{x:.{digits}f}" for x in frame[names[j]].to_numpy(dtype=np.float64)]
+        for a, b in secret:
+            if b == j:
+                out[a] = room_hide.HIDDEN_SAYS
+        frame[names[j]] = out
+        config[names[j]] = st.column_config.TextColumn(str(cols[j]), alignment="right")
     if key is None:
         st.dataframe(frame, column_config=config, width="content")
         state = None
@@ -38,6 +46,11 @@ def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3, ke
                              selection_mode="single-cell")
     if np.isneginf(value).any():
         st.caption("Empty cells are −∞ (masked).")
+    if secret:
+        st.caption(room_hide.STUDENT_CAPTION)
+    elif "room.secret" in st.session_state and room_hide.marked_cells(step.key, head, value.shape):
+        st.caption(":material/visibility_off: " + _marked_text(room_hide.marked_cells(step.key, head, value.shape),
+                                                               value.shape))
     cells = list(state.selection.cells) if state is not None and "selection" in state else []
     if not cells:
         return None
@@ -45,7 +58,21 @@ def table(trace: Trace, step: Step, head: int | None = None, digits: int = 3, ke
     return int(row), int(str(name)[1:])
 
 
+def _marked_text(cells, shape) -> str:
+    """The teacher's table: which cells the students' screens hide (a table cannot be outlined)."""
+    if len(cells) == shape[0] * shape[1]:
+        return "Every number here is hidden on the students' screens until you reveal."
+    where = ", ".join(f"[{i}, {j}]" for i, j in cells[:8]) + (" …" if len(cells) > 8 else "")
+    return f"Hidden on the students' screens until you reveal: {where} (row, column)."
+
+
 PRESENTER_MIN_W = 260
+
+
+def _shape(step: Step, head: int | None) -> tuple[int, int]:
+    """(rows, columns) of the step's matrix as a heatmap draws it (one head's; a vector is one row)."""
+    shape = step.value.shape[1:] if head is not None else step.value.shape
+    return tuple(shape) if len(shape) == 2 else (1, shape[0]) if len(shape) == 1 else (1, 1)
 
 
 def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
@@ -55,11 +82,21 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     highlight: (row, col) cells to outline. In presenter mode a small multiple gets at least PRESENTER_MIN_W px:
     room for numbers a back row can read (its column is as wide from 1100 px, and stacks under it)."""
     big = presenting()
+    hidden, marked = room_hide.hidden_cells(step.key, head, _shape(step, head)), ()
+    if "room.secret" in st.session_state and not hidden:    # the teacher: what the students' screens hide, outlined
+        marked = room_hide.marked_cells(step.key, head, _shape(step, head))
+    if hidden and domain is not None and step.scale == "diverging":   # a bound made from every head's numbers
+        domain = None                                 # could be a hidden one: the chart's own visible cells set it
     spec, cells = heatmap_spec(trace, step, head, title, domain, max(max_w, PRESENTER_MIN_W) if big else max_w,
-                               highlight, big)
+                               highlight, big, hidden, marked)
     fit_css_in_fragment()
-    state = st.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
-                               selection_mode="cell", width="content")
+    # with hidden or marked cells, the chart and its caption share one box (a step's row keeps the place beside
+    # the chart for a clicked cell's explanation)
+    where = st.container(width="content") if hidden or marked else st
+    state = where.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
+                                  selection_mode="cell", width="content")
+    if hidden or marked:
+        where.caption(room_hide.STUDENT_CAPTION if hidden else room_hide.TEACHER_CAPTION)
     points = (state or {}).get("selection", {}).get("cell") if state else None
     chart_key = key or f"hm:{step.key}:{head}"
     cell = (int(points[0]["i"]), int(points[0]["j"])) if points else None
@@ -153,10 +190,20 @@ def _span(first: int, last: int) -> str:
     return f"{first}–{last}" if last > first else f"{first}"
 
 
-def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3) -> None:
-    """A short vector as a one-row table (in presenter mode, a longer one as rows of ten: no sideways scroll)."""
+def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3, hidden=()) -> None:
+    """A short vector as a one-row table (in presenter mode, a longer one as rows of ten: no sideways scroll).
+    hidden: entries shown as "?" (a lesson stop's numbers on a student's screen before the reveal: ui/room_hide.py),
+    not sent."""
     import pyarrow as pa
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    if len(hidden):
+        names = tuple(labels or [str(i) for i in range(v.size)])
+        row = pa.Table.from_arrays([room_hide.column(v[k:k + 1], digits, [k in hidden])[0] for k in range(v.size)],
+                                   names=list(names))
+        st.dataframe(row, hide_index=True, width="content",
+                     column_config={**number_columns(names, digits),
+                                    **{names[k]: st.column_config.TextColumn(alignment="right") for k in hidden}})
+        return
     if presenting() and labels is None and v.size > PRESENTER_ROW:
         k = PRESENTER_ROW
         grid = np.full((-(-v.size // k), k), np.nan)

@@ -3,7 +3,10 @@ the settings). In no room it returns at once: nothing drawn, no store read.
 
 - The teacher: "Room CODE · n students here" (screens that checked the room in the last few seconds, kept live),
   "Show this to the class" (the whole view: page, settings, own controls, tab, cell), and with a lesson its stop
-  (the question to ask, the note only the teacher sees) with ◀ / ▶.
+  (the question to ask, the teacher's note: on this screen only, never in presenter mode or on the room and
+  Lessons pages, which may be on the projector) with ◀ / ▶; a stop is shown to predict (ui/room_hide.py: its
+  answer hidden on the students' screens, no explanation open) and "Reveal" shows it again with its cell's
+  explanation open.
 - A student: ui/room_follow.py (following, stepping out and back, the poll card).
 """
 from __future__ import annotations
@@ -12,15 +15,25 @@ import streamlit as st
 
 import classroom
 
-from .page_state import view_of
+from .page_state import CELL, view_of
 from .room_follow import student_bar
 from .room_poll import ask_poll, teacher_poll_panel
 from .room_rejoin import keep_cookie, resume, waiting, welcome
 from .room_session import ROOM_PAGE, go, leave, page_of, store
+from .settings_state import presenting
 from .text import md_escape
 from .room_travel import stays_text, view_to_push
 
 SHOW = "Show this to the class"
+REVEAL = "Reveal"
+PREDICTING = (":material/psychology_alt: The class sees this stop to predict: no explanation open, and a line "
+              "asking them to predict first.{hidden} Ask the question, then Reveal: {reveal}, and it reveals the "
+              "stop's poll if it is open.")
+NOTE_KEPT_PRESENTING = (":material/lock: Your note for this stop is not shown here: presenter mode is for the "
+                        "projector. Turn presenter mode off to read it.")
+NOTE_KEPT_PAGE = (":material/lock: Your note for this stop is not shown here: this page may be on the projector. "
+                  "It is in this bar on the other pages.")
+PROJECTED = ("app_pages/60_room.py", "app_pages/61_lessons.py")     # pages the class may see on the projector
 PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
 QUESTION = "Class question"
 HERE_SECONDS = 2.0               # the teacher's count of students here refreshes this often
@@ -83,7 +96,7 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
             st.caption(f":material/check: Shown to the class (view {shown}): every following screen changes "
                        "within about a second.")
         if state.get("room.lesson") is not None:
-            lesson_steps(code, secret, trace)
+            lesson_steps(code, secret, trace, page_file)
         with st.expander(QUESTION, key="room_poll_box", on_change="rerun", icon=":material/campaign:") as box:
             if box.open:                         # drawn (and the store read) only while the teacher has it open
                 teacher_poll_panel(store(), code, secret, trace)
@@ -110,6 +123,8 @@ def _room_line(code: str, n: int) -> None:
 def _push(code: str, secret: str, view: dict) -> bool:
     try:
         st.session_state["room.pushed"] = classroom.push(store(), code, secret, view)
+        # what the students' screens now hide (ui/room_hide.py outlines it on this screen): this view's
+        st.session_state["room.hide"], st.session_state["room.stage"] = list(view.get("hide") or ()), view.get("stage")
         return True
     except classroom.RoomError as err:
         st.error(md_escape(str(err)), icon=":material/error:")
@@ -119,7 +134,7 @@ def _push(code: str, secret: str, view: dict) -> bool:
     return False
 
 
-def lesson_steps(code: str, secret: str, trace=None) -> None:
+def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> None:
     """The lesson's stop: its title, the question to ask, the teacher's note; ◀ / ▶ and "Show this stop" put the
     stop's view into this session, show it to the class and switch to its page; a stop with a poll asks it (a
     question of the bank made from the settings in force: the stop's, once shown)."""
@@ -133,7 +148,21 @@ def lesson_steps(code: str, secret: str, trace=None) -> None:
     if stop.ask:
         st.markdown(f":material/record_voice_over: Ask the class: {md_escape(stop.ask)}")
     if stop.note:
-        st.caption(f":material/lock: Your note (only you see it): {md_escape(stop.note)}")
+        if presenting() or page_file in PROJECTED:      # the projector's screen: the note (often the answer) stays off
+            st.caption(NOTE_KEPT_PRESENTING if presenting() else NOTE_KEPT_PAGE)
+        else:
+            st.caption(f":material/lock: Your note (on your screen only, not in presenter mode): "
+                       f"{md_escape(stop.note)}")
+    staged = state.get("room.stage") == "predict" and state.get("room.staged") == i
+    if staged:
+        hidden = (f" {len(stop.hide)} number{'s are' if len(stop.hide) != 1 else ' is'} hidden on their screens "
+                  + ("(and on this one: presenter mode is the projector's view)." if presenting() else
+                     "(outlined with dashes on yours).") if stop.hide else "")
+        st.caption(PREDICTING.format(hidden=hidden, reveal=(
+            "it opens the explanation of the stop's cell on every following screen" if CELL in stop.query else
+            "it shows every number on every following screen")))
+        if st.button(REVEAL, key="room_reveal", type="primary", icon=":material/visibility:"):
+            reveal_stop(code, secret, i)
     back, this, ahead = st.columns(3)
     target = None
     if back.button(PREVIOUS, key="room_prev", disabled=i == 0, width="stretch"):
@@ -150,12 +179,20 @@ def lesson_steps(code: str, secret: str, trace=None) -> None:
             st.rerun()
 
 
-def stop_view(stop) -> dict | None:
+def stop_view(stop, stage: str = "predict") -> dict | None:
+    """A stop's view as the class gets it: to predict (no cell's explanation open, its `hide` numbers hidden on
+    the students' screens) or revealed (its cell opened, nothing hidden)."""
     page = page_of(stop.page)
-    return None if page is None else {"page": page, "query": dict(stop.query)}
+    if page is None:
+        return None
+    if stage == "revealed":
+        return {"page": page, "query": dict(stop.query), "stage": "revealed"}
+    query = {k: v for k, v in stop.query.items() if k != CELL}
+    return {"page": page, "query": query, "hide": list(stop.hide), "stage": "predict"}
 
 
 def step_to(code: str, secret: str, i: int) -> None:
+    """Show stop i to the class in its predict state (and put it on this screen)."""
     state = st.session_state
     stop = state["room.lesson"].stops[i]
     view = stop_view(stop)
@@ -165,4 +202,26 @@ def step_to(code: str, secret: str, i: int) -> None:
         return
     state["room.stop"] = i
     if _push(code, secret, view):
+        state["room.staged"] = i
         go(view)
+
+
+def reveal_stop(code: str, secret: str, i: int) -> None:
+    """"Reveal": stop i again with its cell opened and nothing hidden, as a new view every following screen
+    takes; the stop's poll, when it is the question open, revealed with it."""
+    state = st.session_state
+    stop = state["room.lesson"].stops[i]
+    view = stop_view(stop, "revealed")
+    if view is None or not _push(code, secret, view):
+        return
+    state["room.staged"] = None
+    try:
+        poll = classroom.state(store(), code).poll
+        if poll and not poll.get("revealed") and stop.poll and poll.get("kind") == stop.poll:
+            classroom.reveal(store(), code, secret, poll["id"])
+    except classroom.RoomError as err:
+        st.session_state["room.notices"] = [f"The view was revealed, not the poll: {err}"]
+    except Exception:
+        st.session_state["room.notices"] = ["The view was revealed; the poll could not be reached: reveal it in "
+                                            "the Class question box."]
+    go(view)

@@ -13,7 +13,7 @@ import streamlit as st
 
 import classroom
 
-from .page_state import view_of
+from .page_state import CELL, view_of
 from .room_poll import student_poll_card
 from .room_rejoin import keep_cookie, taken_over, tick
 from .room_session import go, known_page, leave, store
@@ -25,6 +25,8 @@ OUT_SECONDS = 1.5                # a student exploring on their own: the teacher
 # whatever the timer, so the timer's half-period is what is left to spend; a tick costs ~2.5 ms (a bare
 # fragment's 2.4 ms is Streamlit's floor), so the explorers' slower timer gives their moves that CPU back.
 BACK = "Back to the teacher's view"
+PREDICT_LINE = ":material/psychology_alt: Predict first: answer your teacher's question before this page does."
+PREDICT_HIDDEN = " The numbers that answer it show “?” until your teacher reveals them."
 
 
 def student_bar(page_file: str) -> None:
@@ -42,11 +44,21 @@ def student_bar(page_file: str) -> None:
 
 
 def stepped_out(here: dict) -> bool:
-    """Whether the student has left the view last put in (and so follows no more)."""
+    """Whether the student has left the view last put in (and so follows no more). A stop to predict: a click on
+    a cell (its explanation, or "hidden until your teacher reveals it") is not leaving, so the reveal still comes."""
     state = st.session_state
-    if state.get("room.following") and state.get("room.baseline") is not None and here != state["room.baseline"]:
+    if state.get("room.following") and state.get("room.baseline") is not None and _moved(here, state["room.baseline"]):
         state["room.following"] = False
     return not state.get("room.following")
+
+
+def _moved(here: dict, baseline: dict) -> bool:
+    if here == baseline:
+        return False
+    if st.session_state.get("room.stage") != "predict":
+        return True
+    cellless = lambda view: {**view, "query": {k: v for k, v in (view.get("query") or {}).items() if k != CELL}}
+    return cellless(here) != cellless(baseline)
 
 
 def _follow_room() -> None:
@@ -77,10 +89,14 @@ def _follow_room() -> None:
     out = stepped_out(view_of(state.get("s.page")))
     if newer and not out and known_page(view.get("page")):
         go(view, version)
+    elif view:                                    # stepped out: the teacher's stop still hides its answer here
+        state["room.hide"], state["room.stage"] = list(view.get("hide") or ()), view.get("stage")
     with st.container(border=True):
         if not out:
             st.caption(f":material/co_present: Room {code} · you follow your teacher's screen"
                        + ("" if view else " (nothing shown yet)"))
+            if view and view.get("stage") == "predict":
+                st.caption(PREDICT_LINE + (PREDICT_HIDDEN if view.get("hide") else " Your teacher reveals the answer."))
         else:
             st.info(("Your teacher is showing something new. " if newer else "") +
                     "You stepped out to explore on your own; the class follows the teacher's view.",

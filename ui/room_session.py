@@ -11,6 +11,10 @@ Session keys (the names other views read):
     room.applied    the version of the teacher's view last put into this session; room.baseline that view as
                     this session shows it (view_of after the first run on its page): any difference is a step out
     room.notices    notices of the last view put in (values it could not use), shown once
+    room.hide       the numbers the view last put in hides until the teacher reveals (a lesson stop's predict
+                    state: classroom.push's "hide"); ui/room_hide.py reads it. room.stage its "predict" or
+                    "revealed" (absent: a view that is not a stop's); room.staged the teacher's stop shown to
+                    predict and not yet revealed (its index: the room bar's "Reveal")
     room.misses     when this session typed a code that opens no room (at most MISSES a minute)
     room.token      a student's rejoin token (classroom/presence.py): this browser's cookie holds it too
     room.cookie     what this browser's room cookie should hold ("" to delete it): written by the next page run
@@ -31,7 +35,8 @@ from .settings import apply_view
 
 ROOM_PAGE = "app_pages/60_room.py"
 KEYS = ("room.code", "room.secret", "room.member", "room.nick", "room.following", "room.title", "room.applied",
-        "room.baseline", "room.notices", "room.shown", "room.token", "room.seen_at", "room.waiting")
+        "room.baseline", "room.notices", "room.shown", "room.hide", "room.stage", "room.staged", "room.token",
+        "room.seen_at", "room.waiting")
 MISSES, MISS_WINDOW = 10, 60.0             # wrong codes a session may type in a minute
 
 _STORES: dict[str, classroom.Store] = {}
@@ -157,6 +162,7 @@ def go(view: dict, version: int | None = None) -> None:
     notices = apply_view(view)
     state = st.session_state
     state["room.notices"] = notices
+    state["room.hide"], state["room.stage"] = list(view.get("hide") or ()), view.get("stage")
     if version is not None:
         state["room.applied"] = version
     state["room.baseline"] = None                 # set on the first run of the view's page (room_bar)

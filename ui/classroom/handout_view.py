@@ -11,7 +11,7 @@ import streamlit as st
 from attention_core import Config, ConfigError
 from attention_core.labs.handout import PAGES, Handout, Section, make_handout, table_html, to_html
 
-from .. import nav, page_state
+from .. import nav, page_state, room_hide
 from ..cache import get_trace
 from ..raw_html import trusted_html
 
@@ -162,7 +162,10 @@ def section(s: Section, i: int) -> None:
         st.markdown("\n\n".join(filter(None, (
             f"#### {i + 1} · {s.title}", f"$$\n{s.formula}\n$$" if s.formula else "",
             ":small[:gray[Shape: " + s.shape + (f" · {s.head_note}" if s.head_note else "") + "]]", s.why))))
-        trusted_html(_table(s.table))              # every label html-escaped; a tint per cell, the cut's note
+        if room_hide.any_hidden(s.key):            # a lesson stop's numbers, on a student's screen before the reveal
+            st.caption(HIDDEN_TABLE)
+        else:
+            trusted_html(_table(s.table))          # every label html-escaped; a tint per cell, the cut's note
 
 
 def print_tools(doc: Handout, page_file: str) -> None:
@@ -180,9 +183,17 @@ def print_tools(doc: Handout, page_file: str) -> None:
         st.caption("Or press Ctrl+P (⌘P on a Mac): the navigation, sidebar and buttons stay off the paper.")
 
 
+HIDDEN_TABLE = (":material/visibility_off: This step's numbers are hidden until your teacher reveals them: predict "
+                "them first.")
+
+
 def draw(doc: Handout, page_file: str) -> None:
     trusted_html(PRINT_CSS)
-    print_tools(doc, page_file)
+    if any(room_hide.any_hidden(s.key) for s in doc.sections):    # the file and the print would hold them
+        st.caption(":material/visibility_off: Printing and the download come back when your teacher reveals the "
+                   "numbers of the lesson's stop.")
+    else:
+        print_tools(doc, page_file)
     header(doc, page_file)
     for i, s in enumerate(doc.sections):
         section(s, i)

@@ -247,13 +247,36 @@ def stop_editor(draft: Lesson, v: int) -> None:
                  args=(i, "poll", f"{k}.poll"),
                  format_func=lambda o: "none" if not o else f"{o}: {kinds[o]}" if o in kinds else f"{o} (not in the bank)",
                  help="A question of the bank, computed on this stop's settings, that the class answers.")
-    st.text_area("Note (the teacher's eyes only)", stop.note, key=f"{k}.note", max_chars=MAX_TEXT,
-                 on_change=_edit_stop, args=(i, "note", f"{k}.note"))
+    if notes_shown():
+        st.text_area("Teacher's note", stop.note, key=f"{k}.note", max_chars=MAX_TEXT, on_change=_edit_stop,
+                     args=(i, "note", f"{k}.note"), help=NOTE_HELP)
+    else:
+        st.caption(NOTE_OFF + (" This stop has one." if stop.note else ""))
     row = st.container(horizontal=True)
     row.button("Move up", key=f"{k}.up", icon=":material/arrow_upward:", on_click=_move, args=(i, -1), disabled=i == 0)
     row.button("Move down", key=f"{k}.down", icon=":material/arrow_downward:", on_click=_move, args=(i, 1),
                disabled=i == len(names) - 1)
     row.button("Delete this stop", key=f"{k}.delete", icon=":material/delete:", on_click=_delete, args=(i,))
+
+
+NOTE_HELP = ("Who sees it: in a room, only you, in the room bar of your own screen (not in presenter mode, not on "
+             "the room or Lessons pages); never the students. Anyone who has the lesson's file, or sees this editor, "
+             "can read it; the share link leaves notes out.")
+NOTE_OFF = (":material/lock: Teachers' notes are not shown here while you teach a room or present (this page may be "
+            "on the projector): leave presenter mode, or end the room, to edit them.")
+
+
+def notes_shown() -> bool:
+    """The builder shows the stops' notes except on a screen the class may see: while this session teaches a room
+    (the room bar's note is on the teacher's other pages) or presents."""
+    from ..room_session import teaching
+    from ..settings_state import presenting
+    return not (teaching() or presenting())
+
+
+def without_notes(lesson: Lesson) -> Lesson:
+    """The lesson as a share link carries it: every stop's note left out (the file keeps them)."""
+    return replace(lesson, stops=tuple(replace(s, note="") for s in lesson.stops))
 
 
 def file_name(lesson: Lesson) -> str:
@@ -271,9 +294,11 @@ def readable(draft: Lesson) -> str | None:
 
 
 def share(draft: Lesson, base: str) -> None:
-    st.markdown("**Share as a link**: whoever opens it gets this page with the lesson in the builder.")
-    st.code(f"{base}/{nav.url_path_of('app_pages/61_lessons.py')}?lesson={to_link(draft)}", language=None,
-            wrap_lines=True)
+    noted = any(s.note for s in draft.stops)
+    st.markdown("**Share as a link**: whoever opens it gets this page with the lesson in the builder"
+                + (", without your notes (the link leaves them out; the saved file keeps them)." if noted else "."))
+    st.code(f"{base}/{nav.url_path_of('app_pages/61_lessons.py')}?lesson={to_link(without_notes(draft))}",
+            language=None, wrap_lines=True)
 
 
 def load_file(uploaded) -> None:
@@ -321,7 +346,9 @@ def builder(base: str) -> None:
         if why_not is None:                      # a lesson with a title and a stop: teach it, save it
             teach(draft, "draft")
             st.download_button("Save as a file", to_json(draft), file_name=file_name(draft), mime="application/json",
-                               key="lessons.save", icon=":material/download:", on_click="ignore")
+                               key="lessons.save", icon=":material/download:", on_click="ignore",
+                               help="The file keeps the teacher's notes: whoever has it can read them. The share "
+                                    "link below leaves them out.")
         st.button("Close this lesson", key="lessons.close", icon=":material/close:", on_click=_set_draft,
                   args=(None,), help="Empties the builder (save the lesson first to keep it).")
     if why_not is None:

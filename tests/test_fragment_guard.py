@@ -1,0 +1,199 @@
+"""ui/fragment_guard.py: a fragment rerun naming a page the session no longer shows is dropped; one naming the page
+shown runs (issue 29's blank screens). Over Streamlit's own protocol (bench/_common.Session, no browser), on a
+two-page app whose pages draw the same fragment (so it has one id on both, as the room bar has):
+
+- the race as it happens: the page switches to B and a tick naming A arrives while B runs: without the guard the
+  tick runs after B, as page A (the browser drops what B drew); with it, nothing runs after B;
+- the same tick arriving after B's run ended (a fresh script runner) is dropped too;
+- a tick naming B runs, and draws the fragment;
+- a tick folded into st.switch_page's pending full run of B leaves it a full run of B (without the guard: of A, the
+  old page, with A's query: the wrong page).
+
+And: the app installs the guard; the guard was written for this Streamlit, whose patched method is unchanged (an
+upgrade fails here: re-check with docs/upstream/fragment-switch-page-race/repro.py, then update or remove the guard).
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import time
+
+import pytest
+import streamlit
+from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
+
+from bench._common import ROOT, Server, Session
+from ui import fragment_guard
+
+APP = '''
+import os, time
+import streamlit as st
+if os.environ.get("GUARD") == "1":
+    from ui import fragment_guard
+    fragment_guard.install()
+
+@st.fragment(run_every=60)
+def tick(name):
+    st.write(f"fragment on {name}")
+
+def page(name):
+    def draw():
+        st.title(f"Page {name}")
+        tick(name)
+        time.sleep(0.4)                 # the page's run: long enough for a tick to arrive during it
+        st.write(f"end of {name}")
+    draw.__name__ = f"page_{name}"
+    return draw
+
+st.navigation([st.Page(page("A"), url_path="a", default=True), st.Page(page("B"), url_path="b")]).run()
+'''
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """The app twice: without the guard, with it (their boots overlap)."""
+    script = tmp_path_factory.mktemp("guard_app") / "two_pages.py"
+    script.write_text(APP)
+    booted = {guard: Server(script, cwd=ROOT, env={"GUARD": "1" if guard else "0"}).start() for guard in (False, True)}
+    try:
+        for s in booted.values():
+            s.wait_healthy(60)
+        yield booted
+    finally:
+        for s in booted.values():
+            s.stop()
+
+
+def _texts(run) -> list[str]:
+    return [e.body for t, e in run.elements if t in ("markdown", "heading")]
+
+
+def _on_b(server) -> tuple[Session, str, str]:
+    """A session on page A, then switched to page B by a full run: (session, A's hash, the fragment's id)."""
+    s = Session(server.port, timeout=20)
+    first = s.rerun()
+    page_a, fragment = first.page_script_hash, next(iter(s.auto_reruns))
+    assert "fragment on A" in _texts(first)
+    return s, page_a, fragment
+
+
+def _stale_tick(s: Session, page_a: str, fragment: str) -> None:
+    """What a browser still showing page A sends on its timer."""
+    current = s.page_script_hash
+    s.page_script_hash = page_a
+    s.send_rerun((), fragment, is_auto_rerun=True)
+    s.page_script_hash = current
+
+
+def _runs_after(s: Session, seconds: float) -> list:
+    """Every run the server sends within `seconds` (none: an empty list)."""
+    runs = []
+    deadline = time.perf_counter() + seconds
+    while True:
+        try:
+            runs.append(s.read_run(time.perf_counter(), deadline=deadline))
+        except TimeoutError:
+            return runs
+        except Exception as err:          # websocket timeout
+            if "timed out" in str(err).lower():
+                return runs
+            raise
+
+
+@pytest.mark.parametrize("guard", [False, True], ids=["without-guard", "with-guard"])
+def test_a_stale_tick_queued_behind_the_new_page(servers, guard):
+    s, page_a, fragment = _on_b(servers[guard])
+    try:
+        s.page, s.page_script_hash = "b", ""             # a full run of the page named b
+        start = s.send_rerun()                           # the switch: B's full run (0.4 s)
+        time.sleep(0.1)
+        _stale_tick(s, page_a, fragment)                  # a tick naming A arrives while B runs
+        b = s.read_run(start)
+        assert "end of B" in _texts(b)
+        page_b = b.page_script_hash
+        assert page_b != page_a
+        after = _runs_after(s, 1.5)
+        if guard:
+            assert after == [], [r.page_script_hash for r in after]
+        else:                                             # the race: the tick runs as page A, after B
+            assert [r.page_script_hash for r in after] == [page_a]
+            assert _texts(after[0]) == ["fragment on B"]
+    finally:
+        s.close()
+
+
+def test_a_stale_tick_after_the_run_ended_is_dropped_and_a_current_one_runs(servers):
+    s, page_a, fragment = _on_b(servers[True])
+    try:
+        s.page, s.page_script_hash = "b", ""
+        b = s.rerun()
+        dropped_before = _log_drops(servers[True])
+        _stale_tick(s, page_a, fragment)
+        assert _runs_after(s, 1.0) == []
+        assert _log_drops(servers[True]) == dropped_before + 1
+        tick = s.rerun((), fragment)                      # a tick naming B (the page shown) runs
+        assert tick.page_script_hash == b.page_script_hash and _texts(tick) == ["fragment on B"]
+    finally:
+        s.close()
+
+
+def _log_drops(server) -> int:
+    return server.log_tail(1_000_000).count("Dropped a fragment rerun naming page")
+
+
+def test_the_decision():
+    """stale(): only a run of fragments, naming a known page that is not the session's."""
+    assert fragment_guard.stale(RerunData(page_script_hash="a", fragment_id_queue=["f"]), "b")
+    assert not fragment_guard.stale(RerunData(page_script_hash="b", fragment_id_queue=["f"]), "b")
+    assert not fragment_guard.stale(RerunData(page_script_hash="a"), "b")                    # a full run
+    assert not fragment_guard.stale(RerunData(page_script_hash="", fragment_id_queue=["f"]), "b")
+    assert not fragment_guard.stale(RerunData(page_script_hash="a", fragment_id_queue=["f"]), "")
+
+
+def test_the_app_installs_it():
+    from streamlit.testing.v1 import AppTest
+    AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert fragment_guard.installed() and ScriptRunner._run_script is fragment_guard._run_script
+    assert ScriptRequests._request_rerun_locked is fragment_guard._request_rerun_locked
+    fragment_guard.install()                              # a second call changes nothing
+    assert fragment_guard.installed()
+
+
+def test_streamlit_is_the_version_the_guard_was_written_for():
+    """An upgrade fails here on purpose: run docs/upstream/fragment-switch-page-race/repro.py on it (without and
+    with --workaround); if the race is gone, remove ui/fragment_guard.py, else check the wrapped method still
+    takes (self, rerun_data) and reads rerun_data.fragment_id_queue and page_script_hash, then update these two."""
+    assert streamlit.__version__ == fragment_guard.STREAMLIT_VERSION
+    for name, (_, _, _, own) in fragment_guard.WRAPS.items():
+        assert own.__qualname__ == name
+        assert hashlib.sha256(inspect.getsource(own).encode()).hexdigest() == fragment_guard.SOURCE_SHA256[name]
+
+
+@pytest.mark.parametrize("guard", [False, True], ids=["without-guard", "with-guard"])
+def test_a_stale_tick_folded_into_the_switch_keeps_the_switchs_page(guard):
+    """st.switch_page's request (a full run of B, B's query) is pending when a tick naming A (A's query) arrives."""
+    fold = fragment_guard._request_rerun_locked if guard else fragment_guard._original_fold
+    requests = ScriptRequests()
+    with requests._lock:
+        assert fold(requests, RerunData(page_script_hash="B", query_string="b=1"))
+        assert fold(requests, RerunData(page_script_hash="A", query_string="a=1", fragment_id="f", is_auto_rerun=True))
+    run = requests.on_scriptrunner_ready().rerun_data
+    assert run.fragment_id_queue == []                                 # a full run, either way
+    assert (run.page_script_hash, run.query_string) == (("B", "b=1") if guard else ("A", "a=1"))
+    if guard:
+        assert not run.is_auto_rerun
+
+
+def test_imported_again_it_wraps_streamlits_own_method_once():
+    """A developer's file watcher may import the module again: the wrapper then wraps Streamlit's method, not the
+    previous wrapper."""
+    import importlib
+    fragment_guard.install()
+    own = {name: w[3] for name, w in fragment_guard.WRAPS.items()}
+    importlib.reload(fragment_guard)
+    fragment_guard.install()
+    assert fragment_guard.installed()
+    for name, (cls, attr, wrapper, original) in fragment_guard.WRAPS.items():
+        assert original is own[name] and original.__qualname__ == name
+        assert getattr(cls, attr) is wrapper and wrapper.__wrapped__ is original
