@@ -441,7 +441,9 @@ class Class:
                 result.failures.append((n, s.name, str(view), kind, when, seen))
                 log(f"  push {n} {view} -> {s.name} on process {self.servers.index(s.server) + 1}: {kind} {when} "
                     f"(title {seen['title']!r}, tabs {seen['tabs']}, /{seen['path']}, {seen['elements']} elements, room bar: "
-                    f"{seen['room'] or 'none'}, status: {seen['status'] or 'none'})")
+                    f"{seen['room'] or 'none'}, status: {seen['status'] or 'none'}"
+                    + (f", its words: {'shown' if seen['has'] else 'not shown'}, headings {seen['headings']}"
+                       if view.needle else "") + ")")
                 if self.shots is not None and kind != "late":
                     s.tab.screenshot(path=str(self.shots / f"push{n}_{s.name}_{kind.replace(' ', '_')}.png"))
                 if kind != "late":
