@@ -3,20 +3,26 @@ redis-server, the students' browsers as slow as a school laptop (chromium's CPU 
 every student's screen must show the pushed page's content within WITHIN_S and still show it HOLD_S later.
 
     python tests/load/soak.py [--pushes 200] [--seed 29] [--students-per-process 1] [--throttle 4]
-                              [--app-root PATH]
+                              [--app-root PATH] [--shots DIR] [--no-trained-run]
 
 Real browsers (Debian's chromium through playwright), each in a context of its own: the teacher on process A (not
 throttled), the students on A and B. The teacher steps through lessons made of the pushes (at most 40 stops a
 lesson: each lesson is loaded from a file on the Lessons page, then "Show this stop" and "Next stop ▶"), so every
 push is the teacher's click, with the view's page, settings, own controls and open tab. The pushes are PAGES' pages
 in a seeded order (each round a new permutation), each with a seeded open tab and controls (CONTROLS), and the
-FIXED views (the KV cache calculator with the biggest model and context, the induction page's tabs, RoPE's keys)
-placed first, so a short run has them too.
+FIXED views (the KV cache calculator with the biggest model and context, the handout of another page, the induction
+page's tabs, RoPE's keys) placed first, so a short run has them too. At a seeded point among the rest (in place of
+one of them) the teacher's session-trained run: the teacher goes to the induction page through the top bar, trains
+TRAIN_STEPS steps from TRAIN_SEED (not timed: training is the teacher's own wait), then clicks "Show this to the
+class" (a lesson's stop cannot carry it: it names a run the room does not have yet); every student's screen must
+show "Your teacher's run, ...: seed 3, 50 steps in" (NOTES-travel: the run travels through the room's store).
 
 A screen counts as showing the push when the page's title heading is the pushed page's, the pushed tab is the open
-one, the address is the page's and the page drew its body (MIN_ELEMENTS elements in the main area): "blank" when
-not (the top bar, the ←/→ links and the room bar only, or a white page), "wrong page" when another page's title
-shows. A student whose screen failed joins again (a fresh tab: a reload leaves the room), so each push counts alone.
+one, the address is the page's, the page drew its body (MIN_ELEMENTS elements in the main area) and, for the
+handout and the trained run, the view's own words are there (the handout's heading of the pushed page, the
+teacher's run's paragraph): "blank" when not (the top bar, the ←/→ links and the room bar only, or a white page),
+"wrong page" when another page's title shows, or the handout of another page, or the shipped run instead of the
+teacher's. A student whose screen failed joins again (a fresh tab: a reload leaves the room), so each push counts alone.
 Printed: pushes, screens, right / blank / wrong, time to content (from the teacher's click) p50 / p95 / max, the
 stale fragment reruns the processes dropped (ui/fragment_guard.py's log line), the browsers' "Bad delta path"
 errors, the load average. tests/e2e/test_room_soak.py runs it short in CI. --app-root runs another checkout's app
@@ -35,6 +41,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -51,13 +58,15 @@ MIN_ELEMENTS = 8                   # a page's body: at least this many elements 
 CODE = re.compile(r"\b([A-HJKMNP-Z2-9]{6})\b")          # classroom.codes.ALPHABET
 SENTENCES = ("I love you today", "the cat sat on the mat", "dogs bark at night")
 MAX_STOPS = 40                     # classroom.lesson.MAX_STOPS
+SHOW = "Show this to the class"    # ui/room_bar.SHOW
 
 # Pages pushed: the whole navigation but the room page (a student never follows to it) and those left out here,
-# each with why. The lead extends FIXED or empties LEFT_OUT as other work lands (a session-trained run's view: a
-# View like the FIXED ones).
-LEFT_OUT = {"app_pages/60_room.py": "the room page is never pushed (ui/room_session.known_page)",
-            "app_pages/62_handout.py": "pushing the handout sends students to the page they came from (issue 29's "
-                                       "second item, fixed on its own branch): add it back once that is merged"}
+# each with why.
+LEFT_OUT = {"app_pages/60_room.py": "the room page is never pushed (ui/room_session.known_page)"}
+INDUCTION, HANDOUT = "app_pages/52_induction_heads.py", "app_pages/62_handout.py"
+TRAIN_SEED, TRAIN_STEPS = 3, 50    # the teacher's session-trained run (tests/e2e/test_room_travel_browser.py's)
+TEACHERS_RUN = ("Your teacher's run, trained in their session and shown to the class: "
+                f"seed {TRAIN_SEED}, {TRAIN_STEPS} steps in")      # ui/transformer/induction_view.run_text
 
 
 @dataclass(frozen=True)
@@ -65,11 +74,17 @@ class View:
     page: Page
     query: dict = field(default_factory=dict)     # the link's parameters, as text
     tab: str | None = None                        # the tab that must be open on the student's screen
+    needle: str | None = None                     # words the page's body must show (the handout's heading, the run)
+    wrong: str | None = None                      # words that, shown instead, make it the wrong page's content
+    trained: bool = False                         # the teacher's session-trained run: trained, then "Show this to
+                                                  # the class" (a lesson's stop cannot name a run the room lacks)
 
     def stop(self, n: int) -> dict:
         return {"title": f"Push {n}", "page": self.page.path, "query": dict(self.query)}
 
     def __str__(self) -> str:
+        if self.trained and not self.query:
+            return f"/{self.page.path} (the teacher's run, seed {TRAIN_SEED}, {TRAIN_STEPS} steps)"
         return f"/{self.page.path}" + ("?" + "&".join(f"{k}={v}" for k, v in self.query.items()) if self.query else "")
 
 
@@ -100,8 +115,15 @@ CONTROLS = {
     "app_pages/50_block.py": {"block.layers": ["1", "2"], "block.norm": ["layer", "rms"]},
     "app_pages/51_next_token.py": {"next_token.temperature": ["0.5", "1"], "next_token.n_new": ["3", "5"]},
     "app_pages/52_induction_heads.py": {"induction.ablate": ["all", "0,1", "1,2"]},
+    HANDOUT: {"handout.of": ["qkv", "scores", "multi_head", "rope", "masks", "block"]},
 }
 NO_SETTINGS = {"app_pages/52_induction_heads.py", "app_pages/61_lessons.py", "app_pages/31_quiz.py"}
+
+
+def handout_heading(path: str) -> str:
+    """The heading the handout of the page at this URL path draws (ui/classroom/handout_view.header)."""
+    from attention_core.labs.handout.pages import PAGES
+    return f"{next(p.section for p in all_pages() if p.path == path)} › {PAGES[path][0]}"
 
 
 def _view(file: str, query: dict, tab_index: int | None = None) -> View:
@@ -111,11 +133,23 @@ def _view(file: str, query: dict, tab_index: int | None = None) -> View:
     if found and tab_index is not None:
         key, labels = found
         q[key], tab = str(tab_index), labels[tab_index]
+    if file == HANDOUT:               # the handout pushed, not the one of the page the student came from
+        return View(_page(file), q, tab, needle=handout_heading(q.get("handout.of", "")), wrong=" › ")
     return View(_page(file), q, tab)
+
+
+def trained_view(query: dict | None = None) -> View:
+    """The teacher's run on the induction page (the query: the teacher's address once trained), its paragraph on
+    every student's screen; the shipped run's paragraph there instead is the wrong content."""
+    query = dict(query or {})
+    found = tabs_of(INDUCTION)
+    tab = found[1][int(query[found[0]])] if found and query.get(found[0], "").isdigit() else None
+    return View(_page(INDUCTION), query, tab, needle=TEACHERS_RUN, wrong="The shipped run", trained=True)
 
 
 FIXED = [   # first in every run (the issue's cases): the calculator with a big model and context, RoPE's keys, ...
     _view("app_pages/42_kv_cache.py", {"kv_cache.preset": "DeepSeek-V3", "kv_cache.tokens": "65536"}, 2),
+    _view(HANDOUT, {"handout.of": "scores", "sentence": "dogs bark at night"}),   # arriving from /kv_cache
     _view("app_pages/40_rope.py", {"rope.p": "9"}, 1),
     _view("app_pages/52_induction_heads.py", {"induction.ablate": "1,2"}, 2),
     _view("app_pages/52_induction_heads.py", {"induction.i": "33"}, 1),
@@ -126,9 +160,10 @@ def pages() -> list[Page]:
     return [p for p in all_pages() if p.file not in LEFT_OUT]
 
 
-def push_views(n: int, seed: int, fixed: list[View] = FIXED) -> list[View]:
+def push_views(n: int, seed: int, fixed: list[View] = FIXED, trained: bool = True) -> list[View]:
     """n views: the fixed ones, then the pages in a seeded order (a new permutation each round), each with a
-    seeded tab, controls and sentence. The same seed, the same views."""
+    seeded tab, controls and sentence; with `trained`, the teacher's session-trained run in place of one of those
+    at a seeded point. The same seed, the same views."""
     rng = random.Random(seed)
     out = list(fixed[:n])
     while len(out) < n:
@@ -140,12 +175,14 @@ def push_views(n: int, seed: int, fixed: list[View] = FIXED) -> list[View]:
                 query["sentence"] = rng.choice(SENTENCES)
             found = tabs_of(page.file)
             out.append(_view(page.file, query, rng.randrange(len(found[1])) if found else None))
+    if trained and n > len(fixed):
+        out[random.Random(f"trained {seed}").randrange(len(fixed), n)] = trained_view()
     return out
 
 
 # ---- the screens -------------------------------------------------------------------------------------------
 
-SCREEN = """() => {
+SCREEN = """([needle, wrong]) => {
   const main = document.querySelector("[data-testid='stMain']");
   const h1 = main ? main.querySelector("h1") : null;
   const tabs = [...document.querySelectorAll("[role='tab'][aria-selected='true']")].map(t => t.innerText.trim());
@@ -153,25 +190,34 @@ SCREEN = """() => {
   const text = main ? main.innerText : "";
   return {title: h1 ? h1.innerText.trim() : "", tabs: tabs, path: location.pathname.replace(/^\\/+|\\/+$/g, ""),
           elements: main ? main.querySelectorAll("[data-testid='stElementContainer']").length : 0,
+          headings: main ? [...main.querySelectorAll("h2")].map(h => h.innerText.trim()) : [],
+          has: needle ? text.includes(needle) : true, shows_wrong: wrong ? text.includes(wrong) : false,
           status: status ? status.innerText.trim() : "",
           room: /you follow your teacher/.test(text) ? "following" : /You stepped out/.test(text) ? "stepped out" : ""};
 }"""
 
 
-def read_screen(tab) -> dict:
+def read_screen(tab, view: View | None = None) -> dict:
     try:
-        return tab.evaluate(SCREEN)
+        return tab.evaluate(SCREEN, [view and view.needle, view and view.wrong])
     except Exception as err:                      # a crashed or navigating page: nothing shown
-        return {"title": "", "tabs": [], "path": "", "elements": 0, "status": str(err)[:120], "room": ""}
+        return {"title": "", "tabs": [], "path": "", "elements": 0, "status": str(err)[:120], "room": "",
+                "headings": [], "has": False, "shows_wrong": False}
 
 
 def verdict(screen: dict, view: View, title: str) -> str:
-    """'right', 'wrong page' or 'blank'."""
+    """'right', 'wrong page' or 'blank'. A view with words of its own (the handout's heading, the teacher's run)
+    is right only with them; on its page with the wrong ones instead (another page's handout, the shipped run), it
+    is the wrong page's content."""
     if screen["title"] and screen["title"] != title:
         return "wrong page"
     if (screen["title"] == title and screen["path"] == view.page.path and screen["elements"] >= MIN_ELEMENTS
-            and (view.tab is None or view.tab in screen["tabs"])):
+            and (view.tab is None or view.tab in screen["tabs"]) and screen["has"]):
         return "right"
+    if screen["title"] == title and view.wrong and (
+            any(view.wrong in h and h != view.needle for h in screen["headings"]) if view.page.file == HANDOUT
+            else screen["shows_wrong"]):
+        return "wrong page"
     return "blank"
 
 
@@ -333,6 +379,24 @@ class Class:
         after_run(t, lambda: t.locator(".st-key-lessons-teach-draft button").first.click(), timeout_ms=60_000)
         _button(t, "Show this stop").wait_for(timeout=20_000)
 
+    def train(self, seed: int = TRAIN_SEED, steps: int = TRAIN_STEPS) -> View:
+        """The teacher (mid-lesson) goes to the induction page through the top bar, trains a run of their own from
+        a seed and waits for it to finish: the view "Show this to the class" then pushes (its address names it)."""
+        t, page = self.teacher, _page(INDUCTION)
+        t.locator("[data-testid='stTopNavSection']").filter(has_text=page.section).first.click()
+        link = t.locator("a[data-testid='stTopNavDropdownLink']").filter(has_text=page.label).first
+        after_run(t, lambda: link.click(), timeout_ms=90_000)
+        for label, value in (("Seed", seed), ("Training steps", steps)):
+            box = t.get_by_role("spinbutton", name=label).first
+            after_run(t, lambda: (box.fill(str(value)), box.press("Enter")), timeout_ms=60_000)
+        _click(t, "Train from a seeded random start", timeout_ms=240_000)
+        t.locator("[data-testid='stMarkdownContainer']").filter(
+            has_text=f"Your run (this session): seed {seed}, {steps} steps in").first.wait_for(timeout=240_000)
+        query = {k: v[-1] for k, v in parse_qs(urlparse(t.url).query).items()}
+        if not re.fullmatch(r"[0-9a-f]{32}", query.get("induction.run", "")):
+            raise RuntimeError(f"the teacher's address names no run after training: {t.url}")
+        return trained_view(query)
+
     def push(self, label: str) -> float:
         """The teacher's click ("Show this stop" / "Next stop ▶"): its time (the teacher's run goes on)."""
         button = _button(self.teacher, label)
@@ -345,15 +409,16 @@ class Class:
     def teacher_done(self) -> None:
         wait_run_end(self.teacher, self.marker, timeout_ms=90_000)
 
-    def check(self, view: View, t0: float, result: Result, n: int, log=print) -> None:
-        """Every student's screen: the push's content within WITHIN_S of t0 and still there HOLD_S later."""
+    def check(self, view: View, t0: float, result: Result, n: int, log=print) -> dict[str, float]:
+        """Every student's screen: the push's content within WITHIN_S of t0 and still there HOLD_S later. The
+        seconds to content of the screens that showed it."""
         title = page_title(view.page)
         first: dict[str, float] = {}
         last: dict[str, dict] = {}
         while len(first) < len(self.students) and time.perf_counter() - t0 < GIVE_UP_S:
             for s in self.students:
                 if s.name not in first:
-                    last[s.name] = read_screen(s.tab)
+                    last[s.name] = read_screen(s.tab, view)
                     if verdict(last[s.name], view, title) == "right":
                         first[s.name] = time.perf_counter() - t0
             time.sleep(0.05)
@@ -361,7 +426,7 @@ class Class:
             time.sleep(HOLD_S)
         for s in self.students:
             if s.name in first:
-                last[s.name] = read_screen(s.tab)
+                last[s.name] = read_screen(s.tab, view)
             kind = verdict(last[s.name], view, title)
             if kind == "right" and first[s.name] > WITHIN_S:
                 kind = "late"
@@ -376,17 +441,20 @@ class Class:
                 result.failures.append((n, s.name, str(view), kind, when, seen))
                 log(f"  push {n} {view} -> {s.name} on process {self.servers.index(s.server) + 1}: {kind} {when} "
                     f"(title {seen['title']!r}, tabs {seen['tabs']}, /{seen['path']}, {seen['elements']} elements, room bar: "
-                    f"{seen['room'] or 'none'}, status: {seen['status'] or 'none'})")
+                    f"{seen['room'] or 'none'}, status: {seen['status'] or 'none'}"
+                    + (f", its words: {'shown' if seen['has'] else 'not shown'}, headings {seen['headings']}"
+                       if view.needle else "") + ")")
                 if self.shots is not None and kind != "late":
                     s.tab.screenshot(path=str(self.shots / f"push{n}_{s.name}_{kind.replace(' ', '_')}.png"))
                 if kind != "late":
                     self.join(s)
+        return first
 
 
 def soak(pushes: int = 200, seed: int = 29, students_per_process: int = 1, throttle: float = 4.0,
          app_root: Path = ROOT, redis_url: str | None = None, views: list[View] | None = None, browser=None,
-         shots: Path | None = None, log=print) -> Result:
-    views = views or push_views(pushes, seed)
+         shots: Path | None = None, log=print, trained: bool = True) -> Result:
+    views = views or push_views(pushes, seed, trained=trained)
     result = Result()
     start = time.perf_counter()
     with Class(students_per_process, throttle, app_root, redis_url, browser) as room, \
@@ -396,17 +464,28 @@ def soak(pushes: int = 200, seed: int = 29, students_per_process: int = 1, throt
         log(f"booted and warmed in {time.perf_counter() - start:.0f} s")
         room.open_room()
         log(f"room {room.code} open, {len(room.students)} students joined at {time.perf_counter() - start:.0f} s")
-        for first in range(0, len(views), MAX_STOPS):
-            chunk = views[first:first + MAX_STOPS]
-            room.teach(chunk, first + 1, Path(folder))
-            for i, view in enumerate(chunk):
-                n = first + i + 1
-                t0 = room.push("Show this stop" if i == 0 else "Next stop ▶")
-                room.check(view, t0, result, n, log)
-                room.teacher_done()
-                result.pushes += 1
-                if n % 20 == 0:
-                    log(f"after {n} pushes: {result.counts}")
+        stops = [v for v in views if not v.trained]           # the lessons' stops; a trained run goes between
+        k = 0
+        for n, view in enumerate(views, 1):
+            if view.trained:
+                t_train = time.perf_counter()
+                view = room.train()
+                log(f"  push {n}: the teacher trained {TRAIN_STEPS} steps from seed {TRAIN_SEED} in "
+                    f"{time.perf_counter() - t_train:.0f} s (to the end of the page's run) and shows it: {view}")
+                t0 = room.push(SHOW)
+            else:
+                if k % MAX_STOPS == 0:
+                    room.teach(stops[k:k + MAX_STOPS], n, Path(folder))
+                t0 = room.push("Show this stop" if k % MAX_STOPS == 0 else "Next stop ▶")
+                k += 1
+            seen = room.check(view, t0, result, n, log)
+            if view.trained:
+                log(f"  push {n}: the teacher's run on the students' screens after "
+                    + (", ".join(f"{s:.1f} s" for s in seen.values()) or "none"))
+            room.teacher_done()
+            result.pushes += 1
+            if n % 20 == 0:
+                log(f"after {n} pushes: {result.counts}")
         result.drops = sum(s.log_tail(50_000_000).count("Dropped a fragment rerun naming page") for s in room.servers)
         result.bad_delta = sum("Bad delta path" in e for e in room.errors)
         for error in sorted(set(e[:160] for e in room.errors))[:10]:
@@ -426,15 +505,18 @@ def main() -> int:
     ap.add_argument("--throttle", type=float, default=4.0)
     ap.add_argument("--app-root", type=Path, default=ROOT, help="the checkout whose app.py is served")
     ap.add_argument("--shots", type=Path, help="a folder: a screenshot of each blank or wrong screen there")
+    ap.add_argument("--no-trained-run", dest="trained", action="store_false",
+                    help="leave out the teacher's session-trained run (trained on the induction page, then shown)")
     args = ap.parse_args()
     load = os.getloadavg()
     print(f"soak: {args.pushes} pushes, seed {args.seed}, {args.students_per_process} students on each of 2 "
-          f"processes + redis-server, CPU throttling {args.throttle:g}x, app {args.app_root}; "
+          f"processes + redis-server, CPU throttling {args.throttle:g}x, app {args.app_root}, "
+          f"{'with' if args.trained else 'without'} the teacher's trained run; "
           f"load average before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
     if args.shots:
         args.shots.mkdir(parents=True, exist_ok=True)
     result = soak(args.pushes, args.seed, args.students_per_process, args.throttle, args.app_root,
-                  shots=args.shots, log=lambda line: print(line, flush=True))
+                  shots=args.shots, log=lambda line: print(line, flush=True), trained=args.trained)
     for line in result.lines():
         print(line)
     load = os.getloadavg()
