@@ -348,3 +348,19 @@ def test_the_export_page_offers_no_download_while_a_number_is_hidden():
     ana.run()
     no_exception(ana)
     assert ana.get("download_button")
+
+
+def test_a_student_in_the_room_reads_no_note_in_the_lessons_builder():
+    """A student who steps out to the Lessons page and edits a copy of a shipped lesson sees no note (they hold the
+    answers), and is told the saved file leaves them out."""
+    _, _, _, ana = room_with_student()
+    follow(ana)
+    ana.switch_page("app_pages/61_lessons.py").run()
+    ana.session_state["lessons.open.forward_pass"] = True
+    ana.run()
+    ana.button(key="lessons.copy.forward_pass").click().run()
+    no_exception(ana)
+    assert not [t for t in ana.text_area if t.label == "Teacher's note"]
+    told = text_of(ana)
+    assert "W_Q is d_model" not in told and "while you are in a room as a student" in told
+    assert "without the teacher's notes" in told
