@@ -364,3 +364,11 @@ def test_a_student_in_the_room_reads_no_note_in_the_lessons_builder():
     told = text_of(ana)
     assert "W_Q is d_model" not in told and "while you are in a room as a student" in told
     assert "without the teacher's notes" in told
+
+
+def test_the_teachers_count_of_hidden_numbers_counts_a_whole_step_as_all_its_numbers():
+    from ui.room_bar import hidden_words
+    assert hidden_words(("weights:None.1.3",)) == "1 number is"
+    assert hidden_words(("weights:None.1.3", "weights:None.1.2")) == "2 numbers are"
+    assert hidden_words(("w_q",)) == "All the numbers of 1 step (each a whole table) are"
+    assert hidden_words(("scaled_scores", HIDE)) == "All the numbers of 1 step (each a whole table) and 1 more number are"
