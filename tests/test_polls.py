@@ -490,3 +490,10 @@ def test_alibi_bias_is_minus_the_slope_times_the_distance():
         assert num(-by_hand_alibi(h, config.n_heads, i, j)) in poll.choices            # the sign turned
         checked += 1
     assert checked >= 3
+
+
+def test_a_pinned_shape_poll_counts_one_word_as_one():
+    one = make_poll("shape", run_forward(Config()), 0, {"step": "q", "n": "1"})
+    assert one.prompt.startswith("Type a sentence of 1 word instead of these 4.")
+    back = make_poll("shape", run_forward(Config(sentence="hello")), 0, {"step": "q", "n": "10"})
+    assert back.prompt.startswith("Type a sentence of 10 words instead of this one.")
