@@ -372,3 +372,16 @@ def test_the_teachers_count_of_hidden_numbers_counts_a_whole_step_as_all_its_num
     assert hidden_words(("weights:None.1.3", "weights:None.1.2")) == "2 numbers are"
     assert hidden_words(("w_q",)) == "All the numbers of 1 step (each a whole table) are"
     assert hidden_words(("scaled_scores", HIDE)) == "All the numbers of 1 step (each a whole table) and 1 more number are"
+
+
+def test_a_pinned_question_that_no_longer_fits_says_how_to_bring_it_back():
+    from dataclasses import replace
+    teacher, code, secret, ana = _teacher_on_stop(replace(STOP, poll_at={"row": "3", "col": "1"}))
+    teacher.text_input(key="w.sentence").input("I love").run()
+    button(teacher, "Ask this stop's question").click().run()
+    said = " ".join(w.value for w in teacher.warning).replace("\\", "")
+    assert "pinned to row 3, col 1" in said and "“Show this stop” brings back the stop's settings" in said
+    stay(button(teacher, "Show this stop").click().run())
+    button(teacher, "Ask this stop's question").click().run()
+    no_exception(teacher)
+    assert not teacher.warning and classroom.state(classroom.store_from_env(), code).poll["kind"] == "scaled_score"
