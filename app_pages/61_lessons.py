@@ -15,8 +15,8 @@ st.markdown(
     "answers on their screens, and a note for the teacher. Teach one in a room: the class follows you from "
     "stop to stop; each stop arrives first for the class to predict (the numbers its lesson names hidden on the "
     "students' screens, no explanation open) and you reveal it. In a room the note is shown only on the "
-    "teacher's own screen (not in presenter mode, not on this page); the lesson's file and the builder below show "
-    "it to whoever has them, and a share link leaves it out.")
+    "teacher's own screen (not in presenter mode, not on this page); the lesson's file shows it to whoever has it, "
+    "the builder below to whoever opens it out of a room and out of presenter mode, and a share link leaves it out.")
 view.message()
 
 st.subheader("Lessons that come with the app")

@@ -490,3 +490,20 @@ def test_alibi_bias_is_minus_the_slope_times_the_distance():
         assert num(-by_hand_alibi(h, config.n_heads, i, j)) in poll.choices            # the sign turned
         checked += 1
     assert checked >= 3
+
+
+def test_a_pinned_shape_poll_counts_one_word_as_one():
+    one = make_poll("shape", run_forward(Config()), 0, {"step": "q", "n": "1"})
+    assert one.prompt.startswith("Type a sentence of 1 word instead of these 4.")
+    back = make_poll("shape", run_forward(Config(sentence="hello")), 0, {"step": "q", "n": "10"})
+    assert back.prompt.startswith("Type a sentence of 10 words instead of this one.")
+
+
+def test_the_reorder_poll_says_alibi_reads_distances():
+    """ALiBi without a mask, the sentence reversed: every distance from the query is kept, so the weight stays, for
+    that reason (ALiBi writes the distance between two words, not where a word stands)."""
+    trace = run_forward(Config(positional="alibi", n_heads=2))
+    p = make_poll("reorder", trace, 1)
+    assert "ALiBi's bias writes how far apart two words stand" in p.explanation
+    assert "each word stands as far from this query in both orders, so the weight stays" in p.explanation
+    assert "where a word stands" not in p.explanation

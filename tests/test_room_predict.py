@@ -348,3 +348,40 @@ def test_the_export_page_offers_no_download_while_a_number_is_hidden():
     ana.run()
     no_exception(ana)
     assert ana.get("download_button")
+
+
+def test_a_student_in_the_room_reads_no_note_in_the_lessons_builder():
+    """A student who steps out to the Lessons page and edits a copy of a shipped lesson sees no note (they hold the
+    answers), and is told the saved file leaves them out."""
+    _, _, _, ana = room_with_student()
+    follow(ana)
+    ana.switch_page("app_pages/61_lessons.py").run()
+    ana.session_state["lessons.open.forward_pass"] = True
+    ana.run()
+    ana.button(key="lessons.copy.forward_pass").click().run()
+    no_exception(ana)
+    assert not [t for t in ana.text_area if t.label == "Teacher's note"]
+    told = text_of(ana)
+    assert "W_Q is d_model" not in told and "while you are in a room as a student" in told
+    assert "without the teacher's notes" in told
+
+
+def test_the_teachers_count_of_hidden_numbers_counts_a_whole_step_as_all_its_numbers():
+    from ui.room_bar import hidden_words
+    assert hidden_words(("weights:None.1.3",)) == "1 number is"
+    assert hidden_words(("weights:None.1.3", "weights:None.1.2")) == "2 numbers are"
+    assert hidden_words(("w_q",)) == "All the numbers of 1 step (each a whole table) are"
+    assert hidden_words(("scaled_scores", HIDE)) == "All the numbers of 1 step (each a whole table) and 1 more number are"
+
+
+def test_a_pinned_question_that_no_longer_fits_says_how_to_bring_it_back():
+    from dataclasses import replace
+    teacher, code, secret, ana = _teacher_on_stop(replace(STOP, poll_at={"row": "3", "col": "1"}))
+    teacher.text_input(key="w.sentence").input("I love").run()
+    button(teacher, "Ask this stop's question").click().run()
+    said = " ".join(w.value for w in teacher.warning).replace("\\", "")
+    assert "pinned to row 3, col 1" in said and "“Show this stop” brings back the stop's settings" in said
+    stay(button(teacher, "Show this stop").click().run())
+    button(teacher, "Ask this stop's question").click().run()
+    no_exception(teacher)
+    assert not teacher.warning and classroom.state(classroom.store_from_env(), code).poll["kind"] == "scaled_score"

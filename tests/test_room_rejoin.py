@@ -154,10 +154,13 @@ def test_the_room_page_says_exactly_what_is_kept():
                   "when your screen last checked the room", "a digest of your rejoin key",
                   "in the memory of this app's server (nothing on disk", "in a cookie for this site only",
                   "until 4 hours after the last change in the room", "at once when the teacher ends the room",
-                  "never who chose what", "only you see your own answer"):
+                  "never who chose what", "only you see your own answer",
+                  "The browser forgets the cookie 8 hours after the app last wrote it",
+                  "your answer to the question open now (unless its answer is revealed)"):
         assert claim in words[0], claim
     teacher, _ = teacher_opens()
     assert any("About the room: its title, a digest of your secret" in m.value for m in teacher.markdown)
+    assert any("a model you trained and showed to the class (your last 4 at most)" in m.value for m in teacher.markdown)
 
 
 def test_the_cookie_script_takes_only_letters_digits_dots_dashes(monkeypatch):

@@ -102,6 +102,19 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
                 teacher_poll_panel(store(), code, secret, trace)
 
 
+def hidden_words(hide) -> str:
+    """What a stop's hide list hides, counted as the screens hide it: a step's name hides every number of that step,
+    a cell one number. ("scaled_scores", "weights:None.1.3") -> "All the numbers of 1 step (each a whole table) and 1 more
+    number are"."""
+    from .room_hide import parse
+    whole, cells = parse(tuple(hide))
+    steps = f"all the numbers of {len(whole)} step{'s' if len(whole) != 1 else ''} (each a whole table)" if whole else ""
+    more = f"{len(cells)} {'more ' if whole else ''}number{'s' if len(cells) != 1 else ''}" if cells else ""
+    words = " and ".join(w for w in (steps, more) if w)
+    plural = bool(whole) or len(cells) != 1
+    return words[:1].upper() + words[1:] + (" are" if plural else " is")
+
+
 def here_words(n: int) -> str:
     return f"{n} student{'' if n == 1 else 's'} here"
 
@@ -155,7 +168,7 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
                        f"{md_escape(stop.note)}")
     staged = state.get("room.stage") == "predict" and state.get("room.staged") == i
     if staged:
-        hidden = (f" {len(stop.hide)} number{'s are' if len(stop.hide) != 1 else ' is'} hidden on their screens "
+        hidden = (f" {hidden_words(stop.hide)} hidden on their screens "
                   + ("(and on this one: presenter mode is the projector's view)." if presenting() else
                      "(outlined with dashes on yours).") if stop.hide else "")
         st.caption(PREDICTING.format(hidden=hidden, reveal=(

@@ -112,7 +112,11 @@ def ask_poll(store, code, secret, kind: str, trace, seed: int = 0, at: dict | No
     kinds, _, make_poll = _bank()
     poll = make_poll(kind, trace, seed, at=at) if trace is not None and kind in kinds else None
     if poll is None:
-        st.warning(md_escape(f"The question “{kinds[kind]}” does not fit the current settings: choose another, "
+        st.warning(md_escape((f"This stop's question (“{kinds[kind]}”, pinned to "
+                              + ", ".join(f"{k} {v}" for k, v in at.items())
+                              + ") does not fit the current settings: “Show this stop” brings back the stop's "
+                              "settings, then ask it.") if at and kind in kinds else
+                             f"The question “{kinds[kind]}” does not fit the current settings: choose another, "
                              "or change the settings it needs." if kind in kinds else
                              f"There is no question “{str(kind)[:40]}” in the bank: choose one of its questions."),
                    icon=":material/info:")

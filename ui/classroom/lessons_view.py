@@ -251,7 +251,7 @@ def stop_editor(draft: Lesson, v: int) -> None:
         st.text_area("Teacher's note", stop.note, key=f"{k}.note", max_chars=MAX_TEXT, on_change=_edit_stop,
                      args=(i, "note", f"{k}.note"), help=NOTE_HELP)
     else:
-        st.caption(NOTE_OFF + (" This stop has one." if stop.note else ""))
+        st.caption((NOTE_OFF_STUDENT if student_in_room() else NOTE_OFF) + (" This stop has one." if stop.note else ""))
     row = st.container(horizontal=True)
     row.button("Move up", key=f"{k}.up", icon=":material/arrow_upward:", on_click=_move, args=(i, -1), disabled=i == 0)
     row.button("Move down", key=f"{k}.down", icon=":material/arrow_downward:", on_click=_move, args=(i, 1),
@@ -260,18 +260,26 @@ def stop_editor(draft: Lesson, v: int) -> None:
 
 
 NOTE_HELP = ("Who sees it: in a room, only you, in the room bar of your own screen (not in presenter mode, not on "
-             "the room or Lessons pages); never the students. Anyone who has the lesson's file, or sees this editor, "
-             "can read it; the share link leaves notes out.")
+             "the room or Lessons pages); never on the screen of a student in the room (this editor hides notes "
+             "there). Anyone who has the lesson's file, or opens this editor out of a room, can read it; the share "
+             "link leaves notes out.")
 NOTE_OFF = (":material/lock: Teachers' notes are not shown here while you teach a room or present (this page may be "
             "on the projector): leave presenter mode, or end the room, to edit them.")
+NOTE_OFF_STUDENT = (":material/lock: Teachers' notes are not shown here while you are in a room as a student, and a "
+                    "file saved from here leaves them out.")
 
 
 def notes_shown() -> bool:
-    """The builder shows the stops' notes except on a screen the class may see: while this session teaches a room
-    (the room bar's note is on the teacher's other pages) or presents."""
-    from ..room_session import teaching
+    """The builder shows the stops' notes except on a screen the class may see: while this session is in a room
+    (a teacher's: the room bar's note is on the teacher's other pages; a student's: never) or presents."""
     from ..settings_state import presenting
-    return not (teaching() or presenting())
+    return not (st.session_state.get("room.code") or presenting())
+
+
+def student_in_room() -> bool:
+    """A student's session in a room: the builder hides the notes and its saved file leaves them out."""
+    from ..room_session import teaching
+    return bool(st.session_state.get("room.code")) and not teaching()
 
 
 def without_notes(lesson: Lesson) -> Lesson:
@@ -296,7 +304,8 @@ def readable(draft: Lesson) -> str | None:
 def share(draft: Lesson, base: str) -> None:
     noted = any(s.note for s in draft.stops)
     st.markdown("**Share as a link**: whoever opens it gets this page with the lesson in the builder"
-                + (", without your notes (the link leaves them out; the saved file keeps them)." if noted else "."))
+                + ((", without the teacher's notes (the link leaves them out)." if student_in_room() else
+                    ", without your notes (the link leaves them out; the saved file keeps them).") if noted else "."))
     st.code(f"{base}/{nav.url_path_of('app_pages/61_lessons.py')}?lesson={to_link(without_notes(draft))}",
             language=None, wrap_lines=True)
 
@@ -345,10 +354,13 @@ def builder(base: str) -> None:
     with st.container(horizontal=True):
         if why_not is None:                      # a lesson with a title and a stop: teach it, save it
             teach(draft, "draft")
-            st.download_button("Save as a file", to_json(draft), file_name=file_name(draft), mime="application/json",
+            student = student_in_room()
+            st.download_button("Save as a file", to_json(without_notes(draft) if student else draft),
+                               file_name=file_name(draft), mime="application/json",
                                key="lessons.save", icon=":material/download:", on_click="ignore",
-                               help="The file keeps the teacher's notes: whoever has it can read them. The share "
-                                    "link below leaves them out.")
+                               help="The file leaves the teacher's notes out while you are in a room as a student."
+                                    if student else "The file keeps the teacher's notes: whoever has it can read "
+                                    "them. The share link below leaves them out.")
         st.button("Close this lesson", key="lessons.close", icon=":material/close:", on_click=_set_draft,
                   args=(None,), help="Empties the builder (save the lesson first to keep it).")
     if why_not is None:

@@ -16,6 +16,7 @@ from classroom.presence import PRESENT_SECONDS
 from classroom.room import ROOM_HOURS
 
 from ..room_bar import here_words
+from ..room_rejoin import COOKIE_HOURS
 from ..room_session import ROOM_PAGE, code as room_code, join, leave, open_room, reclaim, store, teaching
 from ..text import md_escape
 
@@ -190,8 +191,8 @@ def what_is_kept(teacher: bool = False) -> None:
             f"answered (not when); when {your} screen last checked the room (every few seconds while it is open); "
             f"and a digest of {your} rejoin key. Nothing else: no account, no e-mail.")
     if teacher:
-        what += (" About the room: its title, a digest of your secret, the view you last showed and the question in "
-                 "progress.")
+        what += (" About the room: its title, a digest of your secret, the view you last showed, the question in "
+                 "progress, and a model you trained and showed to the class (your last 4 at most).")
     cookie = ("Your browser keeps the room's code and your secret in a cookie for this site only (what your "
               "teacher's link holds), so that a reload keeps your controls; each student's browser keeps the code "
               "and their rejoin key the same way." if teacher else
@@ -199,8 +200,8 @@ def what_is_kept(teacher: bool = False) -> None:
               "address, so that a reload brings you back as yourself with your answers; the key works once (each "
               "return gives a new one), and not while you are in the room in another tab.")
     leaving = ("**End the room** deletes all of it at once (the cookies then open nothing)." if teacher else
-               "**Leave the room** deletes your nickname, rejoin key, last-seen time, your answer to the question in "
-               "progress and the cookie at once; your earlier answers stay in their counts, without a name.")
+               "**Leave the room** deletes your nickname, rejoin key, last-seen time, your answer to the question "
+               "open now (unless its answer is revealed) and the cookie at once; your other answers stay in their counts, without a name.")
     who = ("your" if teacher else "your teacher's")
     with st.expander("What the room keeps about your students, and who sees it" if teacher else
                      "What a room keeps about you, and who sees it", icon=":material/shield_person:"):
@@ -209,7 +210,7 @@ def what_is_kept(teacher: bool = False) -> None:
             f"- **Where:** {where}. {cookie}\n"
             f"- **How long:** until {ROOM_HOURS} hours after the last change in the room (the teacher showing a view "
             f"or asking a question, a student joining or answering), or at once when the teacher ends the room. "
-            f"{leaving}\n"
+            f"The browser forgets the cookie {COOKIE_HOURS} hours after the app last wrote it. {leaving}\n"
             f"- **Who sees it:** the nicknames and who is here now are on {who} screen (often the projector); "
             "how many students chose each answer too, never who chose what; after the answer is revealed every "
             f"student sees those counts; only {'each student' if teacher else 'you'} see{'s' if teacher else ''} "

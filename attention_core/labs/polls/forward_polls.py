@@ -148,7 +148,8 @@ def shape_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -
     name = name_of(step, asked)
     now = trace[step.key].shape if asked is not trace and step.key in trace else None
     wrong = ([_shape_text(now)] if now is not None else []) + _wrong_shapes(asked, step.shape)
-    typed = "" if asked is trace else (f"Type a sentence of {asked.n} words instead of these {trace.n}. ")
+    typed = "" if asked is trace else (f"Type a sentence of {asked.n} word{'' if asked.n == 1 else 's'} instead of "
+                                       + ("this one. " if trace.n == 1 else f"these {trace.n}. "))
     grows = ("" if now is None else
              f" Now, with n = {trace.n}, it is {_shape_text(now)}" + (": the same." if now == step.shape else "."))
     return make("shape", f"{typed}{facts_line(asked)} What is the shape of {name}"

@@ -94,13 +94,17 @@ def reorder_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None)
     ki, kj = where[i], where[j]
     a_now, a_before, a_place = cell("A", head, i, j), cell("A", head, ki, kj), cell("A", head, i, j)
     in_head = f" in head {h}" if head is not None else ""
-    reasons = ([f"{POSITIONS[config.positional]} writes where a word stands into the scores"]
-               if config.positional != "none" else []) + (
+    apart = config.positional == "alibi" and all(abs(i - k) == abs(ki - where[k]) for k in range(n))  # ALiBi: distances
+    reasons = ([f"{POSITIONS[config.positional]} writes "
+                + ("how far apart two words stand" if config.positional == "alibi" else "where a word stands")
+                + " into the scores"] if config.positional != "none" else []) + (
               [f"{MASKS[config.mask]} hides keys by their place"] if config.mask != "none" else [])
     same = num(now[h, i, j]) == num(before[h, ki, kj])
     why = ("Without a positional encoding or a mask nothing in attention knows where a word stands: reordering the "
            "words reorders the rows and columns of A with them, so the weight stays. " if not reasons else
            _first_upper("; ".join(reasons)) + (", so the weight changes. " if not same else
+                                                  ", and each word stands as far from this query in both orders, so "
+                                                  "the weight stays. " if apart and config.mask == "none" else
                                                   ", yet here the weight reads the same. "))
     return make("reorder",
                 f"With {POSITIONS[config.positional]}{'' if config.mask == 'none' else ' and ' + MASKS[config.mask]}, "
