@@ -152,6 +152,16 @@ def column(values, digits: int, flags):
 WAITS = ":material/visibility_off: Predict first: revealed by your teacher."   # a passage that states a hidden answer
 
 
+def whole(step_key: str) -> bool:
+    """Whether every number of the step is hidden on this screen (the stop hides it by its name): its description,
+    which may state those numbers or the rule that makes them in words, waits for the reveal too."""
+    hide = _list(False)
+    return bool(hide) and _bare(step_key) in parse(hide)[0]
+
+
+WHY_WAITS = "What these numbers are, in words, comes with them at the reveal."
+
+
 def waits(*step_keys: str) -> bool:
     """Whether a passage that states the answer of these steps' numbers in words waits for the reveal on this screen
     (a student's, the projector's): any of them hidden. Out of a room: False at once, nothing read."""
