@@ -21,10 +21,11 @@ except ImportError:
     expect = None
 
 from bench._common import EXCEPTION, after_run, new_context
-from tests.e2e.test_room_browser import CODE, click, fill, wait_url
+from tests.e2e.test_room_browser import CODE, click, fill, shot, wait_url
 
 FOLLOW_S = 10.0                # a generous bound: this test is about which question arrives, not how fast
-# both shipped lessons (forward pass 23–39 s, today's attention 19 s at load 8–12, one server); ATTENTION_EXPLORER_STOP_LESSONS=forward_pass for one
+# both shipped lessons (the forward pass 23–39 s, today's attention 19 s at load 8–12, on one server);
+# ATTENTION_EXPLORER_STOP_LESSONS=forward_pass for one
 LESSONS = os.environ.get("ATTENTION_EXPLORER_STOP_LESSONS", "forward_pass,todays_attention").split(",")
 
 
@@ -89,9 +90,9 @@ def test_each_stops_poll_asks_its_own_question(own_server, chromium, name):
             assert "cell=" not in ana.url, (stop.title, ana.url)
             try:
                 click(teacher, "Ask this stop's question")
-            except Exception:
-                teacher.screenshot(path="/tmp/leaks/fail_teacher.png", full_page=True)
-                raise AssertionError(f"stop {n}: {stop.title}")
+            except Exception as err:                       # which stop, and its screen with ATTENTION_EXPLORER_SHOTS
+                shot(teacher, f"stop_polls_{name}_{n}")
+                raise AssertionError(f"stop {n + 1}, {stop.title}: no “Ask this stop's question”") from err
             _student_shows(ana, prompt)
             assert ana.locator(EXCEPTION).count() == 0, stop.title
         assert teacher.locator(EXCEPTION).count() == 0
