@@ -57,6 +57,20 @@ def _student_shows(tab, prompt: str, timeout_s: float = FOLLOW_S) -> None:
         tab.wait_for_timeout(150)
 
 
+def _stop(teacher, ana, n: int, stop, prompt: str, paths: set) -> None:
+    """The teacher shows stop n (to predict) and asks its question; the student's screen follows and asks it."""
+    click(teacher, "Show this stop" if n == 0 else "Next stop ▶")
+    path = stop.page or ""
+    assert path in paths, path
+    wait_url(ana, rf"/{re.escape(path)}(\?|$)" if path else r"/(\?|$)", FOLLOW_S)
+    if stop.hide:
+        expect(ana.get_by_text("Predict first", exact=False).first).to_be_visible(timeout=10_000)
+    assert "cell=" not in ana.url, (stop.title, ana.url)
+    click(teacher, "Ask this stop's question")
+    _student_shows(ana, prompt)
+    assert ana.locator(EXCEPTION).count() == 0, stop.title
+
+
 @pytest.mark.parametrize("name", LESSONS)
 def test_each_stops_poll_asks_its_own_question(own_server, chromium, name):
     from classroom.lesson import shipped, to_link
@@ -81,20 +95,12 @@ def test_each_stops_poll_asks_its_own_question(own_server, chromium, name):
         click(ana, "Join the room")
         expect(ana.get_by_text("Ana", exact=True).first).to_be_visible(timeout=10_000)
         for n, (stop, prompt) in enumerate(zip(lesson.stops, prompts)):
-            click(teacher, "Show this stop" if n == 0 else "Next stop ▶")
-            path = stop.page or ""
-            assert path in paths, path
-            wait_url(ana, rf"/{re.escape(path)}(\?|$)" if path else r"/(\?|$)", FOLLOW_S)
-            if stop.hide:
-                expect(ana.get_by_text("Predict first", exact=False).first).to_be_visible(timeout=10_000)
-            assert "cell=" not in ana.url, (stop.title, ana.url)
             try:
-                click(teacher, "Ask this stop's question")
-            except Exception as err:                       # which stop, and its screen with ATTENTION_EXPLORER_SHOTS
-                shot(teacher, f"stop_polls_{name}_{n}")
-                raise AssertionError(f"stop {n + 1}, {stop.title}: no “Ask this stop's question”") from err
-            _student_shows(ana, prompt)
-            assert ana.locator(EXCEPTION).count() == 0, stop.title
+                _stop(teacher, ana, n, stop, prompt, paths)
+            except Exception as err:          # which stop; both screens with ATTENTION_EXPLORER_SHOTS=<folder>
+                shot(teacher, f"stop_polls_{name}_{n}_teacher")
+                shot(ana, f"stop_polls_{name}_{n}_student")
+                raise AssertionError(f"stop {n + 1}, {stop.title}: {err}") from err
         assert teacher.locator(EXCEPTION).count() == 0
         assert "Traceback" not in own_server.log_tail(50_000), own_server.log_tail(3000)
     finally:
