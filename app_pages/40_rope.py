@@ -3,7 +3,7 @@ import streamlit as st
 import ui
 from attention_core import ConfigError
 from attention_core.lessons.rope import RopeSettings, rope_lesson
-from ui import page_state
+from ui import page_state, room_hide
 from ui.today.rope_view import (angles_intro, checked_text, controls, forward_with_rope, pair_turning, pairing_panel,
                           rotated_rows, scores_box, shift_panel)
 
@@ -29,11 +29,13 @@ def rotated_and_scores(t, s, sidebar_rope: bool) -> None:
 
 
 config, trace = ui.page(PAGE, "RoPE: rotary positions")
+# what a shift of the whole sentence does to a score answers a stop that hides one: those words wait for the reveal
+SHIFT_WAITS = room_hide.waits("scaled_scores", "scores")
 st.markdown(
     "Llama, Mistral, Qwen and Gemma add **nothing** to X for position. After the projections, **RoPE** turns "
     "each pair of columns of every query and key by an angle proportional to its position p (RoFormer, Su et "
-    "al. 2021). The angle between a query's pair and a key's pair then changes with how far apart the two tokens "
-    "are, not with where they stand.")
+    "al. 2021)." + ("" if SHIFT_WAITS else " The angle between a query's pair and a key's pair then changes with how "
+                    "far apart the two tokens are, not with where they stand."))
 try:
     forward = forward_with_rope(config, trace)
     ui.notices(forward)
@@ -48,6 +50,7 @@ ui.views.claims_shown("rope", s)
 angles_and_pair(t)
 rotated_and_scores(t, s, config.positional == "rope")
 st.markdown(
+    "## 5 · Shift the whole sentence" if SHIFT_WAITS else
     "## 5 · Shift the whole sentence\n\n"
     "$$\n(R_p\\, q)\\cdot(R_{p'}\\, k) = q^\\top R_p^\\top R_{p'}\\, k = q \\cdot R_{p'-p}\\, k\n$$\n\n"
     ":small[A rotation is undone by its transpose, so $R_p^\\top R_{p'} = R_{p'-p}$. Move every token by the same "

@@ -3,7 +3,7 @@ import streamlit as st
 import ui
 from attention_core.lessons import kv_cache as kv
 from ui.today import kv_cache_view as view
-from ui import page_state
+from ui import page_state, room_hide
 
 PAGE = "app_pages/42_kv_cache.py"
 config, trace = ui.page(PAGE, "KV cache & decoding")
@@ -51,8 +51,10 @@ with tabs[2]:
                              horizontal=True)
         calc = kv.CalcSettings(kv.PRESETS[chosen], tokens)
         ui.views.claims_shown("kv_cache_calc", calc)
-        st.markdown(view.calculator_text(calc, per_value))
-        ui.chart(view.memory_chart(per_value, tokens, chosen))
+        # a lesson stop's hidden byte counts (a student's screen, before the reveal): their model's words and curve wait
+        waiting = tuple(name for r, name in enumerate(kv.PRESETS) if room_hide.hidden("cache_bytes", None, r, 1))
+        st.markdown(room_hide.WAITS if chosen in waiting else view.calculator_text(calc, per_value))
+        ui.chart(view.memory_chart(per_value, tokens, chosen, waiting))
         view.calculator_cells(kv.calculator_trace(per_value, tokens))
 
 ui.views.checked_box(lambda: view.checked_text(config, prefill), key="kv_cache.checked")

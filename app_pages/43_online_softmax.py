@@ -1,6 +1,7 @@
 import streamlit as st
 
 import ui
+from ui import room_hide
 from attention_core.forward.claims import say
 from attention_core.lessons.online_softmax import (KIND, Controls, online_softmax_trace, rows_text, skipped_text,
                                                    source_text)
@@ -28,8 +29,12 @@ score_note(ctl)
 recurrence(config, H > 1)
 KEYS = f"key {start}" if stop - start == 1 else f"keys {start} … {stop - 1}"
 st.subheader(f"Block {b}: {KEYS} (“{' '.join(trace.tokens[start:stop])}”)")
-sentences = [say("os_first_block", ctl), say("os_rescaled", ctl, rows=rows_text(trace.tokens, f["rescaled"])),
-             say("os_not_rescaled", ctl), say("os_seen_all_skipped", ctl),
+# whether a row's maximum rose in this block answers a stop that hides m_i′ and e^(m_i − m_i′): it waits
+rose = ([] if not room_hide.waits("m", "rescale") else ["whether a row's running maximum rises in this block: predict "
+                                                         "first, revealed by your teacher"])
+sentences = [say("os_first_block", ctl)] + rose + ([] if rose else [
+             say("os_rescaled", ctl, rows=rows_text(trace.tokens, f["rescaled"])), say("os_not_rescaled", ctl)]) + [
+             say("os_seen_all_skipped", ctl),
              say("os_first_seen", ctl, rows=rows_text(trace.tokens, f["first_seen"])),
              say("os_skipped_here", ctl, rows=rows_text(trace.tokens, f["skipped_here"]))]
 st.markdown(". ".join(s[0].upper() + s[1:] for s in sentences if s) + f". :small[:gray[{block_note(lesson, KEYS)} "

@@ -19,7 +19,9 @@ def boxes(trace) -> None:
         with c1:
             ui.views.step_box(trace, "mask", max_w=280)
         with c2:
-            ui.views.step_box(trace, "masked_scores", max_w=280)
+            # "so its weight will be exactly 0" answers a stop that hides the weights: it waits for the reveal
+            ui.views.step_box(trace, "masked_scores", max_w=280,
+                              why="A hidden position's score becomes −∞." if room_hide.waits("weights") else True)
     else:
         st.caption("No mask: every query may look at every key (as in an encoder). Choose causal or padding in "
                    "the sidebar." + ui.settings.sidebar_back())
@@ -31,8 +33,9 @@ config, trace = ui.page(PAGE, "Masking and softmax")
 ui.settings_summary(config, "mask")
 ui.notices(trace)
 st.markdown("A **mask** hides keys a query must not see by setting their scores to −∞. **Softmax** then "
-            f"turns each row of scores into weights, {say('rows_sum_to_one', config)}: "
-            "exp(−∞) = 0, so a hidden key gets weight exactly 0.")
+            f"turns each row of scores into weights, {say('rows_sum_to_one', config)}"
+            + (". What weight a hidden key gets: predict first, revealed by your teacher." if room_hide.waits("weights")
+               else ": exp(−∞) = 0, so a hidden key gets weight exactly 0."))
 
 boxes(trace)
 

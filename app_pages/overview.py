@@ -1,6 +1,7 @@
 import streamlit as st
 
 import ui
+from ui import room_hide
 
 PAGE = "app_pages/overview.py"
 config, trace = ui.page(PAGE, "Attention Explorer")
@@ -77,7 +78,8 @@ for col, (section, pages) in zip([c for _ in range(0, len(others), 2) for c in s
         st.markdown(f"**{section}** — {then[section]}")
         for f, label, icon, _ in ui.nav.existing(pages):
             st.page_link(f, label=label, icon=icon, query_params=ui.query(config) or None)
-st.caption("Conventions: rows are tokens, and Q = X W_Q with W_Q of shape (d_model, H·d_k), as the Transformer "
+shape = "?" if room_hide.waits("w_q") else "(d_model, H·d_k)"      # a stop asking W_Q's shape: after the reveal
+st.caption(f"Conventions: rows are tokens, and Q = X W_Q with W_Q of shape {shape}, as the Transformer "
            "paper writes it (Q = XW^Q) and numpy code computes it; PyTorch's nn.Linear stores the transpose. "
            "Everything is counted from 0.")
 ui.views.notation_box()                 # docs/notation.md, in a lazy expander

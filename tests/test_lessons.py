@@ -191,7 +191,8 @@ def answer_of(stop: Stop, config: Config, t) -> tuple[str, list[str], tuple | No
         before = rope_rows(t["q"].value, np.arange(t.n), base)[i] @ rope_rows(t["k"].value, np.arange(t.n), base)[j]
         after = float(q[i] @ k[j]) / math.sqrt(d)
         assert num(after) == num(before / math.sqrt(d))
-        return num(after), [f"ŝ[{i},{j}]", f"{shift} positions", num(before / math.sqrt(d)), f"“{labels[i]}”"], None
+        return num(after), [f"ŝ[{i},{j}]", f"{shift} positions", num(before / math.sqrt(d)), f"“{labels[i]}”"], \
+            ("scaled_scores", (None, i, j))         # section 5's shifted Ŝ (and the unshifted one, which the ask quotes)
     if stop.poll == "window_keys":
         i, w = int(at["row"]), config.window
         keys = list(range(max(0, i - w + 1), i + 1))
@@ -206,7 +207,10 @@ def answer_of(stop: Stop, config: Config, t) -> tuple[str, list[str], tuple | No
         return f"KV head {13 // (32 // 8)}", ["llama 3 8b", "h = 32", "h_kv = 8", "query head h = 13"], None
     if stop.poll == "kv_cache_size":
         assert at == {"model": "Llama 3 8B", "tokens": "8192", "bytes": "2"}
-        return human(2 * 32 * 8 * 128 * 8192 * 2), ["llama 3 8b", "32 layers", "128", "8,192", "2 bytes"], None
+        from attention_core.lessons.kv_cache import PRESETS
+        row = list(PRESETS).index(at["model"])                        # the presets table's row, "at 8,192 tokens"
+        return human(2 * 32 * 8 * 128 * 8192 * 2), ["llama 3 8b", "32 layers", "128", "8,192", "2 bytes"], \
+            ("cache_bytes", (None, row, 1))
     if stop.poll == "online_max":
         size, b, i = int(at["block_size"]), int(at["block"]), int(at["row"])
         s = t["q"].value @ t["k"].value.T / math.sqrt(config.d_k)
@@ -231,6 +235,8 @@ def page_traces(stop: Stop, config: Config, t) -> list:
         from attention_core.lessons import kv_cache as kv
         defaults = {c.key: c.default for c in page_state.controls_of("app_pages/42_kv_cache.py")}
         out.append(kv.kv_cache_trace(config, min(int(defaults["kv_cache.prefill"]), t.n), int(defaults["kv_cache.t"])))
+        own = {**defaults, **stop.query}                                  # the calculator's presets, as its tab draws them
+        out.append(kv.calculator_trace(int(own["kv_cache.bytes"]), int(own["kv_cache.tokens"])))
     if stop.page == "online_softmax":
         from attention_core.lessons.online_softmax import online_softmax_trace
         q = stop.query
@@ -307,13 +313,14 @@ def test_a_stops_page_does_not_print_its_answer_in_words(name, n, stop):
 
 
 def test_the_stops_whose_answer_this_view_cannot_hide_say_so_in_the_note():
-    """RoPE's section 5 and the KV cache calculator print the answer in words: the note tells the teacher when to
-    ask; a view that does not draw the answer (a change of the view reveals it) hides nothing."""
+    """RoPE's section 5 waits for the reveal on the students' screens: the note tells the teacher; a view that does
+    not draw the answer (a change of the view reveals it) hides nothing."""
     for _, _, stop in STOPS:
         config, t = trace_of(stop.query)
         if answer_of(stop, config, t)[2] is None:
             assert stop.hide == (), stop.title
-    assert "ask before scrolling to it" in note("todays_attention", 0)
+    assert "section 5 and the sentences saying that only the distance counts wait for the reveal" in \
+        note("todays_attention", 0)
     assert "to reveal" in note("forward_pass", 3)
 
 
@@ -639,3 +646,130 @@ def test_the_room_asks_each_stops_pinned_question():
         poll, expected = classroom.state(store, code).poll, make_poll(stop.poll, t, 0, at=stop.poll_at)
         assert (poll["kind"], poll["prompt"], poll["choices"], poll["answer"]) == (
             stop.poll, expected.prompt, list(expected.choices), expected.answer), stop.title
+
+
+# ---- a student's screen in the stop's predict state: the answer nowhere, then there after the reveal --------------
+
+def _numbers_in(text: str) -> list[float]:
+    """Every number written in a text ('−13.392', '1,024', '2.7e-15'), as floats."""
+    out = []
+    for m in re.finditer(r"[−-]?\d[\d,]*(?:\.\d+)?(?:e[−-]?\d+)?", text):
+        try:
+            out.append(float(m.group().replace("−", "-").replace(",", "")))
+        except ValueError:
+            pass
+    return out
+
+
+def tells(stop: Stop, config: Config, t) -> tuple[list[str], list[tuple[float, int]], str]:
+    """What would tell a student the stop's answer: (patterns of its words, (number, decimals) it would round to,
+    where a number is looked for: "all" = text, tables and charts' data; "table" = only the state table's m_i′
+    column). Exclusions, each for a number that is also the question's own premise or a label:
+    - the online softmax's m_0 after block 3 equals m_0 before it (−13.392), which the ask quotes and the state
+      table's "m_i before" column shows: the number is looked for in the m_i′ column only, the words everywhere;
+    - which_head's "head 0" is the label of every head's heatmap and of the heads' caption: its numbers are
+      checked (each head's A_h[0,1]), not the words;
+    - the masked weight's 0 is also every hidden key's entry of the mask M and the question's premise: its
+      words are checked ("exactly 0", e^(−∞) = 0) and the weights' cell [1,3] in the charts' data;
+    - the RoPE answer −4.36 is Ŝ[3,1] before the shift, quoted by the ask: the stop hides that cell too."""
+    from attention_core.math.embeddings import cosine_similarity
+    right, _, _ = answer_of(stop, config, t)
+    at, kind = stop.poll_at, stop.poll
+
+    def rounded(s: str) -> tuple[float, int]:
+        s = s.replace("−", "-")
+        return float(s), len(s.split(".")[1]) if "." in s else 0
+    if kind == "shape":
+        a, b = right.split(" × ")
+        words = [rf"(?<!\d){a}\s*×\s*{b}(?!\d)", rf"\({a},\s*{b}\)", rf"{a}\s*×\s*d_k={b}"]
+        if at["step"] == "w_q":
+            words.append(r"\(d_model,\s*H·d_k\)")                  # W_Q's shape in letters
+        return words, [], "all"
+    if kind == "similar":
+        cos = cosine_similarity(t["x_embed"].value)
+        return [re.escape(right)], [(float(cos[0, 2]), 3)], "all"
+    if kind in ("reorder", "scaled_score", "alibi_bias"):
+        return [], [rounded(right)], "all"
+    if kind == "rope_shift":
+        return [r"stays the same", r"only through the distance", r"not with where they stand", r"max \|ΔŜ\|"], \
+            [rounded(right)], "all"
+    if kind == "masked_weight":
+        return [r"exactly 0(?![.\d])", r"(?:exp|e\^)\s*\(\s*[−-]∞\s*\)\s*=\s*0"], [], "all"
+    if kind == "closest_value":
+        c0 = weights_by_hand(t)[0] @ t["v"].value
+        return [re.escape(right)], [(float(x), 3) for x in c0], "all"
+    if kind == "which_head":
+        d, q, k = config.d_k, t["q"].value, t["k"].value
+        return [], [(float(softmax_rows(q[:, h * d:(h + 1) * d] @ k[:, h * d:(h + 1) * d].T / math.sqrt(d))[0, 1]), 4)
+                    for h in range(config.n_heads)], "all"      # 4 decimals: 0.060 is also an entry of C_h
+    if kind == "window_keys":
+        return [r"keys i − 1 … i", r"keys i − W \+ 1 … i", r"keys 2 (?:…|and) 3"], [], "all"
+    if kind == "kv_head":
+        return [re.escape(right), r"heads 12[–-]15"], [], "all"
+    if kind == "kv_cache_size":
+        return [rf"(?<![\d.,]){re.escape(right)}"], [], "all"
+    if kind == "online_max":
+        return [r"finds a larger score", r"maximum rose", r"e\^\(m_i − m_i′\) = 1"], [rounded(right)], "table"
+    raise AssertionError(f"no tells for {stop.title}'s {kind}: add a branch")
+
+
+def _student_sees(stop: Stop, stage: str):
+    """A student following a room whose teacher showed the stop (its predict state, or revealed): her screen's
+    words (text, Markdown, captions, messages, formulas), its tables (as text) and its charts' data rows."""
+    import classroom
+    from tests.apptest_util import charts
+    from tests.test_room_page import follow, room_with_student, text_of
+    from ui.room_bar import stop_view
+    _, code, secret, ana = room_with_student()
+    classroom.push(classroom.store_from_env(), code, secret, stop_view(stop, stage))
+    follow(ana)
+    assert ana.session_state["room.hide"] == (list(stop.hide) if stage == "predict" else [])
+    words = (text_of(ana) + "\n" + "\n".join(e.value for e in ana.latex)).replace("\\", "")
+    frames = [d.value for d in ana.dataframe]
+    return words, frames, [r for c in charts(ana) for r in c.get("data", {}).get("values", [])]
+
+
+def _found(stop: Stop, config: Config, t, words: str, frames, rows) -> list[str]:
+    patterns, numbers, where = tells(stop, config, t)
+    found = [f"words {p!r}" for p in patterns if re.search(p, words, flags=re.I)]
+    found += [f"words {p!r} in a table" for p in patterns for f in frames if re.search(p, f.to_string(), flags=re.I)]
+    if where == "table":                        # the online softmax: the state table's m_i′ column
+        tables = [f for f in frames if "c1" in f.columns and "c7" in f.columns]
+        shown = [_numbers_in(str(x)) for f in tables for x in f["c1"]]
+        found += [f"{x} in m_i′" for (x, d) in numbers for xs in shown if any(round(y, d) == round(x, d) for y in xs)]
+        return found
+    written = _numbers_in(words) + [y for f in frames for v in f.to_numpy().ravel() for y in _numbers_in(str(v))]
+    data = [v for r in rows for v in r.values() if isinstance(v, float) and math.isfinite(v)]
+    for x, d in numbers:
+        found += [f"{x:.{d}f} written" for y in written if round(y, d) == round(x, d)][:1]
+        found += [f"{x:.{d}f} in a chart's data" for y in data if round(y, d) == round(x, d)][:1]
+    if stop.poll == "masked_weight":            # the weights' cell [1, 3] (charts made of 0 and 1 only: the mask M)
+        i, j = int(stop.poll_at["row"]), int(stop.poll_at["col"])
+        weights = [r for r in rows if (r.get("i"), r.get("j")) == (i, j) and r.get("v") == 0.0]
+        masks = {id(r) for r in rows if all(isinstance(v, float) and v in (0.0, 1.0) for k, v in r.items() if k == "v")}
+        found += ["A[1,3] = 0 in a chart's data" for r in weights if id(r) not in masks][:1]
+    if stop.poll == "kv_cache_size":            # the memory chart's curve of the asked model at the asked length
+        found += ["the curve at 8,192 tokens" for r in rows if r.get("preset") == stop.poll_at["model"]
+                  and r.get("tokens") == int(stop.poll_at["tokens"]) and r.get("cache") != "MHA"][:1]
+    return found
+
+
+# the stops whose view never draws their answer, revealed or not (a change of the view, or another model, shows it)
+NEVER_DRAWN = {("forward_pass", 3), ("todays_attention", 3)}
+
+
+@pytest.mark.parametrize("name, n, stop", STOPS, ids=[f"{name}-{n}" for name, n, _ in STOPS])
+def test_a_stops_answer_is_nowhere_on_a_students_screen_until_the_reveal(name, n, stop):
+    """Each stop as a student following the room receives it (its view without the cell, its hide list, the
+    predict stage): the answer (recomputed here) is in none of the page's words, tables or charts' data, nor the
+    words or numbers that tell it; after the teacher's reveal it is there (the check is not vacuous), except on the
+    two stops whose view never draws it (their notes say how the teacher reveals it)."""
+    config, t = trace_of({k: v for k, v in stop.query.items() if k != "cell"})
+    words, frames, rows = _student_sees(stop, "predict")
+    assert _found(stop, config, t, words, frames, rows) == [], stop.title
+    if stop.hide:
+        assert "Predict first" in words
+    if (name, n) in NEVER_DRAWN:
+        return
+    words, frames, rows = _student_sees(stop, "revealed")
+    assert _found(stop, config, t, words, frames, rows), (stop.title, "revealed, the answer should be there")

@@ -149,6 +149,25 @@ def column(values, digits: int, flags):
     return pa.array([HIDDEN_SAYS if f else "" if x != x else f"{float(x):.{digits}f}" for x, f in zip(values, flags)]), True
 
 
+WAITS = ":material/visibility_off: Predict first: revealed by your teacher."   # a passage that states a hidden answer
+
+
+def whole(step_key: str) -> bool:
+    """Whether every number of the step is hidden on this screen (the stop hides it by its name): its description,
+    which may state those numbers or the rule that makes them in words, waits for the reveal too."""
+    hide = _list(False)
+    return bool(hide) and _bare(step_key) in parse(hide)[0]
+
+
+WHY_WAITS = "What these numbers are, in words, comes with them at the reveal."
+
+
+def waits(*step_keys: str) -> bool:
+    """Whether a passage that states the answer of these steps' numbers in words waits for the reveal on this screen
+    (a student's, the projector's): any of them hidden. Out of a room: False at once, nothing read."""
+    return any(any_hidden(k) for k in step_keys)
+
+
 STUDENT_CAPTION = (f":material/visibility_off: “{HIDDEN_SAYS}” is a number hidden until your teacher reveals it: "
                    "predict it first.")
 TEACHER_CAPTION = (":material/visibility_off: Outlined with dashes: hidden on the students' screens until you "

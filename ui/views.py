@@ -14,6 +14,7 @@ import streamlit as st
 
 from attention_core import Step, Trace
 
+from . import room_hide
 from .explain_view import explain_cell, in_bounds
 from .matrix import chart, gapped_column, heatmap, number_columns, table, vector_row, vector_rows
 from .raw_html import FIT_CSS, anchor_class, fit_css, fit_css_in_fragment, safe_token, scroll_into_view, trusted_html
@@ -78,6 +79,8 @@ def step_box(trace: Trace, key: str, *, title: str | None = None, why: bool | st
     with st.container(border=True):
         st.markdown(heading(title or s.title, s, formula if isinstance(formula, str) else s.formula if formula else None))
         why_text = why if isinstance(why, str) else s.why if why else ""
+        if why is True and why_text and room_hide.whole(key):     # a stop hides the step: its words wait too
+            why_text = room_hide.WHY_WAITS
         notes = [why_text] if why_text else []
         show = presenting()
         if s.inputs and not show:

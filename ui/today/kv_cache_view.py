@@ -12,6 +12,7 @@ from attention_core.lessons import kv_cache as kv
 from attention_core.forward.claims import say
 from attention_core.explanations import can_explain, explain
 
+from .. import room_hide
 from ..explain_view import explanation
 from ..page_state import KV_CACHE_TABS
 from ..settings import MASK_LABELS, SCORE_LABELS, sidebar_button
@@ -214,10 +215,12 @@ def sharing_text(s: kv.KVSettings) -> str:
 # ---- the calculator -------------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=32)
-def memory_chart(bytes_per_value: int, max_tokens: int, chosen: str) -> dict:
-    """Memory against context length, one line per preset, the chosen one bold with its MHA twin dashed."""
+def memory_chart(bytes_per_value: int, max_tokens: int, chosen: str, waiting: tuple = ()) -> dict:
+    """Memory against context length, one line per preset, the chosen one bold with its MHA twin dashed; the
+    presets in `waiting` (a lesson stop's hidden byte counts, before the reveal) are left out."""
     import altair as alt
-    rows = [r for r in kv.memory_curves(bytes_per_value, max_tokens) if r["cache"] != "MHA" or r["preset"] == chosen]
+    rows = [r for r in kv.memory_curves(bytes_per_value, max_tokens)
+            if (r["cache"] != "MHA" or r["preset"] == chosen) and r["preset"] not in waiting]
     chosen_test = alt.datum.preset == chosen
     spec = alt.Chart(alt.Data(values=rows)).mark_line().encode(
         x=alt.X("tokens:Q", title="context length (tokens)", scale=alt.Scale(domain=[0, max_tokens])),
@@ -242,9 +245,12 @@ def calculator_table(trace):
                                                 else f"{p.window:,}, {p.local_layers} of {p.layers} layers")
         tokens = f"{trace.facts['tokens']:,}"
         width = f"K {p.d_head + 64}, V {p.d_head}" if p.latent else str(p.d_head)   # K: 128 + RoPE's 64
+        r = len(rows)             # a lesson stop's hidden byte counts (a student's screen, before the reveal): "?"
+        shown = [room_hide.HIDDEN_SAYS if room_hide.hidden("cache_bytes", None, r, q) else kv.human(x)
+                 for q, x in enumerate((per, now, mha))]
         rows.append({"layers": p.layers, "H / H_kv": heads, "d_head": width, "window": window,
-                     "max positions": f"{p.context:,}", "per token": kv.human(per), f"at {tokens} tokens": kv.human(now),
-                     f"MHA at {tokens}": kv.human(mha)})
+                     "max positions": f"{p.context:,}", "per token": shown[0], f"at {tokens} tokens": shown[1],
+                     f"MHA at {tokens}": shown[2]})
     return pd.DataFrame(rows, index=list(kv.PRESETS))
 
 
@@ -264,6 +270,10 @@ def calculator_cells(trace) -> None:
     if quantity is None:
         st.caption(":material/touch_app: Select a byte count in the table (per token, at the context length, as "
                    "MHA) to see its arithmetic.")
+        return
+    if room_hide.hidden("cache_bytes", None, int(cells[0][0]), quantity):
+        st.info("This byte count is hidden until your teacher reveals it: predict it first.",
+                icon=":material/visibility_off:")
         return
     e = explain(trace, "cache_bytes", (int(cells[0][0]), quantity))
     explanation(e, float(trace["cache_bytes"].value[e.cell]))

@@ -15,7 +15,7 @@ from attention_core.forward.config import Config
 from attention_core.lessons.masks import MaskSettings, index_range, padding_compared
 from attention_core.forward.trace import Trace
 
-from .. import page_state
+from .. import page_state, room_hide
 from ..settings import POSITIONAL_LABELS, sidebar_back, sidebar_button
 from ..text import md_escape
 
@@ -179,8 +179,8 @@ def panels(trace: Trace, items: list) -> None:
     An item is Markdown (str), a box (key, why[, step_box options]) or a list of boxes side by side."""
     from ..views import step_box
 
-    def box(key, why, options=None):
-        step_box(trace, key, why=why, **(options or {}))
+    def box(key, why, options=None):          # a step a lesson stop hides: its words (its rule) wait for the reveal
+        step_box(trace, key, why=room_hide.WHY_WAITS if why and room_hide.whole(key) else why, **(options or {}))
     for item in items:
         if isinstance(item, str):
             st.markdown(item)

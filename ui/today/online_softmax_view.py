@@ -12,7 +12,7 @@ from attention_core.forward.claims import say
 from attention_core.explanations import explain, fmt
 from attention_core.lessons.online_softmax import Controls, check_block_size, recurrence_parts
 
-from .. import page_state
+from .. import page_state, room_hide
 from ..settings_state import presenting
 
 KEY_B, KEY_b, KEY_h = "online_softmax.block_size", "online_softmax.block", "online_softmax.head"
@@ -129,10 +129,25 @@ def _table(lesson: Trace, which: str, short: bool = False):
     return columns, table, config
 
 
+def _hidden(columns, table, config):
+    """The table as this screen may show it: a lesson stop's hidden numbers (a student's screen, the projector's,
+    before the reveal) become "?"; out of a room, or with nothing hidden, the cached table as it is."""
+    flags = {n: [room_hide.hidden(k, None, i, 0 if c is None else c) for i in range(table.num_rows)]
+             for n, (_, k, c) in enumerate(columns) if room_hide.any_hidden(k)}
+    for n, hid in flags.items():
+        if any(hid):
+            import pyarrow as pa
+            name = f"c{n}"
+            cells = table.column(name).to_pylist()
+            table = table.set_column(table.schema.get_field_index(name), name,
+                                     pa.array([room_hide.HIDDEN_SAYS if h else x for x, h in zip(cells, hid)]))
+    return columns, table, config
+
+
 def _clickable(lesson: Trace, which: str, key: str) -> None:
     """The lesson's numbers as a table, one row per query; a selected cell's arithmetic under it. The selected
     cell is the link's cell (as a heatmap's is), and a link's cell is explained again when the page opens."""
-    columns, table, config = _table(lesson, which, presenting())
+    columns, table, config = _hidden(*_table(lesson, which, presenting()))
     state = st.dataframe(table, column_config=config, key=key, on_select="rerun", selection_mode="single-cell",
                          width="content", hide_index=True)
     cells = list(state.selection.cells) if "selection" in state else []
@@ -148,6 +163,10 @@ def _clickable(lesson: Trace, which: str, key: str) -> None:
         from ..explain_view import explanation
         _, step, c = columns[cell[1]]
         at = (cell[0],) if c is None else (cell[0], c)
+        if room_hide.hidden(step, None, cell[0], 0 if c is None else c):
+            st.info(f"{columns[cell[1]][0]} of row {cell[0]} is hidden until your teacher reveals it: predict it first.",
+                    icon=":material/visibility_off:")
+            return
         explanation(explain(lesson, step, at), float(lesson[step].value[at]))
 
 
@@ -207,7 +226,7 @@ def state_table(lesson: Trace) -> None:
     f = lesson.facts
     _clickable(lesson, "state", "online_softmax.state")
     legend = ((["▲ the running maximum rose in this block, ▼ the factor < 1 that first multiplied ℓ_i and o_i"]
-              if f["rescaled"] else []) + (["● the row's first keys"] if f["block"] > 0 and f["first_seen"] else [])
+              if f["rescaled"] and not room_hide.waits("m", "rescale") else []) + (["● the row's first keys"] if f["block"] > 0 and f["first_seen"] else [])
               + (["⤼ the row's tile was skipped"] if f["skipped_here"] else []))
     st.caption("; ".join(legend + ["−∞: no key seen yet. Select a number for its arithmetic."]))
 

@@ -15,7 +15,7 @@ from attention_core.lessons.rope import (BASES, FAMILIES, RopeSettings, base_tex
                                          pair_path, pairings_alike, score_key, shift_check, torch_checks,
                                          with_rope)
 
-from .. import page_state, views
+from .. import page_state, room_hide, views
 from ..cache import get_trace
 from ..presenter import presented
 from ..settings import POSITIONAL_LABELS, sidebar_button
@@ -245,12 +245,13 @@ def rotated_rows(t: Trace, s: RopeSettings, sidebar_rope: bool) -> None:
 def scores_box(t: Trace, s: RopeSettings) -> None:
     config = s.config
     key = score_key(config)
-    notes = [cap(say("rope_distance_only", s)) + "."]
+    # the distance-only identity answers a stop that hides a score of the shifted sentence: it waits for the reveal
+    notes = [] if room_hide.waits(key) else [cap(say("rope_distance_only", s)) + "."]
     if config.n_heads > 1 and config.kv_heads < config.n_heads:
         notes.append(f"Query head {t.facts['head']} reads KV head {t.facts['kv_head']}.")
     if config.mask != "none":
         notes.append(f"The sidebar's {MASK_WORDS[config.mask]} mask comes after these scores (page 5).")
-    st.markdown("## 4 · Scores of the rotated rows\n\n:small[" + " ".join(notes) + "]")
+    st.markdown("## 4 · Scores of the rotated rows" + (f"\n\n:small[{' '.join(notes)}]" if notes else ""))
     views.step_box(t, key, key_prefix="rope.")
 
 
@@ -259,6 +260,10 @@ def shift_panel(forward: Trace, s: RopeSettings, head: int) -> None:
     """Positions p + offset: Q^R changes, the dot-product scores do not (and with an added encoding they do)."""
     offset = int(st.slider("Shift the whole sentence by (positions p + offset)", 0, 1000, key="rope.offset"))
     s = RopeSettings(s.config, s.pairing, offset, s.n)
+    if room_hide.waits(score_key(s.config)):         # what a shift does to the scores: a stop's answer, after the reveal
+        st.markdown(room_hide.WAITS)
+        page_state.sync()
+        return
     views.claims_shown("rope", s)                    # this fragment's own run says its words under its offset
     c = shift_check(forward, head, s.pairing, offset)
     sym = score_symbol(s.config)
@@ -329,9 +334,10 @@ def checked_text(t: Trace, forward: Trace, s: RopeSettings):
             f"columns in the order it pairs them.{scores}",
             "- **The frequencies** are checked against RoFormer's formula θ_i = 10000^(−2(i−1)/d) for i = 1 … d/2: "
             "the paper counts pairs from 1, this page from 0, so the paper's θ_1 is this page's θ_0 = 1.",
+            *([] if room_hide.waits(score_key(s.config)) else [
             "- **The shift property** is tested on random queries and keys of many widths, bases, positions and "
             "offsets, in both pairings: moving both positions by the same offset changes no dot product beyond "
             "rounding, while an additive or bilinear score, or an encoding added to X, does change. The pair "
-            "picture's arrow is tested to end where the rotation puts the pair.",
+            "picture's arrow is tested to end where the rotation puts the pair."]),
             "- **Every clicked cell** is recomputed from the numbers its explanation shows and compared with the cell."])
     return text
