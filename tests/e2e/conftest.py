@@ -198,3 +198,58 @@ def student(chromium):
     yield make
     for ctx in contexts:
         ctx.close()
+
+
+# --- a class's app processes, shared by the room's browser tests ------------------------------------------------
+
+from classroom.store import REDIS_URL_VARIABLE as ROOM_REDIS_URL  # noqa: E402
+
+
+def warm(servers, views) -> None:
+    """Each server's first runs of these (page, query) views, in parallel (imports and traces: a cold process's
+    seconds are the cold start's, bench/cold_start.py, not the room's); a view already run costs one rerun."""
+    import threading
+    from bench._common import Session
+
+    def run(server):
+        for page, query in views:
+            with Session(server.port, page=page, query=query, timeout=180) as s:
+                s.rerun()
+    threads = [threading.Thread(target=run, args=(s,)) for s in servers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+
+
+@pytest.fixture(scope="session")
+def room_processes(request):
+    """The room tests' app processes, booted at once (their boots overlap) and shared by their modules (each room
+    has its own code, each student a browser context of their own): 'memory', one process with the in-memory
+    store; 'redis', two sharing the session's redis-server, when there is one. A module warms the views it needs
+    (`warm`)."""
+    require_browser()
+    from tests.redis_server import available
+    booted = {"memory": [Server("app.py", port=None, env={ROOM_REDIS_URL: None}).start()]}
+    if available()[0]:
+        url = request.getfixturevalue("redis_url")
+        booted["redis"] = [Server("app.py", port=None, env={ROOM_REDIS_URL: url}).start() for _ in range(2)]
+    try:
+        every = [s for group in booted.values() for s in group]
+        for s in every:
+            s.wait_healthy(120)
+        warm(every, [("room", "")])
+        yield booted
+    finally:
+        for group in booted.values():
+            for s in group:
+                s.stop()
+
+
+@pytest.fixture(params=["memory", "redis"], ids=["one-process-memory", "two-processes-redis"])
+def room_servers(request, room_processes):
+    """(A: the teacher's server, B: a student's): one process with its memory store, or two sharing Redis."""
+    if request.param not in room_processes:
+        request.getfixturevalue("redis_url")        # skips without redis-server (fails when it is required)
+    group = room_processes[request.param]
+    return group[0], group[-1]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -31,66 +30,27 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
-from bench._common import EXCEPTION, Server, Session, after_run, new_context, wait_for_charts
-from tests.e2e.conftest import require_browser
+from bench._common import EXCEPTION, after_run, new_context, wait_for_charts
+from tests.e2e.conftest import warm
 
 FOLLOW_S = 2.5                 # a following screen shows the teacher's view within this (the issue: "about a second")
 SENTENCE = "the cat sat on the mat"
 OWN_SENTENCE = "dogs bark at night"
 BEN, ANA = "<b>Ben</b>", "Ana"
 CODE = re.compile(r"\b([A-HJKMNP-Z2-9]{6})\b")          # classroom.codes.ALPHABET
-REDIS_URL_VARIABLE = "ATTENTION_EXPLORER_REDIS_URL"
 CALCULATOR, SHARING = "Cache size calculator", "Which heads share K and V"     # ui.page_state.KV_CACHE_TABS[2], [1]
-
-
-def _boot(env: dict) -> Server:
-    return Server("app.py", env=env).start()
 
 
 WARM = [("room", ""), ("kv_cache", ""), *(("kv_cache", f"sentence={text.replace(' ', '+')}&kv_cache.tab={i}")
                                            for text in (SENTENCE, OWN_SENTENCE) for i in (1, 2))]
 
 
-def _warm(server: Server) -> None:
-    """A process's first runs (imports, the traces of the lesson's views) before the class comes in, as after its
-    first visitors: the seconds a cold process takes are the cold start's (bench/cold_start.py), not the room's."""
-    for page, query in WARM:
-        with Session(server.port, page=page, query=query, timeout=180) as s:
-            s.rerun()
+@pytest.fixture(scope="module", autouse=True)
+def _warmed(room_processes):
+    """The lesson's views run once on every process before the class comes in, as after its first visitors."""
+    warm([s for group in room_processes.values() for s in group], WARM)
 
 
-@pytest.fixture(scope="module")
-def servers(request):
-    """All app processes at once (their boots overlap): 'memory' one with the in-memory store; 'redis' two
-    sharing the session's redis-server, when there is one."""
-    require_browser()
-    from tests.redis_server import available
-    booted: dict[str, list[Server]] = {"memory": [_boot({REDIS_URL_VARIABLE: None})]}
-    if available()[0]:
-        url = request.getfixturevalue("redis_url")
-        booted["redis"] = [_boot({REDIS_URL_VARIABLE: url}), _boot({REDIS_URL_VARIABLE: url})]
-    try:
-        every = [s for group in booted.values() for s in group]
-        for s in every:
-            s.wait_healthy(120)
-        warmers = [threading.Thread(target=_warm, args=(s,)) for s in every]
-        for t in warmers:
-            t.start()
-        for t in warmers:
-            t.join(240)
-        yield booted
-    finally:
-        for group in booted.values():
-            for s in group:
-                s.stop()
-
-
-@pytest.fixture(params=["memory", "redis"], ids=["one-process-memory", "two-processes-redis"])
-def room_servers(request, servers):
-    if request.param not in servers:
-        request.getfixturevalue("redis_url")        # skips without redis-server (fails when it is required)
-    group = servers[request.param]
-    return group[0], group[-1]                      # (A: the teacher's, B: a student's)
 
 
 # ---- small steps -------------------------------------------------------------------------------------------

@@ -13,11 +13,8 @@ too. The student clicks the "?": it says the number is hidden until the reveal, 
 """
 from __future__ import annotations
 
-import re
 import struct
-import time
 
-import pytest
 
 try:
     from playwright.sync_api import expect
@@ -29,7 +26,6 @@ from tests.e2e.test_explain_in_sight import box_of, click_cell
 from tests.e2e.test_room_browser import CODE, click, fill, shot, wait_url
 
 NOTE = "Secret note: the answer is −25.06, not −12.53."
-REDIS_URL_VARIABLE = "ATTENTION_EXPLORER_REDIS_URL"
 FOLLOW_S = 8.0                 # a generous bound: this test is about what is shown, not how fast
 
 
@@ -61,33 +57,8 @@ def _scaled_chart_has(tab, text: str, timeout_ms: float = 15_000) -> list[str]:
     return next((c["texts"] for c in found if text in c["texts"]), [])
 
 
-@pytest.fixture(scope="module")
-def redis_pair(redis_url):
-    """Two app processes sharing the session's redis-server: the teacher on A, the student on B."""
-    from bench._common import Server
-    from tests.e2e.conftest import require_browser
-    require_browser()
-    pair = [Server("app.py", env={REDIS_URL_VARIABLE: redis_url}).start() for _ in range(2)]
-    try:
-        for server in pair:
-            server.wait_healthy(120)
-        yield pair
-    finally:
-        for server in pair:
-            server.stop()
-
-
-@pytest.fixture(params=["memory", "redis"], ids=["one-process-memory", "two-processes-redis"])
-def two_servers(request):
-    """(the teacher's server, the student's): one process with its memory store, or two sharing Redis."""
-    if request.param == "memory":
-        server = request.getfixturevalue("own_server")
-        return server, server
-    return tuple(request.getfixturevalue("redis_pair"))
-
-
-def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(two_servers, chromium):
-    a, b = two_servers
+def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(room_servers, chromium):
+    a, b = room_servers
     value = _hidden_value()                                # −25.0635…: Ŝ[0,0] on the default settings
     shown = f"{value:.2f}".replace("-", "−")               # as the chart writes it
     digits = f"{abs(value):.2f}"                          # "25.06": in no text of the student's screen

@@ -11,7 +11,6 @@ student who closes the tab leaves the teacher's count within seconds (measured).
 from __future__ import annotations
 
 import re
-import threading
 import time
 
 import pytest
@@ -21,9 +20,9 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
-from bench._common import EXCEPTION, Server, Session, after_run, new_context
-from tests.e2e.conftest import require_browser
-from tests.e2e.test_room_browser import CODE, REDIS_URL_VARIABLE, button, click, fill, shot, wait_url
+from bench._common import EXCEPTION, after_run, new_context
+from tests.e2e.conftest import warm
+from tests.e2e.test_room_browser import CODE, button, click, fill, shot, wait_url
 
 BACK_S = 20.0                  # a reloaded student is back in the room within this (the old tab must go quiet: 5 s;
                                # measured 4.9-5.6 s at load 8, 4-8 s at load 12-16, 15.4 s once at load 22 on 2 cores)
@@ -32,42 +31,11 @@ LEAVES_S = 12.0                # a closed tab leaves the teacher's count within 
 COOKIE = "attention_explorer_room"
 
 
-def _warm(server: Server) -> None:
-    for page, query in (("room", ""), ("scores", ""), ("scores", "d_k=3")):
-        with Session(server.port, page=page, query=query, timeout=180) as s:
-            s.rerun()
+@pytest.fixture(scope="module", autouse=True)
+def _warmed(room_processes):
+    warm([s for group in room_processes.values() for s in group], [("room", ""), ("scores", ""), ("scores", "d_k=3")])
 
 
-@pytest.fixture(scope="module")
-def servers(request):
-    require_browser()
-    from tests.redis_server import available
-    booted: dict[str, list[Server]] = {"memory": [Server("app.py", env={REDIS_URL_VARIABLE: None}).start()]}
-    if available()[0]:
-        url = request.getfixturevalue("redis_url")
-        booted["redis"] = [Server("app.py", env={REDIS_URL_VARIABLE: url}).start() for _ in range(2)]
-    try:
-        every = [s for group in booted.values() for s in group]
-        for s in every:
-            s.wait_healthy(120)
-        warmers = [threading.Thread(target=_warm, args=(s,)) for s in every]
-        for t in warmers:
-            t.start()
-        for t in warmers:
-            t.join(240)
-        yield booted
-    finally:
-        for group in booted.values():
-            for s in group:
-                s.stop()
-
-
-@pytest.fixture(params=["memory", "redis"], ids=["one-process-memory", "two-processes-redis"])
-def room_servers(request, servers):
-    if request.param not in servers:
-        request.getfixturevalue("redis_url")
-    group = servers[request.param]
-    return group[0], group[-1]
 
 
 def goto(tab, url: str) -> None:

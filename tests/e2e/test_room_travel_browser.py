@@ -7,7 +7,6 @@ and scores, word for word, as the teacher's own paragraph."""
 from __future__ import annotations
 
 import re
-import threading
 import time
 
 import pytest
@@ -17,9 +16,9 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
-from bench._common import EXCEPTION, Server, Session, after_run, new_context
-from tests.e2e.conftest import require_browser
-from tests.e2e.test_room_browser import CODE, REDIS_URL_VARIABLE, click, fill, go, query, wait_url
+from bench._common import EXCEPTION, after_run, new_context
+from tests.e2e.conftest import warm
+from tests.e2e.test_room_browser import CODE, click, fill, go, query, wait_url
 
 FOLLOW_S = 8                   # a push reaches the student's address bar within this
 ANALYSE_S = 15                 # then the page shows the run: one read and one analysis per process (1.2 s idle,
@@ -28,28 +27,12 @@ SEED, STEPS = 3, 50
 
 
 @pytest.fixture(scope="module")
-def two_processes(redis_url):
-    """Two app processes at one redis-server, each having drawn the room and the induction page once (a cold
-    process's first run is the cold start's cost, not the room's)."""
-    require_browser()
-    servers = [Server("app.py", env={REDIS_URL_VARIABLE: redis_url}).start() for _ in range(2)]
-    try:
-        for s in servers:
-            s.wait_healthy(120)
-
-        def warm(server):
-            for page in ("room", "induction_heads"):
-                with Session(server.port, page=page, timeout=180) as session:
-                    session.rerun()
-        threads = [threading.Thread(target=warm, args=(s,)) for s in servers]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(240)
-        yield servers
-    finally:
-        for s in servers:
-            s.stop()
+def two_processes(room_processes, redis_url):
+    """Two app processes at one redis-server (the room tests' pair), each having drawn the room and the induction
+    page once (a cold process's first run is the cold start's cost, not the room's)."""
+    pair = room_processes["redis"]
+    warm(pair, [("room", ""), ("induction_heads", "")])
+    return pair
 
 
 def number(tab, label: str, value: int) -> None:
