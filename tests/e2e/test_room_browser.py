@@ -68,6 +68,21 @@ def fill(tab, label: str, text: str, scope=None) -> None:
     box.fill(text)
 
 
+def room_code(teacher) -> str:
+    """The code of the room the teacher's screen shows large (the room page, just opened)."""
+    big = teacher.locator("h1").filter(has_text=CODE)
+    expect(big).to_have_count(1, timeout=10_000)
+    return CODE.findall(big.inner_text())[0]
+
+
+def join(tab, server, code: str, nick: str) -> None:
+    """A student opens the room page on `server` and joins with the code and a nickname (not waiting for the room)."""
+    after_run(tab, lambda: tab.goto(f"{server.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
+    fill(tab, "Room code", code)
+    fill(tab, "Your nickname", nick)
+    click(tab, "Join the room")
+
+
 def sidebar_sentence(tab):
     return tab.locator("[data-testid='stSidebar']").get_by_role("textbox", name="Sentence")
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import struct
 
-
 try:
     from playwright.sync_api import expect
 except ImportError:
@@ -23,7 +22,7 @@ except ImportError:
 
 from bench._common import EXCEPTION, after_run, new_context, wait_for_charts
 from tests.e2e.test_explain_in_sight import box_of, click_cell
-from tests.e2e.test_room_browser import CODE, click, fill, shot, wait_url
+from tests.e2e.test_room_browser import click, join, room_code, shot, wait_url
 
 NOTE = "Secret note: the answer is −25.06, not −12.53."
 FOLLOW_S = 8.0                 # a generous bound: this test is about what is shown, not how fast
@@ -73,14 +72,9 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(room_servers, chromiu
                                                 wait_until="domcontentloaded"), timeout_ms=90_000)
         click(teacher, "Teach this lesson")
         click(teacher, "Open a room")
-        big = teacher.locator("h1").filter(has_text=CODE)
-        expect(big).to_have_count(1, timeout=10_000)
-        code = CODE.findall(big.inner_text())[0]
+        code = room_code(teacher)
         assert NOTE not in _body(teacher)                  # the room page may be on the projector
-        after_run(ana, lambda: ana.goto(f"{b.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
-        fill(ana, "Room code", code)
-        fill(ana, "Your nickname", "Ana")
-        click(ana, "Join the room")
+        join(ana, b, code, "Ana")
         expect(ana.get_by_text("Ana", exact=True).first).to_be_visible(timeout=10_000)
 
         # the stop, to predict

@@ -22,7 +22,7 @@ except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPL
 
 from bench._common import EXCEPTION, after_run, new_context
 from tests.e2e.conftest import warm
-from tests.e2e.test_room_browser import CODE, button, click, fill, shot, wait_url
+from tests.e2e.test_room_browser import CODE, button, click, join, shot, wait_url
 
 BACK_S = 20.0                  # a reloaded student is back in the room within this (the old tab must go quiet: 5 s;
                                # measured 4.9-5.6 s at load 8, 4-8 s at load 12-16, 15.4 s once at load 22 on 2 cores)
@@ -40,13 +40,6 @@ def _warmed(room_processes):
 
 def goto(tab, url: str) -> None:
     after_run(tab, lambda: tab.goto(url, wait_until="domcontentloaded"), timeout_ms=90_000)
-
-
-def join(tab, server, code: str, nick: str) -> None:
-    goto(tab, f"{server.url}/room")
-    fill(tab, "Room code", code)
-    fill(tab, "Your nickname", nick)
-    click(tab, "Join the room")
 
 
 def room_cookie(tab) -> dict:

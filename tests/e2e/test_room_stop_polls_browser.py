@@ -21,7 +21,7 @@ except ImportError:
     expect = None
 
 from bench._common import EXCEPTION, after_run, new_context
-from tests.e2e.test_room_browser import CODE, click, fill, shot, wait_url
+from tests.e2e.test_room_browser import click, join, room_code, shot, wait_url
 
 FOLLOW_S = 10.0                # a generous bound: this test is about which question arrives, not how fast
 # both shipped lessons (the forward pass 23–39 s, today's attention 19 s at load 8–12, on one server);
@@ -86,13 +86,8 @@ def test_each_stops_poll_asks_its_own_question(own_server, chromium, name):
                                                 wait_until="domcontentloaded"), timeout_ms=90_000)
         click(teacher, "Teach this lesson")
         click(teacher, "Open a room")
-        big = teacher.locator("h1").filter(has_text=CODE)
-        expect(big).to_have_count(1, timeout=10_000)
-        code = CODE.findall(big.inner_text())[0]
-        after_run(ana, lambda: ana.goto(f"{own_server.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
-        fill(ana, "Room code", code)
-        fill(ana, "Your nickname", "Ana")
-        click(ana, "Join the room")
+        code = room_code(teacher)
+        join(ana, own_server, code, "Ana")
         expect(ana.get_by_text("Ana", exact=True).first).to_be_visible(timeout=10_000)
         for n, (stop, prompt) in enumerate(zip(lesson.stops, prompts)):
             try:

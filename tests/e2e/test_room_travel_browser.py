@@ -18,7 +18,7 @@ except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPL
 
 from bench._common import EXCEPTION, after_run, new_context
 from tests.e2e.conftest import warm
-from tests.e2e.test_room_browser import CODE, click, fill, go, query, wait_url
+from tests.e2e.test_room_browser import click, go, join, query, room_code, wait_url
 
 FOLLOW_S = 8                   # a push reaches the student's address bar within this
 ANALYSE_S = 15                 # then the page shows the run: one read and one analysis per process (1.2 s idle,
@@ -53,13 +53,8 @@ def test_a_teachers_trained_run_reaches_a_student_on_another_process(two_process
     try:
         after_run(teacher, lambda: teacher.goto(f"{a.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
         click(teacher, "Open a room")
-        big = teacher.locator("h1").filter(has_text=CODE)
-        expect(big).to_have_count(1, timeout=10_000)
-        code = CODE.findall(big.inner_text())[0]
-        after_run(ana, lambda: ana.goto(f"{b.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
-        fill(ana, "Room code", code)
-        fill(ana, "Your nickname", "Ana")
-        click(ana, "Join the room")
+        code = room_code(teacher)
+        join(ana, b, code, "Ana")
         expect(ana.get_by_text("Ana", exact=True).first).to_be_visible(timeout=10_000)
 
         # the teacher trains a short run of their own: 50 steps from seed 3
