@@ -438,6 +438,20 @@ class Walk:
                 self.tab.keyboard.press("Escape")
         raise RuntimeError("its dropdown would not open (click, arrow button, ArrowDown)")
 
+    def open_options(self, box, attempts: int = 3):
+        """Open the dropdown and read its options: (the listbox, its options). A run that lands while the list is
+        open (a slow machine: the last interaction's run redraws the widget) detaches it: wait for the app to be
+        idle and open it again, as click_option does."""
+        for attempt in range(attempts):
+            listbox = self.open_list(box)
+            try:
+                return listbox, listbox.evaluate(OPTIONS, timeout=8_000)
+            except Exception:
+                if attempt == attempts - 1:
+                    raise
+                self.tab.keyboard.press("Escape")
+                self.tab.wait_for_selector(IDLE, timeout=RUN_TIMEOUT_MS)
+
     def click_option(self, box, listbox, n: int, attempts: int = 3) -> None:
         """Click option n of an open dropdown. When a run lands while the list is open (a slow machine: the
         run the last interaction caused redraws the widget) the option is detached and the list closes:
@@ -456,8 +470,7 @@ class Walk:
 
     def do_selectbox(self, c: dict):
         box = self.loc(c)
-        listbox = self.open_list(box)
-        found = listbox.evaluate(OPTIONS)
+        listbox, found = self.open_options(box)
         texts = [t for t, _, _ in found]
         others = [n for n, (t, chosen, off) in enumerate(found)
                   if not chosen and not off and _norm(t) != _norm(c["value"])]
@@ -471,8 +484,7 @@ class Walk:
 
     def do_multiselect(self, c: dict):
         box = self.loc(c)
-        listbox = self.open_list(box)
-        found = listbox.evaluate(OPTIONS)
+        listbox, found = self.open_options(box)
         texts = [t for t, _, _ in found]
         choices = [n for n, (t, chosen, off) in enumerate(found) if not chosen and not off and t != "No results"]
         if not choices:
