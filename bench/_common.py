@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
+import random
 import re
 import signal
 import socket
@@ -120,9 +121,31 @@ def free_port() -> int:
             _handed_out.add(port)
             return port
         raise RuntimeError(f"no free port in ATTENTION_EXPLORER_PORTS={span}")
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # Not port 0: the OS hands that out from its ephemeral range, the same range it gives every outgoing
+    # connection (a browser's, a Redis client's), so one of those could take it before the server binds it
+    # ("Port 54311 is not available", seen in CI). Below that range only our own servers bind.
+    lo, hi = _ephemeral_range()
+    span = (10_000, lo - 1) if lo > 12_000 else (hi + 1, 65_535)
+    for _ in range(200):
+        port = random.randint(*span)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port in {span[0]}-{span[1]}")
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32_768, 60_999                     # Linux's default
 
 
 def write_trivial_app(directory: str | Path | None = None) -> Path:
@@ -141,11 +164,13 @@ class Server:
                  extra_args: tuple[str, ...] = (), log: str | Path | None = None, python: tuple = (),
                  env: dict | None = None):
         self.script, self.cwd, self.port = str(script), Path(cwd), port or free_port()
+        self.chosen = port is None          # ours to change if another process binds it first
         self.env = dict(env or {})          # more environment for the app (a value None: removed)
         self.extra_args, self.python = tuple(extra_args), tuple(python)
         self.log_path = Path(log) if log else Path(tempfile.mkstemp(prefix="streamlit_", suffix=".log")[1])
         self.proc: subprocess.Popen | None = None
         self.started_at = 0.0
+        self._restarts = 0
 
     @property
     def url(self) -> str:
@@ -175,6 +200,13 @@ class Server:
         deadline = time.perf_counter() + timeout
         while time.perf_counter() < deadline:
             if self.proc.poll() is not None:
+                taken = f"Port {self.port} is not available" in self.log_tail()
+                if taken and self.chosen and self._restarts < 3:   # bound by another process meanwhile
+                    self._restarts += 1
+                    self._log.close()
+                    self.port = free_port()
+                    self.start()
+                    continue
                 raise RuntimeError(f"streamlit exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
                 with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2) as r:

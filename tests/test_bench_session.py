@@ -148,3 +148,35 @@ def test_text_box_button_fragment_timer_and_a_page_switch_as_the_browser_does(ro
         assert moved.pages_run == ["b"] and student.page == "b" and "page b" in moved.texts()
         assert moved.status == "FINISHED_SUCCESSFULLY" and moved.runs >= 2
         assert student.auto_reruns == {}                           # page b has no timer: the browser stops it
+
+
+def test_a_test_server_takes_another_port_when_its_own_was_bound_before_it_started(tmp_path):
+    """Between free_port() and the server's bind, another process (an xdist worker's server, a
+    browser's outgoing connection) may take the port: CI saw "Port 54311 is not available". The
+    server then starts on another port instead of failing the test."""
+    import socket
+
+    from bench._common import _ephemeral_range, free_port, write_trivial_app
+    ports = {free_port() for _ in range(20)}
+    assert len(ports) == 20 and max(ports) < _ephemeral_range()[0]   # never where outgoing connections go
+    server = Server(write_trivial_app(tmp_path))
+    taken = server.port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        try:
+            server.start()
+            server.wait_healthy(60)
+            assert server.port != taken and server._restarts == 1
+        finally:
+            server.stop()
+    given = Server(write_trivial_app(tmp_path), port=taken)   # a port the caller chose stays its own
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        try:
+            given.start()
+            with pytest.raises(RuntimeError, match="not available"):
+                given.wait_healthy(60)
+        finally:
+            given.stop()
