@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import os
 import random
-import re
 import signal
 import socket
 import statistics

@@ -138,6 +138,45 @@ def test_a_stale_tick_after_the_run_ended_is_dropped_and_a_current_one_runs(serv
         s.close()
 
 
+def test_a_browser_that_missed_the_new_page_gets_it_again(servers):
+    """The soak's one wrong page (CI, c480677): the session ran page B, its browser went on showing A, and every
+    tick after (naming A) was dropped for 30 s. Stale ticks from one browser that go on for RESEND_AFTER_S (and
+    RESEND_AFTER_N of them) get B's full run again; the ones before are dropped, and the count starts over."""
+    server = servers[True]
+    s, page_a, fragment = _on_b(server)
+    s.keep_cached = True                                  # B again: read the messages it sends as references too
+    try:
+        s.page, s.page_script_hash = "b", ""
+        b = s.rerun()                                     # the browser missed this: it goes on naming page A
+        t0, ticks = time.perf_counter(), 0
+        while time.perf_counter() - t0 < fragment_guard.RESEND_AFTER_S + 0.15:   # its timer, every 0.3 s
+            _stale_tick(s, page_a, fragment)
+            ticks += 1
+            time.sleep(0.3)
+        resent = _runs_after(s, 3.0)                      # the dropped ones sent nothing: one run, B's
+        assert [r.page_script_hash for r in resent] == [b.page_script_hash], ticks
+        assert ticks >= fragment_guard.RESEND_AFTER_N
+        assert "end of B" in _texts(resent[0]) and "fragment on B" in _texts(resent[0])   # a full run of B
+        assert "that page is sent to it again" in server.log_tail(1_000_000)
+        _stale_tick(s, page_a, fragment)                  # and the count starts again: the next one is dropped
+        assert _runs_after(s, 1.0) == []
+    finally:
+        s.close()
+
+
+def test_when_a_resend_is_due():
+    due = lambda t: fragment_guard._resend_due("session-x", now=t)
+    assert [due(t) for t in (100.0, 100.5, 101.0, 101.9)] == [False] * 4     # 4 requests, 1.9 s: not yet
+    assert due(102.0)                                                         # 2 s after the first
+    assert not due(102.1)                                                     # counted again from here
+    fragment_guard._stale_since.clear()
+    assert [due(t) for t in (0.0, 5.0)] == [False, False] and due(5.1)        # 2 s but only 2 requests: then 3
+    fragment_guard._stale_since.clear()
+    run = fragment_guard.resend(RerunData(page_script_hash="A", query_string="a=1", fragment_id_queue=["f"],
+                                          is_auto_rerun=True), "B")
+    assert (run.page_script_hash, run.query_string, run.fragment_id_queue, run.is_auto_rerun) == ("B", "", [], False)
+
+
 def _log_drops(server) -> int:
     return server.log_tail(1_000_000).count("Dropped a fragment rerun naming page")
 

@@ -28,6 +28,10 @@ The guard, two wraps:
   as drawn, and the next tick (naming the new page) runs as usual. A full run, a fragment rerun of the page shown,
   and a request naming no page (an empty hash) run as before. Dropping here, not when the request arrives
   (AppSession.request_rerun), also catches a tick that arrives before the new page's run has been announced.
+  One case is not a race: a browser that missed the new page's run (seen once in about 600 soak screens: the
+  student's screen stayed on the old page while its session ran the new one, and every tick after was dropped, ~100
+  in 30 s). When one session's stale requests go on for RESEND_AFTER_S (and RESEND_AFTER_N of them), the next is
+  run as a full run of the session's page, as st.switch_page ran it: the browser gets that page again (logged).
 - `ScriptRequests._request_rerun_locked`: a fragment rerun folded into a pending full run keeps that run's page,
   page name and query (a fragment's tick never asks for a page; its widget states are folded in as before).
 
@@ -40,6 +44,9 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import replace
 
 from streamlit.logger import get_logger
@@ -63,12 +70,51 @@ def stale(rerun_data, current_page: str) -> bool:
     return bool(rerun_data.fragment_id_queue) and bool(asked) and bool(current_page) and asked != current_page
 
 
+RESEND_AFTER_S = 2.0     # stale requests from one browser this long (and RESEND_AFTER_N of them): resend the page
+RESEND_AFTER_N = 3
+_stale_since: OrderedDict[str, tuple[float, int]] = OrderedDict()   # session id -> (first stale request, how many)
+_STALE_KEPT = 1000
+_stale_lock = threading.Lock()
+
+
 def _run_script(self, rerun_data) -> None:
-    if stale(rerun_data, self._pages_manager.current_page_script_hash):
-        _LOGGER.info("Dropped a fragment rerun naming page %s: the session now shows page %s.",
-                     rerun_data.page_script_hash, self._pages_manager.current_page_script_hash)
-        return
+    current = self._pages_manager.current_page_script_hash
+    if stale(rerun_data, current):
+        if not _resend_due(self._session_id):
+            _LOGGER.info("Dropped a fragment rerun naming page %s: the session now shows page %s.",
+                         rerun_data.page_script_hash, current)
+            return
+        _LOGGER.warning("A browser still shows page %s, %.0f s after its session moved to page %s: that page is "
+                        "sent to it again.", rerun_data.page_script_hash, RESEND_AFTER_S, current)
+        rerun_data = resend(rerun_data, current)
+    else:
+        with _stale_lock:
+            _stale_since.pop(self._session_id, None)
     _original(self, rerun_data)
+
+
+def _resend_due(session_id: str, now: float | None = None) -> bool:
+    """One more stale request from this session's browser: True when they have gone on for RESEND_AFTER_S and
+    RESEND_AFTER_N requests (the browser missed the page's run: it will not switch by itself), and the count
+    starts again."""
+    now = time.monotonic() if now is None else now
+    with _stale_lock:
+        first, count = _stale_since.pop(session_id, (now, 0))
+        count += 1
+        if count >= RESEND_AFTER_N and now - first >= RESEND_AFTER_S:
+            return True
+        _stale_since[session_id] = (first, count)
+        while len(_stale_since) > _STALE_KEPT:          # sessions that closed while stale leave nothing for long
+            _stale_since.popitem(last=False)
+        return False
+
+
+def resend(rerun_data, current_page: str):
+    """The session's page again, as st.switch_page ran it: a full run of that page with no query (its view is in
+    the session) and no widget states (the browser's are the other page's)."""
+    return replace(rerun_data, page_script_hash=current_page, page_name="", query_string="", fragment_id=None,
+                   fragment_id_queue=[], is_fragment_scoped_rerun=False, is_auto_rerun=False, widget_states=None,
+                   is_history_navigation=False, replay_trigger_states=None, replay_trigger_values=None)
 
 
 def _full_run(rerun_data) -> bool:

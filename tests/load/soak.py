@@ -24,7 +24,8 @@ teacher's run's paragraph): "blank" when not (the top bar, the ←/→ links and
 "wrong page" when another page's title shows, or the handout of another page, or the shipped run instead of the
 teacher's. A student whose screen failed joins again (a fresh tab: a reload leaves the room), so each push counts alone.
 Printed: pushes, screens, right / blank / wrong, time to content (from the teacher's click) p50 / p95 / max, the
-stale fragment reruns the processes dropped (ui/fragment_guard.py's log line), the browsers' "Bad delta path"
+stale fragment reruns the processes dropped (ui/fragment_guard.py's log line), the pages it sent again to a browser
+that missed its switch, the browsers' "Bad delta path"
 errors, the load average. tests/e2e/test_room_soak.py runs it short in CI. --app-root runs another checkout's app
 (the same soak against the app before a fix). Traffic stays on 127.0.0.1; every wait is bounded.
 """
@@ -255,6 +256,7 @@ class Result:
     seconds: list = field(default_factory=list)   # click -> content, per screen that showed it
     failures: list = field(default_factory=list)
     drops: int = 0
+    resent: int = 0                 # pages sent again to a browser that missed its switch
     bad_delta: int = 0
     wall: float = 0.0
 
@@ -265,7 +267,8 @@ class Result:
                 f"{self.counts['wrong page']} wrong page",
                 f"time to content (teacher's click -> the student's screen shows it): p50 {percentile(s, 50):.2f} s, "
                 f"p95 {percentile(s, 95):.2f} s, max {max(s):.2f} s",
-                f"stale fragment reruns dropped by the processes: {self.drops}; browsers' 'Bad delta path' errors: "
+                f"stale fragment reruns dropped by the processes: {self.drops}; pages sent again to a browser that "
+                f"missed its switch: {self.resent}; browsers' 'Bad delta path' errors: "
                 f"{self.bad_delta}; wall {self.wall:.0f} s"]
 
 
@@ -487,6 +490,7 @@ def soak(pushes: int = 200, seed: int = 29, students_per_process: int = 1, throt
             if n % 20 == 0:
                 log(f"after {n} pushes: {result.counts}")
         result.drops = sum(s.log_tail(50_000_000).count("Dropped a fragment rerun naming page") for s in room.servers)
+        result.resent = sum(s.log_tail(50_000_000).count("that page is sent to it again") for s in room.servers)
         result.bad_delta = sum("Bad delta path" in e for e in room.errors)
         for error in sorted(set(e[:160] for e in room.errors))[:10]:
             log(f"a browser's console: {error}")
