@@ -68,8 +68,8 @@ def run_text(run: dict, an: dict) -> str:
         a, b = ph.drop
         text += (f"It sits on a **plateau** at about {ph.high:.2f} nats from step {ph.plateau[0]:,} to "
                  f"{ph.plateau[1]:,}, then **drops** between steps {a:,} and {b:,} (to "
-                 f"{h['copy_loss'][list(h['step']).index(b)]:.2f}) and keeps falling to about {ph.low:.2f} by step "
-                 f"{int(h['step'][-1]):,}. Over the drop, layer 0's best previous-token score goes from "
+                 f"{h['copy_loss'][list(h['step']).index(b)]:.2f}) and keeps falling after it, to the "
+                 f"{h['copy_loss'][-1]:.2f} above at step {int(h['step'][-1]):,}. Over the drop, layer 0's best previous-token score goes from "
                  f"{at('prev', a, 0):.2f} to {at('prev', b, 0):.2f} and layer 1's best induction score from "
                  f"{at('induction', a, 1):.2f} to {at('induction', b, 1):.2f} (right).")
     else:
@@ -108,6 +108,20 @@ def roles(an: dict) -> tuple[int, int]:
     return ind.top_head(an["scores_after"]["prev"], 0), ind.top_head(an["scores_after"]["induction"], 1)
 
 
+def role_name(an: dict, kind: str) -> str:
+    """The head with the best score of its kind ("prev": layer 0, "induction": layer 1), named by its job only when
+    the score reaches ind.CLEAR; below it, said to be no such head yet, with the score and what even attention
+    gives (a run stopped before the drop has every score near that)."""
+    layer = 0 if kind == "prev" else 1
+    head = ind.top_head(an["scores_after"][kind], layer)
+    score = float(an["scores_after"][kind][layer, head])
+    job = "previous-token" if kind == "prev" else "induction"
+    if score >= ind.CLEAR:
+        return f"layer {layer} head {head} (the {job} head, score {score:.2f})"
+    return (f"layer {layer} head {head} (the highest {job} score, only {score:.2f}, near the "
+            f"{ind.chance_scores()[kind]:.2f} of attention spread evenly: no {job} head has formed yet)")
+
+
 def patterns_panel(run: dict, an: dict) -> None:
     prev, induction = roles(an)
     a = an["scores_after"]
@@ -140,7 +154,8 @@ def composition_panel(an: dict, i: int) -> None:
     st.markdown(
         f"Query **i = {i}** holds **{names[i]}**; {names[i]} occurred earlier at **j = {f['j']}**, so the token to "
         f"copy is at **j + 1 = {f['r']}** ({names[f['r']]}, {nxt}). "
-        f"Layer 1's induction head {head} puts weight **A = {f['weight']:.3f}** on key {f['r']}.{where} What its "
+        f"L{role_name(an, 'induction')[1:]} puts weight "
+        f"**A = {f['weight']:.3f}** on key {f['r']}.{where} What its "
         f"query reads at that key: layer 1 reads the stream X₁, whose row j + 1 is a sum of pieces, the token embedding, the position "
         f"embedding and each layer-0 head's output. LayerNorm is linear once the row's own scale s = √(σ² + ε) is "
         f"fixed (here s = {f['scale']:.4f}, ε = {f['eps']:g}), and the mean is linear too, so each piece p gets the "
@@ -196,8 +211,8 @@ def ablation_panel(an: dict, chosen: str) -> None:
     worst = np.unravel_index(np.argmax(ab["change"]), ab["change"].shape)
     text = (f"Zero one head's output (its {D_HEAD}-row block of W_O set to 0, so it writes nothing into the "
             f"stream) and run the model again on {ind.BATCH} repeated sequences. Intact, the copy loss is **{ab['intact']:.3f}** "
-            f"nats. Zeroing layer 1 head {induction} (the highest induction score) changes it by "
-            f"**{ab['change'][1, induction]:+.3f}**; layer 0 head {prev} (the previous-token head) by "
+            f"nats. Zeroing {role_name(an, 'induction')} changes it by "
+            f"**{ab['change'][1, induction]:+.3f}**; {role_name(an, 'prev')} by "
             f"**{ab['change'][0, prev]:+.3f}**. The largest change is {head_label(*map(int, worst))}'s.")
     sharing = [h for h in range(ab["change"].shape[1]) if an["scores_after"]["induction"][1, h] > 0.5]
     if len(sharing) > 1:

@@ -116,7 +116,8 @@ def bars(trace: Trace) -> None:
     f = trace.facts
     n_kept = int(trace["kept"].value.sum())
     st.markdown(f"The {SHOWN} most probable of the {trace['logits'].shape[0]} tokens after T. ✓ marks a token "
-                f"kept by top-k and top-p (faded: dropped; **{n_kept}** of the {trace['logits'].shape[0]} are kept); "
+                f"kept by top-k and top-p (faded: dropped; **{n_kept}** of the {trace['logits'].shape[0]} "
+                f"{'is' if n_kept == 1 else 'are'} kept); "
                 "bar 3 is what the sample is drawn from.")
     chart(_bars(trace))
     if f["temperature"] and f["temperature"] != 1:

@@ -3,7 +3,7 @@
     z_j = Σ_m N_f(X_2)_{n−1,m} W_U[m, j]      (z_j − max z) / T      p_j = e^{(z_j − max z)/T} / Σ_i e^{(z_i − max z)/T}
     kept_j (top-k and top-p recomputed: the k-th largest z, top-p's order and the mass ahead of j)
     p′_j = p_j / Σ_{kept} p_i        F_j = Σ_{i ≤ j} p′_i
-    the sample (the first j with F_j > u)              A_{h,n−1,j} = e^{S̃_j − m} / Σ_i e^{S̃_i − m}
+    the sample (the first j with F_j > u)              A_{h,n−1,j} = e^{S̃_j − max S̃} / Σ_i e^{S̃_i − max S̃}
 """
 from __future__ import annotations
 
@@ -222,16 +222,17 @@ def _head(ctx: Context, cell) -> Explanation:
     h, j = cell
     s = ctx.value("heads_scores")[h]
     finite = np.isfinite(s)
-    m = float(s[finite].max())
-    e = [math.exp(float(x) - m) if np.isfinite(x) else 0.0 for x in s]
+    top = float(s[finite].max())
+    e = [math.exp(float(x) - top) if np.isfinite(x) else 0.0 for x in s]
     total = math.fsum(e)
-    exps = [rf"e^{{{_n(x)} {'+' if m < 0 else '-'} {_n(abs(m))}}}" if np.isfinite(x) else r"e^{-\infty}" for x in s]
-    exps_text = [f"e^({_t(x)} - {_t(m)})" if np.isfinite(x) else "e^(-inf)" for x in s]
+    exps = [rf"e^{{{_n(x)} {'+' if top < 0 else '-'} {_n(abs(top))}}}" if np.isfinite(x) else r"e^{-\infty}" for x in s]
+    exps_text = [f"e^({_t(x)} − {_t(top)})" if np.isfinite(x) else "e^(−∞)" for x in s]
     shown, text, hidden = softmax_fraction(ctx, exps, exps_text, e, j, total, masked=[not x for x in finite])
     tok = ctx.trace.tokens
     return _out("heads", cell, f"A_{{{h},{ctx.trace.n - 1},{j}}}", f"A_{h}[{ctx.trace.n - 1},{j}]",
-                rf"\frac{{e^{{\tilde S_{{{j}}} - m}}}}{{\sum_i e^{{\tilde S_i - m}}}}", shown,
-                f"e^(S̃_{j} - m) / Σ_i e^(S̃_i - m)", text, e[j] / total,
+                rf"\frac{{e^{{\tilde S_{{{j}}} - \max \tilde S}}}}{{\sum_i e^{{\tilde S_i - \max \tilde S}}}}", shown,
+                f"e^(S̃_{j} − max S̃) / Σ_i e^(S̃_i − max S̃)", text, e[j] / total,
                 f"Head {h} of layer 1, the last query (“{tok[-1]}”) on key {j} (“{tok[j]}”): softmax over its scores "
-                f"(the keys after it hidden by the causal mask).", [("heads_scores", (h, i)) for i in range(s.size)],
+                f"(the keys after it hidden by the causal mask); max S̃ = {_t(top)}, the row's largest score, is taken "
+                f"away first, so that no exponential overflows.", [("heads_scores", (h, i)) for i in range(s.size)],
                 int(finite.sum()), hidden)

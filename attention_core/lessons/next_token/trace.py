@@ -24,22 +24,27 @@ COPY_LAYER = 1                     # the layer whose heads copy (induction heads
 
 
 def sampling_notes(temperature: float, k: int, p: float) -> list[str]:
-    """What the settings do at their edges, in words (the page shows each as a notice)."""
-    notes = []
+    """What the settings do at their edges, in words (the page shows each as a notice). At T = 0 only the argmax
+    stays, whatever top-k and top-p say, so their notes are left out (their 'every token stays' would be false)."""
     if temperature == 0:
-        notes.append("T = 0: no division by T (it would be by zero); the limit T → 0 puts all the probability on "
-                     "the largest logit, so the next token is the argmax (greedy decoding). Top-k, top-p and the "
-                     "seed change nothing.")
+        return [("T = 0: no division by T (it would be by zero); the limit T → 0 puts all the probability on "
+                "the largest logit, so the next token is the argmax (greedy decoding). Top-k, top-p and the "
+                "seed change nothing: one token is kept.")]
+    notes = []
     if k == 0:
-        notes.append(f"top-k = 0 means top-k is off: all {VOCAB} tokens stay.")
+        notes.append(f"top-k = 0 means top-k is off: it drops none of the {VOCAB} tokens.")
     elif k >= VOCAB:
-        notes.append(f"top-k = {k} is at least the vocabulary's {VOCAB} tokens: top-k keeps all of them (off).")
+        notes.append(f"top-k = {k} is at least the vocabulary's {VOCAB} tokens: top-k drops none of them (off).")
     if p == 0:
         notes.append("top-p = 0: the smallest set of tokens whose probabilities add up to 0 would be empty, and "
                      "top-p always keeps at least one token: only the most probable token stays (as with argmax).")
     elif p == 1:
-        notes.append("top-p = 1: the whole vocabulary is needed to reach a probability of 1, so every token stays "
-                     "(top-p off).")
+        some = 0 < k < VOCAB
+        notes.append("top-p = 1 turns top-p off: it drops none of the tokens "
+                     + ("top-k kept, although they already add up to 1 once renormalised: p_top = 1 means keep "
+                        "them all, as in Hugging Face's generate (top-p is applied only below 1)." if some else
+                        "(p_top = 1 means keep them all, as in Hugging Face's generate, even when a few tokens' "
+                        "probabilities already add up to 1 in floating point)."))
     return notes
 
 
