@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from attention_core import ConfigError
+from attention_core.math.limits import MAX_CHARS
 from attention_core.explanations import explain
 from attention_core.lessons import induction as ind
 from attention_core.training.lm.model import D_HEAD, D_MODEL, N_CTX, VOCAB, lm_trace, sentence_ids
@@ -13,11 +15,10 @@ from attention_core.training.lm.task import MAX_REPEAT, MIN_REPEAT
 from ..text import md_escape as md_safe
 
 from ..matrix import chart
-from ..settings_state import sidebar_back
 from ..views import step_boxes
 from .induction_charts import ablation_spec, head_label, loss_spec, patterns_spec, scores_spec
 
-from ..page_state import INDUCTION_ABLATE, INDUCTION_TABS as TABS
+from ..page_state import INDUCTION_ABLATE, INDUCTION_SENTENCE, INDUCTION_TABS as TABS
 
 INTRO = (
     "An **induction head** continues a repeat: having seen … **A B** … and now **A** again, it predicts **B** "
@@ -117,7 +118,7 @@ def role_name(an: dict, kind: str) -> str:
     score = float(an["scores_after"][kind][layer, head])
     job = "previous-token" if kind == "prev" else "induction"
     if score >= ind.CLEAR:
-        return f"layer {layer} head {head} (the {job} head, score {score:.2f})"
+        return f"layer {layer} head {head} (the {job} head: the highest {job} score, {score:.2f})"
     return (f"layer {layer} head {head} (the highest {job} score, only {score:.2f}, near the "
             f"{ind.chance_scores()[kind]:.2f} of attention spread evenly: no {job} head has formed yet)")
 
@@ -227,28 +228,62 @@ def ablation_panel(an: dict, chosen: str) -> None:
     chart(ablation_spec(ab["change"], pick, ab["intact"]))
 
 
-EXAMPLE = "the cat sat on the mat and the cat sat on the"
+EXAMPLE = INDUCTION_SENTENCE
+SENTENCE_GOOD = "induction.sentence_good"     # session: the box's last sentence the model could read
+
+
+def _use_example() -> None:
+    st.session_state["induction.sentence"] = EXAMPLE
+
+
+def word_axes(spec: dict) -> dict:
+    """A patterns chart's axes labelled by the words (“cat (1)”: the word at position 1), in position order,
+    instead of by the positions alone: the learner's sentence, where every token stands for a word."""
+    enc = spec["spec"]["encoding"]
+    for axis, field, pos in (("x", "k", "j"), ("y", "q", "i")):
+        enc[axis] = {**enc[axis], "field": field, "sort": {"field": pos, "op": "min"},
+                     "title": enc[axis]["title"].replace("position", "word at position"),
+                     "axis": {"labelFontSize": 10, "titleFontSize": 11, "labelLimit": 90, "labelOverlap": "greedy",
+                              **({"labelAngle": -60} if axis == "x" else {})}}
+    return spec
 
 
 def sentence_panel(run: dict, an: dict, sentence: str) -> None:
-    """The settings' sentence through the model (each distinct word one token); one whose last word has no
-    earlier occurrence has nothing to copy, so the example with a repeated phrase is shown instead, and said so."""
-    ids, words, labels, notices = sentence_ids(sentence)
-    if ids[-1] not in ids[:-1]:
-        st.info(f"In the settings' sentence, “{md_safe(sentence)}”, the last word has no earlier occurrence (in the "
-                f"words the model reads): there is nothing to copy, and the model can only guess. Shown instead: "
-                f"“{EXAMPLE}” (a sentence whose last word occurred before, typed in the sidebar of any forward page, "
-                "is shown here)." + sidebar_back(), icon=":material/info:")
-        sentence = EXAMPLE
+    """The box's sentence through the model (each distinct word one token), its heads labelled by the words; a
+    sentence the model cannot read is said, and the last one that worked stays; one whose last word has no earlier
+    occurrence is shown too, with what that means (nothing to copy) and a button to the example."""
+    try:
         ids, words, labels, notices = sentence_ids(sentence)
+    except ConfigError as err:
+        sentence = st.session_state.get(SENTENCE_GOOD, EXAMPLE)
+        st.error(f"{err} Showing the last sentence that worked.", icon=":material/error:")
+        ids, words, labels, notices = sentence_ids(sentence)
+    else:
+        st.session_state[SENTENCE_GOOD] = sentence
     for n in notices:
         st.info(n, icon=":material/info:")
+    tokens = [labels[i] for i in ids]
     trace = lm_trace(an["params"], ids, labels)
     logits = trace["logits"].value[-1]
     p = np.exp(logits - logits.max())
     p /= p.sum()
     best = int(np.argmax(p))
-    st.markdown(f"“{md_safe(sentence)}”, each distinct word one of the model's tokens (what it learned does not depend on "
-                f"which token is which). After the last word the most likely next token is **{labels[best]}** "
-                f"(p = {p[best]:.2f}). Every head on it:")
-    chart(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], list(trace.tokens), size=150))
+    guess = (f"**{md_safe(labels[best])}**" if best < len(words) else
+             f"**{labels[best]}**, a token no word of the sentence was given (so no word the model could name)")
+    repeat = ids[-1] in ids[:-1]
+    st.markdown(f"“{md_safe(' '.join(tokens))}”: {len(ids)} words, {len(words)} distinct, each distinct word one "
+                f"of the model's {VOCAB} tokens (what it learned does not depend on which token is which). After the "
+                f"last word, “{md_safe(tokens[-1])}”, the most likely next token is {guess} (p = {p[best]:.2f}).")
+    if not repeat:
+        st.info(f"“{md_safe(tokens[-1])}”, the last word, has no earlier occurrence in the words the model reads: "
+                "there is nothing to copy, and the model, trained only to copy, can only guess. An induction head "
+                "needs a repeat: the word's earlier occurrence and the word after it.", icon=":material/info:")
+        if " ".join(tokens) != EXAMPLE:
+            st.button(f"Use a sentence with a repeat: “{EXAMPLE}”", key="induction.example", on_click=_use_example,
+                      icon=":material/edit:")
+    else:
+        after = [j + 1 for j in range(len(ids) - 1) if ids[j] == ids[-1]]
+        st.markdown("Every head on it (axes: the words, with their positions). An induction head's last row looks "
+                    "at the word after the last word's earlier occurrence: " +
+                    ", ".join(f"“{md_safe(tokens[j])}” ({j})" for j in after) + ".")
+    chart(word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170)))

@@ -29,7 +29,9 @@ def _p(v) -> str:
 
 
 def _word(ctx: Context, j: int) -> str:
-    return ctx.trace.facts["labels"][j]
+    """Token j's word in quotes, or what it is when no word of the sentence was given to it."""
+    f = ctx.trace.facts
+    return f"“{f['labels'][j]}”" if j < len(f.get("words", f["labels"])) else "no word of the sentence"
 
 
 def _out(key, cell, lhs, lhs_text, sym, shown, text_sym, text_shown, value, note, reads=(), n_terms=0, hidden=0):
@@ -50,7 +52,7 @@ def _logit(ctx: Context, cell) -> Explanation:
     return _out("logits", cell, f"z_{{{j}}}", f"z_{j}",
                 rf"\sum_{{m=0}}^{{{h.size - 1}}} N_f(X_2)_{{n-1,\,m}}\, (W_U)_{{m,{j}}}",
                 shown, f"Σ_m N_f(X_2)[n−1,m] W_U[m,{j}]", shown_text, value,
-                f"Token {j} (“{_word(ctx, j)}”): the last position's row after the final norm, N_f(X_2)_(n−1), "
+                f"Token {j} ({_word(ctx, j)}): the last position's row after the final norm, N_f(X_2)_(n−1), "
                 f"against W_U's column {j}.",
                 [("h", (m,)) for m in range(h.size)] + [("w_u", (m, j)) for m in range(h.size)], h.size, hidden)
 
@@ -105,7 +107,7 @@ def _prob(ctx: Context, cell) -> Explanation:
     return _out("probs", cell, f"p_{{{j}}}", f"p_{j}",
                 rf"\frac{{e^{{(z_{{{j}}} - \max z)/T}}}}{{\sum_{{i=0}}^{{{z.size - 1}}} e^{{(z_i - \max z)/T}}}}", shown,
                 f"e^((z_{j} − max z)/T) / Σ_i e^((z_i − max z)/T)", text, e[j] / total,
-                f"Token {j} (“{_word(ctx, j)}”): its exponential over the sum of all {z.size}. The largest logit, "
+                f"Token {j} ({_word(ctx, j)}): its exponential over the sum of all {z.size}. The largest logit, "
                 f"max z = {_t(z.max())}, is taken away before dividing by T = {T:g}: it cancels, and the largest "
                 "term becomes e⁰ = 1, so no exponential overflows."
                 + (f" T is so small that every logit more than about 745·T below the largest has e^(…) = 0: the "
@@ -170,7 +172,7 @@ def _kept(ctx: Context, cell) -> Explanation:
     value = float(by_k and by_p)
     return _out("kept", cell, rf"\text{{kept}}_{{{j}}}", f"kept_{j}", r"[\text{top-}k] \cdot [\text{top-}p]",
                 rf"{int(by_k)} \cdot {int(by_p)}", "[top-k]·[top-p]", f"{int(by_k)}·{int(by_p)}", value,
-                f"Token {j} (“{_word(ctx, j)}”): {why}", [("logits", (j,)), ("probs", (j,))])
+                f"Token {j} ({_word(ctx, j)}): {why}", [("logits", (j,)), ("probs", (j,))])
 
 
 @register("renormalised", kind=KIND)
@@ -212,7 +214,7 @@ def _sample(ctx: Context, cell) -> Explanation:
                 rf"F_{{{j - 1}}} = {_n(before)} \le u = {fmt(u, 4)} < F_{{{j}}} = {_n(F[j])}" if j else
                 rf"u = {fmt(u, 4)} < F_0 = {_n(F[0])}", "min{j : F_j > u}",
                 f"F_{j - 1} = {_t(before)} ≤ u = {u:.4f} < F_{j} = {_t(F[j])}", float(j),
-                f"Token {j} (“{_word(ctx, j)}”): u is drawn uniformly from [0, 1) by "
+                f"Token {j} ({_word(ctx, j)}): u is drawn uniformly from [0, 1) by "
                 f"numpy's generator seeded with {f['seed']}; the same seed draws the same u, so the same token.",
                 [("cdf", (i,)) for i in range(j + 1)])
 

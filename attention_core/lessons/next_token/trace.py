@@ -79,7 +79,7 @@ def _generate(params, ids: list[int], labels, temperature, k, p, us) -> list[dic
         stages = next_token(z, temperature, k, p, float(u))
         j = stages["token"]
         out.append({"t": t, "token": j, "word": labels[j], "p": float(stages["renormalised"][j]), "u": float(u),
-                    "argmax": labels[int(np.argmax(z))], "n_kept": int(stages["kept"].sum()),
+                    "argmax": labels[int(np.argmax(z))], "argmax_id": int(np.argmax(z)), "n_kept": int(stages["kept"].sum()),
                     "cut": len(ids) >= N_CTX})
         ids.append(j)
     return out
@@ -144,5 +144,5 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
                    targets=_induction_targets(ids), heads=heads_facts(ids, weights), n=n, n_ctx=N_CTX,
                    previous=previous_token_scores(block.facts["attention"][0]["weights"].value),
                    generated=_generate(params, ids, labels, temperature, k, p, us[:n_new]) if n_new else [],
-                   axis_labels={"vocab": list(labels), "h": [f"head {h}" for h in range(len(weights))], "d_model": [str(i) for i in range(block["w_u"].shape[0])]})
+                   axis_labels={"vocab": [w if k < len(words) else f"⟨token {k}⟩" for k, w in enumerate(labels)], "h": [f"head {h}" for h in range(len(weights))], "d_model": [str(i) for i in range(block["w_u"].shape[0])]})
     return t
