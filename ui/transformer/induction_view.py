@@ -244,7 +244,7 @@ def word_axes(spec: dict) -> dict:
         enc[axis] = {**enc[axis], "field": field, "sort": {"field": pos, "op": "min"},
                      "title": enc[axis]["title"].replace("position", "word at position"),
                      "axis": {"labelFontSize": 10, "titleFontSize": 11, "labelLimit": 90, "labelOverlap": "greedy",
-                              **({"labelAngle": -60} if axis == "x" else {})}}
+                              **({"labelAngle": -90} if axis == "x" else {})}}
     return spec
 
 

@@ -145,7 +145,7 @@ def sample(trace: Trace) -> None:
         return
     st.markdown(
         f"Seeded with {f['seed']}, numpy's generator draws **u = {f['u']:.4f}**. Laying the kept tokens' p′ end to end "
-        f"in token order (F_j = p′_0 + … + p′_j), u falls in the stretch of {quoted(f, j)} (token {j}), "
+        f"in token order (F_j = p′_0 + … + p′_j), u falls in the stretch of {quoted(f, j)}{f' (token {j})' if j < len(f['words']) else ''}, "
         f"{before:.4f} ≤ u < {F[j]:.4f}: the next token is **{quoted(f, j)}** (p′ = {q[j]:.4f}). "
         "The same seed draws the same u, so the same token.")
 
