@@ -86,3 +86,26 @@ def test_the_context_page_names_a_word_of_the_sentence_not_cat():
     text = "\n".join(m.value for m in at.markdown)
     assert "“cat”" not in text and "puts most of its weight on “dogs” takes on mostly the value row of “dogs”" in text
     assert not messages(at).startswith("Traceback")
+
+
+def test_two_words_have_one_scored_position_and_one_word_one_logit():
+    from attention_core.training.lm.step_trace import shipped_params, training_step
+    ids, _, labels, _ = sentence_ids("hello world")
+    s = training_step(ARCH, shipped_params(), ids, labels, 0.1)
+    assert "shared out over the 1 scored position." in s.trace["dL/dlogits"].why
+    at = open_page("app_pages/50_block.py", query={"sentence": "hello"})
+    no_exception(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "(“hello”) gives its only word, “hello”," in text and "highest" not in text.split("Row 0")[1][:60]
+
+
+def test_with_two_words_no_head_is_named_the_previous_token_head():
+    t = next_token_trace("hello world", 0.5, 10, 0.9, 0, 0)
+    prev = t.facts["previous"]
+    assert max(prev) == prev[2] > prev[0]            # head 2 looks at the first token, which is also the previous
+    at = open_page("app_pages/51_next_token.py", query={"sentence": "hello world"})
+    no_exception(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "cannot be told from a head that looks at the first token" in text and ": the previous-token head" not in text
+    at = open_page("app_pages/51_next_token.py", query={"sentence": "a b c d e"})
+    assert ": the previous-token head" in "\n".join(m.value for m in at.markdown)

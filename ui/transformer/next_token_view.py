@@ -202,7 +202,12 @@ def heads(trace: Trace) -> None:
         st.markdown(f"The last word, “{md_safe(tok[-1])}”, appeared before; the tokens right after its earlier "
                     f"occurrences are at positions {where}. An induction head looks there, and copies what it finds.")
     prev = f["previous"]
-    if trace.n > 1:
+    if trace.n == 2:
+        st.markdown("In layer 0, " + ", ".join(f"head {h} puts **{w:.2f}**" for h, w in enumerate(prev)) + " of the "
+                    "second word's attention on the first. With two words the token just before is also the first "
+                    "token, so a previous-token head cannot be told from a head that looks at the first token: "
+                    "type a longer sentence to see which head looks one token back.")
+    elif trace.n > 2:
         best = max(range(len(prev)), key=prev.__getitem__)
         others = ", ".join(f"head {h} {w:.2f}" for h, w in enumerate(prev) if h != best)
         st.markdown(f"In layer 0, head {best} puts on average **{prev[best]:.2f}** of each position's attention on "

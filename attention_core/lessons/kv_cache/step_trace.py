@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from ...math.limits import ConfigError
-from ...math.text import count  # noqa: F401  (here too: the KV cache modules import it from this one)
+from ...math.text import count
 from ...forward.claims import say
 from ...forward.config import Config
 from ...forward.trace import Trace

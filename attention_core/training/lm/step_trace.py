@@ -257,7 +257,7 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
     read = "ln_f" if arch.final_norm else last
     rule("logits", r"\frac{1}{n-1}\left(P_{i,:} - e_{y_i}\right),\ i < n - 1;\quad 0 \text{ for } i = n - 1",
          ("probs",), "Softmax then cross-entropy: the predicted probabilities minus the one-hot next token, shared "
-         f"out over the {n - 1} scored positions. The last row has no next token, so no gradient.",
+         f"out over the {n - 1} scored position{'' if n == 2 else 's'}. The last row has no next token, so no gradient.",
          ("ce", ("logits",)), lhs=_d(r"Z_{i,:}"))
     rule("w_u", rf"{T(read)}^\top {_d('Z')}", (read, "dL/dlogits"),
          "Each weight's gradient pairs its input column with its output's gradient, summed over the positions.",
