@@ -109,3 +109,11 @@ def test_with_two_words_no_head_is_named_the_previous_token_head():
     assert "cannot be told from a head that looks at the first token" in text and ": the previous-token head" not in text
     at = open_page("app_pages/51_next_token.py", query={"sentence": "a b c d e"})
     assert ": the previous-token head" in "\n".join(m.value for m in at.markdown)
+
+
+def test_the_last_query_hides_no_key_and_says_so():
+    t = next_token_trace(REPEAT, 0.5, 10, 0.9, 0, 0)
+    assert np.isfinite(t["heads_scores"].value).all()                 # the last query sees every key
+    note = explain(t, "heads", (1, 4)).note
+    assert "hides none" in note and "for all 12 keys" in note and "hidden by" not in note
+    assert "hides none" in t["heads_scores"].why and "−∞" not in t["heads_scores"].why

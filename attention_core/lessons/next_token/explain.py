@@ -235,6 +235,7 @@ def _head(ctx: Context, cell) -> Explanation:
                 rf"\frac{{e^{{\tilde S_{{{j}}} - \max \tilde S}}}}{{\sum_i e^{{\tilde S_i - \max \tilde S}}}}", shown,
                 f"e^(S̃_{j} − max S̃) / Σ_i e^(S̃_i − max S̃)", text, e[j] / total,
                 f"Head {h} of layer 1, the last query (“{tok[-1]}”) on key {j} (“{tok[j]}”): softmax over its scores "
-                f"(the keys after it hidden by the causal mask); max S̃ = {_t(top)}, the row's largest score, is taken "
+                f"for all {s.size} keys (the last query comes after every key, so the causal mask hides none of them); "
+                f"max S̃ = {_t(top)}, the row's largest score, is taken "
                 f"away first, so that no exponential overflows.", [("heads_scores", (h, i)) for i in range(s.size)],
                 int(finite.sum()), hidden)
