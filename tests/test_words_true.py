@@ -117,3 +117,25 @@ def test_the_last_query_hides_no_key_and_says_so():
     note = explain(t, "heads", (1, 4)).note
     assert "hides none" in note and "for all 12 keys" in note and "hidden by" not in note
     assert "hides none" in t["heads_scores"].why and "−∞" not in t["heads_scores"].why
+
+
+def test_k_composition_at_the_first_repeat_says_which_head_carries_the_first_token():
+    """At i = 20 the earlier occurrence is token 0, so key j + 1 = 1's previous token is the first token: a layer-0
+    head that looks at the first token (named 'spread out' by its average habit) carries token j there too, and its
+    share is the largest; the text said only that the previous-token head did it."""
+    from attention_core.lessons import induction as ind
+    from ui.transformer import induction_run, induction_view
+    _, an = induction_run.shipped()
+    lesson = ind.k_composition(an["after"], an["params"], 20, induction_view.roles(an)[1])
+    rows, a0 = ind.shares(lesson), ind.patterns(an["after"])[0]
+    assert lesson.facts["r"] == 1
+    f = lesson.facts
+    text = induction_view.composition_text(lesson, rows, an["names"], a0)
+    ranked = sorted(range(len(rows)), key=lambda p: -rows[p]["singles out j+1 by"])[:3]
+    said = [p - 2 for p in ranked if 0 <= p - 2 < 4 and not (f["back"][p - 2] == 1 and f["back_weight"][p - 2] >= ind.CLEAR)
+            and a0[p - 2, 1, 0] >= ind.CLEAR]
+    for h in range(4):
+        assert (f"At row j + 1 = 1, layer-0 head {h} puts {a0[h, 1, 0]:.2f} of its weight on key j = 0" in text) == (h in said)
+    assert said == [2]                       # the shipped run (seed 0, 2,250 steps): head 2 looks at the first token
+    later = ind.k_composition(an["after"], an["params"], 30, induction_view.roles(an)[1])
+    assert "At row" not in induction_view.composition_text(later, ind.shares(later), an["names"], a0)

@@ -165,13 +165,13 @@ def composition_panel(an: dict, i: int) -> None:
     st.latex(r"k_{j+1} = \sum_p n_p W_K^{(h)}, \qquad S_h[i, j+1] = q_i \cdot k_{j+1} = \sum_p q_i \cdot n_p W_K^{(h)}")
     st.latex(explain(lesson, "scores", (f["r"],)).latex)
     rows = ind.shares(lesson)
-    st.markdown(composition_text(lesson, rows, names))
+    st.markdown(composition_text(lesson, rows, names, ind.patterns(an["after"])[0]))
     st.dataframe(rows, hide_index=True, width="content", column_config={
         k: st.column_config.NumberColumn(format="%.3f") for k in rows[0] if k != "piece"})
     step_boxes(lesson, ["score_parts", "key_parts"], key_prefix="induction.")
 
 
-def composition_text(lesson, rows: list[dict], names: list[str]) -> str:
+def composition_text(lesson, rows: list[dict], names: list[str], a0=None) -> str:
     """What singles out key j + 1, in words with the live numbers: the pieces ranked, the previous-token head's
     part, and any layer-0 head that looks further back (a longer prefix)."""
     f = lesson.facts
@@ -188,6 +188,14 @@ def composition_text(lesson, rows: list[dict], names: list[str]) -> str:
         text += (f"The previous-token head (layer-0 head {prev}, {f['back_weight'][prev]:.2f} of its weight one "
                  f"token back) wrote token j's identity into row j + 1: **{names[f['j']]}**, the same token as query "
                  f"i's, from whose row the query is made. Its part alone singles out j + 1 by {diff:+.1f}. ")
+    r = f["r"]
+    for p in ranked[:3]:            # a head named for another habit that, at this row, looks one token back too
+        h = p - 2
+        named_prev = 0 <= h < len(f["back"]) and f["back"][h] == 1 and f["back_weight"][h] >= ind.CLEAR
+        if a0 is not None and 0 <= h < len(f["back"]) and not named_prev and r >= 1 and a0[h, r, r - 1] >= ind.CLEAR:
+            text += (f"At row j + 1 = {r}, layer-0 head {h} puts {a0[h, r, r - 1]:.2f} of its weight on key j = {r - 1}"
+                     + (", the sequence's first token" if r == 1 else "") + ": here it too carries token j's "
+                     "identity, whatever it does at other rows. ")
     for p in ranked[:3]:
         h = p - 2
         if 0 <= h < len(f["back"]) and f["back"][h] >= 2 and f["back_weight"][h] >= ind.CLEAR:
