@@ -71,6 +71,7 @@ def test_dl_da_at_a_masked_key_is_said_to_be_a_change_that_cannot_happen():
     assert "causal mask hides it" in note and "cannot" in note
     assert "causal mask" not in explain(s.trace, "dL/dl0.weights", (h, 7, 2)).note      # a key it sees
     assert "j > i" in s.trace["dL/dl0.weights"].why
+    assert explain(s.trace, "dL/dtok_emb", (0, 3)).note == "Token 0 (“the”) stands at positions 0, 4, 7, 11."
 
 
 @pytest.mark.parametrize("k,said", [(1, "**1** of the 31 is kept"), (3, "**3** of the 31 are kept")])

@@ -300,7 +300,8 @@ def _tok(ctx, key, cell, dx):
     where = [i for i, tok in enumerate(ctx.trace.facts["ids"]) if tok == t]
     return _plain_sum(ctx, key, cell, [(dx, (i, a)) for i in where],
                       rf"\sum_{{i:\ \mathrm{{id}}_i = {t}}} {_ref(ctx, dx, ('i', a))}", f"Σ_(i: id_i = {t}) dX_0[i,{a}]",
-                      f"Token {t} stands at position{'s' if len(where) != 1 else ''} {', '.join(map(str, where))}."
+                      f"Token {t} (“{ctx.trace.tokens[where[0]] if where else ''}”) stands at "
+                      f"position{'s' if len(where) != 1 else ''} {', '.join(map(str, where))}."
                       if where else f"Token {t} is not in the sentence: its row gets no gradient.")
 
 
