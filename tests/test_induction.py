@@ -299,6 +299,7 @@ def test_the_sentence_tab_has_its_own_box_carried_by_the_link_its_heatmaps_named
     grid = next(s for s in charts(at) if "facet" in s)
     x, y = grid["spec"]["encoding"]["x"], grid["spec"]["encoding"]["y"]
     assert (x["field"], y["field"]) == ("k", "q") and x["sort"]["field"] == "j" and y["sort"]["field"] == "i"
+    assert x["axis"]["labelOverlap"] is False and y["axis"]["labelOverlap"] is False       # 12 words: every label
     labels = {r["k"] for r in grid["data"]["values"]}
     assert {"the (0)", "cat (1)", "mat (5)", "the (11)"} <= labels and len(labels) == 12
     at.text_input(key="induction.sentence").set_value("one two three one two").run()       # Enter in the box

@@ -244,14 +244,17 @@ def _use_example() -> None:
     st.session_state["induction.sentence"] = EXAMPLE
 
 
-def word_axes(spec: dict) -> dict:
+def word_axes(spec: dict, n: int) -> dict:
     """A patterns chart's axes labelled by the words (“cat (1)”: the word at position 1), in position order,
-    instead of by the positions alone: the learner's sentence, where every token stands for a word."""
+    instead of by the positions alone: the learner's sentence, where every token stands for a word. Every label is
+    drawn up to 16 words (a row of the 170-pixel chart is then at least 10 pixels high); beyond, some are left out
+    where they would overlap (the tooltip names every cell)."""
     enc = spec["spec"]["encoding"]
     for axis, field, pos in (("x", "k", "j"), ("y", "q", "i")):
         enc[axis] = {**enc[axis], "field": field, "sort": {"field": pos, "op": "min"},
                      "title": enc[axis]["title"].replace("position", "word at position"),
-                     "axis": {"labelFontSize": 10, "titleFontSize": 11, "labelLimit": 90, "labelOverlap": "greedy",
+                     "axis": {"labelFontSize": 10, "titleFontSize": 11, "labelLimit": 90,
+                              "labelOverlap": False if n <= 16 else "greedy",
                               **({"labelAngle": -90} if axis == "x" else {})}}
     return spec
 
@@ -294,4 +297,5 @@ def sentence_panel(run: dict, an: dict, sentence: str) -> None:
         st.markdown("Every head on it (axes: the words, with their positions). An induction head's last row looks "
                     "at the word after the last word's earlier occurrence: " +
                     ", ".join(f"“{md_safe(tokens[j])}” ({j})" for j in after) + ".")
-    chart(word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170)))
+    chart(word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170),
+                    len(ids)))
