@@ -18,6 +18,9 @@ def test_characters_set_aside_are_quoted_and_counted_so_a_comma_is_not_read_as_t
     _, _, _, notices = sentence_ids(", , , , . cat")
     assert notices == ["Not words, set aside: “,” (4 times), “.”."]          # it said "set aside: , , , , ."
     assert set_aside(list("ab")) == "Not words, set aside: “a”, “b”."
+    # each character once: no pair of $ (LaTeX), * or ` (markdown) can form out of what a learner typed
+    said = set_aside(list("$$**``"))
+    assert said == "Not words, set aside: “$” (2 times), “*” (2 times), “`” (2 times)." and said.count("$") == 1
     from attention_core.forward.config import Config
     from attention_core.forward.stages import start
     assert "Not words, set aside: “!” (2 times)." in start(Config(sentence="hello!! world")).trace.notices
