@@ -59,4 +59,7 @@ with tabs[2]:
         view.ablation_panel(an, chosen)
 with tabs[3]:
     if tabs[3].open:
-        view.sentence_panel(run, an, st.session_state.get("s.sentence") or "the cat sat on the mat and the cat sat on the")
+        sentence = st.text_input("Your sentence", key="induction.sentence", max_chars=view.MAX_CHARS,
+                                 help="Each distinct word becomes one of the model's 31 tokens; punctuation is set "
+                                      "aside. Press Enter to run the model on it.")
+        view.sentence_panel(run, an, sentence)

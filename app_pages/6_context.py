@@ -80,8 +80,10 @@ def all_words(trace, n_heads: int) -> None:
 
 config, trace = ui.page(PAGE, "Context vectors")
 ui.notices(trace)
+word = md_escape(trace.tokens[0])      # a word of this sentence, whatever it is
 st.markdown("Each token's new representation is a **weighted average of the value rows**, mixed by its "
-            "row of attention weights: C = A V. A token that attends to “cat” mostly takes on cat's value.")
+            f"row of attention weights: C = A V. A token that puts most of its weight on “{word}” takes on mostly "
+            f"the value row of “{word}”.")
 
 ui.views.word_tabs("context.tab", lambda: one_word(trace, config.n_heads),      # only the open tab runs
                    lambda: all_words(trace, config.n_heads))

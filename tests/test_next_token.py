@@ -136,12 +136,16 @@ def test_page_at_the_defaults_and_with_the_example():
     assert not at.error
     t = next_token_trace("I love you today", 0.5, 10, 0.9, 0, 5)
     text = _text(at)
-    assert f"u = {uniforms(0, 1)[0]:.4f}" in text and f"“{t.facts['labels'][t.facts['token']]}”" in text
+    # the drawn token is one no word was given (the 4 words are tokens 0-3): named ⟨token j⟩, in the text, the
+    # bars and the generated line alike
+    j = t.facts["token"]
+    assert j >= 4 and f"u = {uniforms(0, 1)[0]:.4f}" in text and f"the next token is **⟨token {j}⟩**" in text
     assert "does not occur earlier in the words the model reads" in text and "top-k is off" not in text
+    named = [w if k < 4 else f"⟨token {k}⟩" for k, w in enumerate(t.facts["labels"])]
     bars = charts(at)[0]["data"]["values"]
     p = {r["token"].replace(" ✓", ""): r["probability"] for r in bars if r["series"].startswith("2")}
-    assert len(p) == 15 and all(abs(p[t.facts["labels"][j]] - t["probs"].value[j]) < 1e-12 for j in range(31)
-                                if t.facts["labels"][j] in p)
+    assert len(p) == 15 and all(abs(p[named[j]] - t["probs"].value[j]) < 1e-12 for j in range(31) if named[j] in p)
+    assert f"i love you today **⟨token {j}⟩**" in text
     assert sum(r["token"].endswith("✓") for r in bars) == 3 * int(t["kept"].value.sum())
     at.button(key="next_token.example").click().run()
     no_exception(at)
@@ -155,7 +159,7 @@ def test_page_at_the_defaults_and_with_the_example():
     ("next_token.k", 0, "top-k is off"),
     ("next_token.k", 31, "at least the vocabulary's 31 tokens"),
     ("next_token.p", 0.0, "only the most probable token stays"),
-    ("next_token.p", 1.0, "every token stays"),
+    ("next_token.p", 1.0, "top-p = 1 turns top-p off: it drops none of the tokens top-k kept"),
 ])
 def test_page_edges_are_said(key, value, words):
     at = open_page(PAGE, query={"sentence": EXAMPLE})

@@ -346,6 +346,14 @@ def _run_digest(raw: str) -> str:
     return raw
 
 
+def _sentence(raw: str) -> str:
+    from attention_core.math.limits import MAX_CHARS
+    if len(raw) > MAX_CHARS:
+        raise ValueError(f"must be at most {MAX_CHARS:,} characters")
+    return raw
+
+
+INDUCTION_SENTENCE = "the cat sat on the mat and the cat sat on the"
 INDUCTION_TABS = ("Every head's pattern", "K-composition, with live numbers", "Ablate a head", "Your sentence")
 INDUCTION_ABLATE = ("all", "0,0", "0,1", "0,2", "0,3", "1,0", "1,1", "1,2", "1,3")
 declare("app_pages/52_induction_heads.py",
@@ -355,7 +363,8 @@ declare("app_pages/52_induction_heads.py",
         integer("induction.i", 30, 20, 39, "the query position i"),
         choice("induction.ablate", "all", INDUCTION_ABLATE, "the head zeroed"),
         Own("induction.run", "", _run_digest, str, "the run shown",
-            show=lambda v: "the shipped run" if not v else f"run {v[:8]}…"))
+            show=lambda v: "the shipped run" if not v else f"run {v[:8]}…"),
+        Own("induction.sentence", INDUCTION_SENTENCE, _sentence, str, "the sentence of “Your sentence”"))
 
 # /handout (the page whose handout is drawn, by its URL path: "" is the Overview; the Classroom's pages have none)
 from .nav import SECTIONS as _SECTIONS  # noqa: E402  (the navigation holds no page state: no circle)

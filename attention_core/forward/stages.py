@@ -17,7 +17,7 @@ from ..math.gqa import expand_kv
 from ..math.limits import ConfigError
 from ..math.notation import softmax_argument
 from ..math.rope import rotary_embedding
-from ..math.text import resolve
+from ..math.text import resolve, set_aside
 from .claims import say
 from .config import Config
 from .encode import embed_words, position_encoding, with_position
@@ -364,7 +364,7 @@ def start(config: Config) -> Pass:
         trace.notices.append(f"Not in the vocabulary, {action}: {', '.join(tokens.unknown[:12])}"
                              + (" …" if len(tokens.unknown) > 12 else "") + ".")
     if tokens.skipped:
-        trace.notices.append(f"Not words, set aside: {' '.join(tokens.skipped[:20])}")
+        trace.notices.append(set_aside(tokens.skipped))
     trace.facts.update(unknown=tokens.unknown, skipped=tokens.skipped,
                        source=vocab.name if vocab else f"seeded random ({config.d_model}-d)")
     return Pass(config, trace, vocab)

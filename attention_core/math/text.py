@@ -23,6 +23,23 @@ def tokenize(sentence: str) -> tuple[list[str], list[str]]:
     return tokens, skipped
 
 
+def count(k: int, word: str) -> str:
+    """'1 word', '3 words': a number with its noun, singular for 1."""
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def set_aside(skipped) -> str:
+    """The notice for characters that are not words: each distinct one in quotes, with how often it occurs, so
+    that a comma set aside is not read as the list's own comma.
+
+    >>> set_aside([",", ",", ",", ",", "."])
+    'Not words, set aside: “,” (4 times), “.”.'
+    """
+    counts = {c: list(skipped).count(c) for c in dict.fromkeys(skipped)}
+    shown = [f"“{c}”" + (f" ({k} times)" if k > 1 else "") for c, k in list(counts.items())[:20]]
+    return "Not words, set aside: " + ", ".join(shown) + (", …" if len(counts) > 20 else "") + "."
+
+
 @dataclass(frozen=True)
 class Tokens:
     words: tuple[str, ...]          # what the rows of X are called (an unknown word under "unk" keeps its text)
@@ -50,4 +67,4 @@ def resolve(sentence: str, known, policy: str) -> Tokens:
         words = tokens
     if len(words) > MAX_TOKENS:
         raise ConfigError(f"The sentence has {len(words)} tokens; the limit is {MAX_TOKENS}. Shorten it.")
-    return Tokens(tuple(words), tuple(dict.fromkeys(unknown)), tuple(dict.fromkeys(skipped)))
+    return Tokens(tuple(words), tuple(dict.fromkeys(unknown)), tuple(skipped))

@@ -25,7 +25,7 @@ from ..forward.claims import holds, say
 from ..forward.config import Config
 from ..math.embeddings import embed, vocabulary_for
 from ..forward.encode import position_encoding, with_position
-from ..math.text import resolve
+from ..math.text import resolve, set_aside
 
 
 POSITIONS = ("index", "sinusoidal", "none")      # how position can enter the classifier's X
@@ -88,7 +88,7 @@ def classifier_input(config: Config) -> ClassifierInput:
         notices.append(f"Not in the vocabulary, {action}: {', '.join(tokens.unknown[:12])}"
                        + (" …" if len(tokens.unknown) > 12 else "") + ".")
     if tokens.skipped:
-        notices.append(f"Not words, set aside: {' '.join(tokens.skipped[:20])}")
+        notices.append(set_aside(tokens.skipped))
 
     switches = []
     positional = config.positional

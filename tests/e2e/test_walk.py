@@ -142,8 +142,9 @@ DISCOVER = """() => {
   });
   each('stTextInput', el => {
     const x = el.querySelector('input');
-    if (!x || x.disabled || !el.closest("[data-testid='stSidebar']") || x.getAttribute('aria-label') !== 'Sentence') return null;
-    return {kind: 'sentence', label: 'Sentence', value: x.value};
+    const aria = x && x.getAttribute('aria-label');        // the sidebar's Sentence, or a page's own sentence box
+    if (!x || x.disabled || !(aria === 'Your sentence' || (el.closest("[data-testid='stSidebar']") && aria === 'Sentence'))) return null;
+    return {kind: 'sentence', label: aria, value: x.value};
   });
   return out;
 }"""

@@ -249,7 +249,8 @@ def logits(trace: Trace) -> None:
     z = trace["logits"].value[-1]
     top = int(np.argmax(z))
     tied = [vocab[v] for v in np.flatnonzero(z >= z[top] - 1e-9 * max(1.0, abs(z[top])))]   # equal up to rounding
-    best = (f"scores “{vocab[top]}” highest, {z[top]:.3f}" if len(tied) == 1 else
+    best = (f"gives its only word, “{vocab[top]}”, {z[top]:.3f}" if len(vocab) == 1 else
+            f"scores “{vocab[top]}” highest, {z[top]:.3f}" if len(tied) == 1 else
             "scores " + " and ".join(f"“{w}”" for w in tied) + f" highest, equal at {z[top]:.3f}")
     st.markdown(
         f"The vocabulary here is the sentence's **{len(vocab)} distinct word{'s' if len(vocab) != 1 else ''}**, so "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from attention_core import ConfigError
+from attention_core.math.limits import MAX_CHARS
 from attention_core.explanations import explain
 from attention_core.lessons import induction as ind
 from attention_core.training.lm.model import D_HEAD, D_MODEL, N_CTX, VOCAB, lm_trace, sentence_ids
@@ -13,11 +15,10 @@ from attention_core.training.lm.task import MAX_REPEAT, MIN_REPEAT
 from ..text import md_escape as md_safe
 
 from ..matrix import chart
-from ..settings_state import sidebar_back
 from ..views import step_boxes
 from .induction_charts import ablation_spec, head_label, loss_spec, patterns_spec, scores_spec
 
-from ..page_state import INDUCTION_ABLATE, INDUCTION_TABS as TABS
+from ..page_state import INDUCTION_ABLATE, INDUCTION_SENTENCE, INDUCTION_TABS as TABS
 
 INTRO = (
     "An **induction head** continues a repeat: having seen … **A B** … and now **A** again, it predicts **B** "
@@ -68,8 +69,8 @@ def run_text(run: dict, an: dict) -> str:
         a, b = ph.drop
         text += (f"It sits on a **plateau** at about {ph.high:.2f} nats from step {ph.plateau[0]:,} to "
                  f"{ph.plateau[1]:,}, then **drops** between steps {a:,} and {b:,} (to "
-                 f"{h['copy_loss'][list(h['step']).index(b)]:.2f}) and keeps falling to about {ph.low:.2f} by step "
-                 f"{int(h['step'][-1]):,}. Over the drop, layer 0's best previous-token score goes from "
+                 f"{h['copy_loss'][list(h['step']).index(b)]:.2f}) and keeps falling after it, to the "
+                 f"{h['copy_loss'][-1]:.2f} above at step {int(h['step'][-1]):,}. Over the drop, layer 0's best previous-token score goes from "
                  f"{at('prev', a, 0):.2f} to {at('prev', b, 0):.2f} and layer 1's best induction score from "
                  f"{at('induction', a, 1):.2f} to {at('induction', b, 1):.2f} (right).")
     else:
@@ -108,6 +109,20 @@ def roles(an: dict) -> tuple[int, int]:
     return ind.top_head(an["scores_after"]["prev"], 0), ind.top_head(an["scores_after"]["induction"], 1)
 
 
+def role_name(an: dict, kind: str) -> str:
+    """The head with the best score of its kind ("prev": layer 0, "induction": layer 1), named by its job only when
+    the score reaches ind.CLEAR; below it, said to be no such head yet, with the score and what even attention
+    gives (a run stopped before the drop has every score near that)."""
+    layer = 0 if kind == "prev" else 1
+    head = ind.top_head(an["scores_after"][kind], layer)
+    score = float(an["scores_after"][kind][layer, head])
+    job = "previous-token" if kind == "prev" else "induction"
+    if score >= ind.CLEAR:
+        return f"layer {layer} head {head} (the {job} head: the highest {job} score, {score:.2f})"
+    return (f"layer {layer} head {head} (the highest {job} score, only {score:.2f}, near the "
+            f"{ind.chance_scores()[kind]:.2f} of attention spread evenly: no {job} head has formed yet)")
+
+
 def patterns_panel(run: dict, an: dict) -> None:
     prev, induction = roles(an)
     a = an["scores_after"]
@@ -140,7 +155,8 @@ def composition_panel(an: dict, i: int) -> None:
     st.markdown(
         f"Query **i = {i}** holds **{names[i]}**; {names[i]} occurred earlier at **j = {f['j']}**, so the token to "
         f"copy is at **j + 1 = {f['r']}** ({names[f['r']]}, {nxt}). "
-        f"Layer 1's induction head {head} puts weight **A = {f['weight']:.3f}** on key {f['r']}.{where} What its "
+        f"L{role_name(an, 'induction')[1:]} puts weight "
+        f"**A = {f['weight']:.3f}** on key {f['r']}.{where} What its "
         f"query reads at that key: layer 1 reads the stream X₁, whose row j + 1 is a sum of pieces, the token embedding, the position "
         f"embedding and each layer-0 head's output. LayerNorm is linear once the row's own scale s = √(σ² + ε) is "
         f"fixed (here s = {f['scale']:.4f}, ε = {f['eps']:g}), and the mean is linear too, so each piece p gets the "
@@ -149,13 +165,13 @@ def composition_panel(an: dict, i: int) -> None:
     st.latex(r"k_{j+1} = \sum_p n_p W_K^{(h)}, \qquad S_h[i, j+1] = q_i \cdot k_{j+1} = \sum_p q_i \cdot n_p W_K^{(h)}")
     st.latex(explain(lesson, "scores", (f["r"],)).latex)
     rows = ind.shares(lesson)
-    st.markdown(composition_text(lesson, rows, names))
+    st.markdown(composition_text(lesson, rows, names, ind.patterns(an["after"])[0]))
     st.dataframe(rows, hide_index=True, width="content", column_config={
         k: st.column_config.NumberColumn(format="%.3f") for k in rows[0] if k != "piece"})
     step_boxes(lesson, ["score_parts", "key_parts"], key_prefix="induction.")
 
 
-def composition_text(lesson, rows: list[dict], names: list[str]) -> str:
+def composition_text(lesson, rows: list[dict], names: list[str], a0=None) -> str:
     """What singles out key j + 1, in words with the live numbers: the pieces ranked, the previous-token head's
     part, and any layer-0 head that looks further back (a longer prefix)."""
     f = lesson.facts
@@ -172,6 +188,14 @@ def composition_text(lesson, rows: list[dict], names: list[str]) -> str:
         text += (f"The previous-token head (layer-0 head {prev}, {f['back_weight'][prev]:.2f} of its weight one "
                  f"token back) wrote token j's identity into row j + 1: **{names[f['j']]}**, the same token as query "
                  f"i's, from whose row the query is made. Its part alone singles out j + 1 by {diff:+.1f}. ")
+    r = f["r"]
+    for p in ranked[:3]:            # a head named for another habit that, at this row, looks one token back too
+        h = p - 2
+        named_prev = 0 <= h < len(f["back"]) and f["back"][h] == 1 and f["back_weight"][h] >= ind.CLEAR
+        if a0 is not None and 0 <= h < len(f["back"]) and not named_prev and r >= 1 and a0[h, r, r - 1] >= ind.CLEAR:
+            text += (f"At row j + 1 = {r}, layer-0 head {h} puts {a0[h, r, r - 1]:.2f} of its weight on key j = {r - 1}"
+                     + (", the sequence's first token" if r == 1 else "") + ": here it too carries token j's "
+                     "identity, whatever it does at other rows. ")
     for p in ranked[:3]:
         h = p - 2
         if 0 <= h < len(f["back"]) and f["back"][h] >= 2 and f["back_weight"][h] >= ind.CLEAR:
@@ -196,8 +220,8 @@ def ablation_panel(an: dict, chosen: str) -> None:
     worst = np.unravel_index(np.argmax(ab["change"]), ab["change"].shape)
     text = (f"Zero one head's output (its {D_HEAD}-row block of W_O set to 0, so it writes nothing into the "
             f"stream) and run the model again on {ind.BATCH} repeated sequences. Intact, the copy loss is **{ab['intact']:.3f}** "
-            f"nats. Zeroing layer 1 head {induction} (the highest induction score) changes it by "
-            f"**{ab['change'][1, induction]:+.3f}**; layer 0 head {prev} (the previous-token head) by "
+            f"nats. Zeroing {role_name(an, 'induction')} changes it by "
+            f"**{ab['change'][1, induction]:+.3f}**; {role_name(an, 'prev')} by "
             f"**{ab['change'][0, prev]:+.3f}**. The largest change is {head_label(*map(int, worst))}'s.")
     sharing = [h for h in range(ab["change"].shape[1]) if an["scores_after"]["induction"][1, h] > 0.5]
     if len(sharing) > 1:
@@ -212,28 +236,66 @@ def ablation_panel(an: dict, chosen: str) -> None:
     chart(ablation_spec(ab["change"], pick, ab["intact"]))
 
 
-EXAMPLE = "the cat sat on the mat and the cat sat on the"
+EXAMPLE = INDUCTION_SENTENCE
+SENTENCE_GOOD = "induction.sentence_good"     # session: the box's last sentence the model could read
+
+
+def _use_example() -> None:
+    st.session_state["induction.sentence"] = EXAMPLE
+
+
+def word_axes(spec: dict, n: int) -> dict:
+    """A patterns chart's axes labelled by the words (“cat (1)”: the word at position 1), in position order,
+    instead of by the positions alone: the learner's sentence, where every token stands for a word. Every label is
+    drawn up to 16 words (a row of the 170-pixel chart is then at least 10 pixels high); beyond, some are left out
+    where they would overlap (the tooltip names every cell)."""
+    enc = spec["spec"]["encoding"]
+    for axis, field, pos in (("x", "k", "j"), ("y", "q", "i")):
+        enc[axis] = {**enc[axis], "field": field, "sort": {"field": pos, "op": "min"},
+                     "title": enc[axis]["title"].replace("position", "word at position"),
+                     "axis": {"labelFontSize": 10, "titleFontSize": 11, "labelLimit": 90,
+                              "labelOverlap": False if n <= 16 else "greedy",
+                              **({"labelAngle": -90} if axis == "x" else {})}}
+    return spec
 
 
 def sentence_panel(run: dict, an: dict, sentence: str) -> None:
-    """The settings' sentence through the model (each distinct word one token); one whose last word has no
-    earlier occurrence has nothing to copy, so the example with a repeated phrase is shown instead, and said so."""
-    ids, words, labels, notices = sentence_ids(sentence)
-    if ids[-1] not in ids[:-1]:
-        st.info(f"In the settings' sentence, “{md_safe(sentence)}”, the last word has no earlier occurrence (in the "
-                f"words the model reads): there is nothing to copy, and the model can only guess. Shown instead: "
-                f"“{EXAMPLE}” (a sentence whose last word occurred before, typed in the sidebar of any forward page, "
-                "is shown here)." + sidebar_back(), icon=":material/info:")
-        sentence = EXAMPLE
+    """The box's sentence through the model (each distinct word one token), its heads labelled by the words; a
+    sentence the model cannot read is said, and the last one that worked stays; one whose last word has no earlier
+    occurrence is shown too, with what that means (nothing to copy) and a button to the example."""
+    try:
         ids, words, labels, notices = sentence_ids(sentence)
+    except ConfigError as err:
+        sentence = st.session_state.get(SENTENCE_GOOD, EXAMPLE)
+        st.error(f"{err} Showing the last sentence that worked.", icon=":material/error:")
+        ids, words, labels, notices = sentence_ids(sentence)
+    else:
+        st.session_state[SENTENCE_GOOD] = sentence
     for n in notices:
         st.info(n, icon=":material/info:")
+    tokens = [labels[i] for i in ids]
     trace = lm_trace(an["params"], ids, labels)
     logits = trace["logits"].value[-1]
     p = np.exp(logits - logits.max())
     p /= p.sum()
     best = int(np.argmax(p))
-    st.markdown(f"“{md_safe(sentence)}”, each distinct word one of the model's tokens (what it learned does not depend on "
-                f"which token is which). After the last word the most likely next token is **{labels[best]}** "
-                f"(p = {p[best]:.2f}). Every head on it:")
-    chart(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], list(trace.tokens), size=150))
+    guess = (f"**{md_safe(labels[best])}**" if best < len(words) else
+             f"**{labels[best]}**, a token no word of the sentence was given (so no word the model could name)")
+    repeat = ids[-1] in ids[:-1]
+    st.markdown(f"“{md_safe(' '.join(tokens))}”: {len(ids)} words, {len(words)} distinct, each distinct word one "
+                f"of the model's {VOCAB} tokens (what it learned does not depend on which token is which). After the "
+                f"last word, “{md_safe(tokens[-1])}”, the most likely next token is {guess} (p = {p[best]:.2f}).")
+    if not repeat:
+        st.info(f"“{md_safe(tokens[-1])}”, the last word, has no earlier occurrence in the words the model reads: "
+                "there is nothing to copy, and the model, trained only to copy, can only guess. An induction head "
+                "needs a repeat: the word's earlier occurrence and the word after it.", icon=":material/info:")
+        if " ".join(tokens) != EXAMPLE:
+            st.button(f"Use a sentence with a repeat: “{EXAMPLE}”", key="induction.example", on_click=_use_example,
+                      icon=":material/edit:")
+    else:
+        after = [j + 1 for j in range(len(ids) - 1) if ids[j] == ids[-1]]
+        st.markdown("Every head on it (axes: the words, with their positions). An induction head's last row looks "
+                    "at the word after the last word's earlier occurrence: " +
+                    ", ".join(f"“{md_safe(tokens[j])}” ({j})" for j in after) + ".")
+    chart(word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170),
+                    len(ids)))

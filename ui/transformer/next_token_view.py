@@ -18,6 +18,16 @@ GOOD = "next_token.good"
 SHOWN = 15                                        # bars drawn: the most probable tokens
 
 
+def token_text(f: dict, j: int) -> str:
+    """Token j as the page names it: its word, or ⟨token j⟩ for a token no word of the sentence was given."""
+    return f["labels"][j] if j < len(f["words"]) else f"⟨token {j}⟩"
+
+
+def quoted(f: dict, j: int) -> str:
+    """Token j in running text: “its word”, or ⟨token j⟩ (markdown-safe)."""
+    return f"“{md_safe(f['labels'][j])}”" if j < len(f["words"]) else f"⟨token {j}⟩"
+
+
 def intro() -> None:
     st.markdown(
         "A language model reads a sentence and, at its **last position**, gives one logit z_j per token of its "
@@ -91,7 +101,7 @@ def _bars(trace: Trace) -> dict:
              "2 · T = 0: argmax (1 on the largest z)", "3 · p′: kept, renormalised")
     rows = []
     for rank, j in enumerate(order):
-        label = f"{f['labels'][j]}{' ✓' if kept[j] else ''}"
+        label = f"{token_text(f, j)}{' ✓' if kept[j] else ''}"
         for name, v in zip(names, (p1[j], pT[j], q[j])):
             rows.append({"token": label, "rank": rank, "series": name, "probability": float(v),
                          "kept": "kept" if kept[j] else "dropped"})
@@ -116,7 +126,8 @@ def bars(trace: Trace) -> None:
     f = trace.facts
     n_kept = int(trace["kept"].value.sum())
     st.markdown(f"The {SHOWN} most probable of the {trace['logits'].shape[0]} tokens after T. ✓ marks a token "
-                f"kept by top-k and top-p (faded: dropped; **{n_kept}** of the {trace['logits'].shape[0]} are kept); "
+                f"kept by top-k and top-p (faded: dropped; **{n_kept}** of the {trace['logits'].shape[0]} "
+                f"{'is' if n_kept == 1 else 'are'} kept); "
                 "bar 3 is what the sample is drawn from.")
     chart(_bars(trace))
     if f["temperature"] and f["temperature"] != 1:
@@ -129,13 +140,13 @@ def sample(trace: Trace) -> None:
     j = f["token"]
     before = F[j - 1] if j > 0 else 0.0
     if f["temperature"] == 0:
-        st.markdown(f"T = 0: the next token is the argmax, **“{md_safe(f['labels'][j])}”** (p′ = 1), whatever the "
+        st.markdown(f"T = 0: the next token is the argmax, **{quoted(f, j)}** (p′ = 1), whatever the "
                     f"draw u = {f['u']:.4f}.")
         return
     st.markdown(
         f"Seeded with {f['seed']}, numpy's generator draws **u = {f['u']:.4f}**. Laying the kept tokens' p′ end to end "
-        f"in token order (F_j = p′_0 + … + p′_j), u falls in token {j}'s stretch, "
-        f"{before:.4f} ≤ u < {F[j]:.4f}: the next token is **“{md_safe(f['labels'][j])}”** (p′ = {q[j]:.4f}). "
+        f"in token order (F_j = p′_0 + … + p′_j), u falls in the stretch of {quoted(f, j)}{f' (token {j})' if j < len(f['words']) else ''}, "
+        f"{before:.4f} ≤ u < {F[j]:.4f}: the next token is **{quoted(f, j)}** (p′ = {q[j]:.4f}). "
         "The same seed draws the same u, so the same token.")
 
 
@@ -155,7 +166,7 @@ def generated(trace: Trace) -> None:
         st.caption("No tokens generated (the slider is at 0).")
         return
     words = " ".join(md_safe(w) for w in trace.tokens)
-    new = " ".join(f"**{md_safe(g['word'])}**" for g in gen)
+    new = " ".join(f"**{md_safe(token_text(f, g['token']))}**" for g in gen)
     kv = nav.md_link("app_pages/42_kv_cache.py", "the KV cache page", st.session_state.get("s.query") or None)
     cut = any(g["cut"] for g in gen)
     same = ("the earlier positions' keys and values come out the same every time. Keeping them instead of "
@@ -168,11 +179,14 @@ def generated(trace: Trace) -> None:
                 f"model run again on the longer input: {same}: see {kv}.]")
     import pyarrow as pa
     st.dataframe(pa.table({"step": [g["t"] + 1 for g in gen], "u": [round(g["u"], 4) for g in gen],
-                           "token drawn": [g["word"] for g in gen], "its p′": [round(g["p"], 4) for g in gen],
-                           "tokens kept": [g["n_kept"] for g in gen], "argmax": [g["argmax"] for g in gen]}),
+                           "token drawn": [token_text(f, g["token"]) for g in gen], "its p′": [round(g["p"], 4) for g in gen],
+                           "tokens kept": [g["n_kept"] for g in gen], "argmax": [token_text(f, g["argmax_id"]) for g in gen]}),
                  hide_index=True, width="content")
-    if any(g["word"].startswith("token ") for g in gen):
-        st.caption(f"“token k”: one of the model's {VOCAB} tokens that no word of the sentence was given.")
+    n_words = len(f["words"])
+    if any(g["token"] >= n_words or g["argmax_id"] >= n_words for g in gen):
+        st.caption(f"⟨token k⟩: one of the model's {VOCAB} tokens that no word of the sentence was given, so it "
+                   "stands for no word; the sentence's distinct words are " +
+                   ("token 0." if n_words == 1 else f"tokens 0 to {n_words - 1}."))
     if cut:
         st.caption(f"The input reached the model's context: only the last {N_CTX} tokens "
                    "are read at each step after that.")
@@ -188,7 +202,12 @@ def heads(trace: Trace) -> None:
         st.markdown(f"The last word, “{md_safe(tok[-1])}”, appeared before; the tokens right after its earlier "
                     f"occurrences are at positions {where}. An induction head looks there, and copies what it finds.")
     prev = f["previous"]
-    if trace.n > 1:
+    if trace.n == 2:
+        st.markdown("In layer 0, " + ", ".join(f"head {h} puts **{w:.2f}**" for h, w in enumerate(prev)) + " of the "
+                    "second word's attention on the first. With two words the token just before is also the first "
+                    "token, so a previous-token head cannot be told from a head that looks at the first token: "
+                    "type a longer sentence to see which head looks one token back.")
+    elif trace.n > 2:
         best = max(range(len(prev)), key=prev.__getitem__)
         others = ", ".join(f"head {h} {w:.2f}" for h, w in enumerate(prev) if h != best)
         st.markdown(f"In layer 0, head {best} puts on average **{prev[best]:.2f}** of each position's attention on "

@@ -23,6 +23,7 @@ from ...forward.config import Config
 from ...forward.stages import run_forward
 from ...forward.trace import Trace
 from ...math.gqa import expand_kv
+from ...math.text import count  # noqa: F401  (the pitfalls import it from here)
 
 ROW_SUM_TOL = 1e-9
 
@@ -145,11 +146,6 @@ def mask_of(trace: Trace) -> np.ndarray | None:
 def one_token(trace: Trace) -> str:
     """The sentence a check adds when the sentence has one token."""
     return " With one token every softmax row is [1], so the two versions coincide." if trace.n == 1 else ""
-
-
-def count(k: int, word: str) -> str:
-    """'1 key', '3 keys'."""
-    return f"{k} {word}{'' if k == 1 else 's'}"
 
 
 def power(m: float) -> str:

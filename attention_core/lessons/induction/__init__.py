@@ -12,14 +12,14 @@ This package is the page's entry point: ui/ and the tests import every name from
 
 May import: the math, the forward pass, the explanations, training, and the other lessons.
 """
-from .sequence import BATCH, BATCH_SEED, HALF, SEQUENCE_SEED, copy_positions, repeated_batch, repeated_ids, token_names
+from .sequence import BATCH, BATCH_SEED, HALF, SEQUENCE_SEED, chance_scores, copy_positions, repeated_batch, repeated_ids, token_names
 from .head_scores import head_table, induction_scores, patterns, prev_token_scores, targets, top_head
 from .composition import CLEAR, KIND, LAYER, earlier, k_composition, offsets, piece_names, shares, stream_pieces
 from .ablation import ablated, ablation_table, copy_loss, log_probs
 from .history import Phases, phases
 from . import explainers  # noqa: F401  (registers the K-composition's explainers)
 
-__all__ = ["BATCH", "BATCH_SEED", "HALF", "SEQUENCE_SEED", "copy_positions", "repeated_batch", "repeated_ids",
+__all__ = ["BATCH", "BATCH_SEED", "HALF", "SEQUENCE_SEED", "chance_scores", "copy_positions", "repeated_batch", "repeated_ids",
            "token_names", "head_table", "induction_scores", "patterns", "prev_token_scores", "targets", "top_head", "KIND",
            "CLEAR", "LAYER", "earlier", "k_composition", "offsets", "piece_names", "shares", "stream_pieces", "ablated", "ablation_table",
            "copy_loss", "log_probs", "Phases", "phases"]

@@ -38,6 +38,18 @@ def token_names(ids) -> list[str]:
     return [f"t{int(i)}" for i in ids]
 
 
+def chance_scores(n: int = 2 * HALF) -> dict[str, float]:
+    """Both scores of a head that spreads its weight evenly over the keys it sees (A[i, j] = 1 / (i + 1), j ≤ i)
+    on the repeated sequence: what a head with no job scores. previous-token: the mean of 1 / (i + 1) over
+    i = 1 … n − 1; induction: over the second copy's queries i = HALF … n − 1, each with one target.
+
+    >>> {k: round(v, 3) for k, v in chance_scores().items()}
+    {'prev': 0.084, 'induction': 0.034}
+    """
+    return {"prev": float(np.mean([1 / (i + 1) for i in range(1, n)])),
+            "induction": float(np.mean([1 / (i + 1) for i in range(n // 2, n)]))}
+
+
 def copy_positions(n: int = 2 * HALF) -> np.ndarray:
     """The positions whose next token a copier knows: HALF … n − 2 (the training's repeat_copy_targets)."""
     return np.flatnonzero(repeat_copy_targets(np.zeros(n, dtype=int)))

@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from ...math.limits import ConfigError
+from ...math.text import count
 from ...forward.claims import say
 from ...forward.config import Config
 from ...forward.trace import Trace
@@ -138,11 +139,6 @@ def _row_claim(s: "KVSettings") -> str:
     return next(w for w in (say(k, s, prefill=s.prefill, t=s.t, window=s.window,
                                       w_back=None if s.window is None else count(s.window - 1, "token"))
                             for k in ("kv_one_row", "kv_prompt_square", "kv_prompt_square_window")) if w)
-
-
-def count(k: int, word: str) -> str:
-    """'1 token', '3 tokens'."""
-    return f"{k} {word}{'' if k == 1 else 's'}"
 
 
 def _sentence(text: str) -> str:

@@ -3,7 +3,7 @@
     z_j = Σ_m N_f(X_2)_{n−1,m} W_U[m, j]      (z_j − max z) / T      p_j = e^{(z_j − max z)/T} / Σ_i e^{(z_i − max z)/T}
     kept_j (top-k and top-p recomputed: the k-th largest z, top-p's order and the mass ahead of j)
     p′_j = p_j / Σ_{kept} p_i        F_j = Σ_{i ≤ j} p′_i
-    the sample (the first j with F_j > u)              A_{h,n−1,j} = e^{S̃_j − m} / Σ_i e^{S̃_i − m}
+    the sample (the first j with F_j > u)              A_{h,n−1,j} = e^{S̃_j − max S̃} / Σ_i e^{S̃_i − max S̃}
 """
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def _p(v) -> str:
 
 
 def _word(ctx: Context, j: int) -> str:
-    return ctx.trace.facts["labels"][j]
+    """Token j's word in quotes, or what it is when no word of the sentence was given to it."""
+    f = ctx.trace.facts
+    return f"“{f['labels'][j]}”" if j < len(f.get("words", f["labels"])) else "no word of the sentence"
 
 
 def _out(key, cell, lhs, lhs_text, sym, shown, text_sym, text_shown, value, note, reads=(), n_terms=0, hidden=0):
@@ -50,7 +52,7 @@ def _logit(ctx: Context, cell) -> Explanation:
     return _out("logits", cell, f"z_{{{j}}}", f"z_{j}",
                 rf"\sum_{{m=0}}^{{{h.size - 1}}} N_f(X_2)_{{n-1,\,m}}\, (W_U)_{{m,{j}}}",
                 shown, f"Σ_m N_f(X_2)[n−1,m] W_U[m,{j}]", shown_text, value,
-                f"Token {j} (“{_word(ctx, j)}”): the last position's row after the final norm, N_f(X_2)_(n−1), "
+                f"Token {j} ({_word(ctx, j)}): the last position's row after the final norm, N_f(X_2)_(n−1), "
                 f"against W_U's column {j}.",
                 [("h", (m,)) for m in range(h.size)] + [("w_u", (m, j)) for m in range(h.size)], h.size, hidden)
 
@@ -105,7 +107,7 @@ def _prob(ctx: Context, cell) -> Explanation:
     return _out("probs", cell, f"p_{{{j}}}", f"p_{j}",
                 rf"\frac{{e^{{(z_{{{j}}} - \max z)/T}}}}{{\sum_{{i=0}}^{{{z.size - 1}}} e^{{(z_i - \max z)/T}}}}", shown,
                 f"e^((z_{j} − max z)/T) / Σ_i e^((z_i − max z)/T)", text, e[j] / total,
-                f"Token {j} (“{_word(ctx, j)}”): its exponential over the sum of all {z.size}. The largest logit, "
+                f"Token {j} ({_word(ctx, j)}): its exponential over the sum of all {z.size}. The largest logit, "
                 f"max z = {_t(z.max())}, is taken away before dividing by T = {T:g}: it cancels, and the largest "
                 "term becomes e⁰ = 1, so no exponential overflows."
                 + (f" T is so small that every logit more than about 745·T below the largest has e^(…) = 0: the "
@@ -170,7 +172,7 @@ def _kept(ctx: Context, cell) -> Explanation:
     value = float(by_k and by_p)
     return _out("kept", cell, rf"\text{{kept}}_{{{j}}}", f"kept_{j}", r"[\text{top-}k] \cdot [\text{top-}p]",
                 rf"{int(by_k)} \cdot {int(by_p)}", "[top-k]·[top-p]", f"{int(by_k)}·{int(by_p)}", value,
-                f"Token {j} (“{_word(ctx, j)}”): {why}", [("logits", (j,)), ("probs", (j,))])
+                f"Token {j} ({_word(ctx, j)}): {why}", [("logits", (j,)), ("probs", (j,))])
 
 
 @register("renormalised", kind=KIND)
@@ -212,7 +214,7 @@ def _sample(ctx: Context, cell) -> Explanation:
                 rf"F_{{{j - 1}}} = {_n(before)} \le u = {fmt(u, 4)} < F_{{{j}}} = {_n(F[j])}" if j else
                 rf"u = {fmt(u, 4)} < F_0 = {_n(F[0])}", "min{j : F_j > u}",
                 f"F_{j - 1} = {_t(before)} ≤ u = {u:.4f} < F_{j} = {_t(F[j])}", float(j),
-                f"Token {j} (“{_word(ctx, j)}”): u is drawn uniformly from [0, 1) by "
+                f"Token {j} ({_word(ctx, j)}): u is drawn uniformly from [0, 1) by "
                 f"numpy's generator seeded with {f['seed']}; the same seed draws the same u, so the same token.",
                 [("cdf", (i,)) for i in range(j + 1)])
 
@@ -222,16 +224,18 @@ def _head(ctx: Context, cell) -> Explanation:
     h, j = cell
     s = ctx.value("heads_scores")[h]
     finite = np.isfinite(s)
-    m = float(s[finite].max())
-    e = [math.exp(float(x) - m) if np.isfinite(x) else 0.0 for x in s]
+    top = float(s[finite].max())
+    e = [math.exp(float(x) - top) if np.isfinite(x) else 0.0 for x in s]
     total = math.fsum(e)
-    exps = [rf"e^{{{_n(x)} {'+' if m < 0 else '-'} {_n(abs(m))}}}" if np.isfinite(x) else r"e^{-\infty}" for x in s]
-    exps_text = [f"e^({_t(x)} - {_t(m)})" if np.isfinite(x) else "e^(-inf)" for x in s]
+    exps = [rf"e^{{{_n(x)} {'+' if top < 0 else '-'} {_n(abs(top))}}}" if np.isfinite(x) else r"e^{-\infty}" for x in s]
+    exps_text = [f"e^({_t(x)} − {_t(top)})" if np.isfinite(x) else "e^(−∞)" for x in s]
     shown, text, hidden = softmax_fraction(ctx, exps, exps_text, e, j, total, masked=[not x for x in finite])
     tok = ctx.trace.tokens
     return _out("heads", cell, f"A_{{{h},{ctx.trace.n - 1},{j}}}", f"A_{h}[{ctx.trace.n - 1},{j}]",
-                rf"\frac{{e^{{\tilde S_{{{j}}} - m}}}}{{\sum_i e^{{\tilde S_i - m}}}}", shown,
-                f"e^(S̃_{j} - m) / Σ_i e^(S̃_i - m)", text, e[j] / total,
+                rf"\frac{{e^{{\tilde S_{{{j}}} - \max \tilde S}}}}{{\sum_i e^{{\tilde S_i - \max \tilde S}}}}", shown,
+                f"e^(S̃_{j} − max S̃) / Σ_i e^(S̃_i − max S̃)", text, e[j] / total,
                 f"Head {h} of layer 1, the last query (“{tok[-1]}”) on key {j} (“{tok[j]}”): softmax over its scores "
-                f"(the keys after it hidden by the causal mask).", [("heads_scores", (h, i)) for i in range(s.size)],
+                f"for all {s.size} keys (the last query comes after every key, so the causal mask hides none of them); "
+                f"max S̃ = {_t(top)}, the row's largest score, is taken "
+                f"away first, so that no exponential overflows.", [("heads_scores", (h, i)) for i in range(s.size)],
                 int(finite.sum()), hidden)

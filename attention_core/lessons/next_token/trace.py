@@ -24,22 +24,27 @@ COPY_LAYER = 1                     # the layer whose heads copy (induction heads
 
 
 def sampling_notes(temperature: float, k: int, p: float) -> list[str]:
-    """What the settings do at their edges, in words (the page shows each as a notice)."""
-    notes = []
+    """What the settings do at their edges, in words (the page shows each as a notice). At T = 0 only the argmax
+    stays, whatever top-k and top-p say, so their notes are left out (their 'every token stays' would be false)."""
     if temperature == 0:
-        notes.append("T = 0: no division by T (it would be by zero); the limit T → 0 puts all the probability on "
-                     "the largest logit, so the next token is the argmax (greedy decoding). Top-k, top-p and the "
-                     "seed change nothing.")
+        return [("T = 0: no division by T (it would be by zero); the limit T → 0 puts all the probability on "
+                "the largest logit, so the next token is the argmax (greedy decoding). Top-k, top-p and the "
+                "seed change nothing: one token is kept.")]
+    notes = []
     if k == 0:
-        notes.append(f"top-k = 0 means top-k is off: all {VOCAB} tokens stay.")
+        notes.append(f"top-k = 0 means top-k is off: it drops none of the {VOCAB} tokens.")
     elif k >= VOCAB:
-        notes.append(f"top-k = {k} is at least the vocabulary's {VOCAB} tokens: top-k keeps all of them (off).")
+        notes.append(f"top-k = {k} is at least the vocabulary's {VOCAB} tokens: top-k drops none of them (off).")
     if p == 0:
         notes.append("top-p = 0: the smallest set of tokens whose probabilities add up to 0 would be empty, and "
                      "top-p always keeps at least one token: only the most probable token stays (as with argmax).")
     elif p == 1:
-        notes.append("top-p = 1: the whole vocabulary is needed to reach a probability of 1, so every token stays "
-                     "(top-p off).")
+        some = 0 < k < VOCAB
+        notes.append("top-p = 1 turns top-p off: it drops none of the tokens "
+                     + ("top-k kept, although they already add up to 1 once renormalised: p_top = 1 means keep "
+                        "them all, as in Hugging Face's generate (top-p is applied only below 1)." if some else
+                        "(p_top = 1 means keep them all, as in Hugging Face's generate, even when a few tokens' "
+                        "probabilities already add up to 1 in floating point)."))
     return notes
 
 
@@ -74,7 +79,7 @@ def _generate(params, ids: list[int], labels, temperature, k, p, us) -> list[dic
         stages = next_token(z, temperature, k, p, float(u))
         j = stages["token"]
         out.append({"t": t, "token": j, "word": labels[j], "p": float(stages["renormalised"][j]), "u": float(u),
-                    "argmax": labels[int(np.argmax(z))], "n_kept": int(stages["kept"].sum()),
+                    "argmax": labels[int(np.argmax(z))], "argmax_id": int(np.argmax(z)), "n_kept": int(stages["kept"].sum()),
                     "cut": len(ids) >= N_CTX})
         ids.append(j)
     return out
@@ -129,7 +134,8 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
     t.add("sample", "The sampled token", np.array(float(s["token"])), (), r"\text{first } j \text{ with } F_j > u",
           ("cdf",), why=f"u = {us[0]:.4f}, drawn from numpy's generator seeded with {seed}.")
     t.add("heads_scores", f"Layer {COPY_LAYER}: last query's scores", scores, ("h", "n_k"),
-          r"\tilde S_{h,\,n-1,\,j}", why="What softmax reads for the last query (−∞: a later key, hidden).")
+          r"\tilde S_{h,\,n-1,\,j}", why="What softmax reads for the last query. It comes after every key, so the causal mask hides none "
+          "of them: all n scores are finite.")
     t.add("heads", f"Layer {COPY_LAYER} heads: where the last position looks", weights, ("h", "n_k"),
           r"A_{h,\,n-1,\,j} = \mathrm{softmax}_j(\tilde S_{h,\,n-1,\,j})", ("heads_scores",), scale="sequential",
           why="An induction head looks at the token after the earlier occurrence of the current word, and copies it.")
@@ -139,5 +145,5 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
                    targets=_induction_targets(ids), heads=heads_facts(ids, weights), n=n, n_ctx=N_CTX,
                    previous=previous_token_scores(block.facts["attention"][0]["weights"].value),
                    generated=_generate(params, ids, labels, temperature, k, p, us[:n_new]) if n_new else [],
-                   axis_labels={"vocab": list(labels), "h": [f"head {h}" for h in range(len(weights))], "d_model": [str(i) for i in range(block["w_u"].shape[0])]})
+                   axis_labels={"vocab": [w if k < len(words) else f"⟨token {k}⟩" for k, w in enumerate(labels)], "h": [f"head {h}" for h in range(len(weights))], "d_model": [str(i) for i in range(block["w_u"].shape[0])]})
     return t

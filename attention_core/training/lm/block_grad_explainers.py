@@ -237,7 +237,15 @@ def _dweights(ctx, key, cell, dc, v):
                      rf"\sum_m {_ref(ctx, dc, (i, f'{h * d}+m'))}\, {_ref(ctx, v, (j, f'{h * d}+m'))}",
                      f"Σ_m dC[{i},{h * d}+m]·V[{j},{h * d}+m]",
                      f"Head {h}'s columns {h * d} … {h * d + d - 1}: how much token {i}'s context would move the loss "
-                     f"if it took a little more of value row {j}.")
+                     f"if it took a little more of value row {j}." + (masked_weight_note(i, j) if j > i else ""))
+
+
+def masked_weight_note(i: int, j: int) -> str:
+    """What ∂L/∂A says at a key the causal mask hides (j > i): a number, not a change that can happen."""
+    return (f" But key {j} comes after query {i}: the causal mask hides it, so A[{i}, {j}] is 0 and stays 0 whatever "
+            f"the weights do (its score is −∞ before softmax). This number is only what the loss would do if that "
+            f"weight could move; it cannot, and the chain rule stops here: ∂L/∂Ŝ at this key is A·(…) = 0, so "
+            f"nothing of it reaches the queries, keys or values.")
 
 
 def _dscores(ctx, key, cell, weights, dw):
@@ -292,7 +300,8 @@ def _tok(ctx, key, cell, dx):
     where = [i for i, tok in enumerate(ctx.trace.facts["ids"]) if tok == t]
     return _plain_sum(ctx, key, cell, [(dx, (i, a)) for i in where],
                       rf"\sum_{{i:\ \mathrm{{id}}_i = {t}}} {_ref(ctx, dx, ('i', a))}", f"Σ_(i: id_i = {t}) dX_0[i,{a}]",
-                      f"Token {t} stands at position{'s' if len(where) != 1 else ''} {', '.join(map(str, where))}."
+                      f"Token {t} (“{ctx.trace.tokens[where[0]] if where else ''}”) stands at "
+                      f"position{'s' if len(where) != 1 else ''} {', '.join(map(str, where))}."
                       if where else f"Token {t} is not in the sentence: its row gets no gradient.")
 
 

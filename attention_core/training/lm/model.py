@@ -18,7 +18,7 @@ from ...forward.config import Config
 from ...forward.transformer import Arch, lm_input, run_transformer
 from ...forward.trace import Trace
 from ...math.limits import ConfigError
-from ...math.text import tokenize
+from ...math.text import set_aside, tokenize
 
 VOCAB = 31                 # tokens 0 … 30
 N_CTX = 40                 # positions 0 … 39
@@ -40,6 +40,11 @@ def token_labels(words) -> list[str]:
     return [words[k] if k < len(words) else f"token {k}" for k in range(VOCAB)]
 
 
+def first_cut(k: int) -> str:
+    """'the first word is cut', 'the first 9 words are cut'."""
+    return "the first word is cut" if k == 1 else f"the first {k} words are cut"
+
+
 def sentence_ids(sentence: str) -> tuple[list[int], list[str], list[str], list[str]]:
     """(ids, distinct words, the 31 tokens' labels, notices): each distinct word one token, by first appearance.
 
@@ -48,17 +53,19 @@ def sentence_ids(sentence: str) -> tuple[list[int], list[str], list[str], list[s
     words, skipped = tokenize(sentence)
     if not words:
         raise ConfigError("The sentence has no words: type a few, e.g. “the cat sat on the mat and the cat sat on the”.")
-    notices = [f"Not words, set aside: {' '.join(skipped[:20])}"] if skipped else []
-    if len(words) > N_CTX:
-        notices.append(f"The model reads at most {N_CTX} tokens: the first {len(words) - N_CTX} words are cut, the "
-                       f"last {N_CTX} kept.")
+    notices = [set_aside(skipped)] if skipped else []
+    too_long = len(words) > N_CTX
+    if too_long:
+        cut = len(words) - N_CTX
+        notices.append(f"The model reads at most {N_CTX} tokens: {first_cut(cut)}, the last {N_CTX} kept.")
         words = words[-N_CTX:]
     start = len(words)
     while start > 0 and len(set(words[start - 1:])) <= VOCAB:
         start -= 1
     if start:
-        notices.append(f"The model has {VOCAB} tokens, one per distinct word: the first {start} words are cut, so "
-                       f"that the rest use at most {VOCAB} distinct words.")
+        of = f"of the last {N_CTX}, " if too_long else ""
+        notices.append(f"The model has {VOCAB} tokens, one per distinct word: {of}{first_cut(start)}, so that the "
+                       f"rest use at most {VOCAB} distinct words.")
         words = words[start:]
     distinct = list(dict.fromkeys(words))
     ids = [distinct.index(w) for w in words]

@@ -257,7 +257,7 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
     read = "ln_f" if arch.final_norm else last
     rule("logits", r"\frac{1}{n-1}\left(P_{i,:} - e_{y_i}\right),\ i < n - 1;\quad 0 \text{ for } i = n - 1",
          ("probs",), "Softmax then cross-entropy: the predicted probabilities minus the one-hot next token, shared "
-         f"out over the {n - 1} scored positions. The last row has no next token, so no gradient.",
+         f"out over the {n - 1} scored position{'' if n == 2 else 's'}. The last row has no next token, so no gradient.",
          ("ce", ("logits",)), lhs=_d(r"Z_{i,:}"))
     rule("w_u", rf"{T(read)}^\top {_d('Z')}", (read, "dL/dlogits"),
          "Each weight's gradient pairs its input column with its output's gradient, summed over the positions.",
@@ -313,7 +313,9 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
         rule(c, rf"{_d(T(a))}\, W_O^\top", (f"dL/d{a}", f"l{l}.w_o"), "Back through W_O to the heads' context "
              "vectors, side by side.", ("matWt", (f"dL/d{a}", f"l{l}.w_o")))
         rule(f"l{l}.weights", rf"{_d('C_h')} V_h^\top", (f"dL/d{c}", f"l{l}.v"),
-             "Entry (i, j) of head h: how the loss changes if token i attended a little more to token j.",
+             "Entry (i, j) of head h: how the loss would change if token i attended a little more to token j. "
+             "Above the diagonal (j > i) the causal mask holds the weight at 0, so there the number is not 0 yet "
+             "describes a change that cannot happen: the next step, through softmax, gives those keys gradient 0.",
              ("dweights", (f"dL/d{c}", f"l{l}.v")), lhs=_d("A_h"))
         g_row = _d(r"A_{h,i,:}")
         rule(f"l{l}.scores", rf"a \odot \left({g_row} - (a^\top {g_row})\,\mathbf{{1}}\right),\ a = A_{{h,i,:}}",

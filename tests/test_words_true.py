@@ -1,0 +1,145 @@
+"""Sentences of the transformer pages that were false under some settings (issue 30, item 5), each checked at the
+setting that made it false: the core's numbers first, then the words said beside them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention_core.explanations import explain
+from attention_core.lessons.next_token import next_token_trace, sampling_notes
+from attention_core.math.text import set_aside
+from attention_core.training.lm.model import ARCH, sentence_ids
+from tests.apptest_util import messages, no_exception, open_page
+
+REPEAT = "the cat sat on the mat and the cat sat on the"
+
+
+def test_characters_set_aside_are_quoted_and_counted_so_a_comma_is_not_read_as_the_lists():
+    _, _, _, notices = sentence_ids(", , , , . cat")
+    assert notices == ["Not words, set aside: “,” (4 times), “.”."]          # it said "set aside: , , , , ."
+    assert set_aside(list("ab")) == "Not words, set aside: “a”, “b”."
+    # each character once: no pair of $ (LaTeX), * or ` (markdown) can form out of what a learner typed
+    said = set_aside(list("$$**``"))
+    assert said == "Not words, set aside: “$” (2 times), “*” (2 times), “`” (2 times)." and said.count("$") == 1
+    from attention_core.forward.config import Config
+    from attention_core.forward.stages import start
+    assert "Not words, set aside: “!” (2 times)." in start(Config(sentence="hello!! world")).trace.notices
+
+
+def test_one_word_cut_is_said_in_the_singular():
+    words = [f"w{i}" for i in range(41)]                     # 41 words, 41 distinct: 1 over the context
+    notices = sentence_ids(" ".join(words))[3]
+    assert "the first word is cut, the last 40 kept" in notices[0] and "1 words" not in " ".join(notices)
+    assert "of the last 40, the first 9 words are cut" in notices[1]              # 40 distinct > 31 tokens
+    notices = sentence_ids(" ".join(["a"] + words[:31]))[3]  # 32 words, 32 distinct: 1 over the vocabulary
+    assert notices == ["The model has 31 tokens, one per distinct word: the first word is cut, so that the rest use "
+                       "at most 31 distinct words."]
+
+
+def test_at_t_0_no_note_says_every_token_stays():
+    t = next_token_trace(REPEAT, 0.0, 0, 0.9, 0, 0)
+    assert int(t["kept"].value.sum()) == 1                       # the argmax alone
+    notes = " ".join(t.facts["notes"])
+    assert "stay" not in notes.replace("one token is kept", "") and "one token is kept" in notes
+    assert sampling_notes(0.0, 31, 1.0) == sampling_notes(0.0, 0, 0.0)          # T = 0 alone decides
+
+
+def test_top_p_1_with_top_k_says_what_top_k_kept_already_adds_up_to_1():
+    t = next_token_trace(REPEAT, 0.5, 10, 1.0, 0, 0)
+    kept = t["kept"].value.astype(bool)
+    assert kept.sum() == 10 and abs(t["renormalised"].value[kept].sum() - 1) < 1e-12
+    note = " ".join(t.facts["notes"])
+    assert "whole vocabulary is needed" not in note and "it drops none of the tokens top-k kept" in note
+    assert "drops none of the tokens (p_top = 1" in " ".join(sampling_notes(0.5, 0, 1.0))
+
+
+def test_the_heads_softmax_writes_its_row_maximum_as_max_not_m():
+    t = next_token_trace(REPEAT, 0.5, 10, 0.9, 0, 0)
+    e = explain(t, "heads", (0, 3))
+    assert r"\max \tilde S" in e.latex and " - m}" not in e.latex and "max S̃ = " in e.note
+    s = t["heads_scores"].value[0]
+    top = float(s[np.isfinite(s)].max())
+    w = np.exp(s[np.isfinite(s)] - top)
+    assert abs(e.value - w[3] / w.sum()) < 1e-15 and f"max S̃ = {top:.3f}"[:12] in e.note
+
+
+def test_dl_da_at_a_masked_key_is_said_to_be_a_change_that_cannot_happen():
+    from attention_core.training.lm.step_trace import shipped_params, training_step
+    ids, _, labels, _ = sentence_ids(REPEAT)
+    s = training_step(ARCH, shipped_params(), ids, labels, 0.1)
+    dA, dS = s.trace["dL/dl0.weights"].value, s.trace["dL/dl0.scores"].value
+    h, i, j = 0, 2, 7                                                      # key 7 after query 2: masked
+    assert abs(dA[h, i, j]) > 1e-6 and dS[h, i, j] == 0                   # non-zero ∂L/∂A, zero ∂L/∂Ŝ there
+    note = explain(s.trace, "dL/dl0.weights", (h, i, j)).note
+    assert "causal mask hides it" in note and "cannot" in note
+    assert "causal mask" not in explain(s.trace, "dL/dl0.weights", (h, 7, 2)).note      # a key it sees
+    assert "j > i" in s.trace["dL/dl0.weights"].why
+    assert explain(s.trace, "dL/dtok_emb", (0, 3)).note == "Token 0 (“the”) stands at positions 0, 4, 7, 11."
+
+
+@pytest.mark.parametrize("k,said", [(1, "**1** of the 31 is kept"), (3, "**3** of the 31 are kept")])
+def test_the_kept_count_agrees_with_its_verb(k, said):
+    at = open_page("app_pages/51_next_token.py", query={"next_token.k": str(k), "next_token.p": "1"})
+    no_exception(at)
+    assert said in "\n".join(m.value for m in at.markdown)
+
+
+def test_the_context_page_names_a_word_of_the_sentence_not_cat():
+    at = open_page("app_pages/6_context.py", query={"sentence": "dogs chase red balls"})
+    no_exception(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "“cat”" not in text and "puts most of its weight on “dogs” takes on mostly the value row of “dogs”" in text
+    assert not messages(at).startswith("Traceback")
+
+
+def test_two_words_have_one_scored_position_and_one_word_one_logit():
+    from attention_core.training.lm.step_trace import shipped_params, training_step
+    ids, _, labels, _ = sentence_ids("hello world")
+    s = training_step(ARCH, shipped_params(), ids, labels, 0.1)
+    assert "shared out over the 1 scored position." in s.trace["dL/dlogits"].why
+    at = open_page("app_pages/50_block.py", query={"sentence": "hello"})
+    no_exception(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "(“hello”) gives its only word, “hello”," in text and "highest" not in text.split("Row 0")[1][:60]
+
+
+def test_with_two_words_no_head_is_named_the_previous_token_head():
+    t = next_token_trace("hello world", 0.5, 10, 0.9, 0, 0)
+    prev = t.facts["previous"]
+    assert max(prev) == prev[2] > prev[0]            # head 2 looks at the first token, which is also the previous
+    at = open_page("app_pages/51_next_token.py", query={"sentence": "hello world"})
+    no_exception(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "cannot be told from a head that looks at the first token" in text and ": the previous-token head" not in text
+    at = open_page("app_pages/51_next_token.py", query={"sentence": "a b c d e"})
+    assert ": the previous-token head" in "\n".join(m.value for m in at.markdown)
+
+
+def test_the_last_query_hides_no_key_and_says_so():
+    t = next_token_trace(REPEAT, 0.5, 10, 0.9, 0, 0)
+    assert np.isfinite(t["heads_scores"].value).all()                 # the last query sees every key
+    note = explain(t, "heads", (1, 4)).note
+    assert "hides none" in note and "for all 12 keys" in note and "hidden by" not in note
+    assert "hides none" in t["heads_scores"].why and "−∞" not in t["heads_scores"].why
+
+
+def test_k_composition_at_the_first_repeat_says_which_head_carries_the_first_token():
+    """At i = 20 the earlier occurrence is token 0, so key j + 1 = 1's previous token is the first token: a layer-0
+    head that looks at the first token (named 'spread out' by its average habit) carries token j there too, and its
+    share is the largest; the text said only that the previous-token head did it."""
+    from attention_core.lessons import induction as ind
+    from ui.transformer import induction_run, induction_view
+    _, an = induction_run.shipped()
+    lesson = ind.k_composition(an["after"], an["params"], 20, induction_view.roles(an)[1])
+    rows, a0 = ind.shares(lesson), ind.patterns(an["after"])[0]
+    assert lesson.facts["r"] == 1
+    f = lesson.facts
+    text = induction_view.composition_text(lesson, rows, an["names"], a0)
+    ranked = sorted(range(len(rows)), key=lambda p: -rows[p]["singles out j+1 by"])[:3]
+    said = [p - 2 for p in ranked if 0 <= p - 2 < 4 and not (f["back"][p - 2] == 1 and f["back_weight"][p - 2] >= ind.CLEAR)
+            and a0[p - 2, 1, 0] >= ind.CLEAR]
+    for h in range(4):
+        assert (f"At row j + 1 = 1, layer-0 head {h} puts {a0[h, 1, 0]:.2f} of its weight on key j = 0" in text) == (h in said)
+    assert said == [2]                       # the shipped run (seed 0, 2,250 steps): head 2 looks at the first token
+    later = ind.k_composition(an["after"], an["params"], 30, induction_view.roles(an)[1])
+    assert "At row" not in induction_view.composition_text(later, ind.shares(later), an["names"], a0)
