@@ -50,7 +50,10 @@ def layer_attention(c: CheckpointConfig, params: dict, l: int, x: np.ndarray, to
         value = x @ w[f"w_{name}"]                                              # (n, count·d_k)
         big = name.upper()
         formula = rf"{big} = X W_{big}"
+        cols = "H·d_k" if count == h else "H_kv·d_k"
         if f"b_{name}" in w:
+            trace.add(f"b_{name}", f"b_{big}", w[f"b_{name}"], (cols,), rf"b_{big} \in \mathbb{{R}}^{{{count * d_k}}}",
+                      why="A bias added to every row, learned with the model.")
             value = value + w[f"b_{name}"]
             formula += rf" + b_{big}"
         cols = "H·d_k" if count == h else "H_kv·d_k"
@@ -108,6 +111,8 @@ def layer_attention(c: CheckpointConfig, params: dict, l: int, x: np.ndarray, to
     out = concat @ w["w_o"]                                                      # (n, d_model)
     formula = r"O = C\, W_O"
     if "b_o" in w:
+        trace.add("b_o", "b_O", w["b_o"], ("d_model",), rf"b_O \in \mathbb{{R}}^{{{c.d_model}}}",
+                  why="Output bias, learned with the model.")
         out = out + w["b_o"]
         formula += " + b_O"
     trace.add("output", "Output", out, ("n", "d_model"), formula, ("concat",),

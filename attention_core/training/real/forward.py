@@ -71,7 +71,7 @@ def run_real(model: RealModel, text: str | None = None, ids=None) -> Trace:
     trace = Trace(tuple(pieces))
     trace.facts.update(kind="real", model=model.name, config=None, checkpoint=c, ids=tuple(ids), pieces=tuple(pieces),
                        truncated=cut, attention=[], n=n, d_model=c.d_model, n_heads=c.n_heads,
-                       n_kv_heads=c.n_kv_heads, d_k=c.d_head)
+                       n_kv_heads=c.n_kv_heads, d_k=c.d_head, params=p, tokenizer=model.tokenizer)
     if cut:
         trace.notices.append(f"The text is {n + cut} tokens and {model.name} reads at most {c.n_ctx}: the last "
                              f"{cut} were cut off.")

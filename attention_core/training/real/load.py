@@ -40,14 +40,8 @@ class RealModel:
 
     @property
     def n_parameters(self) -> int:
-        """Parameters counted once (a tied W_U is E's view, not counted again)."""
-        seen, total = set(), 0
-        for value in self.params.values():
-            base = value.base if isinstance(value, np.ndarray) and value.base is not None else value
-            if id(base) not in seen:
-                seen.add(id(base))
-                total += int(np.prod(base.shape))
-        return total
+        """The parameters held, a tied W_U (E's transpose, a view) counted once."""
+        return sum(int(v.size) for k, v in self.params.items() if not (k == "w_u" and self.config.tied))
 
 
 def available_memory() -> int:
