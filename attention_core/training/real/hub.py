@@ -4,7 +4,7 @@ A name ("gpt2", "HuggingFaceTB/SmolLM2-135M") is looked up in the user's Hugging
 ~/.cache/huggingface/hub) and downloaded into it on first use, only the files the project reads (config.json,
 tokenizer.json, *.safetensors and their index), with huggingface_hub's progress bar. Before anything is
 downloaded the hub is asked what the files weigh (`plan`: a dry run), so a page can say the size first.
-HF_HUB_OFFLINE=1 (read when asked, not when huggingface_hub was imported) never touches the network: the cache or
+HF_HUB_OFFLINE=1 and HF_HUB_CACHE, HF_ENDPOINT (read when asked, not when huggingface_hub was imported) never touches the network: the cache or
 nothing. huggingface_hub is imported inside the functions, so nothing of it loads until a real model is asked for.
 
 What the hub says is turned into the project's errors (errors.py), each saying what to do.
@@ -28,6 +28,11 @@ def offline() -> bool:
 def cache_dir() -> str | None:
     """HF_HUB_CACHE if set (huggingface_hub's default otherwise), read now."""
     return os.environ.get("HF_HUB_CACHE") or None
+
+
+def endpoint() -> str | None:
+    """HF_ENDPOINT if set (a mirror of the hub), read now."""
+    return os.environ.get("HF_ENDPOINT") or None
 
 
 def is_folder(name) -> bool:
@@ -58,27 +63,34 @@ def translate(error: Exception, name: str) -> RealModelError:
     if isinstance(error, (hub.RepositoryNotFoundError, hub.RevisionNotFoundError)):
         return ModelNotFound(f"There is no model {name!r} on the Hugging Face hub (or it is private: set HF_TOKEN). "
                              "Check the spelling, e.g. gpt2 or HuggingFaceTB/SmolLM2-135M, or give a local folder.")
-    if isinstance(error, (hub.LocalEntryNotFoundError, hub.OfflineModeIsEnabled, ConnectionError, TimeoutError)) \
+    if isinstance(error, (hub.LocalEntryNotFoundError, hub.OfflineModeIsEnabled, hub.DryRunError, ConnectionError,
+                          TimeoutError)) \
             or type(error).__name__ in ("ConnectError", "ConnectTimeout", "ReadTimeout"):
         why = "HF_HUB_OFFLINE is set" if offline() else "the Hugging Face hub cannot be reached"
         return NoNetwork(f"{name} is not in the Hugging Face cache ({cache_dir() or '~/.cache/huggingface/hub'}) and "
-                         f"{why}. Connect to the internet once (unset HF_HUB_OFFLINE) to download it, or copy the "
+                         f"{why}. Connect to the internet once{' (and unset HF_HUB_OFFLINE)' if offline() else ''} to download it, or copy the "
                          "model's folder here and give its path.")
     return error
 
 
 def plan(name: str) -> Plan:
-    """Ask the hub (or, offline, the cache) what `name`'s files weigh, downloading nothing."""
+    """What `name`'s files weigh and how much is still to download, downloading nothing: the hub's answer (a dry
+    run), or offline (or the hub out of reach) what the cache holds."""
     from huggingface_hub import snapshot_download
 
-    try:
-        infos = snapshot_download(name, allow_patterns=FILES, cache_dir=cache_dir(), local_files_only=offline(),
-                                  dry_run=True)
-    except Exception as error:                                       # noqa: BLE001 (translated or re-raised)
-        raise translate(error, name) from None
-    infos = [i for i in infos if not i.filename.endswith(".json") or "index" in i.filename or i.filename in FILES]
-    return Plan(name, tuple(i.filename for i in infos), sum(i.file_size or 0 for i in infos),
-                sum(i.file_size or 0 for i in infos if i.will_download))
+    if not offline():
+        try:
+            infos = snapshot_download(name, allow_patterns=FILES, cache_dir=cache_dir(), endpoint=endpoint(),
+                                      dry_run=True)
+            return Plan(name, tuple(i.filename for i in infos), sum(i.file_size or 0 for i in infos),
+                        sum(i.file_size or 0 for i in infos if i.will_download))
+        except Exception as error:                                   # noqa: BLE001 (translated or re-raised)
+            problem = translate(error, name)
+            if not isinstance(problem, NoNetwork):
+                raise problem from None
+    folder = checkpoint_folder(name)                                 # the cache, or NoNetwork
+    files = sorted(f for f in folder.iterdir() if f.is_file())
+    return Plan(name, tuple(f.name for f in files), sum(f.stat().st_size for f in files), 0)
 
 
 def checkpoint_folder(name) -> Path:
@@ -91,6 +103,7 @@ def checkpoint_folder(name) -> Path:
     from huggingface_hub import snapshot_download
 
     try:
-        return Path(snapshot_download(name, allow_patterns=FILES, cache_dir=cache_dir(), local_files_only=offline()))
+        return Path(snapshot_download(name, allow_patterns=FILES, cache_dir=cache_dir(), local_files_only=offline(),
+                                      endpoint=endpoint()))
     except Exception as error:                                       # noqa: BLE001 (translated or re-raised)
         raise translate(error, name) from None
