@@ -40,7 +40,14 @@ def make_checkpoint(folder: Path, family: str, dtype: str = "float32", shard: st
                     **overrides) -> Path:
     """A random `family` model (gpt2 | llama | qwen2) saved in `folder` with its tokenizer; returns the folder."""
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+    from transformers import (
+        GPT2Config,
+        GPT2LMHeadModel,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
     torch.manual_seed(seed)
     folder.mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,17 @@ import sys
 import numpy as np
 import pytest
 
-from attention_core.training.real import (CorruptFile, GatedModel, ModelNotFound, NoNetwork, NotEnoughMemory,
-                                          RealModelError, Unsupported, load_model, run_real)
+from attention_core.training.real import (
+    CorruptFile,
+    GatedModel,
+    ModelNotFound,
+    NoNetwork,
+    NotEnoughMemory,
+    RealModelError,
+    Unsupported,
+    load_model,
+    run_real,
+)
 from attention_core.training.real.checkpoint_config import parse_config
 from attention_core.training.real.hub import plan, translate
 from attention_core.training.real.load import forget
@@ -94,7 +103,11 @@ def test_no_network_says_so(tmp_path, monkeypatch):
 
 def test_the_hubs_refusals_become_the_projects_errors():
     import httpx2
-    from huggingface_hub.errors import GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+    )
 
     url = "https://huggingface.co/meta-llama/Llama-3.2-1B/resolve/main/config.json"
     response = httpx2.Response(403, request=httpx2.Request("GET", url))

@@ -18,11 +18,11 @@ from tests.real_checkpoints import LLAMA3, SENTENCE, make_checkpoint, reference
 pytest.importorskip("transformers")
 
 CASES = {
-    "gpt2": dict(family="gpt2"),
-    "llama_gqa_llama3": dict(family="llama"),
-    "qwen2_biases": dict(family="qwen2"),
-    "llama_bfloat16": dict(family="llama", dtype="bfloat16", seed=1),
-    "gpt2_sharded": dict(family="gpt2", shard="60KB", seed=2),
+    "gpt2": {"family": "gpt2"},
+    "llama_gqa_llama3": {"family": "llama"},
+    "qwen2_biases": {"family": "qwen2"},
+    "llama_bfloat16": {"family": "llama", "dtype": "bfloat16", "seed": 1},
+    "gpt2_sharded": {"family": "gpt2", "shard": "60KB", "seed": 2},
 }
 TOLERANCE = 1e-5
 
@@ -99,7 +99,7 @@ def test_a_real_heads_cells_explain_themselves_with_their_numbers(runs, case):
     value recomputed from the shown terms is the stored one."""
     _, trace, _ = runs[case]
     for sub in trace.facts["attention"]:
-        for key in sub.keys():
+        for key in list(sub.steps):
             value = sub[key].value
             for cell in {tuple(0 for _ in value.shape), tuple(s - 1 for s in value.shape),
                          tuple(s // 2 for s in value.shape)}:

@@ -20,11 +20,18 @@ huggingface_hub, tokenizers (and torch, never) are imported inside the functions
 
 May import: the math, the forward pass, the explanations, and the rest of training.
 """
-from .errors import (CorruptFile, GatedModel, ModelNotFound, NoNetwork, NotEnoughMemory, RealModelError,
-                     Unsupported)
+from . import explainers  # noqa: F401  (they register)
+from .errors import (
+                     CorruptFile,
+                     GatedModel,
+                     ModelNotFound,
+                     NoNetwork,
+                     NotEnoughMemory,
+                     RealModelError,
+                     Unsupported,
+)
 from .forward import run_real
 from .load import RealModel, load_model
-from . import explainers  # noqa: F401, E402  (they register)
 
 __all__ = ["CorruptFile", "GatedModel", "ModelNotFound", "NoNetwork", "NotEnoughMemory", "RealModel",
            "RealModelError", "Unsupported", "load_model", "run_real"]

@@ -17,8 +17,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from .checkpoint_config import CheckpointConfig, parse_config
 from .errors import CorruptFile, NotEnoughMemory, gigabytes
 from .hub import checkpoint_folder
@@ -26,7 +24,7 @@ from .safetensors_read import read_checkpoint, stored_bytes_as_float32
 from .storage import project_params
 from .tokenizer import CheckpointTokenizer
 
-_LOADED: dict[str, "RealModel"] = {}
+_LOADED: dict[str, RealModel] = {}
 _LOCK = threading.Lock()
 
 

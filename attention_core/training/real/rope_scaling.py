@@ -12,9 +12,9 @@ Then each row at position p is rotated as before, by p·θ_i', in the checkpoint
 Llama's W_Q and W_K with the "half" pairing (columns i and i + d/2), so that is the one used.
 
     >>> theta = rope_inverse_frequencies(8, 500000.0, {"factor": 8.0, "low_freq_factor": 1.0,
-    ...     "high_freq_factor": 4.0, "original_max_position_embeddings": 64.0})
-    >>> (theta / rope_inverse_frequencies(8, 500000.0)).round(3).tolist()     # fast pair kept, slow ones / 8
-    [1.0, 0.905, 0.125, 0.125]
+    ...     "high_freq_factor": 4.0, "original_max_position_embeddings": 8192.0})     # Llama 3.2's numbers
+    >>> (theta / rope_inverse_frequencies(8, 500000.0)).round(3).tolist()     # fast kept, one blended, slow / 8
+    [1.0, 1.0, 0.371, 0.125]
 """
 from __future__ import annotations
 
