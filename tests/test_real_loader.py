@@ -1,5 +1,5 @@
 """The loader's paths besides the happy one: a model name served from a Hugging Face cache laid out here, offline;
-and every error a learner or a host can meet, each a RealModelError whose message says what to do."""
+and every error a learner or a host can meet, each a real.RealModelError whose message says what to do."""
 from __future__ import annotations
 
 import json
@@ -11,17 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from attention_core.training.real import (
-    CorruptFile,
-    GatedModel,
-    ModelNotFound,
-    NoNetwork,
-    NotEnoughMemory,
-    RealModelError,
-    Unsupported,
-    load_model,
-    run_real,
-)
+from attention_core.training import real
 from attention_core.training.real.checkpoint_config import parse_config
 from attention_core.training.real.hub import plan, translate
 from attention_core.training.real.load import forget
@@ -70,11 +60,11 @@ def test_a_model_name_loads_offline_from_the_cache(gpt2_folder, tmp_path, monkey
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     forget()
-    model = load_model("tiny/gpt2")
+    model = real.load_model("tiny/gpt2")
     assert model.folder == cache / "models--tiny--gpt2" / "snapshots" / COMMIT
-    from_folder = run_real(load_model(gpt2_folder), SENTENCE)
-    assert np.array_equal(run_real(model, SENTENCE)["logits"].value, from_folder["logits"].value)
-    assert load_model("tiny/gpt2") is model                               # once per process
+    from_folder = real.run_real(real.load_model(gpt2_folder), SENTENCE)
+    assert np.array_equal(real.run_real(model, SENTENCE)["logits"].value, from_folder["logits"].value)
+    assert real.load_model("tiny/gpt2") is model                               # once per process
     files = plan("tiny/gpt2")
     assert files.to_download == 0 and files.total_bytes == sum(f.stat().st_size for f in gpt2_folder.iterdir()
                                                                 if f.name in files.files)
@@ -84,20 +74,20 @@ def test_a_model_name_loads_offline_from_the_cache(gpt2_folder, tmp_path, monkey
 def test_offline_without_the_model_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(NoNetwork, match="not in the Hugging Face cache .* HF_HUB_OFFLINE is set"):
-        load_model("HuggingFaceTB/SmolLM2-135M")
-    with pytest.raises(NoNetwork, match="or copy the model's folder here and give its path"):
+    with pytest.raises(real.NoNetwork, match="not in the Hugging Face cache .* HF_HUB_OFFLINE is set"):
+        real.load_model("HuggingFaceTB/SmolLM2-135M")
+    with pytest.raises(real.NoNetwork, match="or copy the model's folder here and give its path"):
         plan("gpt2")
 
 
 def test_no_network_says_so(tmp_path, monkeypatch):
-    """A hub that does not answer (a closed port stands for it): the cache is empty, so NoNetwork, quickly."""
+    """A hub that does not answer (a closed port stands for it): the cache is empty, so real.NoNetwork, quickly."""
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
-    with pytest.raises(NoNetwork, match="the Hugging Face hub cannot be reached. Connect to the internet once to"):
-        load_model("gpt2")
-    with pytest.raises(NoNetwork):
+    with pytest.raises(real.NoNetwork, match="the Hugging Face hub cannot be reached. Connect to the internet once to"):
+        real.load_model("gpt2")
+    with pytest.raises(real.NoNetwork):
         plan("gpt2")
 
 
@@ -112,34 +102,34 @@ def test_the_hubs_refusals_become_the_projects_errors():
     url = "https://huggingface.co/meta-llama/Llama-3.2-1B/resolve/main/config.json"
     response = httpx2.Response(403, request=httpx2.Request("GET", url))
     gated = translate(GatedRepoError("Access to this model is restricted", response=response), "meta-llama/Llama-3.2-1B")
-    assert isinstance(gated, GatedModel) and "HF_TOKEN" in str(gated) and "huggingface.co/meta-llama/Llama-3.2-1B" in str(gated)
+    assert isinstance(gated, real.GatedModel) and "HF_TOKEN" in str(gated) and "huggingface.co/meta-llama/Llama-3.2-1B" in str(gated)
     missing = translate(RepositoryNotFoundError("404", response=httpx2.Response(404, request=response.request)), "gtp2")
-    assert isinstance(missing, ModelNotFound) and "'gtp2'" in str(missing)
-    assert isinstance(translate(LocalEntryNotFoundError("no connection"), "gpt2"), NoNetwork)
+    assert isinstance(missing, real.ModelNotFound) and "'gtp2'" in str(missing)
+    assert isinstance(translate(LocalEntryNotFoundError("no connection"), "gpt2"), real.NoNetwork)
     other = ValueError("something else")
     assert translate(other, "gpt2") is other
 
 
 def test_no_such_folder(tmp_path):
-    with pytest.raises(ModelNotFound, match="There is no folder"):
-        load_model(str(tmp_path / "nothing-here"))
+    with pytest.raises(real.ModelNotFound, match="There is no folder"):
+        real.load_model(str(tmp_path / "nothing-here"))
 
 
 def test_not_enough_memory_says_how_much_it_needs(gpt2_folder, tmp_path):
     folder = copy(gpt2_folder, tmp_path)
-    with pytest.raises(NotEnoughMemory, match=r"needs 0\.\d+ MB|needs \d+ MB") as error:
-        load_model(folder, available=1000)
+    with pytest.raises(real.NotEnoughMemory, match=r"needs 0\.\d+ MB|needs \d+ MB") as error:
+        real.load_model(folder, available=1000)
     assert error.value.needed == 4 * sum(v.size for v in read_safetensors(folder / "model.safetensors").values())
     assert "1000" not in str(error.value) or "free" in str(error.value)
-    assert load_model(folder) is not None                                 # nothing was kept from the refused load
+    assert real.load_model(folder) is not None                                 # nothing was kept from the refused load
 
 
 def test_a_truncated_file_is_corrupt(gpt2_folder, tmp_path):
     folder = copy(gpt2_folder, tmp_path)
     path = folder / "model.safetensors"
     path.write_bytes(path.read_bytes()[:-1000])
-    with pytest.raises(CorruptFile, match="truncated or damaged: delete it and download the model again"):
-        load_model(folder)
+    with pytest.raises(real.CorruptFile, match="truncated or damaged: delete it and download the model again"):
+        real.load_model(folder)
 
 
 def test_a_header_that_is_not_json_is_corrupt(gpt2_folder, tmp_path):
@@ -148,26 +138,26 @@ def test_a_header_that_is_not_json_is_corrupt(gpt2_folder, tmp_path):
     data = bytearray(path.read_bytes())
     data[8:12] = b"\xff\xfe{{"
     path.write_bytes(bytes(data))
-    with pytest.raises(CorruptFile, match="header is not valid JSON"):
-        load_model(folder)
+    with pytest.raises(real.CorruptFile, match="header is not valid JSON"):
+        real.load_model(folder)
 
 
 def test_a_missing_shard_and_a_missing_tensor_are_corrupt(gpt2_folder, tmp_path):
     folder = copy(gpt2_folder, tmp_path)
     (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"wte.weight": "model-00002.safetensors"}}))
-    with pytest.raises(CorruptFile, match="names shards that are not in"):
-        load_model(folder)
+    with pytest.raises(real.CorruptFile, match="names shards that are not in"):
+        real.load_model(folder)
     config = json.loads((gpt2_folder / "config.json").read_text())
     other = copy(gpt2_folder, tmp_path, "deeper")
     (other / "config.json").write_text(json.dumps({**config, "n_layer": 3}))
-    with pytest.raises(CorruptFile, match="no tensor 'h.2.attn.c_attn.weight'"):
-        load_model(other)
+    with pytest.raises(real.CorruptFile, match="no tensor 'h.2.attn.c_attn.weight'"):
+        real.load_model(other)
 
 
 def test_a_quantised_tensor_is_unsupported(tmp_path):
     header = json.dumps({"w": {"dtype": "I8", "shape": [2], "data_offsets": [0, 2]}}).encode()
     (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\x01\x02")
-    with pytest.raises(Unsupported, match="stored as I8: .* not quantised ones"):
+    with pytest.raises(real.Unsupported, match="stored as I8: .* not quantised ones"):
         read_safetensors(tmp_path / "model.safetensors")
 
 
@@ -179,13 +169,13 @@ def test_a_quantised_tensor_is_unsupported(tmp_path):
     ({"model_type": "bert", "architectures": ["BertModel"]}, "The architecture bert"),
 ])
 def test_what_the_project_does_not_compute_is_refused_by_name(qwen2_config, change, named):
-    with pytest.raises(Unsupported, match=named):
+    with pytest.raises(real.Unsupported, match=named):
         parse_config({**qwen2_config, **change})
 
 
 def test_every_error_is_one_class_a_page_can_catch():
-    for kind in (NoNetwork, GatedModel, ModelNotFound, NotEnoughMemory, Unsupported, CorruptFile):
-        assert issubclass(kind, RealModelError)
+    for kind in (real.NoNetwork, real.GatedModel, real.ModelNotFound, real.NotEnoughMemory, real.Unsupported, real.CorruptFile):
+        assert issubclass(kind, real.RealModelError)
 
 
 def test_nothing_of_it_is_imported_until_asked():

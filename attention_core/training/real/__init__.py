@@ -22,13 +22,13 @@ May import: the math, the forward pass, the explanations, and the rest of traini
 """
 from . import explainers  # noqa: F401  (they register)
 from .errors import (
-                     CorruptFile,
-                     GatedModel,
-                     ModelNotFound,
-                     NoNetwork,
-                     NotEnoughMemory,
-                     RealModelError,
-                     Unsupported,
+    CorruptFile,
+    GatedModel,
+    ModelNotFound,
+    NoNetwork,
+    NotEnoughMemory,
+    RealModelError,
+    Unsupported,
 )
 from .forward import run_real
 from .load import RealModel, load_model
