@@ -1,5 +1,5 @@
 """Tiny randomly initialised checkpoints in the Hugging Face layout, made by transformers in the test, and the
-tokenizers trained for them with `tokenizers` (byte-level BPE for GPT-2, "▁" Metaspace BPE for Llama-style).
+tokenizers trained for them with `tokenizers` (byte-level BPE for GPT-2, "▁" Metaspace BPE for Llama-style, which puts <s> first as Llama's does).
 
 Each family at its smallest that still has what the lesson is about: GPT-2 (fused c_attn, learned positions, tied
 W_U), Llama with GQA (4 query heads over 2 KV heads) and llama3 rope_scaling whose bands all occur at d_k = 16,
@@ -19,7 +19,14 @@ LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_fr
 
 
 def train_tokenizer(folder: Path, style: str) -> None:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
 
     if style == "gpt2":
         tok = Tokenizer(models.BPE())
@@ -33,6 +40,8 @@ def train_tokenizer(folder: Path, style: str) -> None:
         tok.decoder = decoders.Metaspace()
         trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>", "<s>", "</s>"])
     tok.train_from_iterator(TEXT, trainer)
+    if style != "gpt2":                        # as Llama's tokenizer.json: <s> before the text
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))])
     tok.save(str(folder / "tokenizer.json"))
 
 

@@ -166,6 +166,7 @@ def test_a_quantised_tensor_is_unsupported(tmp_path):
     ({"num_local_experts": 8}, r"a mixture of experts \(MoE"),
     ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0}}, "RoPE scaling of type 'yarn'"),
     ({"hidden_act": "gelu"}, "the activation 'gelu'"),
+    ({"mlp_bias": True}, r"biases in its MLP \(mlp_bias\)"),
     ({"model_type": "bert", "architectures": ["BertModel"]}, "The architecture bert"),
 ])
 def test_what_the_project_does_not_compute_is_refused_by_name(qwen2_config, change, named):

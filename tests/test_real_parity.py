@@ -72,6 +72,7 @@ def test_the_checkpoints_have_what_each_family_is_about(runs):
     ratio = rope_inverse_frequencies(16, 10000.0, {k: float(v) for k, v in LLAMA3.items() if k != "rope_type"}) \
         / rope_inverse_frequencies(16, 10000.0)
     assert ratio[0] == 1.0 and ratio[-1] == pytest.approx(1 / 8) and any(1 / 8 < r < 1 for r in ratio)
+    assert runs["llama_gqa_llama3"][1].tokens[0] == "<s>" and runs["gpt2"][1].tokens[0] != "<|endoftext|>"
     tokens = runs["gpt2"][1].tokens + runs["llama_gqa_llama3"][1].tokens
     assert any(t.startswith("Ġ") for t in tokens) and any(t.startswith("▁") for t in tokens)
 
@@ -125,4 +126,7 @@ def test_a_text_past_the_context_is_cut_with_a_notice(runs):
     model, _, _ = runs["gpt2"]
     trace = run_real(model, " ".join([SENTENCE] * 12))
     assert trace.n == model.config.n_ctx == 64 and trace.facts["truncated"] > 0
-    assert "were cut off" in trace.notices[0]
+    assert "reads at most 64: the last" in trace.notices[0]
+    short = run_real(model, SENTENCE, max_tokens=5)
+    assert short.n == 5 and "every head's weights are kept for at most 5" in short.notices[0]
+    assert np.array_equal(short["logits"].value, run_real(model, ids=short.facts["ids"])["logits"].value)

@@ -117,7 +117,7 @@ def _gpt2(raw: dict) -> CheckpointConfig:
     d, h = int(raw["n_embd"]), int(raw["n_head"])
     return CheckpointConfig("gpt2", "gpt2", int(raw["n_layer"]), d, h, h, d // h, int(raw.get("n_inner") or 4 * d),
                             int(raw["vocab_size"]), int(raw["n_positions"]), float(raw.get("layer_norm_epsilon", 1e-5)),
-                            GPT2_ACTIVATIONS[act], True)
+                            GPT2_ACTIVATIONS[act], bool(raw.get("tie_word_embeddings", True)))
 
 
 def _llama(raw: dict, model_type: str) -> CheckpointConfig:
@@ -126,6 +126,8 @@ def _llama(raw: dict, model_type: str) -> CheckpointConfig:
         or any(t != "full_attention" for t in layer_types)
     if windowed:
         raise _refuse(f"sliding-window attention (sliding_window={raw.get('sliding_window')})", model_type)
+    if raw.get("mlp_bias"):
+        raise _refuse("biases in its MLP (mlp_bias)", model_type)
     if raw.get("hidden_act", "silu") != "silu":
         raise _refuse(f"the activation {raw.get('hidden_act')!r} in its gated MLP (SwiGLU needs silu)", model_type)
     theta, scaling = rope_settings(raw)

@@ -47,9 +47,14 @@ def norm_formula(model: RealModel, arg: str, sub: str) -> str:
     return rf"\mathrm{{RMSNorm}}({arg}) = \gamma_{{{sub}}} \odot \frac{{{arg}}}{{\sqrt{{\tfrac{{1}}{{d}}\sum_j {arg}_j^2 + \epsilon}}}}"
 
 
-def encode(model: RealModel, text: str | None = None, ids=None) -> tuple[list[int], list[str], int]:
-    """(ids, pieces, how many tokens were cut off past the model's context)."""
-    n_ctx = model.config.n_ctx
+MAX_TOKENS = 128      # every head's n × n weights (and scores) are kept as float64 Steps: 128 tokens of GPT-2 small
+                      # are about 100 MB of Trace, its full 1,024 would be several GB
+
+
+def encode(model: RealModel, text: str | None = None, ids=None, max_tokens: int = MAX_TOKENS
+           ) -> tuple[list[int], list[str], int]:
+    """(ids, pieces, how many tokens were cut off past the model's context or max_tokens)."""
+    n_ctx = min(model.config.n_ctx, max_tokens)
     if ids is not None:
         ids = [int(i) for i in ids]
         cut = max(0, len(ids) - n_ctx)
@@ -59,10 +64,11 @@ def encode(model: RealModel, text: str | None = None, ids=None) -> tuple[list[in
     return list(enc.ids), list(enc.pieces), enc.truncated
 
 
-def run_real(model: RealModel, text: str | None = None, ids=None) -> Trace:
-    """The text (or the token ids) through every layer to the logits, in float32; a Trace of kind "real"."""
+def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: int = MAX_TOKENS) -> Trace:
+    """The text (or the token ids) through every layer to the logits, in float32; a Trace of kind "real".
+    At most min(the model's context, max_tokens) tokens: the rest is cut off, with a notice."""
     c, p = model.config, model.params
-    ids, pieces, cut = encode(model, text, ids)
+    ids, pieces, cut = encode(model, text, ids, max_tokens)
     if not ids:
         raise ValueError("No tokens: type a sentence.")
     if max(ids) >= c.vocab:
@@ -73,8 +79,10 @@ def run_real(model: RealModel, text: str | None = None, ids=None) -> Trace:
                        truncated=cut, attention=[], n=n, d_model=c.d_model, n_heads=c.n_heads,
                        n_kv_heads=c.n_kv_heads, d_k=c.d_head, params=p, tokenizer=model.tokenizer)
     if cut:
-        trace.notices.append(f"The text is {n + cut} tokens and {model.name} reads at most {c.n_ctx}: the last "
-                             f"{cut} were cut off.")
+        limit = min(c.n_ctx, max_tokens)
+        why = (f"{model.name} reads at most {c.n_ctx}" if limit == c.n_ctx else
+               f"every head's weights are kept for at most {limit} (the model reads {c.n_ctx})")
+        trace.notices.append(f"The text is {n + cut} tokens and {why}: the last {cut} were cut off.")
     x = p["tok_emb"][ids]                                                      # (n, d) float32
     trace.add("x_embed", "Token embeddings", x, ("n", "d_model"), r"X_{\mathrm{emb}} = E[\mathrm{ids}]",
               why="Row i is the embedding row of token i's id: the model's table E has one row per token of its "

@@ -77,7 +77,7 @@ def _gpt2(c: CheckpointConfig, take: _Reader) -> dict:
         p[f"l{l}.w_1"], p[f"l{l}.b_1"] = take(h + "mlp.c_fc.weight", (d, f)), take(h + "mlp.c_fc.bias", (f,))
         p[f"l{l}.w_2"], p[f"l{l}.b_2"] = take(h + "mlp.c_proj.weight", (f, d)), take(h + "mlp.c_proj.bias", (d,))
     p["ln_f.g"], p["ln_f.b"] = take("ln_f.weight", (d,)), take("ln_f.bias", (d,))
-    p["w_u"] = p["tok_emb"].T                                              # (d, |V|), tied
+    p["w_u"] = (p["tok_emb"] if c.tied else take("lm_head.weight", (v, d))).T   # (d, |V|), tied: Eᵀ
     return p
 
 

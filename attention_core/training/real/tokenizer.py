@@ -37,9 +37,11 @@ class CheckpointTokenizer:
     def vocab_size(self) -> int:
         return self._tok.get_vocab_size()
 
-    def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
-        """The text's ids and pieces, without special tokens; cut to max_tokens (the count cut is kept)."""
-        enc = self._tok.encode(text, add_special_tokens=False)
+    def encode(self, text: str, max_tokens: int | None = None, special: bool = True) -> Encoded:
+        """The text's ids and pieces, with the special tokens the tokenizer itself adds (Llama 3's
+        <|begin_of_text|>; GPT-2 adds none), as transformers' tokenizer(text) does; cut to max_tokens (the count cut
+        is kept)."""
+        enc = self._tok.encode(text, add_special_tokens=special)
         ids, pieces = list(enc.ids), list(enc.tokens)
         cut = max(0, len(ids) - max_tokens) if max_tokens else 0
         return Encoded(tuple(ids[:len(ids) - cut]), tuple(pieces[:len(ids) - cut]), cut)
