@@ -174,6 +174,45 @@ def test_what_the_project_does_not_compute_is_refused_by_name(qwen2_config, chan
         parse_config({**qwen2_config, **change})
 
 
+# The published config.json of each model the issue names (the keys the loader reads, as the hub serves them).
+PUBLISHED = {
+    "gpt2": ({"model_type": "gpt2", "activation_function": "gelu_new", "n_embd": 768, "n_head": 12, "n_layer": 12,
+              "n_positions": 1024, "layer_norm_epsilon": 1e-05, "vocab_size": 50257, "scale_attn_weights": True},
+             124_439_808, (12, 12, 64)),
+    "distilgpt2": ({"model_type": "gpt2", "activation_function": "gelu_new", "n_embd": 768, "n_head": 12, "n_layer": 6,
+                    "n_positions": 1024, "layer_norm_epsilon": 1e-05, "vocab_size": 50257}, 81_912_576, (12, 12, 64)),
+    "HuggingFaceTB/SmolLM2-135M": ({"model_type": "llama", "hidden_size": 576, "intermediate_size": 1536,
+                                    "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
+                                    "head_dim": 64, "hidden_act": "silu", "max_position_embeddings": 8192,
+                                    "mlp_bias": False, "attention_bias": False, "rms_norm_eps": 1e-05,
+                                    "rope_interleaved": False, "rope_scaling": None, "rope_theta": 100000,
+                                    "tie_word_embeddings": True, "vocab_size": 49152}, 134_515_008, (9, 3, 64)),
+    "Qwen/Qwen2.5-0.5B": ({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "hidden_act": "silu",
+                           "max_position_embeddings": 32768, "max_window_layers": 24, "num_attention_heads": 14,
+                           "num_hidden_layers": 24, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+                           "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": True,
+                           "use_mrope": False, "use_sliding_window": False, "vocab_size": 151936}, 494_032_768, (14, 2, 64)),
+    "meta-llama/Llama-3.2-1B": ({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+                                 "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+                                 "head_dim": 64, "hidden_act": "silu", "max_position_embeddings": 131072,
+                                 "mlp_bias": False, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+                                 "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                                  "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+                                 "tie_word_embeddings": True, "vocab_size": 128256}, 1_235_814_400, (32, 8, 64)),
+}
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_the_named_models_published_configs_are_understood(name):
+    raw, parameters, heads = PUBLISHED[name]
+    config = parse_config(raw)
+    assert config.n_parameters() == parameters                             # the count each model card gives
+    assert (config.n_heads, config.n_kv_heads, config.d_head) == heads
+    assert config.rope == (config.family == "llama")
+    if name.startswith("meta-llama"):
+        assert config.rope_scaling["factor"] == 32.0 and config.rope_theta == 500000.0
+
+
 def test_every_error_is_one_class_a_page_can_catch():
     for kind in (real.NoNetwork, real.GatedModel, real.ModelNotFound, real.NotEnoughMemory, real.Unsupported, real.CorruptFile):
         assert issubclass(kind, real.RealModelError)

@@ -58,7 +58,7 @@ class CheckpointConfig:
         if self.family == "gpt2":
             per_layer = 4 * d + d * (3 * d) + 3 * d + d * d + d + d * f + f + f * d + d
             return v * d + self.n_ctx * d + self.n_layers * per_layer + 2 * d
-        per_layer = 2 * d + d * (q + 2 * kv) + q * d + 3 * d * f
+        per_layer = 2 * d + d * (q + 2 * kv) + q * d + 3 * d * f + (q + 2 * kv if self.model_type == "qwen2" else 0)
         return v * d * (1 if self.tied else 2) + self.n_layers * per_layer + d
 
 
