@@ -130,3 +130,15 @@ def test_a_text_past_the_context_is_cut_with_a_notice(runs):
     short = run_real(model, SENTENCE, max_tokens=5)
     assert short.n == 5 and "every head's weights are kept for at most 5" in short.notices[0]
     assert np.array_equal(short["logits"].value, run_real(model, ids=short.facts["ids"])["logits"].value)
+
+
+@pytest.mark.parametrize("case", ["gpt2", "llama_gqa_llama3"])
+def test_the_tokens_are_the_ones_transformers_tokenizer_gives(runs, case):
+    """The same ids and pieces as transformers' tokenizer(text) on the same tokenizer.json, special tokens too."""
+    from transformers import PreTrainedTokenizerFast
+
+    model, trace, _ = runs[case]
+    theirs = PreTrainedTokenizerFast(tokenizer_file=str(model.folder / "tokenizer.json"))
+    ids = theirs(SENTENCE)["input_ids"]
+    assert list(trace.facts["ids"]) == ids
+    assert list(trace.tokens) == theirs.convert_ids_to_tokens(ids)
