@@ -1,0 +1,98 @@
+"""Tiny randomly initialised checkpoints in the Hugging Face layout, made by transformers in the test, and the
+tokenizers trained for them with `tokenizers` (byte-level BPE for GPT-2, "▁" Metaspace BPE for Llama-style, which puts <s> first as Llama's does).
+
+Each family at its smallest that still has what the lesson is about: GPT-2 (fused c_attn, learned positions, tied
+W_U), Llama with GQA (4 query heads over 2 KV heads) and llama3 rope_scaling whose bands all occur at d_k = 16,
+Qwen2 with Q/K/V biases. dtype="bfloat16" saves the weights as bfloat16; shard="…" splits them into shards.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+TEXT = ["the cat sat on the mat and the dog sat on the log",
+        "attention weighs every earlier token by how well its key matches the query",
+        "a model reads the tokens so far and scores the next one"] * 4
+SENTENCE = "the cat sat on the log and the dog weighs the next token"
+VOCAB = 320
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 64}
+
+
+def train_tokenizer(folder: Path, style: str) -> None:
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
+
+    if style == "gpt2":
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=VOCAB, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                      special_tokens=["<|endoftext|>"])
+    else:
+        tok = Tokenizer(models.BPE(unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        tok.decoder = decoders.Metaspace()
+        trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<unk>", "<s>", "</s>"])
+    tok.train_from_iterator(TEXT, trainer)
+    if style != "gpt2":                        # as Llama's tokenizer.json: <s> before the text
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))])
+    tok.save(str(folder / "tokenizer.json"))
+
+
+def make_checkpoint(folder: Path, family: str, dtype: str = "float32", shard: str | None = None, seed: int = 0,
+                    **overrides) -> Path:
+    """A random `family` model (gpt2 | llama | qwen2) saved in `folder` with its tokenizer; returns the folder."""
+    import torch
+    from transformers import (
+        GPT2Config,
+        GPT2LMHeadModel,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
+
+    torch.manual_seed(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    if family == "gpt2":
+        config = GPT2Config(vocab_size=VOCAB, n_embd=48, n_layer=2, n_head=3, n_positions=64, bos_token_id=0,
+                            eos_token_id=0, **overrides)
+        model = GPT2LMHeadModel(config)
+    elif family == "llama":
+        config = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                             rope_theta=10000.0, rope_scaling=dict(LLAMA3), rms_norm_eps=1e-6, bos_token_id=1,
+                             eos_token_id=2, **overrides)
+        model = LlamaForCausalLM(config)
+    else:
+        config = Qwen2Config(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                             tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, **overrides)
+        model = Qwen2ForCausalLM(config)
+    with torch.no_grad():                      # biases and norms away from their 0 / 1 start, so they count
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "norm" in name or "ln_" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    if dtype == "bfloat16":
+        model = model.to(torch.bfloat16)
+    model.save_pretrained(folder, **({"max_shard_size": shard} if shard else {}))
+    train_tokenizer(folder, "gpt2" if family == "gpt2" else "sentencepiece")
+    return folder
+
+
+def reference(folder: Path, ids):
+    """transformers' own forward on the saved files (eager attention, float32): hidden states, attentions, logits."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+    model.eval()
+    with torch.no_grad():
+        out = model(torch.tensor([list(ids)]), output_hidden_states=True, output_attentions=True)
+    return ([h[0].numpy() for h in out.hidden_states], [a[0].numpy() for a in out.attentions], out.logits[0].numpy())
