@@ -143,3 +143,61 @@ def test_k_composition_at_the_first_repeat_says_which_head_carries_the_first_tok
     assert said == [2]                       # the shipped run (seed 0, 2,250 steps): head 2 looks at the first token
     later = ind.k_composition(an["after"], an["params"], 30, induction_view.roles(an)[1])
     assert "At row" not in induction_view.composition_text(later, ind.shares(later), an["names"], a0)
+
+
+# ---- a second fresh read (read1): sentences false under the settings below, each checked there ----------------
+
+def test_one_word_the_last_query_has_its_only_key_not_keys_before_it():
+    t = next_token_trace("hello", 1.0, 0, 1.0, 0, 0)
+    assert t["heads"].value.shape == (4, 1) and np.allclose(t["heads"].value, 1.0)   # one key: weight 1
+    note = explain(t, "heads", (2, 0)).note
+    assert "for its only key, its own position" in note and "all 1 keys" not in note
+    for s in ("hello", REPEAT):                        # the last key is the query's own position: nothing after it
+        t = next_token_trace(s, 1.0, 0, 1.0, 0, 0)
+        assert "comes after every key" not in explain(t, "heads", (0, 0)).note
+        assert "comes after every key" not in t["heads_scores"].why and "No key comes after it" in t["heads_scores"].why
+
+
+def test_a_small_t_that_zeroes_only_some_exponentials_does_not_say_all_the_probability():
+    """T = 0.002 (a link may carry it): 11 logits are more than 745·T below the largest (e^… = 0), 19 are not
+    (e^… ~ 1e-188 and less, not 0), so the largest takes almost all the probability, not all of it."""
+    t = next_token_trace(REPEAT, 0.002, 0, 1.0, 0, 0)
+    p = t["probs"].value
+    assert 1 < int((p > 0).sum()) < p.size and p.max() == 1.0
+    note = explain(t, "probs", (0,)).note
+    assert "takes almost all the probability" in note and "keep a share" in note
+    assert "takes all the probability" not in note
+    t = next_token_trace(REPEAT, 1e-4, 0, 1.0, 0, 0)                 # every other e^… is 0: all of it
+    assert int((t["probs"].value > 0).sum()) == 1
+    assert "the largest logit takes all the probability" in explain(t, "probs", (0,)).note
+
+
+def test_block_gradients_keeps_p_for_the_probabilities_and_names_the_position_embedding_otherwise():
+    from attention_core.training.lm.step_trace import shipped_params, training_step
+    ids, _, labels, _ = sentence_ids("the cat sat")
+    s = training_step(ARCH, shipped_params(), ids, labels, 0.1)
+    assert "P_{i,:}" in s.trace["dL/dlogits"].formula                              # P: the probabilities
+    assert "P" not in s.trace.facts["symbols"]["pos_emb"][1]
+    assert "P_{i" not in s.trace["dL/dpos_emb"].formula and "E_{i,:}^{\\mathrm{pos}}" in s.trace["dL/dpos_emb"].formula
+    assert "row 0 of P " not in explain(s.trace, "dL/dpos_emb", (0, 0)).note
+    note = explain(s.trace, "dL/dlogits", (0, 0)).note                              # (P − [j = y]) / (n − 1)
+    assert "divided by the 2 scored positions" in note
+
+
+def test_at_t_0_generation_says_argmax_not_a_draw_by_u():
+    at = open_page("app_pages/51_next_token.py", query={"next_token.temperature": "0", "next_token.n_new": "3"})
+    no_exception(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Each token is the argmax as above (T = 0: its u, in the table, changes nothing)" in text
+    assert "drawn as above with its own u" not in text
+
+
+def test_the_sentence_tab_counts_one_word_in_the_singular():
+    at = open_page("app_pages/52_induction_heads.py", query={"induction.tab": "3", "induction.sentence": "hello"},
+                   timeout=120)
+    no_exception(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "“hello”: 1 word, 1 distinct" in text and "1 words" not in text
+    at.text_input(key="induction.sentence").set_value("a b c d e").run()   # its guess: token 25, no word's
+    text = "\n".join(m.value for m in at.markdown)
+    assert "most likely next token is **⟨token 25⟩**, a token no word" in text and "**token 25**" not in text

@@ -104,7 +104,7 @@ def init_params(arch: Arch, d_model: int, vocab: int, seed: int, n_heads: int = 
 
 
 def lm_input(params: dict, ids) -> np.ndarray:
-    """X = E[ids] + P[0:n]: a language model's token and position embeddings, (n, d_model)."""
+    """X = E[ids] + E^pos[0:n]: a language model's token and position embeddings, (n, d_model)."""
     ids = np.asarray(ids, dtype=int)
     return params["tok_emb"][ids] + params["pos_emb"][: len(ids)]
 

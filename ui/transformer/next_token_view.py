@@ -175,7 +175,9 @@ def generated(trace: Trace) -> None:
             "the same every time; after that the oldest token is dropped and every token moves one learned position "
             "back, so they all change and this model must recompute them. Keeping them is what makes generation "
             "cheap")
-    st.markdown(f"{words} {new}  \n:small[Each token is drawn as above with its own u, appended, and the whole "
+    how = ("Each token is the argmax as above (T = 0: its u, in the table, changes nothing)" if f["temperature"] == 0
+           else "Each token is drawn as above with its own u")
+    st.markdown(f"{words} {new}  \n:small[{how}, appended, and the whole "
                 f"model run again on the longer input: {same}: see {kv}.]")
     import pyarrow as pa
     st.dataframe(pa.table({"step": [g["t"] + 1 for g in gen], "u": [round(g["u"], 4) for g in gen],

@@ -134,8 +134,8 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
     t.add("sample", "The sampled token", np.array(float(s["token"])), (), r"\text{first } j \text{ with } F_j > u",
           ("cdf",), why=f"u = {us[0]:.4f}, drawn from numpy's generator seeded with {seed}.")
     t.add("heads_scores", f"Layer {COPY_LAYER}: last query's scores", scores, ("h", "n_k"),
-          r"\tilde S_{h,\,n-1,\,j}", why="What softmax reads for the last query. It comes after every key, so the causal mask hides none "
-          "of them: all n scores are finite.")
+          r"\tilde S_{h,\,n-1,\,j}", why="What softmax reads for the last query. No key comes after it (its own position is the last key), "
+          "so the causal mask hides none of them: all n scores are finite.")
     t.add("heads", f"Layer {COPY_LAYER} heads: where the last position looks", weights, ("h", "n_k"),
           r"A_{h,\,n-1,\,j} = \mathrm{softmax}_j(\tilde S_{h,\,n-1,\,j})", ("heads_scores",), scale="sequential",
           why="An induction head looks at the token after the earlier occurrence of the current word, and copies it.")

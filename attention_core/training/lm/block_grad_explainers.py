@@ -119,8 +119,10 @@ def _ce(ctx, key, cell, logits):
                  f"(P[{i},{j}] - [{j} = y_{i}]) / (n - 1)", rf"\frac{{{ctx.num(p)} - {hit}}}{{{n - 1}}}",
                  f"({ctx.num_text(p)} - {hit}) / {n - 1}", (p - hit) / (n - 1),
                  f"P recomputed from row {i} of Z (softmax). The token after position {i} is “{word}” (y_{i} = {y}); "
-                 + ("this is it, so the gradient pushes its logit up." if hit else "this is another token, so the "
-                    "gradient pushes its logit down, by its probability."), [(logits, (i, k)) for k in range(len(z))])
+                 + ("this is it, so the gradient pushes its logit up, by 1 − P" if hit else "this is another token, "
+                    "so the gradient pushes its logit down, by its probability P")
+                 + (f", divided by the {n - 1} scored positions (the loss is their mean)." if n > 2 else
+                    " (one position is scored, so nothing is divided)."), [(logits, (i, k)) for k in range(len(z))])
 
 
 def _mat_t(ctx, key, cell, a, g):
@@ -312,8 +314,8 @@ def _pos(ctx, key, cell, dx):
                      "is not used, so its row gets no gradient.")
     v = float(ctx.value(dx)[cell])
     return _done(ctx, key, cell, _ref(ctx, dx, cell), _ref_text(ctx, dx, cell), ctx.num(v), ctx.num_text(v), v,
-                 f"X_0 = E[id] + P: row {i} of P is added to the stream at position {i} only, so its gradient is "
-                 f"row {i} of ∂L/∂X_0, unchanged.", [(dx, cell)], 1)
+                 f"X_0 = E[id] + E^pos: row {i} of E^pos, the position embedding, is added to the stream at position {i} "
+                 f"only, so its gradient is row {i} of ∂L/∂X_0, unchanged. (P on this page is the probabilities.)", [(dx, cell)], 1)
 
 
 RULES = {"ce": _ce, "matT": _mat_t, "matWt": _mat_wt, "colsum": _colsum, "gamma": _gamma, "norm_in": _norm_in,

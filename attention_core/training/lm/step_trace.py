@@ -3,7 +3,7 @@ embeddings as a named Step, then one step of plain SGD and the loss after it.
 
 The forward pass is run_transformer's (a "block" Trace); backprop.py undoes it. This trace holds what a learner
 reads, in that order: the forward numbers the gradients are made from (the stream, each layer's Q, K, V, A, C,
-the parameters), the loss, then "dL/d<name>" from the logits back to E and P, each with the shape of <name>, its
+the parameters), the loss, then "dL/d<name>" from the logits back to E and E^pos, each with the shape of <name>, its
 rule as LaTeX, what it is computed from and a sentence of why; two of them per residual add are the add's own:
 "dL/dl0.attn_branch" (what flows back through the sublayer) and the stream's gradient, the sum of that and what
 skips it. block_grad_explainers.py explains every gradient cell.
@@ -166,7 +166,7 @@ def _stream_keys(arch: Arch, l: int) -> list[str]:
 def _names(arch: Arch) -> dict[str, tuple[str, str]]:
     """(LaTeX, text) of every step and parameter: X_l, X_l', N(X_l), W_Q^{(l)}, γ_{l,1} …"""
     names = {"x": ("X_0", "X_0"), "ln_f": ("N_f", "N_f"), "logits": ("Z", "Z"), "w_u": ("W_U", "W_U"),
-             "tok_emb": ("E", "E"), "pos_emb": ("P", "P"), "ln_f.g": (r"{\gamma_f}", "γ_f"), "ln_f.b": (r"{\beta_f}", "β_f")}
+             "tok_emb": ("E", "E"), "pos_emb": (r"E^{\mathrm{pos}}", "E^pos"), "ln_f.g": (r"{\gamma_f}", "γ_f"), "ln_f.b": (r"{\beta_f}", "β_f")}
     for l in range(arch.n_layers):
         sup, t = f"^{{({l})}}", f"^({l})"
         mid = (rf"X_{{{l}}}'", f"X_{l}'") if arch.mlp else (rf"X_{{{l + 1}}}", f"X_{l + 1}")
@@ -350,5 +350,6 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
          "gradients; tokens not in the sentence get 0.", ("tok", ("dL/dx",)), lhs=_d("E_{t,:}"))
     d_x0 = _d(r"X_{0,i,:}")
     rule("pos_emb", rf"{d_x0}\ (i < n),\ 0 \text{{ after}}", ("dL/dx",),
-         "Position i's row is added to the stream at position i only.", ("pos", ("dL/dx",)), lhs=_d("P_{i,:}"))
+         "Position i's row is added to the stream at position i only.", ("pos", ("dL/dx",)),
+         lhs=_d(r"E_{i,:}^{\mathrm{pos}}"))
     return rules
