@@ -201,3 +201,18 @@ def test_the_sentence_tab_counts_one_word_in_the_singular():
     at.text_input(key="induction.sentence").set_value("a b c d e").run()   # its guess: token 25, no word's
     text = "\n".join(m.value for m in at.markdown)
     assert "most likely next token is **⟨token 25⟩**, a token no word" in text and "**token 25**" not in text
+
+
+def test_the_kept_step_at_t_0_says_argmax_not_that_top_k_or_top_p_dropped_a_token():
+    t = next_token_trace(REPEAT, 0.0, 0, 1.0, 0, 0)                  # top-k and top-p off, yet 30 tokens are 0
+    assert int(t["kept"].value.sum()) == 1 and not t.facts["kept_k"].all()
+    assert "T = 0: 1 for the argmax only" in t["kept"].why and "top-k or top-p dropped it" not in t["kept"].why
+    t = next_token_trace(REPEAT, 1.0, 0, 0.5, 0, 0)                  # k = 0: said to be off in the rule's words
+    assert "top-k = 0, or k ≥ 31, is off" in t["kept"].why
+
+
+def test_the_scaled_step_at_t_0_is_titled_z_as_its_values_are():
+    t = next_token_trace(REPEAT, 0.0, 0, 1.0, 0, 0)
+    assert np.array_equal(t["scaled"].value, t["logits"].value)          # nothing shifted, nothing divided
+    assert t["scaled"].title == "z itself (T = 0: no division)"
+    assert next_token_trace(REPEAT, 0.5, 0, 1.0, 0, 0)["scaled"].title == "(z − max z) / T"
