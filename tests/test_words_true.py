@@ -8,6 +8,7 @@ import pytest
 from attention_core.explanations import explain
 from attention_core.lessons.next_token import next_token_trace, sampling_notes
 from attention_core.math.text import set_aside
+from attention_core.forward.transformer import Arch
 from attention_core.training.lm.model import ARCH, sentence_ids
 from tests.apptest_util import messages, no_exception, open_page
 
@@ -216,3 +217,27 @@ def test_the_scaled_step_at_t_0_is_titled_z_as_its_values_are():
     assert np.array_equal(t["scaled"].value, t["logits"].value)          # nothing shifted, nothing divided
     assert t["scaled"].title == "z itself (T = 0: no division)"
     assert next_token_trace(REPEAT, 0.5, 0, 1.0, 0, 0)["scaled"].title == "(z − max z) / T"
+
+
+@pytest.mark.parametrize("arch", [ARCH, Arch(n_layers=2, placement="post", norm="rms", mlp=True)],
+                         ids=["shipped", "post-rms-mlp"])
+def test_a_word_only_at_the_last_position_is_told_why_its_embedding_gets_no_gradient(arch):
+    """'the cat sat': 'sat' stands only at the last position, whose row of ∂L/∂X_0 is exactly 0 (its logits are not
+    scored; the causal mask hides it from the earlier queries); the note said only where it stands."""
+    from attention_core.training.lm.step_trace import block_params, shipped_params, training_step
+    ids, _, labels, _ = sentence_ids("the cat sat")
+    params, _ = block_params(shipped_params(), arch)
+    s = training_step(arch, params, ids, labels, 0.1)
+    assert not s.trace["dL/dx"].value[-1].any() and not s.trace["dL/dtok_emb"].value[2].any()
+    assert s.trace["dL/dtok_emb"].value[0].any()
+    assert "its logits are not scored" in explain(s.trace, "dL/dtok_emb", (2, 0)).note
+    assert "not scored" not in explain(s.trace, "dL/dtok_emb", (0, 0)).note
+    assert "Position 2 is the last" in explain(s.trace, "dL/dpos_emb", (2, 1)).note
+    assert "is the last" not in explain(s.trace, "dL/dpos_emb", (1, 1)).note
+
+
+def test_the_residual_caption_says_why_the_last_row_norm_is_0():
+    at = open_page("app_pages/53_block_gradients.py", query={"sentence": "the cat sat"}, timeout=120)
+    no_exception(at)
+    cap = next(c.value for c in at.caption if c.value.startswith("Row norms"))
+    assert "sat 0." in cap and "The last is 0: its logits are not scored" in cap

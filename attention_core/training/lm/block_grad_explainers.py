@@ -297,13 +297,19 @@ def _dv(ctx, key, cell, weights, dc):
                      "token's gradient in that proportion.")
 
 
+LAST_ROW_ZERO = ("the last position's row of ∂L/∂X_0 is 0: its logits are not scored (no token comes after it), "
+                 "and the causal mask hides it from every earlier query, so nothing the loss sees depends on it")
+
+
 def _tok(ctx, key, cell, dx):
     t, a = cell
     where = [i for i, tok in enumerate(ctx.trace.facts["ids"]) if tok == t]
+    last = where == [ctx.trace.n - 1] and not ctx.value(dx)[ctx.trace.n - 1].any()
     return _plain_sum(ctx, key, cell, [(dx, (i, a)) for i in where],
                       rf"\sum_{{i:\ \mathrm{{id}}_i = {t}}} {_ref(ctx, dx, ('i', a))}", f"Σ_(i: id_i = {t}) dX_0[i,{a}]",
                       f"Token {t} (“{ctx.trace.tokens[where[0]] if where else ''}”) stands at "
                       f"position{'s' if len(where) != 1 else ''} {', '.join(map(str, where))}."
+                      + (f" It stands only there, and {LAST_ROW_ZERO}: its row gets no gradient." if last else "")
                       if where else f"Token {t} is not in the sentence: its row gets no gradient.")
 
 
@@ -315,7 +321,9 @@ def _pos(ctx, key, cell, dx):
     v = float(ctx.value(dx)[cell])
     return _done(ctx, key, cell, _ref(ctx, dx, cell), _ref_text(ctx, dx, cell), ctx.num(v), ctx.num_text(v), v,
                  f"X_0 = E[id] + E^pos: row {i} of E^pos, the position embedding, is added to the stream at position {i} "
-                 f"only, so its gradient is row {i} of ∂L/∂X_0, unchanged. (P on this page is the probabilities.)", [(dx, cell)], 1)
+                 f"only, so its gradient is row {i} of ∂L/∂X_0, unchanged. (P on this page is the probabilities.)"
+                 + (f" Position {i} is the last: {LAST_ROW_ZERO}." if i == ctx.trace.n - 1 and not
+                    ctx.value(dx)[i].any() else ""), [(dx, cell)], 1)
 
 
 RULES = {"ce": _ce, "matT": _mat_t, "matWt": _mat_wt, "colsum": _colsum, "gamma": _gamma, "norm_in": _norm_in,
