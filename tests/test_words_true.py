@@ -241,3 +241,20 @@ def test_the_residual_caption_says_why_the_last_row_norm_is_0():
     no_exception(at)
     cap = next(c.value for c in at.caption if c.value.startswith("Row norms"))
     assert "sat 0." in cap and "The last is 0: its logits are not scored" in cap
+
+
+def test_a_query_meets_only_the_keys_the_causal_mask_lets_it_see_and_says_so():
+    """∂L/∂Q and ∂L/∂K sum over the whole row or column of ∂L/∂Ŝ, but above the diagonal it is 0 (the mask): the
+    notes said 'query i met every key', 'key j met every query'."""
+    from attention_core.training.lm.step_trace import shipped_params, training_step
+    ids, _, labels, _ = sentence_ids("the cat sat on")
+    s = training_step(ARCH, shipped_params(), ids, labels, 0.1)
+    ds = s.trace["dL/dl1.scores"].value
+    assert not ds[:, np.triu_indices(4, 1)[0], np.triu_indices(4, 1)[1]].any()
+    notes = [explain(s.trace, k, c).note for k, c in [("dL/dl1.q", (1, 3)), ("dL/dl1.k", (2, 20))]]
+    assert all("every" not in n for n in notes)
+    assert "keys 0 … 1; the causal mask hides the later ones" in notes[0]
+    assert "queries 2 … 3; the causal mask hides it from the earlier ones" in notes[1]
+    assert "no key comes after it" in explain(s.trace, "dL/dl1.q", (3, 3)).note
+    for k in ("dL/dl1.q", "dL/dl1.k"):
+        assert "every" not in s.trace[k].why and "causal mask" in s.trace[k].why

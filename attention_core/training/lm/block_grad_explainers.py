@@ -272,8 +272,10 @@ def _dq(ctx, key, cell, ds, k):
     n = ctx.trace.n
     return _products(ctx, key, cell, [(ds, (h, i, j), k, (j, c)) for j in range(n)],
                      rf"\frac{{1}}{{\sqrt{{{d}}}}} \sum_j {_ref(ctx, ds, (h, i, 'j'))}\, {_ref(ctx, k, ('j', c))}",
-                     f"(1/√{d}) Σ_j dŜ[{h},{i},j]·K[j,{c}]", f"Column {c} is head {h}'s: query {i} met every key "
-                     f"in row {i} of that head's scores.", (rf"\sqrt{{{d}}}", math.sqrt(d)))
+                     f"(1/√{d}) Σ_j dŜ[{h},{i},j]·K[j,{c}]", f"Column {c} is head {h}'s: query {i} met the keys "
+                     f"in row {i} of that head's scores" + (f", keys 0 … {i}; the causal mask hides the later ones, so "
+                     f"their dŜ is 0" if i < n - 1 else ", all of them (it is the last query: no key comes after it)")
+                     + ".", (rf"\sqrt{{{d}}}", math.sqrt(d)))
 
 
 def _dk(ctx, key, cell, ds, q):
@@ -283,8 +285,10 @@ def _dk(ctx, key, cell, ds, q):
     n = ctx.trace.n
     return _products(ctx, key, cell, [(ds, (h, i, j), q, (i, c)) for i in range(n)],
                      rf"\frac{{1}}{{\sqrt{{{d}}}}} \sum_i {_ref(ctx, ds, (h, 'i', j))}\, {_ref(ctx, q, ('i', c))}",
-                     f"(1/√{d}) Σ_i dŜ[{h},i,{j}]·Q[i,{c}]", f"Column {c} is head {h}'s: key {j} met every query in "
-                     f"column {j} of that head's scores.", (rf"\sqrt{{{d}}}", math.sqrt(d)))
+                     f"(1/√{d}) Σ_i dŜ[{h},i,{j}]·Q[i,{c}]", f"Column {c} is head {h}'s: key {j} met the queries in "
+                     f"column {j} of that head's scores" + (f", queries {j} … {n - 1}; the causal mask hides it from the "
+                     f"earlier ones, so their dŜ is 0" if j > 0 else ", all of them (the first key: every query sees "
+                     "it)") + ".", (rf"\sqrt{{{d}}}", math.sqrt(d)))
 
 
 def _dv(ctx, key, cell, weights, dc):
@@ -293,8 +297,9 @@ def _dv(ctx, key, cell, weights, dc):
     n = ctx.trace.n
     return _products(ctx, key, cell, [(weights, (h, i, j), dc, (i, c)) for i in range(n)],
                      rf"\sum_i A_{{{h},i,{j}}}\, {_ref(ctx, dc, ('i', c))}", f"Σ_i A[{h},i,{j}]·dC[i,{c}]",
-                     f"Value row {j} went into every token's context with weight A[{h}, i, {j}], so it collects each "
-                     "token's gradient in that proportion.")
+                     f"Value row {j} went into each token's context with weight A[{h}, i, {j}], so it collects each "
+                     "token's gradient in that proportion" + (f" (0 for the tokens before {j}: the causal mask hides "
+                     f"it from them)" if j > 0 else "") + ".")
 
 
 LAST_ROW_ZERO = ("the last position's row of ∂L/∂X_0 is 0: its logits are not scored (no token comes after it), "

@@ -324,13 +324,15 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
              ("dscores", (f"l{l}.weights", f"dL/dl{l}.weights")), lhs=_d(r"\hat S_{h,i,:}"))
         d_s = _d(r"\hat S_h")
         rule(f"l{l}.q", rf"\frac{{1}}{{\sqrt{{d_k}}}} {d_s} K_h", (f"dL/dl{l}.scores", f"l{l}.k"),
-             "Query i meets every key in row i of the scores; the 1/√d_k carries through.",
+             "Query i meets the keys of row i of the scores, keys 0 … i (the causal mask hides the later ones: "
+             "their ∂L/∂Ŝ is 0); the 1/√d_k carries through.",
              ("dq", (f"dL/dl{l}.scores", f"l{l}.k")), lhs=_d("Q_h"))
         rule(f"l{l}.k", rf"\frac{{1}}{{\sqrt{{d_k}}}} \left({d_s}\right)^\top Q_h",
-             (f"dL/dl{l}.scores", f"l{l}.q"), "Key j meets every query in column j of the scores.",
+             (f"dL/dl{l}.scores", f"l{l}.q"), "Key j meets the queries of column j of the scores, queries j … n − 1 (the "
+             "causal mask hides it from the earlier ones: their ∂L/∂Ŝ is 0).",
              ("dk", (f"dL/dl{l}.scores", f"l{l}.q")), lhs=_d("K_h"))
         rule(f"l{l}.v", rf"A_h^\top {_d('C_h')}", (f"l{l}.weights", f"dL/d{c}"), "Value j collects gradient from "
-             "every token, in proportion to how much each attended to it.", ("dv", (f"l{l}.weights", f"dL/d{c}")),
+             "each token, in proportion to how much each attended to it (0 for the tokens before j: the mask).", ("dv", (f"l{l}.weights", f"dL/d{c}")),
              lhs=_d("V_h"))
         src = f"l{l}.ln1" if arch.placement == "pre" else before
         for m in "qkv":
