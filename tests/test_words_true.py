@@ -258,3 +258,10 @@ def test_a_query_meets_only_the_keys_the_causal_mask_lets_it_see_and_says_so():
     assert "no key comes after it" in explain(s.trace, "dL/dl1.q", (3, 3)).note
     for k in ("dL/dl1.q", "dL/dl1.k"):
         assert "every" not in s.trace[k].why and "causal mask" in s.trace[k].why
+
+
+def test_the_top_k_help_says_a_tie_with_the_k_th_is_kept():
+    from attention_core.math.sampling import top_k_keep
+    assert top_k_keep(np.array([3.0, 1.0, 1.0, 0.0]), 2).tolist() == [True, True, True, False]   # k = 2 keeps 3
+    at = open_page("app_pages/51_next_token.py")
+    assert "a token tied with the k-th is kept too" in at.number_input(key="next_token.k").help

@@ -47,7 +47,8 @@ def controls() -> tuple[float, int, float, int, int]:
     T = a.slider("Temperature T", 0.0, 3.0, step=0.05, key=KEYS[0],
                  help="The logits are divided by T before softmax. T < 1 sharpens, T > 1 flattens, T = 0 is argmax.")
     k = b.number_input("top-k", 0, VOCAB, step=1, key=KEYS[1],
-                       help=f"Keep only the k most probable tokens, at most the vocabulary's {VOCAB}. 0 or {VOCAB}: off.")
+                       help=f"Keep only the k tokens with the largest logits (the k most probable; a token tied with the "
+                            f"k-th is kept too), k at most the vocabulary's {VOCAB}. 0 or {VOCAB}: off.")
     p = c.slider("top-p", 0.0, 1.0, step=0.05, key=KEYS[2],
                  help="Keep the fewest most probable tokens whose probabilities add up to p_top, this threshold "
                       "(equal probabilities: the lower token number first; at least one token). 1: off.")
