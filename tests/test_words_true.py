@@ -265,3 +265,20 @@ def test_the_top_k_help_says_a_tie_with_the_k_th_is_kept():
     assert top_k_keep(np.array([3.0, 1.0, 1.0, 0.0]), 2).tolist() == [True, True, True, False]   # k = 2 keeps 3
     at = open_page("app_pages/51_next_token.py")
     assert "a token tied with the k-th is kept too" in at.number_input(key="next_token.k").help
+
+
+@pytest.mark.parametrize("norm", ["layer", "rms"])
+def test_the_block_input_does_not_say_post_norm_keeps_the_embedding_as_a_summand(norm):
+    """Pre-norm: X_L − X_0 is exactly the sum of what the sublayers wrote; post-norm: it is not (the norms rescale
+    each add), while X₀'s caption said 'a row keeps what the embedding put there and gathers more'."""
+    from attention_core import Config, run_forward
+    from attention_core.forward.transformer import sidebar_block
+    config = Config(sentence="the cat sat on the mat")
+    for placement in ("pre", "post"):
+        t = sidebar_block(config, Arch(n_layers=2, placement=placement, norm=norm, mlp=False), run_forward(config))
+        gap = np.abs(t["l1.out"].value - t["x"].value - t["l0.attn"].value - t["l1.attn"].value).max()
+        if placement == "pre":
+            assert gap < 1e-12 and "a row keeps what the embedding put there" in t["x"].why
+        else:
+            assert gap > 0.1 and "keeps what the embedding" not in t["x"].why
+            assert "not as a plain summand" in t["x"].why and ("re-centred" in t["x"].why) == (norm == "layer")
