@@ -202,6 +202,9 @@ def test_the_sentence_tab_counts_one_word_in_the_singular():
     at.text_input(key="induction.sentence").set_value("a b c d e").run()   # its guess: token 25, no word's
     text = "\n".join(m.value for m in at.markdown)
     assert "most likely next token is **⟨token 25⟩**, a token no word" in text and "**token 25**" not in text
+    at.text_input(key="induction.sentence").set_value(REPEAT).run()       # “the” occurred 3 times before
+    text = "\n".join(m.value for m in at.markdown)
+    assert "the word after each of the last word's earlier occurrences: “cat” (1), “mat” (5), “cat” (8)." in text
 
 
 def test_the_kept_step_at_t_0_says_argmax_not_that_top_k_or_top_p_dropped_a_token():

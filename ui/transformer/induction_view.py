@@ -295,7 +295,8 @@ def sentence_panel(run: dict, an: dict, sentence: str) -> None:
     else:
         after = [j + 1 for j in range(len(ids) - 1) if ids[j] == ids[-1]]
         st.markdown("Every head on it (axes: the words, with their positions). An induction head's last row looks "
-                    "at the word after the last word's earlier occurrence: " +
+                    f"at the word after {'each of ' if len(after) > 1 else ''}the last word's earlier "
+                    f"occurrence{'s' if len(after) > 1 else ''}: " +
                     ", ".join(f"“{md_safe(tokens[j])}” ({j})" for j in after) + ".")
     chart(word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170),
                     len(ids)))
