@@ -285,3 +285,13 @@ def test_the_block_input_does_not_say_post_norm_keeps_the_embedding_as_a_summand
         else:
             assert gap > 0.1 and "keeps what the embedding" not in t["x"].why
             assert "not as a plain summand" in t["x"].why and ("re-centred" in t["x"].why) == (norm == "layer")
+
+
+def test_one_earlier_occurrence_is_said_in_the_singular_on_next_token():
+    assert next_token_trace("one two three one two", 1.0, 0, 1.0, 0, 0).facts["targets"] == [2]
+    at = open_page("app_pages/51_next_token.py", query={"sentence": "one two three one two"})
+    text = "\n".join(m.value for m in at.markdown)
+    assert "the token right after its earlier occurrence is at position 2 (“three”)." in text
+    at = open_page("app_pages/51_next_token.py", query={"sentence": REPEAT})
+    text = "\n".join(m.value for m in at.markdown)
+    assert "the tokens right after its earlier occurrences are at positions 1 (“cat”), 5 (“mat”), 8 (“cat”)." in text

@@ -202,8 +202,10 @@ def heads(trace: Trace) -> None:
     targets = f["targets"]
     if targets:
         where = ", ".join(f"{j} (“{md_safe(tok[j])}”)" for j in targets)
-        st.markdown(f"The last word, “{md_safe(tok[-1])}”, appeared before; the tokens right after its earlier "
-                    f"occurrences are at positions {where}. An induction head looks there, and copies what it finds.")
+        many = len(targets) > 1
+        st.markdown(f"The last word, “{md_safe(tok[-1])}”, appeared before; the token{'s' if many else ''} right "
+                    f"after its earlier occurrence{'s are at positions' if many else ' is at position'} {where}. An "
+                    "induction head looks there, and copies what it finds.")
     prev = f["previous"]
     if trace.n == 2:
         st.markdown("In layer 0, " + ", ".join(f"head {h} puts **{w:.2f}**" for h, w in enumerate(prev)) + " of the "
