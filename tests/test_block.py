@@ -188,7 +188,7 @@ def torch_block(trace, attention):
 
 
 ARCHES = [Arch(n_layers=L, placement=pl, norm=nm, mlp=m)
-          for L, pl, nm, m in itertools.product((1, 2, 3), ("pre", "post"), ("layer", "rms"), (True, False))]
+          for L, pl, nm, m in itertools.product((1, 2, 3, 4), ("pre", "post"), ("layer", "rms"), (True, False))]
 SETTINGS = {
     "defaults": Config(),
     "causal, 2 heads, bias": Config(mask="causal", n_heads=2, bias=True),

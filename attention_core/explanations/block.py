@@ -169,7 +169,7 @@ def _x0(ctx: BlockContext, key, cell) -> Explanation:
     if "start" in ctx.trace.facts and ctx.config is not None:                   # the attention pages' X
         return _rewrap(ctx, key, cell, explain(_forward(ctx.config), "x", cell, ctx.precision, ctx.config),
                        "X₀ is the attention pages' X: the block starts from the same rows.")
-    what = ("the model's token embedding plus its position embedding, E[id] + P[i], trained with the model"
+    what = ("the model's token embedding plus its position embedding, E[id] + E^pos[i], trained with the model"
             if ctx.trace.facts.get("lm") else "what the block was given")
     return ctx.leaf(key, cell, r"\text{given}", "given", None, ctx.num(ctx.value(key)[cell]),
                     ctx.num_text(ctx.value(key)[cell]), f"X₀ is {what}.")

@@ -104,7 +104,7 @@ def init_params(arch: Arch, d_model: int, vocab: int, seed: int, n_heads: int = 
 
 
 def lm_input(params: dict, ids) -> np.ndarray:
-    """X = E[ids] + P[0:n]: a language model's token and position embeddings, (n, d_model)."""
+    """X = E[ids] + E^pos[0:n]: a language model's token and position embeddings, (n, d_model)."""
     ids = np.asarray(ids, dtype=int)
     return params["tok_emb"][ids] + params["pos_emb"][: len(ids)]
 
@@ -185,7 +185,11 @@ def run_transformer(config: Config, arch: Arch, params: dict, x: np.ndarray, tok
                        axis_labels={"vocab": list(vocab)})
     trace.add("x", "The residual stream X₀", x, ("n", "d_model"), r"X_0 = X",
               why="One row per token: what the first block reads. Every sublayer reads this stream and adds its "
-                  "output to it, so a row keeps what the embedding put there and gathers more, layer by layer.")
+                  + ("output to it, so a row keeps what the embedding put there and gathers more, layer by layer."
+                     if arch.placement == "pre" else
+                     "output to it, then post-norm normalises the sum: each row is rescaled"
+                     + (" and re-centred" if arch.norm == "layer" else "") + " after every add, so what the "
+                     "embedding put there is carried on only through those norms, not as a plain summand."))
     stream, stream_key = x, "x"
     norm_name = "LayerNorm" if arch.norm == "layer" else "RMSNorm"
     for l in range(arch.n_layers):

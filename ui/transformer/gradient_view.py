@@ -143,7 +143,9 @@ def residual(s: TrainingStep) -> None:
     before = "x" if l == 0 else f"l{l - 1}.out"
     rows = np.linalg.norm(s.trace[f"dL/d{before}"].value, axis=1)
     st.caption(f"Row norms ‖∂L/∂X_{l}[i]‖ of the stream's gradient: " + ", ".join(
-        f"{w} {v:.3g}" for w, v in zip(s.trace.tokens, rows)))
+        f"{w} {v:.3g}" for w, v in zip(s.trace.tokens, rows))
+        + (". The last is 0: its logits are not scored (no token comes after it), and the causal mask hides it from "
+           "every earlier query, so nothing the loss sees depends on it." if rows[-1] == 0 else ""))
     step_boxes(s.trace, (f"dL/d{after}", f"dL/dl{l}.attn_branch", f"dL/d{before}"), key_prefix="res:", max_w=560)
 
 

@@ -280,9 +280,9 @@ def sentence_panel(run: dict, an: dict, sentence: str) -> None:
     p /= p.sum()
     best = int(np.argmax(p))
     guess = (f"**{md_safe(labels[best])}**" if best < len(words) else
-             f"**{labels[best]}**, a token no word of the sentence was given (so no word the model could name)")
+             f"**⟨token {best}⟩**, a token no word of the sentence was given (so no word the model could name)")
     repeat = ids[-1] in ids[:-1]
-    st.markdown(f"“{md_safe(' '.join(tokens))}”: {len(ids)} words, {len(words)} distinct, each distinct word one "
+    st.markdown(f"“{md_safe(' '.join(tokens))}”: {len(ids)} word{'s' if len(ids) != 1 else ''}, {len(words)} distinct, each distinct word one "
                 f"of the model's {VOCAB} tokens (what it learned does not depend on which token is which). After the "
                 f"last word, “{md_safe(tokens[-1])}”, the most likely next token is {guess} (p = {p[best]:.2f}).")
     if not repeat:
@@ -295,7 +295,8 @@ def sentence_panel(run: dict, an: dict, sentence: str) -> None:
     else:
         after = [j + 1 for j in range(len(ids) - 1) if ids[j] == ids[-1]]
         st.markdown("Every head on it (axes: the words, with their positions). An induction head's last row looks "
-                    "at the word after the last word's earlier occurrence: " +
+                    f"at the word after {'each of ' if len(after) > 1 else ''}the last word's earlier "
+                    f"occurrence{'s' if len(after) > 1 else ''}: " +
                     ", ".join(f"“{md_safe(tokens[j])}” ({j})" for j in after) + ".")
     chart(word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170),
                     len(ids)))

@@ -47,7 +47,8 @@ def controls() -> tuple[float, int, float, int, int]:
     T = a.slider("Temperature T", 0.0, 3.0, step=0.05, key=KEYS[0],
                  help="The logits are divided by T before softmax. T < 1 sharpens, T > 1 flattens, T = 0 is argmax.")
     k = b.number_input("top-k", 0, VOCAB, step=1, key=KEYS[1],
-                       help=f"Keep only the k most probable tokens, at most the vocabulary's {VOCAB}. 0 or {VOCAB}: off.")
+                       help=f"Keep only the k tokens with the largest logits (the k most probable; a token tied with the "
+                            f"k-th is kept too), k at most the vocabulary's {VOCAB}. 0 or {VOCAB}: off.")
     p = c.slider("top-p", 0.0, 1.0, step=0.05, key=KEYS[2],
                  help="Keep the fewest most probable tokens whose probabilities add up to p_top, this threshold "
                       "(equal probabilities: the lower token number first; at least one token). 1: off.")
@@ -175,7 +176,9 @@ def generated(trace: Trace) -> None:
             "the same every time; after that the oldest token is dropped and every token moves one learned position "
             "back, so they all change and this model must recompute them. Keeping them is what makes generation "
             "cheap")
-    st.markdown(f"{words} {new}  \n:small[Each token is drawn as above with its own u, appended, and the whole "
+    how = ("Each token is the argmax as above (T = 0: its u, in the table, changes nothing)" if f["temperature"] == 0
+           else "Each token is drawn as above with its own u")
+    st.markdown(f"{words} {new}  \n:small[{how}, appended, and the whole "
                 f"model run again on the longer input: {same}: see {kv}.]")
     import pyarrow as pa
     st.dataframe(pa.table({"step": [g["t"] + 1 for g in gen], "u": [round(g["u"], 4) for g in gen],
@@ -199,8 +202,10 @@ def heads(trace: Trace) -> None:
     targets = f["targets"]
     if targets:
         where = ", ".join(f"{j} (“{md_safe(tok[j])}”)" for j in targets)
-        st.markdown(f"The last word, “{md_safe(tok[-1])}”, appeared before; the tokens right after its earlier "
-                    f"occurrences are at positions {where}. An induction head looks there, and copies what it finds.")
+        many = len(targets) > 1
+        st.markdown(f"The last word, “{md_safe(tok[-1])}”, appeared before; the token{'s' if many else ''} right "
+                    f"after its earlier occurrence{'s are at positions' if many else ' is at position'} {where}. An "
+                    "induction head looks there, and copies what it finds.")
     prev = f["previous"]
     if trace.n == 2:
         st.markdown("In layer 0, " + ", ".join(f"head {h} puts **{w:.2f}**" for h, w in enumerate(prev)) + " of the "

@@ -4,7 +4,7 @@ On a repeated sequence take a position i whose token occurred before, last at j 
 1 attends from i to j + 1, the token that followed the earlier occurrence. Its key k_{j+1} is made from the
 stream X_1 at row j + 1, which is a sum of pieces (attention-only, pre-norm, so nothing else writes to it):
 
-    X_1[j+1] = E[x_{j+1}] + P[j+1] + Σ_h o_h[j+1],      o_h = C_h W_O^{(h)}  (layer 0's head h's output)
+    X_1[j+1] = E[x_{j+1}] + E^pos[j+1] + Σ_h o_h[j+1],      o_h = C_h W_O^{(h)}  (layer 0's head h's output)
 
 Layer 1's LayerNorm is linear in the row once the row's own scale s = √(σ² + ε) is fixed (σ² of the whole row):
 
@@ -126,7 +126,7 @@ def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -
                                "key": float(np.abs(key_parts.sum(0) - att1["k_heads"].value[head]).max()),
                                "score": float(np.abs(score_parts.sum(0) - att1["scores"].value[head, i, : i + 1]).max())})
     lesson.add("parts", f"The pieces of the stream X₁ at row j + 1 = {r}", pieces[:, r], ("part", "d_model"),
-               r"X_1[j+1] = E[x_{j+1}] + P[j+1] + \sum_h o_h[j+1]", why="Attention-only and pre-norm: the stream "
+               r"X_1[j+1] = E[x_{j+1}] + E^{\mathrm{pos}}[j+1] + \sum_h o_h[j+1]", why="Attention-only and pre-norm: the stream "
                "layer 1 reads is the embedding, the position and what each head of layer 0 added, nothing else.")
     lesson.add("gamma", "LayerNorm's γ (layer 1)", gamma, ("d_model",), r"\gamma")
     lesson.add("normed_parts", "Each piece's share of LN(X₁) at row j + 1", normed[:, r], ("part", "d_model"),

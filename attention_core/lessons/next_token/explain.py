@@ -110,10 +110,26 @@ def _prob(ctx: Context, cell) -> Explanation:
                 f"Token {j} ({_word(ctx, j)}): its exponential over the sum of all {z.size}. The largest logit, "
                 f"max z = {_t(z.max())}, is taken away before dividing by T = {T:g}: it cancels, and the largest "
                 "term becomes e⁰ = 1, so no exponential overflows."
-                + (f" T is so small that every logit more than about 745·T below the largest has e^(…) = 0: the "
-                   f"{'largest logit takes' if ties == 1 else f'{ties} tied largest logits share'} all the "
-                   "probability." if any(v < -745.2 for v in x) else ""),
+                + _underflow(x, e, ties),
                 [("scaled", (i,)) for i in range(s.size)], s.size, hidden)
+
+
+def _underflow(x: list[float], e: list[float], ties: int) -> str:
+    """What a tiny T does to the exponentials, said only when some underflow to 0: all the probability on the
+    largest logit(s) only when every other e^(…) is exactly 0, else how many still hold a share, however small."""
+    zero = sum(v == 0.0 for v in e)
+    if not zero:
+        return ""
+    rest = len(e) - zero - ties
+    top = "largest logit takes" if ties == 1 else f"{ties} tied largest logits share"
+    if rest == 0:
+        return (f" T is so small that every logit more than about 745·T below the largest has e^(…) = 0: the {top} "
+                "all the probability.")
+    small = max(v for v in e if 0 < v < 1)
+    return (f" T is so small that the {zero} logit{'s' if zero > 1 else ''} more than about 745·T "
+            "below the largest get e^(…) = 0 exactly; the other "
+            f"{rest} below it keep a share, however small (the largest of them e^(…) = {small:.3g}), so the "
+            f"{top.replace('takes', 'takes almost').replace('share', 'share almost')} all the probability.")
 
 
 def _mass(v: float, top_p: float, stays: bool, hold: str = "hold") -> str:
@@ -235,7 +251,8 @@ def _head(ctx: Context, cell) -> Explanation:
                 rf"\frac{{e^{{\tilde S_{{{j}}} - \max \tilde S}}}}{{\sum_i e^{{\tilde S_i - \max \tilde S}}}}", shown,
                 f"e^(S̃_{j} − max S̃) / Σ_i e^(S̃_i − max S̃)", text, e[j] / total,
                 f"Head {h} of layer 1, the last query (“{tok[-1]}”) on key {j} (“{tok[j]}”): softmax over its scores "
-                f"for all {s.size} keys (the last query comes after every key, so the causal mask hides none of them); "
-                f"max S̃ = {_t(top)}, the row's largest score, is taken "
+                + (f"for all {s.size} keys (no key comes after the last query, so the causal mask hides none of them); "
+                   if s.size > 1 else "for its only key, its own position (nothing to hide, so its weight is 1); ")
+                + f"max S̃ = {_t(top)}, the row's largest score, is taken "
                 f"away first, so that no exponential overflows.", [("heads_scores", (h, i)) for i in range(s.size)],
                 int(finite.sum()), hidden)

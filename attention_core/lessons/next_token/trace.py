@@ -108,7 +108,7 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
           "dotted with column j.")
     t.add("logits", "Logits z of the next token", z, ("vocab",), r"z = N_f(X_2)_{n-1}\, W_U", ("h", "w_u"),
           why=f"One score per token of the {VOCAB}; the largest is the model's best guess.")
-    t.add("scaled", "(z − max z) / T", s["scaled"], ("vocab",),
+    t.add("scaled", "(z − max z) / T" if temperature else "z itself (T = 0: no division)", s["scaled"], ("vocab",),
           r"\frac{z - \max z}{T}" if temperature else r"z \;(T = 0:\ \text{argmax})",
           ("logits",), why=f"The logits divided by T = {T} before softmax (T < 1 sharpens, T > 1 flattens), after the "
           "largest is taken away so that the largest becomes 0 and none overflows, however small T; softmax is the "
@@ -121,12 +121,15 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
     t.add("kept", "Kept by top-k and top-p", s["kept"].astype(float), ("vocab",),
           r"\text{kept}_j = [\,z_j \ge z_{(k)}\,] \cdot [\,j \text{ first, or } \textstyle\sum_{i \prec j} \tilde p_i "
           r"< p_{\text{top}}\,]",
-          ("logits", "probs"), why="1: the token stays; 0: top-k or top-p dropped it. z_(k) is the k-th largest "
-          "logit; p̃ is p renormalised over what top-k kept; i ≺ j: token i comes before j when the tokens are "
-          "ordered by p̃, largest first, equal p̃ by token number, the lower first. Top-p keeps the fewest tokens "
-          "from the front of that order whose p̃ add up to p_top: a token stays while the ones ahead of it hold "
-          "less than p_top (a sum within 10⁻¹² below p_top counts as reaching it: rounding), and the first "
-          "always stays, even at p_top = 0. p_top = 1 keeps every token.", scale="sequential")
+          ("logits", "probs"), why=("T = 0: 1 for the argmax only, 0 for every other token, whatever top-k and "
+          "top-p say (greedy decoding keeps one token)." if temperature == 0 else
+          "1: the token stays; 0: top-k or top-p dropped it. z_(k) is the k-th largest logit (top-k = 0, or "
+          f"k ≥ {VOCAB}, is off: every token passes it); p̃ is p renormalised over what top-k kept; i ≺ j: token i "
+          "comes before j when the tokens are ordered by p̃, largest first, equal p̃ by token number, the lower "
+          "first. Top-p keeps the fewest tokens from the front of that order whose p̃ add up to p_top: a token stays "
+          "while the ones ahead of it hold less than p_top (a sum within 10⁻¹² below p_top counts as reaching it: "
+          "rounding), and the first always stays, even at p_top = 0. p_top = 1 keeps every token."),
+          scale="sequential")
     t.add("renormalised", "Renormalised p′", s["renormalised"], ("vocab",),
           r"p'_j = \frac{p_j\, \text{kept}_j}{\sum_i p_i\, \text{kept}_i}", ("probs", "kept"), scale="sequential")
     t.add("cdf", "Cumulative F_j = p′_0 + … + p′_j", s["cdf"], ("vocab",), r"F_j = \sum_{i \le j} p'_i",
@@ -134,8 +137,8 @@ def next_token_trace(sentence: str, temperature: float, k: int, p: float, seed: 
     t.add("sample", "The sampled token", np.array(float(s["token"])), (), r"\text{first } j \text{ with } F_j > u",
           ("cdf",), why=f"u = {us[0]:.4f}, drawn from numpy's generator seeded with {seed}.")
     t.add("heads_scores", f"Layer {COPY_LAYER}: last query's scores", scores, ("h", "n_k"),
-          r"\tilde S_{h,\,n-1,\,j}", why="What softmax reads for the last query. It comes after every key, so the causal mask hides none "
-          "of them: all n scores are finite.")
+          r"\tilde S_{h,\,n-1,\,j}", why="What softmax reads for the last query. No key comes after it (its own position is the last key), "
+          "so the causal mask hides none of them: all n scores are finite.")
     t.add("heads", f"Layer {COPY_LAYER} heads: where the last position looks", weights, ("h", "n_k"),
           r"A_{h,\,n-1,\,j} = \mathrm{softmax}_j(\tilde S_{h,\,n-1,\,j})", ("heads_scores",), scale="sequential",
           why="An induction head looks at the token after the earlier occurrence of the current word, and copies it.")

@@ -11,7 +11,7 @@ by line, from the loss to the embeddings, in the order a learner reads it:
     _backward_attention_layer  X' = X + MHA(N(X))   (or N(X + MHA(X))):  the classifier's attention part
                          (classifier/backprop.py: _backward_attention_heads, masked weights are 0 so the
                          causal mask needs nothing more), then W_Q, W_K, W_V as its projections
-    _backward_embed      X_0 = E[ids] + P[0:n]                  ⇒  ∂L/∂E (rows added up per id), ∂L/∂P
+    _backward_embed      X_0 = E[ids] + E^pos[0:n]                  ⇒  ∂L/∂E (rows added up per id), ∂L/∂E^pos
 
 A residual add y = x + f(x) sends ∂L/∂y to both branches unchanged: ∂L/∂x = ∂L/∂y + (what comes back through f).
 
@@ -193,7 +193,7 @@ def _backward_attention_layer(trace: Trace, params: dict, l: int, g: dict) -> No
 
 
 def _backward_embed(params: dict, ids, g: dict) -> None:
-    """X_0 = E[ids] + P[0:n]  ⇒  ∂L/∂E_t = Σ_{i: ids_i = t} ∂L/∂X_{0,i},  ∂L/∂P_i = ∂L/∂X_{0,i} (i < n), else 0."""
+    """X_0 = E[ids] + E^pos[0:n]  ⇒  ∂L/∂E_t = Σ_{i: ids_i = t} ∂L/∂X_{0,i},  ∂L/∂E^pos_i = ∂L/∂X_{0,i} (i < n), else 0."""
     ids = np.asarray(ids, dtype=int)
     dx = g["dL/dx"]                                                           # (n, d)
     d_tok = np.zeros_like(params["tok_emb"])                                  # (|V|, d)

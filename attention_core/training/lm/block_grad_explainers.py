@@ -119,8 +119,10 @@ def _ce(ctx, key, cell, logits):
                  f"(P[{i},{j}] - [{j} = y_{i}]) / (n - 1)", rf"\frac{{{ctx.num(p)} - {hit}}}{{{n - 1}}}",
                  f"({ctx.num_text(p)} - {hit}) / {n - 1}", (p - hit) / (n - 1),
                  f"P recomputed from row {i} of Z (softmax). The token after position {i} is “{word}” (y_{i} = {y}); "
-                 + ("this is it, so the gradient pushes its logit up." if hit else "this is another token, so the "
-                    "gradient pushes its logit down, by its probability."), [(logits, (i, k)) for k in range(len(z))])
+                 + ("this is it, so the gradient pushes its logit up, by 1 − P" if hit else "this is another token, "
+                    "so the gradient pushes its logit down, by its probability P")
+                 + (f", divided by the {n - 1} scored positions (the loss is their mean)." if n > 2 else
+                    " (one position is scored, so nothing is divided)."), [(logits, (i, k)) for k in range(len(z))])
 
 
 def _mat_t(ctx, key, cell, a, g):
@@ -270,8 +272,10 @@ def _dq(ctx, key, cell, ds, k):
     n = ctx.trace.n
     return _products(ctx, key, cell, [(ds, (h, i, j), k, (j, c)) for j in range(n)],
                      rf"\frac{{1}}{{\sqrt{{{d}}}}} \sum_j {_ref(ctx, ds, (h, i, 'j'))}\, {_ref(ctx, k, ('j', c))}",
-                     f"(1/√{d}) Σ_j dŜ[{h},{i},j]·K[j,{c}]", f"Column {c} is head {h}'s: query {i} met every key "
-                     f"in row {i} of that head's scores.", (rf"\sqrt{{{d}}}", math.sqrt(d)))
+                     f"(1/√{d}) Σ_j dŜ[{h},{i},j]·K[j,{c}]", f"Column {c} is head {h}'s: query {i} met the keys "
+                     f"in row {i} of that head's scores" + (f", keys 0 … {i}; the causal mask hides the later ones, so "
+                     f"their dŜ is 0" if i < n - 1 else ", all of them (it is the last query: no key comes after it)")
+                     + ".", (rf"\sqrt{{{d}}}", math.sqrt(d)))
 
 
 def _dk(ctx, key, cell, ds, q):
@@ -281,8 +285,10 @@ def _dk(ctx, key, cell, ds, q):
     n = ctx.trace.n
     return _products(ctx, key, cell, [(ds, (h, i, j), q, (i, c)) for i in range(n)],
                      rf"\frac{{1}}{{\sqrt{{{d}}}}} \sum_i {_ref(ctx, ds, (h, 'i', j))}\, {_ref(ctx, q, ('i', c))}",
-                     f"(1/√{d}) Σ_i dŜ[{h},i,{j}]·Q[i,{c}]", f"Column {c} is head {h}'s: key {j} met every query in "
-                     f"column {j} of that head's scores.", (rf"\sqrt{{{d}}}", math.sqrt(d)))
+                     f"(1/√{d}) Σ_i dŜ[{h},i,{j}]·Q[i,{c}]", f"Column {c} is head {h}'s: key {j} met the queries in "
+                     f"column {j} of that head's scores" + (f", queries {j} … {n - 1}; the causal mask hides it from the "
+                     f"earlier ones, so their dŜ is 0" if j > 0 else ", all of them (the first key: every query sees "
+                     "it)") + ".", (rf"\sqrt{{{d}}}", math.sqrt(d)))
 
 
 def _dv(ctx, key, cell, weights, dc):
@@ -291,17 +297,24 @@ def _dv(ctx, key, cell, weights, dc):
     n = ctx.trace.n
     return _products(ctx, key, cell, [(weights, (h, i, j), dc, (i, c)) for i in range(n)],
                      rf"\sum_i A_{{{h},i,{j}}}\, {_ref(ctx, dc, ('i', c))}", f"Σ_i A[{h},i,{j}]·dC[i,{c}]",
-                     f"Value row {j} went into every token's context with weight A[{h}, i, {j}], so it collects each "
-                     "token's gradient in that proportion.")
+                     f"Value row {j} went into each token's context with weight A[{h}, i, {j}], so it collects each "
+                     "token's gradient in that proportion" + (f" (0 for the tokens before {j}: the causal mask hides "
+                     f"it from them)" if j > 0 else "") + ".")
+
+
+LAST_ROW_ZERO = ("the last position's row of ∂L/∂X_0 is 0: its logits are not scored (no token comes after it), "
+                 "and the causal mask hides it from every earlier query, so nothing the loss sees depends on it")
 
 
 def _tok(ctx, key, cell, dx):
     t, a = cell
     where = [i for i, tok in enumerate(ctx.trace.facts["ids"]) if tok == t]
+    last = where == [ctx.trace.n - 1] and not ctx.value(dx)[ctx.trace.n - 1].any()
     return _plain_sum(ctx, key, cell, [(dx, (i, a)) for i in where],
                       rf"\sum_{{i:\ \mathrm{{id}}_i = {t}}} {_ref(ctx, dx, ('i', a))}", f"Σ_(i: id_i = {t}) dX_0[i,{a}]",
                       f"Token {t} (“{ctx.trace.tokens[where[0]] if where else ''}”) stands at "
                       f"position{'s' if len(where) != 1 else ''} {', '.join(map(str, where))}."
+                      + (f" It stands only there, and {LAST_ROW_ZERO}: its row gets no gradient." if last else "")
                       if where else f"Token {t} is not in the sentence: its row gets no gradient.")
 
 
@@ -312,8 +325,10 @@ def _pos(ctx, key, cell, dx):
                      "is not used, so its row gets no gradient.")
     v = float(ctx.value(dx)[cell])
     return _done(ctx, key, cell, _ref(ctx, dx, cell), _ref_text(ctx, dx, cell), ctx.num(v), ctx.num_text(v), v,
-                 f"X_0 = E[id] + P: row {i} of P is added to the stream at position {i} only, so its gradient is "
-                 f"row {i} of ∂L/∂X_0, unchanged.", [(dx, cell)], 1)
+                 f"X_0 = E[id] + E^pos: row {i} of E^pos, the position embedding, is added to the stream at position {i} "
+                 f"only, so its gradient is row {i} of ∂L/∂X_0, unchanged. (P on this page is the probabilities.)"
+                 + (f" Position {i} is the last: {LAST_ROW_ZERO}." if i == ctx.trace.n - 1 and not
+                    ctx.value(dx)[i].any() else ""), [(dx, cell)], 1)
 
 
 RULES = {"ce": _ce, "matT": _mat_t, "matWt": _mat_wt, "colsum": _colsum, "gamma": _gamma, "norm_in": _norm_in,

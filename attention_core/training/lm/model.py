@@ -74,7 +74,7 @@ def sentence_ids(sentence: str) -> tuple[list[int], list[str], list[str], list[s
 
 def lm_trace(params: dict, ids, labels: list[str], tokens=None) -> Trace:
     """The model's forward pass on token ids: a Trace of kind "block" (every layer's attention inside it),
-    with X = E[ids] + P[0:n] as its first step."""
+    with X = E[ids] + E^pos[0:n] as its first step."""
     ids = [int(i) for i in ids]
     if not 1 <= len(ids) <= N_CTX or not all(0 <= i < VOCAB for i in ids):
         raise ConfigError(f"The model reads 1 to {N_CTX} tokens, each from 0 to {VOCAB - 1}.")

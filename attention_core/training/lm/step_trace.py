@@ -3,7 +3,7 @@ embeddings as a named Step, then one step of plain SGD and the loss after it.
 
 The forward pass is run_transformer's (a "block" Trace); backprop.py undoes it. This trace holds what a learner
 reads, in that order: the forward numbers the gradients are made from (the stream, each layer's Q, K, V, A, C,
-the parameters), the loss, then "dL/d<name>" from the logits back to E and P, each with the shape of <name>, its
+the parameters), the loss, then "dL/d<name>" from the logits back to E and E^pos, each with the shape of <name>, its
 rule as LaTeX, what it is computed from and a sentence of why; two of them per residual add are the add's own:
 "dL/dl0.attn_branch" (what flows back through the sublayer) and the stream's gradient, the sum of that and what
 skips it. block_grad_explainers.py explains every gradient cell.
@@ -166,7 +166,7 @@ def _stream_keys(arch: Arch, l: int) -> list[str]:
 def _names(arch: Arch) -> dict[str, tuple[str, str]]:
     """(LaTeX, text) of every step and parameter: X_l, X_l', N(X_l), W_Q^{(l)}, γ_{l,1} …"""
     names = {"x": ("X_0", "X_0"), "ln_f": ("N_f", "N_f"), "logits": ("Z", "Z"), "w_u": ("W_U", "W_U"),
-             "tok_emb": ("E", "E"), "pos_emb": ("P", "P"), "ln_f.g": (r"{\gamma_f}", "γ_f"), "ln_f.b": (r"{\beta_f}", "β_f")}
+             "tok_emb": ("E", "E"), "pos_emb": (r"E^{\mathrm{pos}}", "E^pos"), "ln_f.g": (r"{\gamma_f}", "γ_f"), "ln_f.b": (r"{\beta_f}", "β_f")}
     for l in range(arch.n_layers):
         sup, t = f"^{{({l})}}", f"^({l})"
         mid = (rf"X_{{{l}}}'", f"X_{l}'") if arch.mlp else (rf"X_{{{l + 1}}}", f"X_{l + 1}")
@@ -324,13 +324,15 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
              ("dscores", (f"l{l}.weights", f"dL/dl{l}.weights")), lhs=_d(r"\hat S_{h,i,:}"))
         d_s = _d(r"\hat S_h")
         rule(f"l{l}.q", rf"\frac{{1}}{{\sqrt{{d_k}}}} {d_s} K_h", (f"dL/dl{l}.scores", f"l{l}.k"),
-             "Query i meets every key in row i of the scores; the 1/√d_k carries through.",
+             "Query i meets the keys of row i of the scores, keys 0 … i (the causal mask hides the later ones: "
+             "their ∂L/∂Ŝ is 0); the 1/√d_k carries through.",
              ("dq", (f"dL/dl{l}.scores", f"l{l}.k")), lhs=_d("Q_h"))
         rule(f"l{l}.k", rf"\frac{{1}}{{\sqrt{{d_k}}}} \left({d_s}\right)^\top Q_h",
-             (f"dL/dl{l}.scores", f"l{l}.q"), "Key j meets every query in column j of the scores.",
+             (f"dL/dl{l}.scores", f"l{l}.q"), "Key j meets the queries of column j of the scores, queries j … n − 1 (the "
+             "causal mask hides it from the earlier ones: their ∂L/∂Ŝ is 0).",
              ("dk", (f"dL/dl{l}.scores", f"l{l}.q")), lhs=_d("K_h"))
         rule(f"l{l}.v", rf"A_h^\top {_d('C_h')}", (f"l{l}.weights", f"dL/d{c}"), "Value j collects gradient from "
-             "every token, in proportion to how much each attended to it.", ("dv", (f"l{l}.weights", f"dL/d{c}")),
+             "each token, in proportion to how much each attended to it (0 for the tokens before j: the mask).", ("dv", (f"l{l}.weights", f"dL/d{c}")),
              lhs=_d("V_h"))
         src = f"l{l}.ln1" if arch.placement == "pre" else before
         for m in "qkv":
@@ -350,5 +352,6 @@ def _rules(arch: Arch, names: dict, n: int) -> dict[str, tuple]:
          "gradients; tokens not in the sentence get 0.", ("tok", ("dL/dx",)), lhs=_d("E_{t,:}"))
     d_x0 = _d(r"X_{0,i,:}")
     rule("pos_emb", rf"{d_x0}\ (i < n),\ 0 \text{{ after}}", ("dL/dx",),
-         "Position i's row is added to the stream at position i only.", ("pos", ("dL/dx",)), lhs=_d("P_{i,:}"))
+         "Position i's row is added to the stream at position i only.", ("pos", ("dL/dx",)),
+         lhs=_d(r"E_{i,:}^{\mathrm{pos}}"))
     return rules

@@ -3,7 +3,7 @@
 One module over the flat parameter dict of forward/transformer.py (tok_emb, pos_emb, l{l}.w_q …, ln_f.g, w_u),
 general over forward.transformer.Arch (pre- or post-norm, LayerNorm or RMSNorm, MLP on or off):
 
-    X_0 = E[ids] + P[0:n]
+    X_0 = E[ids] + E^pos[0:n]
     pre:   X' = X + MHA(N(X)),   X'' = X' + MLP(N(X'))        then  Z = N_f(X_L) W_U
     post:  X' = N(X + MHA(X)),   X'' = N(X' + MLP(X'))        then  Z = X_L W_U
     MHA(Y) = concat_h softmax(Q_h K_hᵀ / √d_k + causal −∞) V_h · W_O,   Q = Y W_Q (+ b_Q), …
@@ -77,7 +77,7 @@ def build(params: dict, arch: Arch = ARCH, n_heads: int = N_HEADS, dtype=None, t
 
         def forward(self, ids, with_weights: bool = False):
             n = ids.shape[-1]
-            x = F.embedding(ids, self.get("tok_emb")) + self.get("pos_emb")[:n]   # (b, n, d): E[ids] + P[0:n]
+            x = F.embedding(ids, self.get("tok_emb")) + self.get("pos_emb")[:n]   # (b, n, d): E[ids] + E^pos[0:n]
             pre, all_weights = self.arch.placement == "pre", []
             for l in range(self.arch.n_layers):
                 if pre:
