@@ -295,3 +295,16 @@ def test_one_earlier_occurrence_is_said_in_the_singular_on_next_token():
     at = open_page("app_pages/51_next_token.py", query={"sentence": REPEAT})
     text = "\n".join(m.value for m in at.markdown)
     assert "the tokens right after its earlier occurrences are at positions 1 (“cat”), 5 (“mat”), 8 (“cat”)." in text
+
+
+def test_the_trained_weights_note_with_one_word_names_its_only_row():
+    """One word (one query, one key): not "1 of the 1 rows put their largest weight"."""
+    from attention_core import Config
+    from attention_core.forward.stages import run_forward
+    from attention_core.forward.why import agreement_note
+    one = Config(sentence="love")
+    note = agreement_note(one, ["love"], run_forward(one)["weights"].value)
+    assert "the one row puts all its weight on “love”, the only key" in note and "1 of the 1" not in note
+    two = Config(sentence="love you")
+    note = agreement_note(two, ["love", "you"], run_forward(two)["weights"].value)
+    assert " of the 2 rows put their largest weight on " in note

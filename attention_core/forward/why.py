@@ -94,5 +94,8 @@ def agreement_note(config: Config, labels: list[str], weights: np.ndarray) -> st
     top = np.bincount(rows.argmax(axis=1), minlength=weights.shape[-1])  # (n_k,): rows whose largest weight is key j
     j = int(top.argmax())
     heads = f" (all {weights.shape[0]} heads)" if weights.ndim == 3 else ""
+    if len(rows) == 1:
+        return (f" W_Q and W_K were trained for a sentiment classifier that averages every word's row: here the one "
+                f"row puts all its weight on “{labels[j]}”, the only key.")
     return (f" W_Q and W_K were trained for a sentiment classifier that averages every word's row: here "
             f"{int(top[j])} of the {len(rows)} rows{heads} put their largest weight on “{labels[j]}”.")
