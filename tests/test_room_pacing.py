@@ -10,7 +10,7 @@ import classroom
 from classroom import pacing
 from classroom.store import MemoryStore
 from tests.apptest_util import no_exception
-from tests.test_room_page import (ROOM, SCORES, button, follow, page_of, query_of, room_with_student, stay,
+from tests.test_room_page import (SCORES, button, follow, page_of, query_of, room_with_student, stay,
                                   student_joins, text_of)
 
 
@@ -101,7 +101,7 @@ def test_the_dashboard_names_states_and_answers_on_the_teachers_screen_only():
     teacher.run()
     assert "2 students here: 1 following, 1 stepped out · 1 of 2 answered" in text_of(teacher)
     assert not teacher.table                                       # off until the teacher turns it on
-    teacher.toggle(key="room.dashboard").set_value(True).run()
+    teacher.toggle(key="room_dashboard").set_value(True).run()
     no_exception(teacher)
     table = teacher.table[0].value
     rows = table.to_dict("records")
@@ -117,7 +117,7 @@ def test_the_dashboard_names_states_and_answers_on_the_teachers_screen_only():
     from ui.presenter import KEY
     teacher.toggle(key=KEY).set_value(True).run()
     assert teacher.session_state["s.presenter"] is True
-    assert not teacher.table and not any(t.key == "room.dashboard" for t in teacher.toggle)
+    assert not teacher.table and not any(t.key == "room_dashboard" for t in teacher.toggle)
 
 
 def test_a_locked_students_change_is_undone_and_unlock_frees_them():

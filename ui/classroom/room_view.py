@@ -135,9 +135,10 @@ def teacher_panel() -> None:
         st.markdown("Students open the link (or scan the code) and type a nickname:")
         st.code(link, language=None, wrap_lines=True)
         if not presenting():
-            st.toggle(DASHBOARD, key="room.dashboard",
-                      help="Each student's state, their answer to the open question and how long it took. Off "
-                           "the projector: in presenter mode only the counts show.")
+            state["room.dashboard"] = st.toggle(       # kept in the session: a widget's own state goes with its page
+                DASHBOARD, value=bool(state.get("room.dashboard")), key="room_dashboard",
+                help="Each student's state, their answer to the open question and how long it took. Off the "
+                     "projector: in presenter mode only the counts show.")
         _members(code)
         if not presenting():
             remove_box(code, secret)
@@ -181,9 +182,8 @@ def _members(code: str) -> None:
         return
     nicks = [s.name for s in students if s.state != "gone"]
     away = [s.name for s in students if s.state == "gone"]
-    if students:
-        st.caption(":material/groups: " + class_words(students, poll is not None))
-    st.markdown(f"**{here_words(len(nicks))}**" + (":" if nicks else "." if away else " yet."))
+    words = class_words(students, poll is not None) if students else here_words(0)
+    st.markdown(f"**{words}**" + (":" if nicks else "." if away else " yet."))
     if nicks:
         st.text(", ".join(nicks))                      # as typed, never as Markdown
     if away:
