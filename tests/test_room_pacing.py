@@ -10,7 +10,7 @@ import classroom
 from classroom import pacing
 from classroom.store import MemoryStore
 from tests.apptest_util import no_exception
-from tests.test_room_page import (SCORES, button, follow, page_of, query_of, room_with_student, stay,
+from tests.test_room_page import (ROOM, SCORES, button, follow, page_of, query_of, room_with_student, stay,
                                   student_joins, text_of)
 
 
@@ -141,6 +141,12 @@ def test_a_locked_students_change_is_undone_and_unlock_frees_them():
     follow(ana)
     assert ana.session_state["s.d_k"] == 5 and not ana.session_state["room.following"]
     assert "You stepped out" in text_of(ana)
+    button(teacher, "Lock the class to my view").click().run()      # locked again: the room page stays open to leave
+    ana.switch_page(ROOM).run()
+    ana.run()
+    assert page_of(ana) == ROOM
+    button(ana, "Leave the room").click().run()
+    assert "room.code" not in ana.session_state and classroom.members(classroom.store_from_env(), code) == {}
 
 
 def test_a_removed_student_is_told_and_the_teachers_list_drops_them():

@@ -18,7 +18,7 @@ from classroom.presence import removed_words
 from .page_state import CELL, view_of
 from .room_poll import student_poll_card
 from .room_rejoin import keep_cookie, taken_over, tick
-from .room_session import go, known_page, leave, store
+from .room_session import ROOM_PAGE, go, known_page, leave, store
 from .text import md_escape
 
 POLL_SECONDS = 0.3               # a following screen changes within about this after a push (+ the page runs)
@@ -49,7 +49,7 @@ def student_bar(page_file: str) -> None:
         st.warning(undone, icon=":material/lock:")
     here = view_of(page_file)
     if (state.get("room.locked") and state.get("room.following") and state.get("room.baseline") is not None
-            and _moved(here, state["room.baseline"])):
+            and page_file != ROOM_PAGE and _moved(here, state["room.baseline"])):     # the room page: to leave
         _undo(state["room.code"])                 # locked: this change goes back to the teacher's view
     if stepped_out(here):
         _follow_out()
@@ -146,7 +146,8 @@ def _follow_room() -> None:
     newer = version > int(state.get("room.applied") or 0)
     state["room.locked"] = room.locked
     out = stepped_out(view_of(state.get("s.page")))
-    if out and room.locked and view and known_page(view.get("page")):      # locked: back to the teacher's view
+    if (out and room.locked and view and known_page(view.get("page"))      # locked: back to the teacher's view
+            and state.get("s.page") != ROOM_PAGE):                          # (not from the room page: to leave)
         state["room.following"] = True
         state["room.undone"] = LOCKED_BACK
         go(view, version)
