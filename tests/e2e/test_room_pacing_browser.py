@@ -123,6 +123,7 @@ def test_the_dashboard_and_pacing_over_two_processes_and_redis(servers, chromium
         expect(ana.get_by_text("You stepped out", exact=False).first).to_be_visible(timeout=5_000)
         took_out = sees(teacher, "2 students here: 1 following, 1 stepped out")
         sees(teacher, "Stepped out: Ana (KV cache & decoding)")
+        shot(teacher, "pacing_teacher_bar")
         phase("stepped out")
 
         # the stop's question: Ben answers A, Ana does not
