@@ -156,7 +156,7 @@ def test_the_room_page_says_exactly_what_is_kept():
                   "when your screen last checked the room", "a digest of your rejoin key",
                   "in the memory of this app's server (nothing on disk", "in a cookie for this site only",
                   "until 4 hours after the last change in the room", "at once when the teacher ends the room",
-                  "never on the projector or on a student's screen", "only you see your own answer",
+                  "never in presenter mode (the projector's) or on a student's screen", "only you see your own answer",
                   "The browser forgets the cookie 8 hours after the app last wrote it",
                   "your answer to the question open now (unless its answer is revealed)"):
         assert claim in words[0], claim

@@ -42,7 +42,7 @@ PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Sho
 QUESTION = "Class question"
 LOCK, UNLOCK = "Lock the class to my view", "Unlock: students may explore"
 LOCKED = (":material/lock: The class is locked to your view: every student's screen follows it, and a change they "
-          "make is undone.")
+          "make is undone (they can still open the room page, to leave the room).")
 HERE_SECONDS = 2.0               # the teacher's count of students here refreshes this often
 
 
@@ -151,8 +151,8 @@ def class_words(students, poll_open: bool) -> str:
 
 
 def where_names(students) -> str:
-    """Who is not on the teacher's view, by name (the teacher's screen only): "Stepped out: Ana (RoPE) · Disconnected: Cy"
-    ("" when everyone follows). Names and page labels as text (escaped for Markdown)."""
+    """Who is not on the teacher's view, by name (the teacher's screen only):
+    "Stepped out: Ana (RoPE) · Disconnected: Cy" ("" when everyone follows). Names and page labels as text (escaped for Markdown)."""
     from .nav import label_of
     def page(s):
         try:

@@ -29,7 +29,8 @@ OUT_SECONDS = 1.5                # a student exploring on their own: the teacher
 BACK = "Back to the teacher's view"
 LOCKED_LINE = (":material/lock: Your teacher has locked the view: your screen stays on theirs, and changes you make "
                "are undone until they unlock it.")
-LOCKED_BACK = "Your teacher has locked the view: you are back on it until they unlock it."
+LOCKED_BACK = ("Your teacher has locked the class to their view: your screen is back on it, and stays there until "
+               "they unlock it.")
 LOCKED_UNDONE = ("Your teacher has locked the view: your change was undone. You can explore on your own again when "
                  "they unlock it.")
 PREDICT_LINE = ":material/psychology_alt: Predict first: answer your teacher's question before this page does."

@@ -137,7 +137,7 @@ def teacher_panel() -> None:
         if not presenting():
             state["room.dashboard"] = st.toggle(       # kept in the session: a widget's own state goes with its page
                 DASHBOARD, value=bool(state.get("room.dashboard")), key="room_dashboard",
-                help="Each student's state, their answer to the open question and how long it took. Off the "
+                help="Each student's state, their answer to the open question and how long it took. Not for the "
                      "projector: in presenter mode only the counts show.")
         _members(code)
         if not presenting():
@@ -223,7 +223,7 @@ def dashboard_rows(students, poll) -> list[dict]:
             if 0 <= s.answer < len(poll["choices"]) else "—"
         seconds = f"{s.seconds:.1f}" if s.seconds is not None and poll is not None else ""
         rows.append({"Student": md_escape(s.name), "State": md_escape(state), "Answer": md_escape(answer),
-                     "Seconds": seconds})
+                     "Seconds to answer": seconds})
     return rows
 
 
@@ -272,9 +272,10 @@ def what_is_kept(teacher: bool = False) -> None:
             f"or asking a question, a student joining or answering), or at once when the teacher ends the room. "
             f"The browser forgets the cookie {COOKIE_HOURS} hours after the app last wrote it. {leaving}\n"
             f"- **Who sees it:** the nicknames and who is here now are on {who} screen (often the projector), and "
-            "how many students chose each answer. Who chose what, how long it took and who stepped out to which "
-            f"page are on {who} screen only when {'you turn' if teacher else 'they turn'} on the list of each "
-            "student, out of presenter mode (the projector's): never on the projector or on a student's screen. "
+            f"how many students chose each answer. Who stepped out to which page is on {who} screen out of "
+            f"presenter mode; who chose what and how long it took only when {'you turn' if teacher else 'they turn'} "
+            "on the list of each student, out of presenter mode too: never in presenter mode (the projector's) or on "
+            "a student's screen. "
             f"After the answer is revealed every student sees the counts; only {'each student' if teacher else 'you'} "
             f"see{'s' if teacher else ''} {'their' if teacher else 'your'} own answer. Whoever runs this app's "
             "server can read what it keeps.")
@@ -297,7 +298,7 @@ def remove_box(code: str, secret: str) -> None:
             return
         pick = st.selectbox("Student", names, index=None, key="room_remove_pick", placeholder="Choose a nickname")
         st.caption("Their screen says that you removed them, and their browser no longer comes back to this room. "
-                   "Their answers so far stay in the counts, without a name.")
+                   "Their answer to the open question goes; their earlier answers stay in the counts, without a name.")
         if st.button(REMOVE_SURE, key="room_remove", disabled=pick is None, icon=":material/person_remove:"):
             member = next((m for m, n in joined.items() if n == pick), None)
             try:
