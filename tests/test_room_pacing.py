@@ -164,3 +164,23 @@ def test_a_removed_student_is_told_and_the_teachers_list_drops_them():
     follow(ana)
     assert "room.code" not in ana.session_state
     assert any("Your teacher removed you from room" in w.value for w in ana.warning)
+
+
+def test_the_live_question_says_an_early_reveal_is_allowed_and_it_closes_answers():
+    teacher, code, secret, ana = room_with_student()
+    _push_scores(code, secret)
+    follow(ana)
+    store = classroom.store_from_env()
+    poll = classroom.open_poll(store, code, secret, {"prompt": "?", "choices": ["a", "b"], "answer": 1})
+    teacher.switch_page(SCORES).run()
+    teacher.session_state["room_poll_box"] = True                   # the Class question box open
+    teacher.run()
+    no_exception(teacher)
+    assert "0 of 1 student answered" in text_of(teacher)
+    assert "you may reveal before everyone has answered" in text_of(teacher)
+    button(teacher, "Reveal the answer").click().run()              # nobody has answered: allowed
+    assert classroom.state(store, code).poll["revealed"] is True
+    with pytest.raises(classroom.BadMessage, match="answers are closed"):
+        classroom.answer(store, code, ana.session_state["room.member"], poll, 1)
+    follow(ana)
+    assert "You did not answer\\. The answer\\: B\\. b" in text_of(ana)     # escaped Markdown: shown as text
