@@ -12,6 +12,8 @@ holds plain JSON-able dicts.
                  RoomError's messages are written for the learner
     presence     a reload is not a goodbye: a student's single-use rejoin token (the room keeps its digest), and
                  who is here now (present: the students whose screens checked the room in the last few seconds)
+    pacing       the teacher paces and sees the class: lock to the teacher's view, remove a student, and the
+                 roster (each student following, stepped out and where, or gone; their answer and its seconds)
     lesson       a lesson: a title and its stops (a view, the question to ask, a note only the teacher sees);
                  read and written as a JSON file or a link; the shipped lessons in classroom/lessons/
 

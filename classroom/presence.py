@@ -83,6 +83,12 @@ def _used(code: str) -> str:
             "browser's cookie): join again with the code and another nickname (yours stays with that place).")
 
 
+def removed_words(code: str) -> str:
+    """What a student's screen says when the teacher removed them from room `code` (now, and on every return)."""
+    return (f"Your teacher removed you from room {code}: this browser no longer comes back to it. You keep exploring "
+            "on your own; ask your teacher before joining again.")
+
+
 def rejoin(store, code, member, token, now: float | None = None) -> tuple[str, str]:
     """A browser comes back with its member id and token: (the nickname, the next token). NoRoom if the room has
     ended; NotYours if the token is not the member's current one (wrong, used, or the student left); Elsewhere
@@ -93,6 +99,8 @@ def rejoin(store, code, member, token, now: float | None = None) -> tuple[str, s
         raise NotYours(f"This browser has no place in room {code}: join it with its code and a nickname.")
     name = store.hget(_key(code, "members"), member)
     stored = store.hget(_key(code, "tokens"), member)
+    if name is None and store.hget(_key(code, "removed"), member) is not None:
+        raise NotYours(removed_words(code))
     if name is None or not stored:
         raise NotYours(f"This browser's place in room {code} is gone (you left the room): join it again with its "
                        "code and a nickname.")

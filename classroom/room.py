@@ -27,14 +27,20 @@ Keys (every one expires ROOM_HOURS after the teacher's last push or poll, or at 
     room:<code>:seen               member id -> when their screen last checked the room (Unix seconds)
     room:<code>:answers:<poll id>  member id -> the index of the chosen answer
     room:<code>:changes:<poll id>  member id -> how many times that member answered (at most MAX_ANSWER_CHANGES)
+    room:<code>:times:<poll id>    member id -> seconds from the question's opening to that member's last answer
+    room:<code>:where              member id -> what their screen shows: "following" or "out:<page file>"
+                                   (classroom/pacing.py report; written only when it changes)
+    room:<code>:removed            member id -> when the teacher removed them (pacing.remove; their cookie is dead)
     room:<code>:runs               a run's digest -> its bytes as base64 text; "order": the digests, oldest first
                                    (at most MAX_RUNS runs of at most MAX_RUN_BYTES; put_run, get_run)
 
 A member id is 128 random bits that only its student's session holds: it is never shown to anyone, so no
 one can answer for another student. Only the teacher's secret can push a view, open, reveal or close a
-poll. About a student the room keeps their nickname, their answers (the index of the choice, and how many times
-they answered each question; no time), the digest of their rejoin token and when their screen last checked the
-room; nothing else.
+poll. About a student the room keeps their nickname, their answers (the index of the choice, how many times they
+answered each question and how many seconds after it opened their last answer came), the digest of their rejoin
+token, when their screen last checked the room and whether it follows the teacher or shows another page (which);
+nothing else. The teacher's screen shows each student's (classroom/pacing.py roster); the projector and the
+students see counts.
 """
 from __future__ import annotations
 
@@ -105,6 +111,7 @@ class RoomState:
     view: dict | None                 # {"page": page file, "query": {param: text}, "version": n, "at": time,
                                       #  and, for a lesson stop, "hide": [...] and "stage": "predict" | "revealed"}
     poll: dict | None                 # {"id", "prompt", "choices", "answer", "explanation", "revealed", ...}
+    locked: bool = False              # the teacher has locked the class to their view (classroom/pacing.py)
 
 
 def _key(code: str, *parts: str) -> str:
@@ -137,7 +144,7 @@ def _teacher(store: Store, code: str, secret) -> dict[str, str]:
     return room
 
 
-MEMBER_KEYS = ("members", "names", "tokens", "seen")      # what the room keeps per student: expire together
+MEMBER_KEYS = ("members", "names", "tokens", "seen", "where", "removed")      # what the room keeps per student: expire together
 
 
 def _refresh(store: Store, code: str, *more: str) -> None:
@@ -229,9 +236,11 @@ def leave(store: Store, code, member) -> None:
         store.hdel(_key(code, "names"), name_key(name))         # the name is free again
     store.hdel(_key(code, "tokens"), member)                    # this browser cannot come back as them
     store.hdel(_key(code, "seen"), member)
+    store.hdel(_key(code, "where"), member)
     poll = json.loads(room["poll"]) if room.get("poll") else None
     if poll and not poll.get("revealed"):
         store.hdel(_key(code, "answers", poll["id"]), member)
+        store.hdel(_key(code, "times", poll["id"]), member)
 
 
 def members(store: Store, code) -> dict[str, str]:
@@ -249,7 +258,7 @@ def state(store: Store, code) -> RoomState:
     room = _room(store, code)
     return RoomState(code, room.get("title", ""), int(room.get("version", "0") or 0),
                      json.loads(room["view"]) if room.get("view") else None,
-                     json.loads(room["poll"]) if room.get("poll") else None)
+                     json.loads(room["poll"]) if room.get("poll") else None, room.get("locked") == "1")
 
 
 def _stage(view: dict) -> dict:
@@ -335,6 +344,9 @@ def answer(store: Store, code, member, poll_id, choice) -> None:
         raise TooMany(f"You have answered {MAX_ANSWER_CHANGES} times: your last answer stands.")
     store.hset(_key(code, "answers", poll_id), {member: str(choice)})
     store.expire(_key(code, "answers", poll_id), TTL)
+    took = max(0.0, time.time() - float(poll.get("at") or time.time()))     # the processes' clocks: NTP-close
+    store.hset(_key(code, "times", poll_id), {member: f"{took:.1f}"})
+    store.expire(_key(code, "times", poll_id), TTL)
 
 
 def tally(store: Store, code, poll_id) -> list[int]:
@@ -426,7 +438,7 @@ def end_room(store: Store, code, secret) -> None:
     store.expire(_key(code, "runs"), 0)          # the teacher's runs beside the room (put_run) go too
     polls = int(room.get("polls", "0") or 0)
     for key in [_key(code, part) for part in MEMBER_KEYS] + [_key(code, kind, f"p{n}") for n in range(1, polls + 1)
-                                          for kind in ("answers", "changes")] + [_key(code)]:
+                                          for kind in ("answers", "changes", "times")] + [_key(code)]:
         store.expire(key, 0)
 
 

@@ -309,7 +309,8 @@ def test_the_teacher_steps_through_a_lesson_and_the_class_follows():
     teacher.session_state["room.stop"] = 0
     teacher.run()
     listed = "\n".join(m.value for m in teacher.markdown)
-    assert "**→ 1\\. Scores by hand ← now**" in listed and "2\\. RoPE turns pairs" in listed
+    stops = [(b.label, b.proto.type) for b in teacher.button if b.key and b.key.startswith("room_jump_")]
+    assert stops == [("1\\. Scores by hand · now", "primary"), ("2\\. RoPE turns pairs", "secondary")]
     assert "Stop 1 of 2: Scores by hand" in listed
     stay(button(teacher, "Show this stop").click().run())
     no_exception(teacher)
@@ -327,9 +328,14 @@ def test_the_teacher_steps_through_a_lesson_and_the_class_follows():
     assert query_of(ana) == {"positional": "rope", "rope.offset": "50"} == query_of(teacher)
     assert charts(ana) == charts(teacher)
     assert [b.disabled for b in teacher.button if b.label == "Next stop ▶"] == [True]
-    teacher.switch_page(ROOM).run()                 # the projector's list, stop 2 current: no Markdown list
-    listed = next(m.value for m in teacher.markdown if "← now" in m.value)
-    assert listed.startswith("1\\. Scores by hand  \n**→ 2\\. RoPE turns pairs ← now**")
+    teacher.switch_page(ROOM).run()                 # the list, stop 2 current: "1\." is not a Markdown list
+    stops = [(b.label, b.proto.type) for b in teacher.button if b.key and b.key.startswith("room_jump_")]
+    assert stops == [("1\\. Scores by hand", "secondary"), ("2\\. RoPE turns pairs · now", "primary")]
+    stay(button(teacher, "1\\. Scores by hand").click().run())    # a jump from the list: stop 1, on every screen
+    no_exception(teacher)
+    assert page_of(teacher) == SCORES and teacher.session_state["room.stop"] == 0
+    follow(ana)
+    assert page_of(ana) == SCORES and query_of(ana) == {"d_k": "3", "scores.tab": "1"}
 
 
 # ---- a room that ends, a store that is down ----------------------------------------------------------------

@@ -150,11 +150,13 @@ def test_the_room_page_says_exactly_what_is_kept():
     assert "nothing else is kept" not in said
     words = [m.value for m in doors.markdown if "**What:**" in m.value]
     assert len(words) == 1
-    for claim in ("your nickname; for each question, which answer you chose and how many times you answered (not when)",
+    for claim in ("your nickname; for each question, which answer you chose, how many times you answered and how many "
+                  "seconds after the question opened your last answer came",
+                  "whether it follows the teacher or shows another page (which one)",
                   "when your screen last checked the room", "a digest of your rejoin key",
                   "in the memory of this app's server (nothing on disk", "in a cookie for this site only",
                   "until 4 hours after the last change in the room", "at once when the teacher ends the room",
-                  "never who chose what", "only you see your own answer",
+                  "never in presenter mode (the projector's) or on a student's screen", "only you see your own answer",
                   "The browser forgets the cookie 8 hours after the app last wrote it",
                   "your answer to the question open now (unless its answer is revealed)"):
         assert claim in words[0], claim

@@ -1,7 +1,10 @@
 """The room bar: on every page, under the title, for a session in a room (ui.page calls `room_bar` once, after
 the settings). In no room it returns at once: nothing drawn, no store read.
 
-- The teacher: "Room CODE · n students here" (screens that checked the room in the last few seconds, kept live),
+- The teacher: "Room CODE · n students here: n following, n stepped out · n gone · n of m answered" (here: screens
+  that checked the room in the last few seconds; kept live), with who stepped out (and to which page) and who is
+  gone by name, out of presenter mode and off the pages that may be on the projector; "Lock the class to my view"
+  / "Unlock" (classroom/pacing.py: a locked student's own change is undone, ui/room_follow.py);
   "Show this to the class" (the whole view: page, settings, own controls, tab, cell), and with a lesson its stop
   (the question to ask, the teacher's note: on this screen only, never in presenter mode or on the room and
   Lessons pages, which may be on the projector) with ◀ / ▶; a stop is shown to predict (ui/room_hide.py: its
@@ -14,6 +17,7 @@ from __future__ import annotations
 import streamlit as st
 
 import classroom
+from classroom import pacing
 
 from .page_state import CELL, view_of
 from .room_follow import student_bar
@@ -36,6 +40,9 @@ NOTE_KEPT_PAGE = (":material/lock: Your note for this stop is not shown here: th
 PROJECTED = ("app_pages/60_room.py", "app_pages/61_lessons.py")     # pages the class may see on the projector
 PREVIOUS, NEXT, THIS_STOP, ASK_STOP = "◀ Previous stop", "Next stop ▶", "Show this stop", "Ask this stop's question"
 QUESTION = "Class question"
+LOCK, UNLOCK = "Lock the class to my view", "Unlock: students may explore"
+LOCKED = (":material/lock: The class is locked to your view: every student's screen follows it, and a change they "
+          "make is undone (they can still open the room page, to leave the room).")
 HERE_SECONDS = 2.0               # the teacher's count of students here refreshes this often
 
 
@@ -64,7 +71,8 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
         st.warning(md_escape(notice), icon=":material/link_off:")
     with st.container(border=True):
         try:
-            n = len(classroom.present(store(), code))     # here now: screens that checked the room in 5 s
+            students = pacing.roster(store(), code)       # each student's state; here: checked the room in 5 s
+            locked = classroom.state(store(), code).locked
         except classroom.NoRoom:                 # expired: this session leaves it
             leave()
             st.warning(f"{classroom.room.ended(code)} Open a new room on the room page to teach again.",
@@ -82,12 +90,16 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
             left.markdown(f":material/co_present: **Room {code}**")
         else:
             with left:
-                _room_line(code, n)
+                _room_line(code, students, not presenting() and page_file not in PROJECTED)
         if page_file != ROOM_PAGE and right.button(SHOW, key="room_push", type="primary", icon=":material/cast:"):
             view, problems = view_to_push(code, secret, page_file)      # a run it names goes beside the room first
             for problem in problems:
                 st.warning(md_escape(problem), icon=":material/info:")
             _push(code, secret, view)
+        right.button(UNLOCK if locked else LOCK, key="room_lock", icon=":material/lock_open:" if locked else
+                     ":material/lock:", on_click=_lock, args=(code, secret, not locked))
+        if locked:
+            st.caption(LOCKED)
         staying = stays_text(page_file, config) if page_file != ROOM_PAGE else ""
         if staying:                              # said before the push: what the class will not get, and instead
             right.caption(":material/info: " + md_escape(staying))
@@ -119,18 +131,69 @@ def here_words(n: int) -> str:
     return f"{n} student{'' if n == 1 else 's'} here"
 
 
+def class_words(students, poll_open: bool) -> str:
+    """The class in one line of counts (what the projector may show): "2 students here: 1 following, 1 stepped out
+    · 1 disconnected · 1 of 3 answered".
+
+        >>> from classroom.pacing import Student
+        >>> class_words([Student("m", "Ana", "following", None, 0, 3.0), Student("n", "Ben", "out", "p", None, None),
+        ...              Student("o", "Cy", "gone", None, None, None)], poll_open=True)
+        '2 students here: 1 following, 1 stepped out · 1 disconnected · 1 of 3 answered'
+    """
+    n = pacing.counts(students)
+    here = n["following"] + n["out"]
+    words = here_words(here) + (f": {n['following']} following, {n['out']} stepped out" if here else "")
+    if n["gone"]:
+        words += f" · {n['gone']} disconnected"
+    if poll_open:
+        words += f" · {n['answered']} of {n['joined']} answered"
+    return words
+
+
+def where_names(students) -> str:
+    """Who is not on the teacher's view, by name (the teacher's screen only):
+    "Stepped out: Ana (RoPE) · Disconnected: Cy" ("" when everyone follows). Names and page labels as text (escaped for Markdown)."""
+    from .nav import label_of
+    def page(s):
+        try:
+            return f" ({label_of(s.page)})" if s.page else ""
+        except KeyError:
+            return ""
+    out = [md_escape(s.name) + page(s) for s in students if s.state == "out"]
+    gone = [md_escape(s.name) for s in students if s.state == "gone"]
+    parts = ([f"Stepped out: {', '.join(out)}"] if out else []) + ([f"Disconnected: {', '.join(gone)}"] if gone else [])
+    return " · ".join(parts)
+
+
 @st.fragment(run_every=HERE_SECONDS)
-def _room_line(code: str, n: int) -> None:
-    """"Room CODE · n students here", kept live: a student who closes the tab leaves the count within seconds
-    (classroom.PRESENT_SECONDS after their screen last checked the room, then this line's next read)."""
+def _room_line(code: str, students, names_shown: bool) -> None:
+    """"Room CODE · n students here: …" kept live: a student who closes the tab leaves the count within seconds
+    (classroom.PRESENT_SECONDS after their screen last checked the room, then this line's next read), one who steps
+    out is named with the page they are on (not in presenter mode: the projector sees counts)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
     ctx = get_script_run_ctx()
-    if ctx is not None and ctx.fragment_ids_this_run:      # a tick: read the count again
-        try:
-            n = len(classroom.present(store(), code))
-        except Exception:                     # the store does not answer: the bar's full run says so
-            n = None
-    st.markdown(f":material/co_present: **Room {code}**" + ("" if n is None else f" · {here_words(n)}"))
+    poll = None
+    try:
+        if ctx is not None and ctx.fragment_ids_this_run:      # a tick: read the class again
+            students = pacing.roster(store(), code)
+        poll = classroom.state(store(), code).poll
+    except Exception:                     # the store does not answer: the bar's full run says so
+        students = None
+    st.markdown(f":material/co_present: **Room {code}**" + ("" if students is None else
+                                                            f" · {class_words(students, poll is not None)}"))
+    names = where_names(students) if students and names_shown else ""
+    if names:
+        st.caption(names)
+
+
+def _lock(code: str, secret: str, on: bool) -> None:
+    """The lock button's callback: the class locked to the teacher's view, or unlocked."""
+    try:
+        pacing.lock(store(), code, secret, on)
+    except classroom.RoomError as err:
+        st.session_state["room.notices"] = [str(err)]
+    except Exception:
+        st.session_state["room.notices"] = ["The room cannot be reached right now: the lock did not change."]
 
 
 def _push(code: str, secret: str, view: dict) -> bool:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import streamlit as st
 
 import classroom
+from classroom import pacing
+from classroom.presence import removed_words
 
 from .page_state import CELL, view_of
 from .room_poll import student_poll_card
 from .room_rejoin import keep_cookie, taken_over, tick
-from .room_session import go, known_page, leave, store
+from .room_session import ROOM_PAGE, go, known_page, leave, store
 from .text import md_escape
 
 POLL_SECONDS = 0.3               # a following screen changes within about this after a push (+ the page runs)
@@ -25,6 +27,12 @@ OUT_SECONDS = 1.5                # a student exploring on their own: the teacher
 # whatever the timer, so the timer's half-period is what is left to spend; a tick costs ~2.5 ms (a bare
 # fragment's 2.4 ms is Streamlit's floor), so the explorers' slower timer gives their moves that CPU back.
 BACK = "Back to the teacher's view"
+LOCKED_LINE = (":material/lock: Your teacher has locked the view: your screen stays on theirs, and changes you make "
+               "are undone until they unlock it.")
+LOCKED_BACK = ("Your teacher has locked the class to their view: your screen is back on it, and stays there until "
+               "they unlock it.")
+LOCKED_UNDONE = ("Your teacher has locked the view: your change was undone. You can explore on your own again when "
+                 "they unlock it.")
 PREDICT_LINE = ":material/psychology_alt: Predict first: answer your teacher's question before this page does."
 PREDICT_HIDDEN = " The numbers that answer it show “?” until your teacher reveals them."
 
@@ -37,10 +45,58 @@ def student_bar(page_file: str) -> None:
         state["room.baseline"] = view_of(page_file)
     for notice in state.pop("room.notices", None) or []:
         st.warning(md_escape(notice), icon=":material/link_off:")
-    if stepped_out(view_of(page_file)):
+    undone = state.pop("room.undone", None)
+    if undone:
+        st.warning(undone, icon=":material/lock:")
+    here = view_of(page_file)
+    if (state.get("room.locked") and state.get("room.following") and state.get("room.baseline") is not None
+            and page_file != ROOM_PAGE and _moved(here, state["room.baseline"])):     # the room page: to leave
+        _undo(state["room.code"])                 # locked: this change goes back to the teacher's view
+    if stepped_out(here):
         _follow_out()
     else:
         _follow()
+
+
+def _undo(code: str) -> None:
+    """A locked student's own change (a setting, a control, a tab, another page): the teacher's view again, said in
+    a line. The room is read once to be sure it is still locked (the session's flag is the last tick's)."""
+    state = st.session_state
+    try:
+        room = classroom.state(store(), code)
+    except Exception:                             # the store does not answer: the change stays; the bar says why
+        return
+    state["room.locked"] = room.locked
+    view = room.view
+    if room.locked and view and known_page(view.get("page")):
+        state["room.undone"] = LOCKED_UNDONE
+        go(view, int(view.get("version", 0)))
+
+
+def _removed(code: str, member) -> bool:
+    try:
+        return pacing.removed(store(), code, member)
+    except Exception:
+        return False
+
+
+def removed_here(code: str) -> None:
+    """The teacher removed this student: the session leaves the room, the cookie goes, and the page says so."""
+    leave()
+    st.session_state["room.ended"] = removed_words(code)
+
+
+def _report(code: str, out: bool) -> None:
+    """This screen's state in the room, for the teacher's dashboard: written only when it changes."""
+    state = st.session_state
+    now = ("out", state.get("s.page")) if out else ("following", None)
+    if state.get("room.reported") == now or not state.get("room.member"):
+        return
+    try:
+        pacing.report(store(), code, state["room.member"], *now)
+        state["room.reported"] = now
+    except Exception:                             # the store does not answer: said on the next tick
+        pass
 
 
 def stepped_out(here: dict) -> bool:
@@ -80,13 +136,23 @@ def _follow_room() -> None:
         st.caption(f":material/cloud_off: Room {code} cannot be reached right now; you keep exploring, and this "
                    "bar tries again by itself.")
         return
-    if not tick(code):                            # this student came back in another tab or device: that one holds it
-        taken_over(code)
+    if not tick(code):                            # removed by the teacher; or back in another tab or device
+        if _removed(code, state.get("room.member")):
+            removed_here(code)
+        else:
+            taken_over(code)
         st.rerun(scope="app")
     view = room.view
     version = int(view.get("version", 0)) if view else 0
     newer = version > int(state.get("room.applied") or 0)
+    state["room.locked"] = room.locked
     out = stepped_out(view_of(state.get("s.page")))
+    if (out and room.locked and view and known_page(view.get("page"))      # locked: back to the teacher's view
+            and state.get("s.page") != ROOM_PAGE):                          # (not from the room page: to leave)
+        state["room.following"] = True
+        state["room.undone"] = LOCKED_BACK
+        go(view, version)
+    _report(code, out)
     if newer and not out and known_page(view.get("page")):
         go(view, version)
     elif view:                                    # stepped out: the teacher's stop still hides its answer here
@@ -95,6 +161,8 @@ def _follow_room() -> None:
         if not out:
             st.caption(f":material/co_present: Room {code} · you follow your teacher's screen"
                        + ("" if view else " (nothing shown yet)"))
+            if room.locked:
+                st.caption(LOCKED_LINE)
             if view and view.get("stage") == "predict":
                 st.caption(PREDICT_LINE + (PREDICT_HIDDEN if view.get("hide") else " Your teacher reveals the answer."))
         else:

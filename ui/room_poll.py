@@ -192,7 +192,9 @@ def _live_poll(store, code, secret, poll_id: str) -> None:
         _prompt(poll)
         _bars(poll, counts)
         st.caption(f":material/how_to_vote: {_answered_line(counts, joined)} · answers arrive live; "
-                   "students can change theirs until you reveal")
+                   "students can change theirs until you reveal" + (
+                       "; you may reveal before everyone has answered: answers then close, and whoever has not "
+                       "answered sees the answer" if sum(counts) < joined else ""))
         left, right = st.columns(2)
         if left.button("Reveal the answer", icon=":material/visibility:", type="primary", key="poll.reveal"):
             _act(lambda: classroom.reveal(store, code, secret, poll_id))

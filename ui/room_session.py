@@ -15,6 +15,10 @@ Session keys (the names other views read):
                     state: classroom.push's "hide"); ui/room_hide.py reads it. room.stage its "predict" or
                     "revealed" (absent: a view that is not a stop's); room.staged the teacher's stop shown to
                     predict and not yet revealed (its index: the room bar's "Reveal")
+    room.locked     a student's copy of the room's lock (the last tick's): their own changes are undone
+    room.reported   what this student's screen last reported to the room (classroom.pacing.report)
+    room.dashboard  the teacher's table of each student is on (the room page's switch)
+    room.undone     the line saying a locked student's change was undone, shown once
     room.misses     when this session typed a code that opens no room (at most MISSES a minute)
     room.token      a student's rejoin token (classroom/presence.py): this browser's cookie holds it too
     room.cookie     what this browser's room cookie should hold ("" to delete it): written by the next page run
@@ -36,7 +40,8 @@ from .settings import apply_view
 ROOM_PAGE = "app_pages/60_room.py"
 KEYS = ("room.code", "room.secret", "room.member", "room.nick", "room.following", "room.title", "room.applied",
         "room.baseline", "room.notices", "room.shown", "room.hide", "room.stage", "room.staged", "room.token",
-        "room.seen_at", "room.waiting")
+        "room.seen_at", "room.waiting", "room.locked", "room.reported", "room.undone",
+        "room.dashboard")
 MISSES, MISS_WINDOW = 10, 60.0             # wrong codes a session may type in a minute
 
 _STORES: dict[str, classroom.Store] = {}

@@ -142,6 +142,14 @@ def shot(tab, name: str) -> None:
         tab.screenshot(path=str(Path(folder) / f"room_{name}.png"), full_page=True)
 
 
+def no_errors(tabs, servers) -> None:
+    """No exception drawn on any of the screens, no traceback in any of the servers' logs."""
+    for tab in tabs:
+        assert tab.locator(EXCEPTION).count() == 0, tab.url
+    for server in servers:
+        assert "Traceback" not in server.log_tail(50_000), server.log_tail(3000)
+
+
 def poll_bars(tab, labels: list[str]) -> list[str]:
     """The strings drawn in the poll's bar chart (the one whose rows are the choices' labels)."""
     found = wait_for_charts(tab, lambda cs: any(set(labels) <= set(c["texts"]) for c in cs if c["rendered"]),

@@ -15,13 +15,18 @@ from ..links import app_base
 from classroom.presence import PRESENT_SECONDS
 from classroom.room import ROOM_HOURS
 
-from ..room_bar import here_words
+from classroom import pacing
+
+from ..room_bar import class_words, here_words
+from ..settings_state import presenting
 from ..room_rejoin import COOKIE_HOURS
 from ..room_session import ROOM_PAGE, code as room_code, join, leave, open_room, reclaim, store, teaching
 from ..text import md_escape
 
 JOIN, OPEN, END, LEAVE = "Join the room", "Open a room", "End the room", "Leave the room"
 END_SURE = "End it for everyone"
+DASHBOARD = "Show each student (your screen only)"
+REMOVE, REMOVE_SURE = "Remove a student", "Remove from the room"
 CODE_BOX, NICK_BOX, TITLE_BOX = "Room code", "Your nickname", "Title (optional)"
 MEMBERS_SECONDS = 2.0            # the teacher's count of students refreshes this often
 
@@ -129,7 +134,14 @@ def teacher_panel() -> None:
         st.markdown(f"# :material/co_present: {code}")
         st.markdown("Students open the link (or scan the code) and type a nickname:")
         st.code(link, language=None, wrap_lines=True)
+        if not presenting():
+            state["room.dashboard"] = st.toggle(       # kept in the session: a widget's own state goes with its page
+                DASHBOARD, value=bool(state.get("room.dashboard")), key="room_dashboard",
+                help="Each student's state, their answer to the open question and how long it took. Not for the "
+                     "projector: in presenter mode only the counts show.")
         _members(code)
+        if not presenting():
+            remove_box(code, secret)
     with picture:
         st.image(qr_png(link), caption="Scan to join", width=360)
     if state.get("room.lesson") is not None:
@@ -160,17 +172,18 @@ def teacher_panel() -> None:
 @st.fragment(run_every=MEMBERS_SECONDS)
 def _members(code: str) -> None:
     try:
-        joined = classroom.members(store(), code)
-        here = classroom.present(store(), code)
+        students = pacing.roster(store(), code)
+        poll = classroom.state(store(), code).poll
     except classroom.RoomError as err:
         st.warning(md_escape(str(err)))
         return
     except Exception:
         st.caption(":material/cloud_off: The room cannot be reached right now; retrying.")
         return
-    nicks = sorted(here.values(), key=str.lower)
-    away = sorted((nick for member, nick in joined.items() if member not in here), key=str.lower)
-    st.markdown(f"**{here_words(len(nicks))}**" + (":" if nicks else "." if away else " yet."))
+    nicks = [s.name for s in students if s.state != "gone"]
+    away = [s.name for s in students if s.state == "gone"]
+    words = class_words(students, poll is not None) if students else here_words(0)
+    st.markdown(f"**{words}**" + (":" if nicks else "." if away else " yet."))
     if nicks:
         st.text(", ".join(nicks))                      # as typed, never as Markdown
     if away:
@@ -178,6 +191,51 @@ def _members(code: str) -> None:
                    "closed tab or a sleeping laptop; they come back as themselves when they open the app again in "
                    "the same browser):")
         st.text(", ".join(away))
+    if st.session_state.get("room.dashboard") and not presenting():
+        dashboard(students, poll)
+
+
+STATE_WORDS = {"following": "following", "out": "stepped out", "gone": "disconnected"}
+
+
+def dashboard_rows(students, poll) -> list[dict]:
+    """One row per student for the teacher's table: nickname, state (and the page of one who stepped out), their
+    answer to the open question and the seconds from its opening to their last answer. Cells are Markdown in
+    st.table: every text escaped.
+
+        >>> from classroom.pacing import Student
+        >>> row = dashboard_rows([Student("m", "<b>Ben</b>", "out", "app_pages/40_rope.py", 1, 4.25)],
+        ...                      {"choices": ["3", "4"], "revealed": False})[0]
+        >>> print(" | ".join(row.values()))
+        \\<b\\>Ben\\<\\/b\\> | stepped out\\: RoPE\\: rotary positions | B\\. 4 | 4.2
+    """
+    from ..nav import label_of
+    from ..room_poll import choice_text
+    rows = []
+    for s in students:
+        state = STATE_WORDS[s.state]
+        if s.state == "out" and s.page:
+            try:
+                state += f": {label_of(s.page)}"
+            except KeyError:
+                pass
+        answer = "—" if poll is None else "no answer" if s.answer is None else choice_text(poll, s.answer) \
+            if 0 <= s.answer < len(poll["choices"]) else "—"
+        seconds = f"{s.seconds:.1f}" if s.seconds is not None and poll is not None else ""
+        rows.append({"Student": md_escape(s.name), "State": md_escape(state), "Answer": md_escape(answer),
+                     "Seconds to answer": seconds})
+    return rows
+
+
+def dashboard(students, poll) -> None:
+    """The teacher's table, student by student (names and answers: this screen only, never in presenter mode)."""
+    if not students:
+        st.caption("No student has joined yet.")
+        return
+    if poll is not None:
+        st.caption(md_escape(f"The question: {poll.get('prompt', '')}" + (" (answer revealed)" if poll.get("revealed")
+                                                                           else "")))
+    st.table(dashboard_rows(students, poll), hide_index=True)
 
 
 def what_is_kept(teacher: bool = False) -> None:
@@ -187,9 +245,11 @@ def what_is_kept(teacher: bool = False) -> None:
     where = ("on the Redis server that this app's copies share" if store().name == "redis"
              else "in the memory of this app's server (nothing on disk; a restart of the server deletes it)")
     you, your = ("each student", "their") if teacher else ("you", "your")
-    what = (f"- **What:** {your} nickname; for each question, which answer {you} chose and how many times {you} "
-            f"answered (not when); when {your} screen last checked the room (every few seconds while it is open); "
-            f"and a digest of {your} rejoin key. Nothing else: no account, no e-mail.")
+    what = (f"- **What:** {your} nickname; for each question, which answer {you} chose, how many times {you} "
+            f"answered and how many seconds after the question opened {your} last answer came; when {your} screen "
+            f"last checked the room (every few seconds while it is open) and whether it follows the teacher or shows "
+            f"another page (which one); whether the teacher removed {'them' if teacher else 'you'}; and a digest "
+            f"of {your} rejoin key. Nothing else: no account, no e-mail.")
     if teacher:
         what += (" About the room: its title, a digest of your secret, the view you last showed, the question in "
                  "progress, and a model you trained and showed to the class (your last 4 at most).")
@@ -211,22 +271,66 @@ def what_is_kept(teacher: bool = False) -> None:
             f"- **How long:** until {ROOM_HOURS} hours after the last change in the room (the teacher showing a view "
             f"or asking a question, a student joining or answering), or at once when the teacher ends the room. "
             f"The browser forgets the cookie {COOKIE_HOURS} hours after the app last wrote it. {leaving}\n"
-            f"- **Who sees it:** the nicknames and who is here now are on {who} screen (often the projector); "
-            "how many students chose each answer too, never who chose what; after the answer is revealed every "
-            f"student sees those counts; only {'each student' if teacher else 'you'} see{'s' if teacher else ''} "
-            f"{'their' if teacher else 'your'} own answer. Whoever runs this app's server can read what it keeps.")
+            f"- **Who sees it:** the nicknames and who is here now are on {who} screen (often the projector), and "
+            f"how many students chose each answer. Who stepped out to which page is on {who} screen out of "
+            f"presenter mode; who chose what and how long it took only when {'you turn' if teacher else 'they turn'} "
+            "on the list of each student, out of presenter mode too: never in presenter mode (the projector's) or on "
+            "a student's screen. "
+            f"After the answer is revealed every student sees the counts; only {'each student' if teacher else 'you'} "
+            f"see{'s' if teacher else ''} {'their' if teacher else 'your'} own answer. Whoever runs this app's "
+            "server can read what it keeps.")
+
+
+def remove_box(code: str, secret: str) -> None:
+    """"Remove a student": a nickname and a second click. Their screen says so and their cookie no longer brings
+    them back (classroom/pacing.py remove). Drawn (and the members read) only while the box is open."""
+    with st.expander(REMOVE, key="room_remove_box", on_change="rerun", icon=":material/person_remove:") as box:
+        if not box.open:
+            return
+        try:
+            joined = classroom.members(store(), code)
+        except Exception:
+            st.caption(":material/cloud_off: The room cannot be reached right now; close and open this box again.")
+            return
+        names = sorted(joined.values(), key=lambda n: (n.casefold(), n))
+        if not names:
+            st.caption("No student has joined yet.")
+            return
+        pick = st.selectbox("Student", names, index=None, key="room_remove_pick", placeholder="Choose a nickname")
+        st.caption("Their screen says that you removed them, and their browser no longer comes back to this room. "
+                   "Their answer to the open question goes; their earlier answers stay in the counts, without a name.")
+        if st.button(REMOVE_SURE, key="room_remove", disabled=pick is None, icon=":material/person_remove:"):
+            member = next((m for m, n in joined.items() if n == pick), None)
+            try:
+                pacing.remove(store(), code, secret, member)
+            except classroom.RoomError as err:
+                st.error(md_escape(str(err)), icon=":material/error:")
+                return
+            except Exception:
+                st.error("The room cannot be reached right now: nobody was removed.", icon=":material/cloud_off:")
+                return
+            st.session_state.pop("room_remove_pick", None)
+            st.session_state["room.said"] = ("success", f"Removed “{pick}” from room {code}.")
+            st.rerun()
 
 
 def stops_list() -> None:
-    """The lesson's stops, the current one marked (the room bar steps through them)."""
+    """The lesson's stops, the current one marked: a click on one shows it to the class (to predict) and puts it on
+    this screen, as "Show this stop" does."""
+    from ..room_bar import step_to
     state = st.session_state
     lesson = state["room.lesson"]
     i = min(max(int(state.get("room.stop") or 0), 0), len(lesson.stops) - 1)
     st.subheader(f"Lesson: {md_escape(lesson.title)}")
-    lines = [("**→ " if n == i else "") + f"{n + 1}\\. {md_escape(s.title)}" + (" ← now**" if n == i else "")
-             for n, s in enumerate(lesson.stops)]               # "1\.": not a Markdown list that renumbers them
-    st.markdown("  \n".join(lines))
-    st.caption("Step through the stops with ◀ / ▶ in the room bar (above, on every page).")
+    st.caption("Click a stop to show it to the class now (to predict, as “Show this stop” does); or step through "
+               "them with ◀ / ▶ in the room bar (above, on every page).")
+    target = None
+    for n, stop in enumerate(lesson.stops):
+        label = f"{n + 1}\\. {md_escape(stop.title)}" + (" · now" if n == i else "")
+        if st.button(label, key=f"room_jump_{n}", type="primary" if n == i else "secondary", width="stretch"):
+            target = n
+    if target is not None:
+        step_to(state["room.code"], state["room.secret"], target)
 
 
 def student_panel() -> None:
