@@ -28,10 +28,11 @@ def get_block(config: Config, arch: Arch) -> Trace:
 
 
 def bars_spec(rows: list[dict], x: str, y: str, order: list[str], group: str | None = None, groups=None,
-              width: int = 300, height: int = 200, domain=None) -> dict:
+              width: int = 300, height: int = 200, domain=None, label_angle: int = 0) -> dict:
     """Bars in the order given (the sentence's, not the alphabet's), side by side per group if any: a Vega-Lite
     spec written out (altair's validation cost more than the rest of the page's rerun)."""
-    enc = {"x": {"field": x, "type": "nominal", "sort": list(order), "title": x, "axis": {"labelAngle": 0}},
+    axis = {"labelAngle": label_angle, **({"labelOverlap": False, "labelFontSize": 11} if label_angle else {})}
+    enc = {"x": {"field": x, "type": "nominal", "sort": list(order), "title": x, "axis": axis},
            "y": {"field": y, "type": "quantitative", "title": y, **({"scale": {"domain": list(domain)}} if domain else {})},
            "tooltip": [{"field": x, "type": "nominal"}] + ([{"field": group, "type": "nominal"}] if group else [])
                       + [{"field": y, "type": "quantitative", "format": ".4f"}]}
@@ -42,6 +43,44 @@ def bars_spec(rows: list[dict], x: str, y: str, order: list[str], group: str | N
                           "legend": {"orient": "right"}})
     return {"data": {"values": rows}, "mark": {"type": "bar"}, "encoding": enc, "width": width, "height": height,
             "autosize": {"type": "pad", "contains": "padding"}}
+
+
+ROW_PX = 860                       # the page's column at a 1366-px laptop with the sidebar open, less a margin
+BAR_PX = 22                        # a bar and its gap, in the one-chart layout
+PANEL_BAR_PX = 13                  # a bar and its gap, in a token's own panel
+
+
+def stream_bars_spec(rows: list[dict], order: list[str], groups: list[str], top: float) -> dict:
+    """The residual stream's sizes, per token a group of bars (one per part of the stream). When every bar fits the
+    page's column at its width, one chart; else one small panel per token, wrapped in rows (the bars keep their
+    width, the words their size: one chart of 62 tokens × 3 parts was scaled down to 5-px text)."""
+    domain = (0, top * 1.05)
+    width = BAR_PX * len(groups) * len(order)
+    if width + 150 <= ROW_PX:                      # the axis and the legend beside it
+        return bars_spec(rows, "token", "‖row‖", order, "written by", groups, width=max(300, width), domain=domain)
+    panel = PANEL_BAR_PX * len(groups)
+    columns = max(1, (ROW_PX - 150) // (panel + 12))
+    color = {"field": "written by", "type": "nominal", "sort": list(groups), "title": None,
+             "scale": {"domain": list(groups), "scheme": "tableau10"}, "legend": {"orient": "right"}}
+    return {"data": {"values": rows}, "columns": columns,
+            "facet": {"field": "token", "type": "nominal", "sort": list(order), "title": None,
+                      "header": {"labelFontSize": 12, "labelLimit": panel + 8}},
+            "spec": {"width": panel, "height": 110, "mark": {"type": "bar"},
+                     "encoding": {"x": {"field": "written by", "type": "nominal", "sort": list(groups), "axis": None},
+                                  "y": {"field": "‖row‖", "type": "quantitative", "scale": {"domain": list(domain)}},
+                                  "color": color,
+                                  "tooltip": [{"field": "token", "type": "nominal"},
+                                              {"field": "written by", "type": "nominal"},
+                                              {"field": "‖row‖", "type": "quantitative", "format": ".4f"}]}},
+            "spacing": {"row": 14, "column": 12}}
+
+
+def logits_spec(rows: list[dict], vocab: list[str], bound: float) -> dict:
+    """One bar per word of the vocabulary, 40 px each while they fit the page's column; narrower bars with upright
+    words when they do not (never a chart scaled down to unreadable words)."""
+    step = 40 if 40 * len(vocab) + 80 <= ROW_PX else max(12, (ROW_PX - 80) // len(vocab))
+    return bars_spec(rows, "word", "logit", vocab, width=max(260, step * len(vocab)), height=180,
+                     domain=(-bound, bound), label_angle=0 if step >= 40 else -90)
 
 
 def controls() -> tuple[Arch, int]:
@@ -149,8 +188,7 @@ def stream_sizes(trace: Trace, arch: Arch) -> None:
     else:
         st.markdown("Every sublayer **reads** the stream and **adds** its output to it, then the sum is normalised: "
                     "$X_l' = N(X_l + O_l)$. The bars are the size ‖row‖ of what each part wrote, per token:")
-    ui.chart(bars_spec(rows, "token", "‖row‖", labels, "written by", [name for name, _ in parts],
-                       width=max(300, 24 * len(parts) * trace.n), domain=(0, top * 1.05)))
+    ui.chart(stream_bars_spec(rows, labels, [name for name, _ in parts], top))
     if arch.placement == "post":
         st.caption("With post-norm each add is followed by a norm, so the stream is rescaled after every sublayer: "
                    "what a sublayer wrote is no longer a plain summand of the next layer's input.")
@@ -258,8 +296,7 @@ def logits(trace: Trace) -> None:
         "a property of these vectors, not a prediction.")
     rows = [{"word": w, "logit": float(v)} for w, v in zip(vocab, z)]
     bound = 1.08 * float(np.abs(z).max()) or 1.0
-    ui.chart(bars_spec(rows, "word", "logit", list(vocab), width=max(260, 40 * len(vocab)), height=180,
-                       domain=(-bound, bound)))
+    ui.chart(logits_spec(rows, list(vocab), bound))
     step_boxes(trace, ["logits"], key_prefix="block.")
     if (nav.ROOT / NEXT_TOKEN).exists():
         st.markdown("What a **trained** model does with its logits (temperature, top-k, top-p, sampling): "
