@@ -1,6 +1,6 @@
 """Links to the app's pages as the browser sees them: the app's root URL (through any proxy) and a full link
 to a page with its settings. The Share page builds its links here; so does a room (its join link and the
-teacher's own link). And in-app links stay in the tab (stay_in_tab).
+teacher's own link). In-app links in a page's text stay in the tab: raw_html.page_scripts.
 """
 from __future__ import annotations
 
@@ -42,25 +42,3 @@ def share_link(base: str, page_file: str, query: dict[str, str]) -> str:
         link += "?" + urlencode(query, quote_via=quote, safe=",")
     return link
 
-
-# A page's mention of another page inside a sentence is a Markdown link (nav.md_link: "./next_token?…"), which
-# Streamlit opens in a new browser tab: a new session, the sidebar's settings from the link and nothing else (a
-# trained run, the other pages' controls, a room). This listener turns a plain click on such a link into the
-# navigation the browser's Back button makes (the address changes, then Streamlit is told with a popstate event
-# and opens that page in this session), as the top bar's menu does. A click with a modifier key (a new tab or
-# window asked for) and every link that does not start with "./" (the world outside the app) are left alone.
-STAY_IN_TAB = ("<span hidden></span><script>if (!window.__inAppLinks) { window.__inAppLinks = true;"
-               " document.addEventListener('click', e => {"
-               " if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;"
-               " const a = e.target.closest && e.target.closest(\"[data-testid='stMarkdownContainer'] a[href^='./']\");"
-               " if (!a) return;"
-               " e.preventDefault(); e.stopPropagation();"
-               " history.pushState(null, '', new URL(a.getAttribute('href'), document.location.href).toString());"
-               " window.dispatchEvent(new PopStateEvent('popstate', {state: null}));"
-               " }, true); }</script>")
-
-
-def stay_in_tab() -> None:
-    """Once per page run (app.py, after the page): in-app Markdown links open their page in this tab and session."""
-    from .raw_html import trusted_html
-    trusted_html(STAY_IN_TAB, script=True)
