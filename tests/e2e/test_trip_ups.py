@@ -98,7 +98,8 @@ WORDS_62 = ("the cat sat on a mat and ate some fish while the dog ran in the par
                                    {"block.layers": 1, "sentence": WORDS_62}], ids=["10 tokens, 4 layers", "62 tokens"])
 def test_the_blocks_bar_charts_stay_readable_with_many_bars(app_server, laptop, query):
     """/block: the residual stream's bars (10 tokens × 9 parts; 62 tokens × 3) and the logits' bars are drawn at
-    their size inside the column, their words at least 9 px (they were scaled to 80–110 px tall, 5-px words)."""
+    their size inside the column, their words at least 9 px (they were scaled to 80–110 px tall, 5-px words); the
+    residual stream's bars lie down, a token a row, as wide as the column."""
     assert len(WORDS_62.split()) == 62
     tab = laptop()
     open_page(tab, app_server, "block", query)

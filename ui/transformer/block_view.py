@@ -47,32 +47,31 @@ def bars_spec(rows: list[dict], x: str, y: str, order: list[str], group: str | N
 
 ROW_PX = 860                       # the page's column at a 1366-px laptop with the sidebar open, less a margin
 BAR_PX = 22                        # a bar and its gap, in the one-chart layout
-PANEL_BAR_PX = 13                  # a bar and its gap, in a token's own panel
 
 
 def stream_bars_spec(rows: list[dict], order: list[str], groups: list[str], top: float) -> dict:
     """The residual stream's sizes, per token a group of bars (one per part of the stream). When every bar fits the
-    page's column at its width, one chart; else one small panel per token, wrapped in rows (the bars keep their
-    width, the words their size: one chart of 62 tokens × 3 parts was scaled down to 5-px text)."""
+    page's column at its width, upright bars; else the bars lie down, a token a row, as wide as the column whatever
+    the screen (a laptop's or a phone's) and as tall as the tokens need: the words keep their size (one chart of 62
+    tokens × 3 parts was scaled down to 5-px words)."""
     domain = (0, top * 1.05)
     width = BAR_PX * len(groups) * len(order)
     if width + 150 <= ROW_PX:                      # the axis and the legend beside it
         return bars_spec(rows, "token", "‖row‖", order, "written by", groups, width=max(300, width), domain=domain)
-    panel = PANEL_BAR_PX * len(groups)
-    columns = max(1, (ROW_PX - 150) // (panel + 12))
-    color = {"field": "written by", "type": "nominal", "sort": list(groups), "title": None,
-             "scale": {"domain": list(groups), "scheme": "tableau10"}, "legend": {"orient": "right"}}
-    return {"data": {"values": rows}, "columns": columns,
-            "facet": {"field": "token", "type": "nominal", "sort": list(order), "title": None,
-                      "header": {"labelFontSize": 12, "labelLimit": panel + 8}},
-            "spec": {"width": panel, "height": 110, "mark": {"type": "bar"},
-                     "encoding": {"x": {"field": "written by", "type": "nominal", "sort": list(groups), "axis": None},
-                                  "y": {"field": "‖row‖", "type": "quantitative", "scale": {"domain": list(domain)}},
-                                  "color": color,
-                                  "tooltip": [{"field": "token", "type": "nominal"},
-                                              {"field": "written by", "type": "nominal"},
-                                              {"field": "‖row‖", "type": "quantitative", "format": ".4f"}]}},
-            "spacing": {"row": 14, "column": 12}}
+    bar = 5 if len(groups) > 3 else 6
+    return {"data": {"values": rows}, "mark": {"type": "bar"}, "width": "container",
+            "height": len(order) * (bar * len(groups) + 8),
+            "encoding": {"y": {"field": "token", "type": "nominal", "sort": list(order), "title": None,
+                               "axis": {"labelLimit": 110}},
+                         "yOffset": {"field": "written by", "type": "nominal", "sort": list(groups)},
+                         "x": {"field": "‖row‖", "type": "quantitative", "scale": {"domain": list(domain)},
+                               "axis": {"orient": "top"}},
+                         "color": {"field": "written by", "type": "nominal", "sort": list(groups), "title": None,
+                                   "scale": {"domain": list(groups), "scheme": "tableau10"},
+                                   "legend": {"orient": "top", "columns": 3}},
+                         "tooltip": [{"field": "token", "type": "nominal"}, {"field": "written by", "type": "nominal"},
+                                     {"field": "‖row‖", "type": "quantitative", "format": ".4f"}]},
+            "autosize": {"type": "fit-x", "contains": "padding"}}
 
 
 def logits_spec(rows: list[dict], vocab: list[str], bound: float) -> dict:
