@@ -12,26 +12,11 @@ except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPL
     expect = None
 
 
-from bench._common import CHART, EXCEPTION, after_run, new_context, wait_for_charts
+from bench._common import CHART, EXCEPTION, after_run, wait_for_charts
 from tests.e2e.conftest import click_table_cell
 from tests.e2e.conftest import open_page as go
 
-LAPTOP = {"width": 1366, "height": 768}
 CELLS = "svg.marks g.mark-rect.role-mark path"
-
-
-@pytest.fixture
-def laptop(chromium):
-    contexts = []
-
-    def make(viewport=LAPTOP):
-        ctx = new_context(chromium, viewport=viewport)
-        contexts.append(ctx)
-        return ctx.new_page()
-
-    yield make
-    for ctx in contexts:
-        ctx.close()
 
 
 def open_page(tab, server, path: str, query: dict | None = None) -> None:

@@ -16,24 +16,8 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = NotYet = None
 
-from bench._common import EXCEPTION, after_run, new_context, wait_for_charts
+from bench._common import EXCEPTION, after_run, wait_for_charts
 from tests.e2e.conftest import open_page
-
-LAPTOP = {"width": 1366, "height": 768}
-
-
-@pytest.fixture
-def laptop(chromium):
-    contexts = []
-
-    def make():
-        ctx = new_context(chromium, viewport=LAPTOP)
-        contexts.append(ctx)
-        return ctx.new_page()
-
-    yield make
-    for ctx in contexts:
-        ctx.close()
 
 
 def picker(tab, label: str):
