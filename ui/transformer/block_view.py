@@ -28,11 +28,10 @@ def get_block(config: Config, arch: Arch) -> Trace:
 
 
 def bars_spec(rows: list[dict], x: str, y: str, order: list[str], group: str | None = None, groups=None,
-              width: int = 300, height: int = 200, domain=None, label_angle: int = 0) -> dict:
+              width: int = 300, height: int = 200, domain=None) -> dict:
     """Bars in the order given (the sentence's, not the alphabet's), side by side per group if any: a Vega-Lite
     spec written out (altair's validation cost more than the rest of the page's rerun)."""
-    axis = {"labelAngle": label_angle, **({"labelOverlap": False, "labelFontSize": 11} if label_angle else {})}
-    enc = {"x": {"field": x, "type": "nominal", "sort": list(order), "title": x, "axis": axis},
+    enc = {"x": {"field": x, "type": "nominal", "sort": list(order), "title": x, "axis": {"labelAngle": 0}},
            "y": {"field": y, "type": "quantitative", "title": y, **({"scale": {"domain": list(domain)}} if domain else {})},
            "tooltip": [{"field": x, "type": "nominal"}] + ([{"field": group, "type": "nominal"}] if group else [])
                       + [{"field": y, "type": "quantitative", "format": ".4f"}]}
@@ -75,11 +74,19 @@ def stream_bars_spec(rows: list[dict], order: list[str], groups: list[str], top:
 
 
 def logits_spec(rows: list[dict], vocab: list[str], bound: float) -> dict:
-    """One bar per word of the vocabulary, 40 px each while they fit the page's column; narrower bars with upright
-    words when they do not (never a chart scaled down to unreadable words)."""
-    step = 40 if 40 * len(vocab) + 80 <= ROW_PX else max(12, (ROW_PX - 80) // len(vocab))
-    return bars_spec(rows, "word", "logit", vocab, width=max(260, step * len(vocab)), height=180,
-                     domain=(-bound, bound), label_angle=0 if step >= 40 else -90)
+    """One bar per word of the vocabulary, 40 px each while they fit the page's column; when they do not, the bars
+    lie down, a word a row, as wide as the column on any screen (never a chart scaled down to unreadable words)."""
+    if 40 * len(vocab) + 80 <= ROW_PX:
+        return bars_spec(rows, "word", "logit", vocab, width=max(260, 40 * len(vocab)), height=180,
+                         domain=(-bound, bound))
+    return {"data": {"values": rows}, "mark": {"type": "bar"}, "width": "container", "height": 18 * len(vocab),
+            "encoding": {"y": {"field": "word", "type": "nominal", "sort": list(vocab), "title": None,
+                               "axis": {"labelLimit": 110, "labelOverlap": False}},
+                         "x": {"field": "logit", "type": "quantitative", "scale": {"domain": [-bound, bound]},
+                               "axis": {"orient": "top"}},
+                         "tooltip": [{"field": "word", "type": "nominal"},
+                                     {"field": "logit", "type": "quantitative", "format": ".4f"}]},
+            "autosize": {"type": "fit-x", "contains": "padding"}}
 
 
 def controls() -> tuple[Arch, int]:
