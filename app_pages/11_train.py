@@ -5,7 +5,8 @@ import ui
 from attention_core import ConfigError
 from attention_core import classifier as clf
 from attention_core.forward.claims import say
-from ui.training.classifier_view import encoded, initial_params, model_controls, shipped_examples, trained_results
+from ui.training.classifier_view import (encoded, initial_params, learning_rate, model_controls, shipped_examples,
+                                         trained_results)
 
 PAGE = "app_pages/11_train.py"
 ui.page(PAGE, "Train a classifier", settings=False)
@@ -17,10 +18,7 @@ st.markdown("Train tutorial 1's classifier on short product reviews labelled **n
 with st.container(border=True):
     s = model_controls("tr_")
     c1, c2, c3, c4, c5 = st.columns(5)
-    lr = c1.number_input("Learning rate", 1e-5, 100.0, clf.DEFAULTS["lr"], format="%.4f", key="tr_lr",
-                         help="Too large a rate makes training diverge: it then stops and keeps the last good "
-                              "parameters. With the default settings 5 does it within a few epochs (with the last "
-                              "layer frozen it does not).")
+    lr, refused = learning_rate(c1)          # refused: the last accepted rate stays in force, and the page says so
     epochs = c2.number_input("Epochs", 1, 500, clf.DEFAULTS["epochs"], key="tr_epochs")
     batch = c3.number_input("Batch size", 1, 64, 1, key="tr_batch", help="1 = tutorial 1's per-sentence SGD.")
     freeze = c4.toggle("Freeze last layer", key="tr_freeze",
@@ -60,7 +58,11 @@ if settings.positional == "none":
 
 run_key = (s, examples, float(lr), int(epochs), int(batch), bool(freeze), bool(hold_out))
 runs = st.session_state.setdefault("train_runs", {})
-if st.button("Train", type="primary", icon=":material/play_arrow:", key="tr_go"):
+run = runs.get(run_key)
+if refused:
+    st.error(refused + (" The numbers below are its last run's, not the typed rate's." if run is not None else ""),
+             icon=":material/error:")
+if st.button("Train", type="primary", icon=":material/play_arrow:", key="tr_go", disabled=bool(refused)):
     params0 = initial_params(s)
     history, params, error = [], params0, None
     bar = st.progress(0.0, text="Training…")

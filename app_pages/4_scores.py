@@ -39,6 +39,7 @@ def one_word(trace, n_heads: int) -> None:
 def saturation_experiment() -> None:
     """The experiment's own slider reruns only the experiment (no settings involved)."""
     demo_dk = st.select_slider("d_k for the experiment", options=list(D_VALUES), key="demo_dk")
+    ui.page_state.keep("demo_dk")                                     # a fragment's pick: kept, in the link
     c1, c2 = st.columns(2)
     with c1:
         ui.chart(spread_chart())

@@ -131,6 +131,26 @@ def test_train_page_stops_on_divergence():
     assert "Training diverged" in messages(at) and "too large" in messages(at)
 
 
+def test_train_page_refuses_a_rate_of_zero_and_says_the_numbers_are_the_last_rates():
+    """η = 0 reaches the page (the box takes it), is refused in words, the Train button waits for a rate, and the
+    run on show is said to be the last accepted rate's, its numbers unchanged."""
+    at = open_page("app_pages/11_train.py", timeout=120)
+    at.number_input(key="tr_epochs").set_value(2).run()
+    at.button(key="tr_go").click().run()
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Epochs run"] == "2" and not at.error
+    at.number_input(key="tr_lr").set_value(0.0).run()
+    no_exception(at)
+    said = " ".join(e.value for e in at.error)
+    assert "learning rate of 0 is refused" in said and "each weight moves by η times its gradient" in said
+    assert "the last rate accepted, **0.0500**" in said and "numbers below are its last run's" in said
+    assert {m.label: m.value for m in at.metric} == shown          # the last run stays on show, as it was
+    assert at.button(key="tr_go").disabled
+    at.number_input(key="tr_lr").set_value(0.05).run()              # back to a rate: the same run, nothing refused
+    assert not at.error and not at.button(key="tr_go").disabled
+    assert {m.label: m.value for m in at.metric} == shown
+
+
 def test_parameter_file_round_trip_and_errors():
     s = ModelSettings(d_k=4, d_v=3)
     params = initial_params(s)

@@ -1,6 +1,6 @@
 """Links to the app's pages as the browser sees them: the app's root URL (through any proxy) and a full link
 to a page with its settings. The Share page builds its links here; so does a room (its join link and the
-teacher's own link).
+teacher's own link). In-app links in a page's text stay in the tab: raw_html.page_scripts.
 """
 from __future__ import annotations
 
@@ -41,3 +41,4 @@ def share_link(base: str, page_file: str, query: dict[str, str]) -> str:
     if query:
         link += "?" + urlencode(query, quote_via=quote, safe=",")
     return link
+

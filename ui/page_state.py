@@ -102,14 +102,18 @@ def start(page_file: str) -> None:
     """Before the page draws: keep the last run's values of every declared control, give this page's
     controls their kept values (the widgets are then drawn without a default of their own)."""
     state = st.session_state
+    # The first run on a page (a menu's link, a push): the state the browser sends for the page left behind is not
+    # its last word (a widget drawn inside a lazy tab comes back at its default), so the kept values stand, and
+    # this page's controls are drawn at theirs.
+    arrived = state.get("s.page") != page_file
     for key, c in _all().items():
         if key in state:
-            if c.valid(state[key]):
-                state[f"p.{key}"] = state[key]
-            else:                               # never kept, never in a link: back to the last good value
+            if not c.valid(state[key]):         # never kept, never in a link: back to the last good value
                 state[key] = state.get(f"p.{key}", c.default)
+            elif not arrived:
+                state[f"p.{key}"] = state[key]
     for c in controls_of(page_file):
-        if c.key not in state:
+        if arrived or c.key not in state:
             state[c.key] = state.get(f"p.{c.key}", c.default)
     if state.get("s.page") != page_file:        # another page: the charts' selections start empty
         state["p.sel"] = {}
@@ -124,6 +128,15 @@ def value(key: str):
     if key in state:
         return state[key]
     return state.get(f"p.{key}", _all()[key].default)
+
+
+def keep(key: str) -> None:
+    """A declared control drawn inside a fragment: a fragment's run passes neither through start() nor ui.page, so
+    keep its value now and write the link (a menu round trip, a copied address then have the pick)."""
+    state = st.session_state
+    if key in _all() and key in state and _all()[key].valid(state[key]) and state.get(f"p.{key}") != state[key]:
+        state[f"p.{key}"] = state[key]
+        sync()
 
 
 def fit(key: str, lo, hi) -> None:

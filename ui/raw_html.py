@@ -1,5 +1,6 @@
 """The app's one door to raw HTML (tests/test_bad_input.py allows exactly this st.html): the chart CSS sent
-with every page run, the script that scrolls a clicked cell's explanation into view, and the handout's tables.
+with every page run, the script that scrolls a clicked cell's explanation into view (and the page's scripts: in-app
+links stay in the tab, clicks on charts are watched), and the handout's tables.
 Nothing a learner types reaches it as HTML: the CSS and scripts' variable parts are letters, digits, _ and -
 (safe_token); a handout table's every label and number went through html.escape
 (attention_core.labs.handout.table_html)."""
@@ -22,8 +23,16 @@ FIT_CSS = ("<style>.stElementContainer:has([data-testid='stVegaLiteChart']){max-
            "[class*='st-key-side-']>*:last-child:not(:first-child){flex:1 1 360px !important;width:auto !important;"
            "min-width:0}"
            # an explanation's long line of terms: a little smaller, and scrolls sideways rather than being cut
-           "[class*='st-key-xp-'] .katex-display{overflow-x:auto;overflow-y:hidden;padding-bottom:4px}"
-           "[class*='st-key-xp-'] .katex{font-size:1.05em}</style>")
+           "[class*='st-key-xp-'] .katex-display{padding-bottom:4px}"
+           "[class*='st-key-xp-'] .katex{font-size:1.05em}"
+           # a formula wider than its box says so: a scrollbar that is always drawn (not an overlay that shows only
+           # while scrolling) and its right edge fading out until it is scrolled to the end (a scroll-driven
+           # animation: a formula that fits has no scroll timeline, so neither the fade)
+           "[data-testid='stMarkdownContainer'] .katex-display{overflow-x:auto;overflow-y:hidden;"
+           "scrollbar-width:thin;scrollbar-color:rgba(128,132,149,.75) transparent;"
+           "animation:ae-more linear both;animation-timeline:scroll(self inline)}"
+           "@keyframes ae-more{from,97%{mask-image:linear-gradient(to right,#000 calc(100% - 40px),transparent)}"
+           "to{mask-image:none}}</style>")
 
 
 def trusted_html(body: str, script: bool = False) -> None:
@@ -57,13 +66,63 @@ def anchor_class(anchor: str) -> str:
     return "xp-" + safe_token(anchor)
 
 
+# Where the last click on a chart or a table landed: its element container's st-key class (the chart may be drawn
+# anew by the click's rerun) and how far down the chart the click was. Installed once per document.
+CLICK_WATCH = ("if (!window.__xpClick) { window.__xpClick = {}; document.addEventListener('pointerdown', e => {"
+               " const c = e.target.closest && e.target.closest(\"[data-testid='stVegaLiteChart'], "
+               "[data-testid='stDataFrame']\"); if (!c) return;"
+               " const box = c.closest('.stElementContainer'); const r = c.getBoundingClientRect();"
+               " const key = box ? [...box.classList].find(k => k.startsWith('st-key-')) : null;"
+               " window.__xpClick = {el: c, key: key, dy: e.clientY - r.top, t: Date.now()}; }, true); }")
+
+# Scroll the explanation into view by the least amount, but never so far that the clicked cell leaves the screen:
+# the cell stays at least 24 px below the top bar (or above the bottom edge when scrolling up).
+SCROLL = ("const el = document.querySelector('.st-key-{cls}'); if (!el) return;"
+          " const head = document.querySelector(\"[data-testid='stHeader']\");"
+          " const top = Math.max(0, head ? head.getBoundingClientRect().bottom : 0), bottom = window.innerHeight;"
+          " const r = el.getBoundingClientRect();"
+          " let dy = r.bottom > bottom - 8 ? Math.min(r.bottom - bottom + 8, r.top - top - 8) : r.top < top ? r.top - top - 8 : 0;"
+          " const c = window.__xpClick || {};"
+          " let chart = c.el && c.el.isConnected ? c.el : (c.key ? document.querySelector('.' + c.key + \" "
+          "[data-testid='stVegaLiteChart'], .\" + c.key + \" [data-testid='stDataFrame']\") : null);"
+          " if (chart && Date.now() - c.t < 15000) { const cell = chart.getBoundingClientRect().top + c.dy;"
+          " if (dy > 0) dy = Math.min(dy, cell - top - 24); else if (dy < 0) dy = Math.max(dy, cell - bottom + 24); }"
+          " if (dy === 0) return;"
+          " let s = el.parentElement; while (s && !(s.scrollHeight > s.clientHeight + 1 &&"
+          " /(auto|scroll)/.test(getComputedStyle(s).overflowY))) s = s.parentElement;"
+          " (s || window).scrollBy({top: dy});")
+
+
 def scroll_into_view(anchor: str, nonce: str) -> None:
-    """Scroll the explanation into view (the least scroll that shows it: none if it is on screen).
-    Run when its element is new, i.e. on each new click (the nonce names the cell)."""
+    """Bring the explanation into view (the least scroll that shows it: none if it is on screen), keeping the
+    clicked cell on screen. Run when its element is new, i.e. on each new click (the nonce names the cell)."""
     cls, nonce = anchor_class(anchor), safe_token(nonce)
-    trusted_html(f"<span hidden data-cell='{nonce}'></span><script>"
-                 f"for (const t of [60, 400]) setTimeout(() => {{ const el = document.querySelector('.st-key-{cls}');"
-                 f" if (el) el.scrollIntoView({{block: 'nearest', inline: 'nearest'}}); }}, t);</script>", script=True)
+    trusted_html(f"<span hidden data-cell='{nonce}'></span><script>{CLICK_WATCH}"
+                 f"for (const t of [60, 400]) setTimeout(() => {{ {SCROLL.replace('{cls}', cls)} }}, t);</script>",
+                 script=True)
+
+
+# A page's mention of another page inside a sentence is a Markdown link (nav.md_link: "./next_token?…"), which
+# Streamlit opens in a new browser tab: a new session, the sidebar's settings from the link and nothing else (a
+# trained run, the other pages' controls, a room). This listener turns a plain click on such a link into the
+# navigation the browser's Back button makes (the address changes, then Streamlit is told with a popstate event
+# and opens that page in this session), as the top bar's menu does. A click with a modifier key (a new tab or
+# window asked for) and every link that does not start with "./" (the world outside the app) are left alone.
+STAY_IN_TAB = ("if (!window.__inAppLinks) { window.__inAppLinks = true;"
+               " document.addEventListener('click', e => {"
+               " if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;"
+               " const a = e.target.closest && e.target.closest(\"[data-testid='stMarkdownContainer'] a[href^='./']\");"
+               " if (!a) return;"
+               " e.preventDefault(); e.stopPropagation();"
+               " history.pushState(null, '', new URL(a.getAttribute('href'), document.location.href).toString());"
+               " window.dispatchEvent(new PopStateEvent('popstate', {state: null}));"
+               " }, true); }")
+
+
+def page_scripts() -> None:
+    """Once per page run (app.py, after the page): in-app links stay in the tab, and clicks on charts are watched
+    (so that the first click's explanation keeps its cell on screen too). Constant text."""
+    trusted_html(f"<span hidden></span><script>{STAY_IN_TAB}{CLICK_WATCH}</script>", script=True)
 
 
 COOKIE_VALUE = re.compile(r"[A-Za-z0-9_.-]{0,200}")

@@ -106,10 +106,12 @@ def step_box(trace: Trace, key: str, *, title: str | None = None, why: bool | st
         row = side_row(anchor)
         # one heatmap: straight into the row; a table (and its note) or several heads: one area for them
         charts = row if heads == [None] and not as_table else row.container(width="content")
-        clicked = None
+        clicked, under = None, {}
         with charts:
             for start in range(0, len(heads), per_row):
                 cols = st.columns(per_row) if per_row > 1 else [charts]
+                if len(heads) > per_row:        # rows of heads: a clicked cell's arithmetic goes under its own row
+                    under.update(dict.fromkeys(heads[start:start + per_row], st.empty()))
                 for col, h in zip(cols, heads[start:start + per_row]):
                     with col:
                         label = None if h is None else f"head {h}"
@@ -123,7 +125,7 @@ def step_box(trace: Trace, key: str, *, title: str | None = None, why: bool | st
                         if cell is not None:
                             clicked = (h, cell)
         if clicked is not None:
-            with side_info(row, anchor):
+            with under[clicked[0]].container() if clicked[0] in under else side_info(row, anchor):
                 explain_cell(trace, key, clicked, anchor=anchor)
 
 

@@ -44,17 +44,30 @@ def word_tabs(key: str, one_word, all_words) -> None:
 
 def one_word_picker(trace: Trace, label: str = "One word", key: str = "one_word", default: int = 1) -> int:
     """A word of the sentence by its row. Where the key is a page control (ui/page_state.py: it travels in the
-    link) its value is in the session already: kept inside the sentence and drawn without a default."""
+    link) its value is in the session already: kept inside the sentence and drawn without a default.
+
+    The value is the row, so a new sentence keeps it while its words change: the browser is then sent the row
+    again (a value set this run), or it would go on showing the old sentence's word ("1: love") beside the new
+    word's numbers. Drawn in a fragment, the pick is kept and written to the link at once (page_state.keep)."""
+    from . import page_state
     labels = trace.token_labels()
     options = list(range(len(labels)))
     fmt_word = lambda i: f"{i}: {labels[i]}"
-    if key in st.session_state:
-        held = st.session_state[key]
+    state, shown = st.session_state, f"s.labels.{key}"          # the words the browser was last sent
+    if key in state:
+        held = state[key]
         if not isinstance(held, int) or isinstance(held, bool) or not 0 <= held < len(labels):
-            st.session_state[key] = min(default, len(labels) - 1)
-        return int(st.selectbox(label, options=options, format_func=fmt_word, key=key))
-    return int(st.selectbox(label, options=options, index=min(default, len(labels) - 1), format_func=fmt_word,
-                            key=key))
+            state[key] = min(default, len(labels) - 1)
+        elif state.get(shown, labels) != labels:
+            state[key] = held                                   # the same row, its new word shown
+        state[shown] = labels
+        picked = int(st.selectbox(label, options=options, format_func=fmt_word, key=key))
+    else:
+        state[shown] = labels
+        picked = int(st.selectbox(label, options=options, index=min(default, len(labels) - 1), format_func=fmt_word,
+                                  key=key))
+    page_state.keep(key)
+    return picked
 
 
 @functools.cache

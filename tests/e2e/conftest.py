@@ -185,6 +185,24 @@ def own_server():
         server.stop()
 
 
+LAPTOP = {"width": 1366, "height": 768}
+
+
+@pytest.fixture
+def laptop(chromium):
+    """A new browser context at a laptop's 1366 × 768 (or the viewport given), with the page hooks; closed after."""
+    contexts = []
+
+    def make(viewport=LAPTOP):
+        ctx = new_context(chromium, viewport=viewport)
+        contexts.append(ctx)
+        return ctx.new_page()
+
+    yield make
+    for ctx in contexts:
+        ctx.close()
+
+
 @pytest.fixture
 def student(chromium):
     """A new browser context (its own cookies and session) with the page hooks; closed after."""

@@ -12,26 +12,11 @@ except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPL
     expect = None
 
 
-from bench._common import CHART, EXCEPTION, after_run, new_context, wait_for_charts
+from bench._common import CHART, EXCEPTION, after_run, wait_for_charts
 from tests.e2e.conftest import click_table_cell
 from tests.e2e.conftest import open_page as go
 
-LAPTOP = {"width": 1366, "height": 768}
 CELLS = "svg.marks g.mark-rect.role-mark path"
-
-
-@pytest.fixture
-def laptop(chromium):
-    contexts = []
-
-    def make(viewport=LAPTOP):
-        ctx = new_context(chromium, viewport=viewport)
-        contexts.append(ctx)
-        return ctx.new_page()
-
-    yield make
-    for ctx in contexts:
-        ctx.close()
 
 
 def open_page(tab, server, path: str, query: dict | None = None) -> None:
@@ -115,6 +100,57 @@ def test_a_click_in_a_half_width_card_scrolls_its_explanation_into_view(app_serv
     where = in_viewport(tab, card.locator("[class*='st-key-xp-']").first)
     assert where["inside"], where
     assert tab.locator(EXCEPTION).count() == 0
+
+
+FORMULAS_JS = """() => Array.from(document.querySelectorAll("[class*='st-key-xp-'] .katex-display")).map(d => {
+  const cs = getComputedStyle(d);
+  return {wider: d.scrollWidth > d.clientWidth + 1, fade: (cs.maskImage || cs.webkitMaskImage || 'none') !== 'none',
+          overflow: cs.overflowX};
+})"""
+
+
+def test_a_clicked_head_cell_stays_on_screen_with_its_arithmetic_under_its_row(app_server, laptop):
+    """/block_gradients, ∂L/∂A of layer 1 on a 10-word sentence (4 heads, 2 a row): a click on head 0's first row
+    leaves that cell on the 1366 × 768 screen, and its arithmetic appears under heads 0 and 1, above heads 2 and 3
+    (it used to land below all four and the scroll to it took the cell 340 px above the top). Its long sum is wider
+    than the box: it fades out at the right edge until scrolled to its end (a formula that fits does not)."""
+    tab = laptop()
+    open_page(tab, app_server, "block_gradients",
+              {"block_gradients.step": 9, "sentence": "the cat sat on a mat and ate some fish"})
+    heads = tab.locator(CHART).filter(has=tab.locator(CELLS))
+    expect(heads.nth(3)).to_be_visible(timeout=30_000)
+    cell = heads.first.locator(CELLS).nth(5)                 # head 0, row 0 (“the”), column 5
+    cell.scroll_into_view_if_needed()
+    after_run(tab, lambda: cell.click(), timeout_ms=30_000)
+    shown = tab.get_by_text("was made", exact=False).first
+    expect(shown).to_be_visible(timeout=15_000)
+    assert "[0,0,5]" in shown.inner_text()
+    tab.wait_for_timeout(600)                                # the scroll helper runs 60 and 400 ms after drawing
+    header = tab.locator("[data-testid='stHeader']").bounding_box()
+    box = cell.bounding_box()
+    assert box["y"] >= header["y"] + header["height"] - 1 and box["y"] + box["height"] <= 768, box
+    explanation = tab.locator("[class*='st-key-xp-']").first.bounding_box()
+    assert explanation["y"] < 768, explanation               # its start is on screen, under the clicked cell
+    first_row, second_row = heads.nth(0).bounding_box(), heads.nth(2).bounding_box()
+    assert first_row["y"] + first_row["height"] <= explanation["y"] < second_row["y"], (explanation, second_row)
+    formulas = tab.evaluate(FORMULAS_JS)
+    assert [f["overflow"] for f in formulas] == ["auto"] and formulas[0]["wider"] and formulas[0]["fade"], formulas
+    tab.evaluate("() => document.querySelectorAll(\"[class*='st-key-xp-'] .katex-display\")"
+                 ".forEach(d => d.scrollLeft = d.scrollWidth)")
+    tab.wait_for_timeout(200)
+    assert not tab.evaluate(FORMULAS_JS)[0]["fade"]          # scrolled to its end: nothing more to the right
+    assert tab.locator(EXCEPTION).count() == 0
+
+
+def test_a_formula_that_fits_does_not_fade(app_server, laptop):
+    """/masks' causal mask, its clicked cell: a short formula, no fade."""
+    tab = laptop()
+    open_page(tab, app_server, "masks", {"sentence": "they hate me", "mask": "causal"})
+    card = box_of(tab, "Mask")
+    click_cell(tab, card, 1)
+    expect(card.get_by_text("was made", exact=False).first).to_be_visible(timeout=15_000)
+    formulas = tab.evaluate(FORMULAS_JS)
+    assert formulas and not any(f["wider"] or f["fade"] for f in formulas), formulas
 
 
 OVERFLOW_JS = """() => Array.from(document.querySelectorAll("[data-testid='stVegaLiteChart'] svg.marks")).map(svg => {

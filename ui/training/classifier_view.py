@@ -50,6 +50,27 @@ def model_controls(prefix: str) -> ModelSettings:
     return ModelSettings(embedding, positional, int(d_k), int(d_v), int(seed))
 
 
+LR_MIN, LR_MAX = 1e-5, 100.0
+LR_HELP = ("Too large a rate makes training diverge: it then stops and keeps the last good parameters. With the "
+           "default settings 5 does it within a few epochs (with the last layer frozen it does not).")
+
+
+def learning_rate(where) -> tuple[float, str | None]:
+    """The learning-rate box. (the rate in force, None), or, when the typed rate is refused, (the last rate
+    accepted, why): the box takes any rate from 0 so that the page, not the browser, says what is wrong with it,
+    and the numbers on the page stay those of the last accepted rate, said so."""
+    typed = float(where.number_input("Learning rate", 0.0, LR_MAX, clf.DEFAULTS["lr"], format="%.4f", key="tr_lr",
+                                     help=LR_HELP))
+    if typed >= LR_MIN:
+        st.session_state["tr_lr_good"] = typed
+        return typed, None
+    kept = float(st.session_state.get("tr_lr_good", clf.DEFAULTS["lr"]))
+    why = ("at η = 0 a step changes nothing: each weight moves by η times its gradient" if typed == 0 else
+           f"{typed:.2g} is below the smallest rate this page takes")
+    return kept, (f"A learning rate of {typed:g} is refused: {why}. Choose a rate from {LR_MIN:g} to {LR_MAX:g}. "
+                  f"The page keeps the last rate accepted, **{kept:.4f}**.")
+
+
 @functools.lru_cache(maxsize=1)
 def shipped_examples():
     return tuple(clf.load_dataset())

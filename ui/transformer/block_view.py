@@ -44,6 +44,51 @@ def bars_spec(rows: list[dict], x: str, y: str, order: list[str], group: str | N
             "autosize": {"type": "pad", "contains": "padding"}}
 
 
+ROW_PX = 860                       # the page's column at a 1366-px laptop with the sidebar open, less a margin
+BAR_PX = 22                        # a bar and its gap, in the one-chart layout
+
+
+def stream_bars_spec(rows: list[dict], order: list[str], groups: list[str], top: float) -> dict:
+    """The residual stream's sizes, per token a group of bars (one per part of the stream). When every bar fits the
+    page's column at its width, upright bars; else the bars lie down, a token a row, as wide as the column whatever
+    the screen (a laptop's or a phone's) and as tall as the tokens need: the words keep their size (one chart of 62
+    tokens × 3 parts was scaled down to 5-px words)."""
+    domain = (0, top * 1.05)
+    width = BAR_PX * len(groups) * len(order)
+    if width + 150 <= ROW_PX:                      # the axis and the legend beside it
+        return bars_spec(rows, "token", "‖row‖", order, "written by", groups, width=max(300, width), domain=domain)
+    bar = 5 if len(groups) > 3 else 6
+    return {"data": {"values": rows}, "mark": {"type": "bar"}, "width": "container",
+            "height": len(order) * (bar * len(groups) + 8),
+            "encoding": {"y": {"field": "token", "type": "nominal", "sort": list(order), "title": None,
+                               "axis": {"labelLimit": 110}},
+                         "yOffset": {"field": "written by", "type": "nominal", "sort": list(groups)},
+                         "x": {"field": "‖row‖", "type": "quantitative", "scale": {"domain": list(domain)},
+                               "axis": {"orient": "top"}},
+                         "color": {"field": "written by", "type": "nominal", "sort": list(groups), "title": None,
+                                   "scale": {"domain": list(groups), "scheme": "tableau10"},
+                                   "legend": {"orient": "top", "columns": 3}},
+                         "tooltip": [{"field": "token", "type": "nominal"}, {"field": "written by", "type": "nominal"},
+                                     {"field": "‖row‖", "type": "quantitative", "format": ".4f"}]},
+            "autosize": {"type": "fit-x", "contains": "padding"}}
+
+
+def logits_spec(rows: list[dict], vocab: list[str], bound: float) -> dict:
+    """One bar per word of the vocabulary, 40 px each while they fit the page's column; when they do not, the bars
+    lie down, a word a row, as wide as the column on any screen (never a chart scaled down to unreadable words)."""
+    if 40 * len(vocab) + 80 <= ROW_PX:
+        return bars_spec(rows, "word", "logit", vocab, width=max(260, 40 * len(vocab)), height=180,
+                         domain=(-bound, bound))
+    return {"data": {"values": rows}, "mark": {"type": "bar"}, "width": "container", "height": 18 * len(vocab),
+            "encoding": {"y": {"field": "word", "type": "nominal", "sort": list(vocab), "title": None,
+                               "axis": {"labelLimit": 110, "labelOverlap": False}},
+                         "x": {"field": "logit", "type": "quantitative", "scale": {"domain": [-bound, bound]},
+                               "axis": {"orient": "top"}},
+                         "tooltip": [{"field": "word", "type": "nominal"},
+                                     {"field": "logit", "type": "quantitative", "format": ".4f"}]},
+            "autosize": {"type": "fit-x", "contains": "padding"}}
+
+
 def controls() -> tuple[Arch, int]:
     """The block's switches (kept and carried in the link by ui/page_state.py): (Arch, the layer shown)."""
     with st.container(border=True):
@@ -149,8 +194,7 @@ def stream_sizes(trace: Trace, arch: Arch) -> None:
     else:
         st.markdown("Every sublayer **reads** the stream and **adds** its output to it, then the sum is normalised: "
                     "$X_l' = N(X_l + O_l)$. The bars are the size ‖row‖ of what each part wrote, per token:")
-    ui.chart(bars_spec(rows, "token", "‖row‖", labels, "written by", [name for name, _ in parts],
-                       width=max(300, 24 * len(parts) * trace.n), domain=(0, top * 1.05)))
+    ui.chart(stream_bars_spec(rows, labels, [name for name, _ in parts], top))
     if arch.placement == "post":
         st.caption("With post-norm each add is followed by a norm, so the stream is rescaled after every sublayer: "
                    "what a sublayer wrote is no longer a plain summand of the next layer's input.")
@@ -259,8 +303,7 @@ def logits(trace: Trace) -> None:
         "a property of these vectors, not a prediction.")
     rows = [{"word": w, "logit": float(v)} for w, v in zip(vocab, z)]
     bound = 1.08 * float(np.abs(z).max()) or 1.0
-    ui.chart(bars_spec(rows, "word", "logit", list(vocab), width=max(260, 40 * len(vocab)), height=180,
-                       domain=(-bound, bound)))
+    ui.chart(logits_spec(rows, list(vocab), bound))
     step_boxes(trace, ["logits"], key_prefix="block.")
     if (nav.ROOT / NEXT_TOKEN).exists():
         st.markdown("What a **trained** model does with its logits (temperature, top-k, top-p, sampling): "
