@@ -4,7 +4,7 @@
 A student's screen reports what it shows with `report` ("following", or "out" and the page it shows), written only
 when it changes (ui keeps the last value it wrote), so the following fragment's 0.3 s ticks cost no write. Who is
 disconnected comes from presence's "seen" times (a screen that has not checked the room in PRESENT_SECONDS).
-`roster` reads five hashes of the room, whatever its size: the teacher's screen calls it every two seconds.
+`roster` reads the room and five of its hashes, whatever its size: the teacher's screen calls it every two seconds.
 
     >>> from classroom.store import MemoryStore
     >>> from classroom.room import open_room, join, open_poll, answer, state

@@ -85,8 +85,8 @@ def _used(code: str) -> str:
 
 def removed_words(code: str) -> str:
     """What a student's screen says when the teacher removed them from room `code` (now, and on every return)."""
-    return (f"Your teacher removed you from room {code}: this browser no longer comes back to it. You keep exploring "
-            "on your own; ask your teacher before joining again.")
+    return (f"Your teacher removed you from room {code}: your place in it is gone, and this browser no longer brings "
+            "you back by itself. You keep exploring on your own; ask your teacher before joining again.")
 
 
 def rejoin(store, code, member, token, now: float | None = None) -> tuple[str, str]:

@@ -184,3 +184,124 @@ def test_the_live_question_says_an_early_reveal_is_allowed_and_it_closes_answers
         classroom.answer(store, code, ana.session_state["room.member"], poll, 1)
     follow(ana)
     assert "You did not answer\\. The answer\\: B\\. b" in text_of(ana)     # escaped Markdown: shown as text
+
+
+# ---- a fresh read (read2): the sentences at the settings that made them false -----------------------------------
+
+def test_the_room_pages_count_line_does_not_read_as_naming_who_answered():
+    """"… · 0 of 2 answered:" followed by the nicknames read as the two who answered: the names are who is here."""
+    teacher, code, secret, _ = room_with_student()
+    classroom.open_poll(classroom.store_from_env(), code, secret, {"prompt": "?", "choices": ["a", "b"], "answer": 1})
+    teacher.run()
+    no_exception(teacher)
+    lines = [m.value for m in teacher.markdown if "answered" in m.value and m.value.startswith("**")]
+    assert lines == ["**1 student here: 1 following, 0 stepped out · 0 of 1 answered**. Here now:"]
+    assert "Ana" in [t.value for t in teacher.text]
+
+
+def test_the_lock_says_what_it_holds_the_class_to():
+    """Locked with nothing shown: nothing is held (a student's change stays), and both screens say so; locked while the
+    teacher explores another page: the class is held on the view last shown, not the teacher's page."""
+    teacher, code, secret, ana = room_with_student()
+    follow(ana)
+    button(teacher, "Lock the class to my view").click().run()
+    assert "you have shown nothing yet" in text_of(teacher) and "locked to your view" not in text_of(teacher)
+    follow(ana)
+    assert "when they show a view, your screen stays on it" in text_of(ana)
+    assert "You can always explore" not in text_of(ana) and "changes you make are undone" not in text_of(ana)
+    ana.switch_page(SCORES).run()
+    ana.number_input(key="w.d_k").set_value(5).run()
+    follow(ana)
+    assert ana.session_state["s.d_k"] == 5                          # nothing to undo to: the sentence was right
+    _push_scores(code, secret)
+    teacher.switch_page("app_pages/40_rope.py").run()
+    no_exception(teacher)
+    said = text_of(teacher)
+    assert "locked to the view you last showed (4 · Scores \\& scaling), not to this page" in said
+    assert "locked to your view" not in said
+    follow(ana)
+    assert page_of(ana) == SCORES and query_of(ana) == {"d_k": "3"}  # held on the view shown, not on RoPE
+    teacher.switch_page(SCORES).run()
+    assert "The class is locked to your view" in text_of(teacher)
+
+
+def test_a_locked_student_on_the_room_page_is_told_the_lock_holds():
+    teacher, code, secret, ana = room_with_student()
+    _push_scores(code, secret)
+    follow(ana)
+    button(teacher, "Lock the class to my view").click().run()
+    ana.switch_page(ROOM).run()
+    ana.run()
+    no_exception(ana)
+    said = text_of(ana)
+    assert "this page stays open so that you can leave the room; any other page brings you back" in said
+    assert "explore on your own" not in said
+
+
+def test_the_remove_box_says_a_revealed_answer_stays_and_the_code_still_lets_them_join():
+    teacher, code, secret, ana = room_with_student()
+    store = classroom.store_from_env()
+    poll = classroom.open_poll(store, code, secret, {"prompt": "?", "choices": ["a", "b"], "answer": 1})
+    classroom.answer(store, code, ana.session_state["room.member"], poll, 1)
+    classroom.reveal(store, code, secret, poll)
+    teacher.session_state["room_remove_box"] = True
+    teacher.run()
+    assert "goes unless you revealed it" in text_of(teacher) and "can still type the code and join again" in \
+        text_of(teacher)
+    teacher.selectbox(key="room_remove_pick").set_value("Ana").run()
+    button(teacher, "Remove from the room").click().run()
+    assert classroom.tally(store, code, poll) == [0, 1]             # revealed: their answer stayed, as said
+    ana.session_state["room.seen_at"] = float("-inf")
+    follow(ana)
+    assert any("your place in it is gone" in w.value for w in ana.warning)
+    ana.switch_page(ROOM).run()
+    ana.text_input(key="room_join_code").input(code)
+    ana.text_input(key="room_join_nick").input("Ana")
+    button(ana, "Join the room").click().run()
+    no_exception(ana)
+    assert list(classroom.members(store, code).values()) == ["Ana"]   # by the code: back, as the box says
+
+
+def test_the_room_bar_and_room_page_examples_run():
+    """ui/ is not among pytest's doctest paths: class_words', locked_words' and dashboard_rows' examples run here."""
+    import doctest
+    import importlib
+    for name in ("ui.room_bar", "ui.classroom.room_view"):          # ui.room_bar is also a function's name in ui
+        module = importlib.import_module(name)
+        assert doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
+
+
+def test_a_student_removed_after_the_reveal_is_not_counted_as_more_answers_than_students():
+    """Revealed, then removed: their answer stays in the counts (as the remove box says); the teacher's line said
+    "1 of 0 students answered"."""
+    teacher, code, secret, ana = room_with_student()
+    store = classroom.store_from_env()
+    _push_scores(code, secret)
+    poll = classroom.open_poll(store, code, secret, {"prompt": "?", "choices": ["a", "b"], "answer": 1})
+    classroom.answer(store, code, ana.session_state["room.member"], poll, 1)
+    classroom.reveal(store, code, secret, poll)
+    pacing.remove(store, code, secret, ana.session_state["room.member"])
+    teacher.switch_page(SCORES).run()
+    teacher.session_state["room_poll_box"] = True
+    teacher.run()
+    no_exception(teacher)
+    assert "1 answered (0 students in the room now: the answers of those who left stay in the counts); 1 chose B." \
+        in text_of(teacher)
+    assert "1 of 0" not in text_of(teacher)
+
+
+def test_presenter_mode_lists_who_joined_not_who_is_away():
+    """The room page is the projector's: in presenter mode it names who joined (as the join box says) and counts who
+    is away; out of it, who is here and who is away by name."""
+    teacher, code, _, _ = room_with_student()
+    ben = student_joins(code, "$x$")
+    store = classroom.store_from_env()
+    store.hset(f"room:{code}:seen", {ben.session_state["room.member"]: "0.000"})   # Ben's screen long quiet
+    teacher.run()
+    assert "**1 student here: 1 following, 0 stepped out · 1 disconnected**. Here now:" in text_of(teacher)
+    assert [t.value for t in teacher.text] == ["Ana", "$x$"] and "Joined, not here now" in text_of(teacher)
+    from ui.presenter import KEY
+    teacher.toggle(key=KEY).set_value(True).run()
+    no_exception(teacher)
+    assert "**1 student here: 1 following, 0 stepped out · 1 disconnected**. Joined:" in text_of(teacher)
+    assert [t.value for t in teacher.text] == ["$x$, Ana"] and "not here now" not in text_of(teacher)

@@ -43,6 +43,11 @@ QUESTION = "Class question"
 LOCK, UNLOCK = "Lock the class to my view", "Unlock: students may explore"
 LOCKED = (":material/lock: The class is locked to your view: every student's screen follows it, and a change they "
           "make is undone (they can still open the room page, to leave the room).")
+LOCKED_ELSEWHERE = (":material/lock: The class is locked to the view you last showed ({page}), not to this page: "
+                    "every student's screen follows that one, and a change they make is undone (they can still open "
+                    "the room page, to leave the room).{show}")
+LOCKED_NOTHING = (":material/lock: The class is locked, but you have shown nothing yet: students explore freely "
+                  "until you show a view; from then on every following screen stays on it.")
 HERE_SECONDS = 2.0               # the teacher's count of students here refreshes this often
 
 
@@ -72,7 +77,8 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
     with st.container(border=True):
         try:
             students = pacing.roster(store(), code)       # each student's state; here: checked the room in 5 s
-            locked = classroom.state(store(), code).locked
+            room = classroom.state(store(), code)
+            locked = room.locked
         except classroom.NoRoom:                 # expired: this session leaves it
             leave()
             st.warning(f"{classroom.room.ended(code)} Open a new room on the room page to teach again.",
@@ -99,7 +105,7 @@ def teacher_bar(page_file: str, config=None, trace=None) -> None:
         right.button(UNLOCK if locked else LOCK, key="room_lock", icon=":material/lock_open:" if locked else
                      ":material/lock:", on_click=_lock, args=(code, secret, not locked))
         if locked:
-            st.caption(LOCKED)
+            st.caption(locked_words(room.view, page_file))
         staying = stays_text(page_file, config) if page_file != ROOM_PAGE else ""
         if staying:                              # said before the push: what the class will not get, and instead
             right.caption(":material/info: " + md_escape(staying))
@@ -184,6 +190,33 @@ def _room_line(code: str, students, names_shown: bool) -> None:
     names = where_names(students) if students and names_shown else ""
     if names:
         st.caption(names)
+
+
+def locked_words(view: dict | None, page_file: str) -> str:
+    """The teacher's line while the class is locked: locked to the view last shown, which may not be this page (the
+    lock holds the class on the room's view, not on whatever the teacher explores), or to nothing yet.
+
+        >>> locked_words(None, "app_pages/4_scores.py").startswith(":material/lock: The class is locked, but you have")
+        True
+        >>> locked_words({"page": "app_pages/4_scores.py"}, "app_pages/4_scores.py") == LOCKED
+        True
+        >>> print(locked_words({"page": "app_pages/4_scores.py"}, "app_pages/40_rope.py"))  # doctest: +ELLIPSIS
+        :material/lock: The class is locked to the view you last showed (4 · Scores \\& scaling), not to this page: ...
+        >>> print(locked_words({"page": "app_pages/4_scores.py"}, ROOM_PAGE))  # doctest: +ELLIPSIS
+        :material/lock: The class is locked to your view (4 · Scores \\& scaling, the one you last showed): every ...
+    """
+    from .nav import label_of
+    if not view or not view.get("page"):
+        return LOCKED_NOTHING
+    if view["page"] == page_file:                # settings not compared: a stop's query may spell out defaults
+        return LOCKED
+    try:
+        page = md_escape(label_of(view["page"]))
+    except KeyError:
+        page = "a page this app no longer has"
+    if page_file == ROOM_PAGE:                   # the teacher's own page in a room: "your view" is the one shown
+        return LOCKED.replace("to your view:", f"to your view ({page}, the one you last showed):")
+    return LOCKED_ELSEWHERE.format(page=page, show=" “Show this to the class” locks them on this page instead.")
 
 
 def _lock(code: str, secret: str, on: bool) -> None:

@@ -29,6 +29,10 @@ OUT_SECONDS = 1.5                # a student exploring on their own: the teacher
 BACK = "Back to the teacher's view"
 LOCKED_LINE = (":material/lock: Your teacher has locked the view: your screen stays on theirs, and changes you make "
                "are undone until they unlock it.")
+LOCKED_NOTHING = (":material/lock: Your teacher has locked the class: when they show a view, your screen stays on it "
+                  "until they unlock it.")
+LOCKED_ROOM_PAGE = ("Your teacher has locked the class to their view: this page stays open so that "
+                    "you can leave the room; any other page brings you back to their view.")
 LOCKED_BACK = ("Your teacher has locked the class to their view: your screen is back on it, and stays there until "
                "they unlock it.")
 LOCKED_UNDONE = ("Your teacher has locked the view: your change was undone. You can explore on your own again when "
@@ -162,13 +166,15 @@ def _follow_room() -> None:
             st.caption(f":material/co_present: Room {code} · you follow your teacher's screen"
                        + ("" if view else " (nothing shown yet)"))
             if room.locked:
-                st.caption(LOCKED_LINE)
+                st.caption(LOCKED_LINE if view else LOCKED_NOTHING)     # nothing shown: nothing to hold them on
             if view and view.get("stage") == "predict":
                 st.caption(PREDICT_LINE + (PREDICT_HIDDEN if view.get("hide") else " Your teacher reveals the answer."))
-        else:
+        else:                                     # locked: only the room page (to leave) gets here
+            held = room.locked and view and known_page(view.get("page"))
             st.info(("Your teacher is showing something new. " if newer else "") +
-                    "You stepped out to explore on your own; the class follows the teacher's view.",
-                    icon=":material/explore:")
+                    (LOCKED_ROOM_PAGE if held else
+                     "You stepped out to explore on your own; the class follows the teacher's view."),
+                    icon=":material/lock:" if held else ":material/explore:")
             if view and known_page(view.get("page")) and st.button(BACK, key="room_back", type="primary",
                                                                      icon=":material/undo:"):
                 state["room.following"] = True

@@ -172,7 +172,16 @@ def _ask_form(store, code, secret, trace) -> None:
 
 
 def _answered_line(counts, joined: int) -> str:
+    """"2 of 3 students answered"; after a reveal, answers of students who then left (or were removed) stay in the
+    counts, so more may have answered than are in the room now:
+
+        >>> _answered_line([0, 2], 1)
+        '2 answered (1 student in the room now: the answers of those who left stay in the counts)'
+    """
     n = sum(counts)
+    if n > joined:
+        return (f"{n} answered ({joined} student{'s' if joined != 1 else ''} in the room now: the answers of those "
+                "who left stay in the counts)")
     return f"{n} of {joined} student{'s' if joined != 1 else ''} answered"
 
 

@@ -138,7 +138,7 @@ def teacher_panel() -> None:
             state["room.dashboard"] = st.toggle(       # kept in the session: a widget's own state goes with its page
                 DASHBOARD, value=bool(state.get("room.dashboard")), key="room_dashboard",
                 help="Each student's state, their answer to the open question and how long it took. Not for the "
-                     "projector: in presenter mode only the counts show.")
+                     "projector: in presenter mode the table is not drawn (the counts and who joined are).")
         _members(code)
         if not presenting():
             remove_box(code, secret)
@@ -180,10 +180,15 @@ def _members(code: str) -> None:
     except Exception:
         st.caption(":material/cloud_off: The room cannot be reached right now; retrying.")
         return
+    words = class_words(students, poll is not None) if students else here_words(0)
+    if presenting():                                   # the projector: who joined, not who is away (counts only)
+        st.markdown(f"**{words}**" + (". Joined:" if students else " yet."))
+        if students:
+            st.text(", ".join(s.name for s in students))
+        return
     nicks = [s.name for s in students if s.state != "gone"]
     away = [s.name for s in students if s.state == "gone"]
-    words = class_words(students, poll is not None) if students else here_words(0)
-    st.markdown(f"**{words}**" + (":" if nicks else "." if away else " yet."))
+    st.markdown(f"**{words}**" + (". Here now:" if nicks else "." if away else " yet."))   # not "answered: names"
     if nicks:
         st.text(", ".join(nicks))                      # as typed, never as Markdown
     if away:
@@ -191,7 +196,7 @@ def _members(code: str) -> None:
                    "closed tab or a sleeping laptop; they come back as themselves when they open the app again in "
                    "the same browser):")
         st.text(", ".join(away))
-    if st.session_state.get("room.dashboard") and not presenting():
+    if st.session_state.get("room.dashboard"):
         dashboard(students, poll)
 
 
@@ -271,9 +276,10 @@ def what_is_kept(teacher: bool = False) -> None:
             f"- **How long:** until {ROOM_HOURS} hours after the last change in the room (the teacher showing a view "
             f"or asking a question, a student joining or answering), or at once when the teacher ends the room. "
             f"The browser forgets the cookie {COOKIE_HOURS} hours after the app last wrote it. {leaving}\n"
-            f"- **Who sees it:** the nicknames and who is here now are on {who} screen (often the projector), and "
-            f"how many students chose each answer. Who stepped out to which page is on {who} screen out of "
-            f"presenter mode; who chose what and how long it took only when {'you turn' if teacher else 'they turn'} "
+            f"- **Who sees it:** the nicknames are on {who} screen (often the projector), with how many students "
+            f"are here now and how many chose each answer. Who is here or away by name, and who stepped out to which "
+            f"page, are on {who} screen out of presenter mode; who chose what and how long it took only when "
+            f"{'you turn' if teacher else 'your teacher turns'} "
             "on the list of each student, out of presenter mode too: never in presenter mode (the projector's) or on "
             "a student's screen. "
             f"After the answer is revealed every student sees the counts; only {'each student' if teacher else 'you'} "
@@ -297,8 +303,9 @@ def remove_box(code: str, secret: str) -> None:
             st.caption("No student has joined yet.")
             return
         pick = st.selectbox("Student", names, index=None, key="room_remove_pick", placeholder="Choose a nickname")
-        st.caption("Their screen says that you removed them, and their browser no longer comes back to this room. "
-                   "Their answer to the open question goes; their earlier answers stay in the counts, without a name.")
+        st.caption("Their screen says that you removed them, and their browser's key no longer brings them back "
+                   "(they can still type the code and join again, as anyone with it can). Their answer to the open "
+                   "question goes unless you revealed it; their other answers stay in the counts, without a name.")
         if st.button(REMOVE_SURE, key="room_remove", disabled=pick is None, icon=":material/person_remove:"):
             member = next((m for m, n in joined.items() if n == pick), None)
             try:
@@ -322,8 +329,8 @@ def stops_list() -> None:
     lesson = state["room.lesson"]
     i = min(max(int(state.get("room.stop") or 0), 0), len(lesson.stops) - 1)
     st.subheader(f"Lesson: {md_escape(lesson.title)}")
-    st.caption("Click a stop to show it to the class now (to predict, as “Show this stop” does); or step through "
-               "them with ◀ / ▶ in the room bar (above, on every page).")
+    st.caption("Click a stop to show it to the class now, to predict, as “Show this stop” does (your screen goes "
+               "to it too); or step through them with ◀ / ▶ in the room bar (above, on every page).")
     target = None
     for n, stop in enumerate(lesson.stops):
         label = f"{n + 1}\\. {md_escape(stop.title)}" + (" · now" if n == i else "")
@@ -340,8 +347,10 @@ def student_panel() -> None:
     st.markdown(f"You are in room **{code}**" + (f" ({md_escape(title)})" if title else "") + " as:")
     st.text(state.get("room.nick", ""))
     if state.get("room.following"):
-        st.info("When your teacher shows something, your screen changes to it by itself. You can always explore "
-                "on your own and come back with one click.", icon=":material/co_present:")
+        st.info("When your teacher shows something, your screen changes to it by itself. " + (
+                "Your teacher has locked the class: until they unlock it, your screen stays on what they show."
+                if state.get("room.locked") else "You can always explore on your own and come back with one click."),
+                icon=":material/co_present:")
     what_is_kept()
     if st.button(LEAVE, key="room_leave", icon=":material/logout:"):
         try:                                    # off the teacher's list; leaving works even if the store is down
