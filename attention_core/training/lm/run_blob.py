@@ -39,7 +39,7 @@ FORMAT = "induction-run/2"
 HISTORY = {"step": "<i8", "loss": "<f8", "copy_loss": "<f8", "prev": "<f8", "induction": "<f8"}
 SNAPSHOT = {"patterns": "|u1", "kcomp": "<f8"}   # optional, both or neither: what a run kept of each logged step
 MAX_STEPS = 100_000
-MAX_INFLATED = 4_000_000           # bytes after zlib: a run is ~160 KB of weights (a bomb stops here)
+MAX_INFLATED = 4_000_000           # bytes after zlib: a run is ~160 KB of weights and ≤ 0.6 MB of snapshots (a bomb stops here)
 
 
 class RunBlobError(ValueError):
