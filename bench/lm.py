@@ -80,9 +80,9 @@ def training_run() -> Table:
                  [[f"{wall:.1f}", f"{r['torch_s']:.1f}", f"{r['train_s']:.1f}",
                    f"{r['train_s'] / max(r['steps'], 1) * 1e3:.1f}", "yes" if wall <= TARGET_SECONDS else "no",
                    r["drop"], f"{r['copy']:.2f}", f"{r['prev']:.2f}", f"{r['induction']:.2f}"]],
-                 [f"Status: {r['status']}. The wall time includes Python's start, numpy's and torch's imports and "
-                  f"the run; the scores and the snapshots are measured every {lm_train.LOG_EVERY} steps inside it. "
-                  "On a loaded machine the time grows with the load (the run has one thread of the 2 cores)."])
+                 [(f"Status: {r['status']}. The wall time includes Python's start, numpy's and torch's imports and "
+                   f"the run; the scores and the snapshots are measured every {lm_train.LOG_EVERY} steps inside it. "
+                   "On a loaded machine the time grows with the load (the run has one thread of the 2 cores).")])
 
 
 def backward_table(repeats: int) -> Table:

@@ -103,13 +103,13 @@ def test_the_scores_now_are_the_historys_last_row(run):
 
 
 def test_the_shipped_weights_hold_a_previous_token_head_and_an_induction_head(run):
-    """Measured (seed 0, 1,000 steps, the default run): layer 0 head 0's previous-token score 0.63 (the other layer-0
-    heads ≤ 0.24), layer 1's best induction score 0.84; at step 0 every score is below 0.1."""
+    """Measured (seed 0, 1,500 steps, the default run): layer 0 head 0's previous-token score 0.75 (the other layer-0
+    heads ≤ 0.20), layer 1's best induction score 0.81; at step 0 every score is below 0.1."""
     batch = ind.repeated_batch()
     scores = lambda params: (lambda a: (ind.prev_token_scores(a), ind.induction_scores(a, batch)))(
         np.stack([ind.patterns(lm_trace(params, ids, token_labels([]))) for ids in batch]))
     prev, induction = scores(run.params)
-    assert prev[0].max() > 0.55 and induction[1].max() > 0.75
+    assert prev[0].max() > 0.65 and induction[1].max() > 0.75
     assert prev[1].max() < 0.2 and induction[0].max() < 0.2                # the jobs are each in their own layer
     prev0, induction0 = scores(run.start)
     assert prev0.max() < 0.15 and induction0.max() < 0.15

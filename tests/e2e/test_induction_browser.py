@@ -18,10 +18,11 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     PlaywrightError = RuntimeError
 
+from attention_core.training.lm.train import STEPS
 from bench._common import after_run, new_context
 from tests.e2e.conftest import open_page
 
-TRAIN_S = 240                  # the default run: 1,000 steps, 10 s on an idle machine (bench/lm.py), more under load
+TRAIN_S = 420                  # the default run: 1,500 steps, ≈ 15 s on an idle machine (bench/lm.py); 5 min at load 20
 N = 40                         # the shown sequence's tokens: each heatmap is 40 × 40
 ONE_BACK_BEFORE, ONE_BACK_AFTER = 15, 20     # rows (of 39) whose darkest cell is one token back: none of layer 0's
                                              # heads has 15 before the drop; head 0 has 20 or more after it
@@ -116,7 +117,7 @@ def test_the_heads_form_on_screen_and_the_slider_shows_them_before_and_after_the
         assert a.shape != b.shape or np.abs(a - b).sum() > 0, "the heatmaps did not move while the run trained"
         tab.get_by_text("Your run", exact=False).first.wait_for(timeout=TRAIN_S * 1000)
         tab.wait_for_function("() => !document.querySelector(\"[data-testid='stProgress']\")", timeout=60_000)
-        assert "1,000 · after the drop" in slider_value(tab)
+        assert f"{STEPS:,} · after the drop" in slider_value(tab)
 
         # the learner stops the slider at the step before the drop, then at the step after it
         found = {}

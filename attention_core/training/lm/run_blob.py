@@ -6,7 +6,7 @@ store keeps it beside the room, classroom.room.put_run, and a student's page rea
 
 Only the trained weights (float32, as trained) and the history travel, the history with what the run kept of each
 logged step when it has it (every head's pattern as train.kept keeps it, uint8 in 1/255, and the K-composition
-table: a default run is about 300 KB with them, within a room's 400 KB): the step-0 weights are the seed's
+table: the default run is 292 KB with them, within a room's 400 KB): the step-0 weights are the seed's
 (train.init_params(seed), numpy only, the same numbers on every machine), so they are made again on reading.
 The same run gives the same bytes (no time stamps, a fixed order), so `digest` names a run. Reading checks
 everything (names, dtypes, shapes, finite values, the steps): a damaged or foreign blob is a RunBlobError with
