@@ -105,7 +105,7 @@ def test_the_heads_form_on_screen_and_the_slider_shows_them_before_and_after_the
         while len(seen) < 2 and time.perf_counter() - t0 < TRAIN_S and progress.count():
             try:
                 text = progress.first.inner_text(timeout=2_000)
-                live = tab.locator("[data-testid='stVegaLiteChart']").nth(2)
+                live = tab.locator("[data-testid='stVegaLiteChart']").first      # under the progress bar
                 step = int(re.search(r"Step ([\d,]+) of", text).group(1).replace(",", "")) // 100 * 100
                 if step >= 100 and step not in seen:
                     seen[step] = pixels(live)

@@ -172,9 +172,9 @@ def train_live(seed: int, steps: int) -> None:
     from ..matrix import chart
 
     bar = st.progress(0.0, text="Starting: torch is loading…")
+    pattern_box = st.empty()                        # first: the heads forming are what the page is about
     c1, c2 = st.columns([1, 1.2])
     loss_box, score_box = c1.empty(), c2.empty()
-    pattern_box = st.empty()
     rows: list[tuple] = []
     t0 = time.perf_counter()
     ids = ind.repeated_ids()
