@@ -39,18 +39,19 @@ if run["source"] == "session" and st.button("Back to the shipped run", icon=":ma
 with st.expander("Why the repeat starts at a random offset", icon=":material/shuffle:"):
     st.markdown(view.why_random_text(run))
 st.markdown(view.run_text(run, an))
-view.curves(run, an)
-with st.expander("Every head's scores, at step 0 and now", icon=":material/table:"):
-    view.scores_table(an)
+view.curves(run, an, view.snap_step(run))
+row = view.step_slider(run, an)
+with st.expander("Every head's scores, at step 0, at the step shown and at the end", icon=":material/table:"):
+    view.scores_table(run, an, row)
 
 tabs = st.tabs(view.TABS, key="induction.tab", on_change="rerun")
 with tabs[0]:
     if tabs[0].open is not False:
-        view.patterns_panel(run, an)
+        view.patterns_panel(run, an, row)
 with tabs[1]:
     if tabs[1].open:
         i = st.slider("Query position i (in the second copy)", 20, 39, key="induction.i")
-        view.composition_panel(an, int(i))
+        view.composition_panel(run, an, int(i), row)
 with tabs[2]:
     if tabs[2].open:
         chosen = st.columns([1, 3])[0].selectbox("Head", view.INDUCTION_ABLATE, key="induction.ablate",

@@ -3,9 +3,12 @@ backward pass against torch autograd, measured in one run.
 
     python bench/lm.py [--repeats 50] [--threads=1]
 
-1. A training run as the induction page's Train button starts it: the seeded start, the default steps, the
-   history logged every 50 steps; seconds against the issue's target of 30 s on a 2-core machine (ratio < 1
-   meets it), the step where the copy loss drops and the scores at the end.
+1. A training run as the induction page's Train button starts it, in a fresh Python process so that torch's import
+   is in it: the seeded start, the default steps, one torch thread, the history logged every 50 steps with every
+   head's pattern and the K-composition at each logged step (the snapshots the step slider replays). The wall time
+   from the process's start to the last step (not a ratio: the issue's target is 30 s on this 2-core machine),
+   torch's import and the training loop apart, the load average before and after, the step where the copy loss
+   drops and the scores at the end (the heads formed).
 2. One training step's gradients on the small model (40 tokens, the shipped weights, float64), every block
    variant: the hand-written backward pass (reading the forward Trace) against torch autograd (forward +
    backward), median of repeats; and the largest difference between the two.
@@ -39,20 +42,47 @@ from attention_core.training.lm.step_trace import block_params  # noqa: E402
 TARGET_SECONDS = 30.0
 
 
+RUN_CODE = """
+import json, sys, time
+t0 = time.perf_counter()
+import torch
+t_torch = time.perf_counter() - t0
+from attention_core.lessons import induction as ind
+from attention_core.training.lm import train as lm_train
+r = lm_train.train(seed=0, steps=lm_train.STEPS, threads=1, log_every=lm_train.log_every_for(lm_train.STEPS),
+                   snapshot=ind.snapshot)
+h = r.history
+print(json.dumps({"torch_s": t_torch, "train_s": r.seconds, "steps": r.steps, "status": r.status,
+                  "drop": lm_train.drop_step(h), "copy": float(h["copy_loss"][-1]),
+                  "prev": float(h["prev"][-1][0].max()), "induction": float(h["induction"][-1][1].max()),
+                  "snapshots": int(len(h["patterns"]))}))
+"""
+
+
 def training_run() -> Table:
-    result = lm_train.train(seed=0)
-    h = result.history
-    drop = lm_train.drop_step(h)
-    last = lambda key: float(np.max(h[key][-1][1 if key == "induction" else 0]))
-    return Table(f"A training run at the defaults ({result.steps:,} steps, seed 0, {lm_train.THREADS} torch thread, "
-                 f"load average {os.getloadavg()[0]:.2f})",
-                 ["seconds", "ms a step", "target s", "ratio run / target", "drop at step", "copy loss at the end",
-                  "best previous-token score (layer 0)", "best induction score (layer 1)"],
-                 [[f"{result.seconds:.1f}", f"{result.seconds / max(result.steps, 1) * 1e3:.1f}", f"{TARGET_SECONDS:.0f}",
-                   f"{result.seconds / TARGET_SECONDS:.2f}", drop, f"{float(h['copy_loss'][-1]):.2f}",
-                   f"{last('prev'):.2f}", f"{last('induction'):.2f}"]],
-                 [f"Status: {result.status}. The scores are measured every {lm_train.LOG_EVERY} steps on the same "
-                  "repeated random tokens, inside the timed run."])
+    """The default run in a fresh process (torch imported in it), as the page's Train button runs it."""
+    import json
+    import subprocess
+    root = Path(__file__).resolve().parent.parent
+    before = os.getloadavg()
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", RUN_CODE], cwd=root, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    wall = time.perf_counter() - t0
+    after = os.getloadavg()
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return Table(f"The default training run, as the Train button runs it ({r['steps']:,} steps, seed 0, 1 torch "
+                 f"thread, {r['snapshots']} snapshots), in a fresh process; load average {before[0]:.2f} before, "
+                 f"{after[0]:.2f} after",
+                 ["wall s (process start to the last step)", "torch import s", "training s", "ms a step",
+                  "within 30 s", "drop at step", "copy loss at the end", "best previous-token score (layer 0)",
+                  "best induction score (layer 1)"],
+                 [[f"{wall:.1f}", f"{r['torch_s']:.1f}", f"{r['train_s']:.1f}",
+                   f"{r['train_s'] / max(r['steps'], 1) * 1e3:.1f}", "yes" if wall <= TARGET_SECONDS else "no",
+                   r["drop"], f"{r['copy']:.2f}", f"{r['prev']:.2f}", f"{r['induction']:.2f}"]],
+                 [(f"Status: {r['status']}. The wall time includes Python's start, numpy's and torch's imports and "
+                   f"the run; the scores and the snapshots are measured every {lm_train.LOG_EVERY} steps inside it. "
+                   "On a loaded machine the time grows with the load (the run has one thread of the 2 cores).")])
 
 
 def backward_table(repeats: int) -> Table:

@@ -378,7 +378,7 @@ def close_poll(store: Store, code, secret) -> None:
     store.hset(_key(code), {"poll": ""})
 
 
-MAX_RUN_BYTES = 400_000               # a session-trained run of the small model is ~152 KB (attention_core run_blob)
+MAX_RUN_BYTES = 400_000               # a session-trained run of the small model is ~292 KB (attention_core run_blob)
 MAX_RUNS = 4                          # a room keeps the teacher's last 4 runs; an older one goes
 RUN_DIGEST = re.compile(r"[0-9a-f]{32}")
 

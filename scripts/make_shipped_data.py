@@ -4,7 +4,7 @@
   the 400,000-word parquet list is not opened;
 - data/trained_default*.npz: W_Q, W_K, W_V trained under the default settings with 1, 2 and 4 heads;
 - data/induction_lm*.npz: the small language model trained on the copy task from seed 0 (its weights, its
-  step-0 weights and its history), and the same with the repeat at a fixed offset (needs torch, ≈ 1 min).
+  step-0 weights and its history, with every head's pattern and the K-composition at each logged step), and the same with the repeat at a fixed offset (needs torch, ≈ 1 min).
 
     python scripts/make_shipped_data.py
 
@@ -21,6 +21,7 @@ from attention_core.math import embeddings  # noqa: E402
 from attention_core import pretrained  # noqa: E402
 from attention_core.training.lm import shipped as lm_shipped  # noqa: E402
 from attention_core.training.lm.train import drop_step  # noqa: E402
+from attention_core.lessons.induction import snapshot
 
 if __name__ == "__main__":
     embeddings.write_word_list()
@@ -29,7 +30,7 @@ if __name__ == "__main__":
         t = pretrained.write_shipped(h)
         print(f"{pretrained.shipped_path(h)}: {t.epochs} epochs, train accuracy {t.accuracy:.1%}, "
               f"{', '.join(f'{k} {v.shape}' for k, v in t.params.items())}")
-    for run, r in lm_shipped.write_shipped().items():
+    for run, r in lm_shipped.write_shipped(snapshot).items():
         h = r.history
         print(f"{lm_shipped.path(lm_shipped.FILES[run][0])}: {run}, {r.steps} steps in {r.seconds:.1f} s, copy loss "
               f"{h['copy_loss'][0]:.2f} -> {h['copy_loss'][-1]:.2f}, drop at step {drop_step(h)}")

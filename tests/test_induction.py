@@ -11,7 +11,7 @@ import pytest
 from attention_core.explanations import explain
 from attention_core.lessons import induction as ind
 from attention_core.training.lm import shipped
-from attention_core.training.lm.model import D_HEAD, N_HEADS, lm_trace, token_labels
+from attention_core.training.lm.model import D_HEAD, N_HEADS, lm_trace, sentence_ids, token_labels
 from tests.apptest_util import charts, messages, no_exception, open_page
 
 PAGE = "app_pages/52_induction_heads.py"
@@ -103,13 +103,13 @@ def test_the_scores_now_are_the_historys_last_row(run):
 
 
 def test_the_shipped_weights_hold_a_previous_token_head_and_an_induction_head(run):
-    """Measured (seed 0, 2,500 steps): layer 0 head 0's previous-token score 0.97, layer 1's best induction score
-    0.89; at step 0 every score is below 0.1."""
+    """Measured (seed 0, 1,500 steps, the default run): layer 0 head 0's previous-token score 0.75 (the other layer-0
+    heads ≤ 0.20), layer 1's best induction score 0.81; at step 0 every score is below 0.1."""
     batch = ind.repeated_batch()
     scores = lambda params: (lambda a: (ind.prev_token_scores(a), ind.induction_scores(a, batch)))(
         np.stack([ind.patterns(lm_trace(params, ids, token_labels([]))) for ids in batch]))
     prev, induction = scores(run.params)
-    assert prev[0].max() > 0.9 and induction[1].max() > 0.8
+    assert prev[0].max() > 0.65 and induction[1].max() > 0.75
     assert prev[1].max() < 0.2 and induction[0].max() < 0.2                # the jobs are each in their own layer
     prev0, induction0 = scores(run.start)
     assert prev0.max() < 0.15 and induction0.max() < 0.15
@@ -207,8 +207,8 @@ def test_the_page_shows_the_shipped_runs_numbers(run):
     bands = loss["layer"][0]["data"]["values"]
     assert [(b["phase"], b["from"], b["to"]) for b in bands] == [("plateau", *ph.plateau), ("drop", *ph.drop)]
     grid = next(s for s in specs if "facet" in s)
-    assert len({(r["stage"], r["head"]) for r in grid["data"]["values"]}) == 16      # 2 stages × 2 layers × 4 heads
-    assert "previous-token score is **0.97**" in text
+    assert len({(r["stage"], r["head"]) for r in grid["data"]["values"]}) == 8       # the step shown: 2 layers × 4 heads
+    assert f"layer 0's highest previous-token score is head 0's, **{h['prev'][-1][0].max():.2f}**" in text
     fixed = shipped.load("fixed_offset").history
     # the peak over the whole run, not the last record (the last one, 0.04, was passed at 0.05 during the run)
     assert (f"its copy loss goes only from {fixed['copy_loss'][0]:.2f} to {fixed['copy_loss'][-1]:.2f} nats and no "
@@ -295,7 +295,9 @@ def test_the_sentence_tab_has_its_own_box_carried_by_the_link_its_heatmaps_named
     at = open_page(PAGE, query={"induction.tab": "3"}, timeout=120)
     no_exception(at)
     assert at.text_input(key="induction.sentence").value == "the cat sat on the mat and the cat sat on the"
-    assert "most likely next token is **mat**" in _text(at)
+    ids, _, labels, _ = sentence_ids("the cat sat on the mat and the cat sat on the")
+    best = labels[int(np.argmax(lm_trace(shipped.load().params, ids, labels)["logits"].value[-1]))]
+    assert best == "mat" and f"most likely next token is **{best}**" in _text(at)
     grid = next(s for s in charts(at) if "facet" in s)
     x, y = grid["spec"]["encoding"]["x"], grid["spec"]["encoding"]["y"]
     assert (x["field"], y["field"]) == ("k", "q") and x["sort"]["field"] == "j" and y["sort"]["field"] == "i"

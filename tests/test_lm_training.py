@@ -10,12 +10,12 @@ import pytest
 from attention_core.training.lm import model, scores, shipped, task
 from attention_core.training.lm import train as lm_train
 
-# The thresholds below, from the measured shipped run (seed 0, 2250 steps): before training every score is
-# 0.03–0.09 (prev: 1/(i+1) averaged, ≈ 0.09, is what a uniform causal head gets); after, L0H0's previous-token
-# score is 0.97 (the other layer-0 heads ≤ 0.11) and layer 1's induction scores 0.87, 0.53, 0.88, 0.89, while the
-# fixed-offset run's largest induction score at any logged step is 0.042 and its copy loss ends at 3.69 nats
-# (ln 31 = 3.43). So 0.8 and 0.7 leave room under the heads, and 0.15 / 0.1 above the chance-level scores.
-PREV_HEAD, INDUCTION_HEAD, NOT_YET, NO_INDUCTION = 0.8, 0.7, 0.15, 0.1
+# The thresholds below, from the measured shipped run (seed 0, 1500 steps, the default run): before training every
+# score is 0.03–0.09 (prev: 1/(i+1) averaged, ≈ 0.09, is what a uniform causal head gets); after, L0H0's
+# previous-token score is 0.75 (the other layer-0 heads ≤ 0.20) and layer 1's induction scores 0.81, 0.25, 0.79,
+# 0.79, while the fixed-offset run's largest induction score at any logged step is 0.042 and its copy loss ends at
+# 3.64 nats (ln 31 = 3.43). So 0.6 and 0.7 leave room under the heads, and 0.15 / 0.1 above the chance-level scores.
+PREV_HEAD, INDUCTION_HEAD, NOT_YET, NO_INDUCTION = 0.6, 0.7, 0.15, 0.1
 
 
 def test_load_reads_float64_without_torch():
@@ -64,7 +64,7 @@ def heads_formed(history):
     assert prev[-1][0].max() > PREV_HEAD and prev[-1][0].argmax() == 0        # layer 0, head 0: previous token
     assert ind[-1][1].max() > INDUCTION_HEAD                                  # layer 1: induction heads
     assert prev[-1][1].max() < NOT_YET and ind[-1][0].max() < NOT_YET         # ... and not the other way round
-    assert history["copy_loss"][0] > np.log(model.VOCAB) and history["copy_loss"][-1] < 0.7
+    assert history["copy_loss"][0] > np.log(model.VOCAB) and history["copy_loss"][-1] < 1.1   # 0.97 measured
     drop = lm_train.drop_step(history)
     assert 500 <= drop <= 1500 and lm_train.plateau_end(history) < drop
     assert abs(lm_train.plateau_level(history) - np.log(model.VOCAB)) < 0.1
@@ -83,7 +83,8 @@ def test_the_fixed_offset_run_has_no_induction_head():
 
 
 def test_retraining_the_shipped_configuration_matches_the_shipped_weights():
-    """≈ 25 s on this 2-core machine (2250 steps at ≈ 11 ms, one torch thread). Tolerance: none, bit for bit.
+    """≈ 15 s on this 2-core machine idle (1500 steps at ≈ 9 ms, one torch thread, the snapshots included).
+    Tolerance: none, bit for bit (the patterns as kept, train.kept).
     The run is seeded (numpy draws the start and every batch) and trains on one torch thread, so the same torch
     build on the same CPU repeats every float32 operation exactly (measured: two threads do not; they split sums
     differently from run to run, and after the plateau the weights differ by up to 0.4). On another build or CPU
@@ -91,7 +92,8 @@ def test_retraining_the_shipped_configuration_matches_the_shipped_weights():
     same heads (heads_formed) and the drop within 200 steps of the shipped one."""
     import torch
 
-    r = lm_train.train(**shipped.settings())
+    from attention_core.lessons.induction import snapshot
+    r = lm_train.train(**shipped.settings(), snapshot=snapshot)
     ship = shipped.load()
     assert r.status == "done" and r.steps == lm_train.STEPS
     heads_formed(r.history)
@@ -100,8 +102,8 @@ def test_retraining_the_shipped_configuration_matches_the_shipped_weights():
     if same_build:
         worst = max(float(np.abs(r.params[k] - ship.params[k]).max()) for k in ship.params)
         assert exact, f"retrained weights differ from the shipped ones by up to {worst:.3g}"
-        for key in shipped.HISTORY_KEYS:
-            assert np.array_equal(r.history[key], ship.history[key]), key
+        for key in shipped.HISTORY_KEYS + shipped.SNAPSHOT_KEYS:
+            assert np.array_equal(lm_train.kept(r.history)[key], ship.history[key]), key
     else:
         assert abs(lm_train.drop_step(r.history) - lm_train.drop_step(ship.history)) <= 200
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from attention_core.training.lm import run_blob, shipped
+from attention_core.training.lm.train import STEPS
 from classroom import room as rooms
 from classroom.room import MAX_RUN_BYTES, MAX_RUNS, TTL, BadMessage, NotTeacher, end_room, get_run, join, open_room, \
     put_run
@@ -33,9 +34,10 @@ def test_a_run_as_bytes_and_back_is_exact():
     run = shipped_run()
     blob = run_blob.to_bytes(run)
     assert blob == run_blob.to_bytes(run)                       # the same run, the same bytes: the digest names it
-    assert 100_000 < len(blob) < 200_000                        # 152 KB: 39,680 float32 weights and the history
+    assert 250_000 < len(blob) < 350_000                        # 292 KB: 39,680 float32 weights and the history, each
+                                                                # logged step's patterns (uint8) and K-composition
     back = run_blob.from_bytes(blob)
-    assert (back["seed"], back["steps"], back["seconds"]) == (0, 2250, 12.345)
+    assert (back["seed"], back["steps"], back["seconds"]) == (0, STEPS, 12.345)
     for k, v in run["params"].items():
         assert back["params"][k].dtype == np.float32 and np.array_equal(back["params"][k], v)
     for k, v in run["history"].items():
@@ -48,7 +50,7 @@ def test_a_run_as_bytes_and_back_is_exact():
     (lambda b: b[:-100], "cut short"),
     (lambda b: b"not a run", "not a run"),
     (lambda b: zlib.compress(b"{}\n"), "another format"),
-    (lambda b: zlib.compress(zlib.decompress(b).replace(b'"steps":2250', b'"steps":2300', 1)), "steps"),
+    (lambda b: zlib.compress(zlib.decompress(b).replace(b'"steps":%d' % STEPS, b'"steps":2300', 1)), "steps"),
     (lambda b: zlib.compress(zlib.decompress(b).replace(b'"params.l0.w_q","<f4",[64,64]',
                                                                  b'"params.l0.w_q","<f4",[64,65]', 1)),
      "shape"),
@@ -74,7 +76,7 @@ def test_the_teacher_puts_a_run_and_the_class_reads_it(store):  # noqa: F811
     assert name == run_blob.digest(blob) == rooms.run_digest(blob) and len(name) == 32
     assert get_run(store, code, name) == blob
     assert get_run(store, code.lower(), name) == blob                       # the code as typed
-    assert run_blob.from_bytes(get_run(store, code, name))["steps"] == 2250
+    assert run_blob.from_bytes(get_run(store, code, name))["steps"] == STEPS
     assert store.hget(f"room:{code}:runs", name) == base64.b64encode(blob).decode()    # base64 text in the hash
     assert 0.99 * TTL < ttl(store, f"room:{code}:runs") <= TTL              # the room's expiry
     assert put_run(store, code, secret, blob) == name                       # again: the same run, kept once

@@ -369,10 +369,19 @@ def _sentence(raw: str) -> str:
 INDUCTION_SENTENCE = "the cat sat on the mat and the cat sat on the"
 INDUCTION_TABS = ("Every head's pattern", "K-composition, with live numbers", "Ablate a head", "Your sentence")
 INDUCTION_ABLATE = ("all", "0,0", "0,1", "0,2", "0,3", "1,0", "1,1", "1,2", "1,3")
+
+
+def _induction_controls() -> tuple[Own, ...]:
+    from attention_core.training.lm.train import STEPS        # the default run's steps: the box's and the shipped's
+
+    return (integer("induction.seed", 0, 0, 9999, "the training seed"),
+            integer("induction.steps", STEPS, 50, 10000, "the training steps"),
+            integer("induction.at", STEPS, 0, 10000, "the step shown"),   # a logged step of the run (snapped to one)
+            tab("induction.tab", INDUCTION_TABS))
+
+
 declare("app_pages/52_induction_heads.py",
-        integer("induction.seed", 0, 0, 9999, "the training seed"),
-        integer("induction.steps", 2500, 50, 10000, "the training steps"),
-        tab("induction.tab", INDUCTION_TABS),
+        *_induction_controls(),
         integer("induction.i", 30, 20, 39, "the query position i"),
         choice("induction.ablate", "all", INDUCTION_ABLATE, "the head zeroed"),
         Own("induction.run", "", _run_digest, str, "the run shown",

@@ -35,16 +35,27 @@ def _run_id(history: dict) -> str:
     return f"run: {len(history['step'])} records to step {int(history['step'][-1])} ({_digest([history['loss']])})"
 
 
-def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230) -> dict:
+def _bands(phases) -> list[dict]:
+    return [{"from": phases.plateau[0], "to": phases.plateau[1], "phase": "plateau"},
+            {"from": phases.drop[0], "to": phases.drop[1], "phase": "drop"}]
+
+
+def _rule(at: int) -> dict:
+    """A dashed vertical line at the step shown."""
+    return {"data": {"values": [{"step": int(at)}]}, "mark": {"type": "rule", "strokeDash": [4, 3], "color": "#222"},
+            "encoding": {"x": {"field": "step", "type": "quantitative"},
+                         "tooltip": [{"field": "step", "title": "step shown"}]}}
+
+
+def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230, at: int | None = None) -> dict:
     """The training loss and the copy loss per logged step; the plateau (grey) and the drop (orange) shaded where
-    `phases` (lessons.induction.phases) found them."""
+    `phases` (lessons.induction.phases) found them; a dashed line at the step shown (`at`)."""
     rows = [{"step": int(s), "nats": float(v), "curve": name} for name, key in (("training loss", "loss"),
                                                                              ("copy loss (repeated half)", "copy_loss"))
             for s, v in zip(history["step"], history[key]) if np.isfinite(v)]
     layers = []
     if phases is not None and phases.found:
-        bands = [{"from": phases.plateau[0], "to": phases.plateau[1], "phase": "plateau"},
-                 {"from": phases.drop[0], "to": phases.drop[1], "phase": "drop"}]
+        bands = _bands(phases)
         layers += [{"data": {"values": bands}, "mark": {"type": "rect", "opacity": 0.18},
                     "encoding": {"x": {"field": "from", "type": "quantitative"}, "x2": {"field": "to"},
                                  "color": {"field": "phase", "type": "nominal", "legend": None,
@@ -63,8 +74,62 @@ def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230) -
                                            "legend": {"orient": "bottom", "direction": "horizontal"}},
                                 "tooltip": [{"field": "curve"}, {"field": "step", "type": "quantitative"},
                                             {"field": "nats", "type": "quantitative", "format": ".3f"}]}})
+    if at is not None:
+        layers.append(_rule(at))
     return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "width": width, "height": height,
                  "title": "Loss per step", "layer": layers}, _run_id(history))
+
+
+def strip_spec(steps, phases, at: int, height: int = 34) -> dict:
+    """The step slider's strip, as wide as the slider: the run's logged steps as ticks, the plateau and the drop
+    shaded and named, a triangle at the step shown."""
+    steps = [int(s) for s in steps]
+    scale = {"domain": [steps[0], steps[-1]], "nice": False, "zero": False}
+    x = {"field": "step", "type": "quantitative", "scale": scale, "axis": None}
+    layers = []
+    if phases is not None and phases.found:
+        layers += [{"data": {"values": _bands(phases)}, "mark": {"type": "rect", "opacity": 0.35},
+                    "encoding": {"x": {"field": "from", "type": "quantitative", "scale": scale, "axis": None},
+                                 "x2": {"field": "to"},
+                                 "color": {"field": "phase", "type": "nominal", "legend": None,
+                                           "scale": {"domain": ["plateau", "drop"], "range": ["#7f7f7f", "#f28e2b"]}},
+                                 "tooltip": [{"field": "phase"}, {"field": "from", "title": "from step"},
+                                             {"field": "to", "title": "to step"}]}},
+                   {"data": {"values": _bands(phases)}, "mark": {"type": "text", "align": "left", "dx": 2, "y": 9,
+                                                                 "fontSize": 11, "fontWeight": "bold"},
+                    "encoding": {"x": {"field": "from", "type": "quantitative", "scale": scale, "axis": None},
+                                 "text": {"field": "phase"}}}]
+    layers += [{"data": {"values": [{"step": s} for s in steps]}, "mark": {"type": "tick", "thickness": 1,
+                                                                          "color": "#555", "y": 20, "size": 6},
+                "encoding": {"x": x}},
+               {"data": {"values": [{"step": int(at)}]}, "mark": {"type": "point", "shape": "triangle-up", "size": 90,
+                                                                  "filled": True, "color": "#1f5fa8", "y": 28},
+                "encoding": {"x": x, "tooltip": [{"field": "step", "title": "step shown"}]}}]
+    return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "width": "container",
+                 "height": height, "layer": layers, "view": {"stroke": None},
+                 "description": f"steps {steps[0]} to {steps[-1]}; the plateau and the drop shaded; step {at} shown"})
+
+
+def kcomp_spec(history: dict, head: int, names: list[str], at: int | None = None, width: int = 460,
+               height: int = 200) -> dict:
+    """For layer 1's head `head`: how much each piece of the stream singles out key j + 1 (its share of the score
+    there minus its mean share at the other keys, averaged over the second copy's queries), per logged step."""
+    k = np.asarray(history["kcomp"])                                            # (m, piece, head)
+    rows = [{"step": int(s), "piece": names[p], "by": round(float(k[r, p, head]), 3)}
+            for r, s in enumerate(history["step"]) for p in range(k.shape[1])]
+    layers = [{"data": {"values": rows}, "mark": {"type": "line", "strokeWidth": 1.8},
+               "encoding": {"x": {"field": "step", "type": "quantitative", "title": "training step",
+                                  "scale": {"nice": False}},
+                            "y": {"field": "by", "type": "quantitative", "title": "singles out j + 1 by"},
+                            "color": {"field": "piece", "type": "nominal", "title": None, "sort": names,
+                                      "scale": {"range": HEAD_COLORS}, "legend": {"orient": "bottom", "columns": 4}},
+                            "tooltip": [{"field": "piece"}, {"field": "step", "type": "quantitative"},
+                                        {"field": "by", "type": "quantitative", "format": "+.2f"}]}}]
+    if at is not None:
+        layers.append(_rule(at))
+    return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "width": width, "height": height,
+                 "title": f"Layer 1 head {head}: what singles out key j + 1, step by step", "layer": layers},
+                _run_id(history) + f" kcomp {head} at {at}")
 
 
 def scores_spec(history: dict, width: int = 250, height: int = 200) -> dict:
@@ -110,8 +175,9 @@ def patterns_spec(named: list[tuple[str, np.ndarray]], tokens, size: int = 150) 
     return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": rows},
                  "facet": {"row": {"field": "stage", "type": "nominal", "title": None,
                                    "sort": {"field": "order", "op": "min"},
-                                   "header": {"labelFontSize": 12, "labelAngle": 0, "labelAlign": "right",
-                                              "labelOrient": "left", "labelFontWeight": "bold", "labelLimit": 200}},
+                                   "header": {"labelFontSize": 12, "labelAngle": 0, "labelAlign": "left",
+                                              "labelAnchor": "start", "labelOrient": "top",
+                                              "labelFontWeight": "bold", "labelLimit": 400}},
                            "column": {"field": "head", "type": "nominal", "title": None,
                                       "header": {"labelFontSize": 12}}},
                  "spacing": {"row": 8, "column": 12},

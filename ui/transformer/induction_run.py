@@ -1,7 +1,7 @@
 """The induction-heads page's runs: the shipped one (instant, cached per process), a learner's own, trained live
 with torch when they press Train (kept in st.session_state for the session), a teacher's run that came with a
 pushed view (fetched from the room once per process), and what the page reads from a run: every head's pattern
-before and after, the scores now, the ablations.
+step by step (the snapshots its history keeps), the scores now, the ablations.
 
 Which run the page shows is the view's parameter "induction.run" (ui/page_state.py): "" the shipped run, else the
 digest of a run's bytes (attention_core.training.lm.run_blob): this session's own run, or one the room keeps.
@@ -26,7 +26,8 @@ RUN = "induction.trained"          # session_state: the learner's last finished 
 PARAM = "induction.run"            # the view's parameter: the digest of the run shown ("" the shipped run)
 RUNNING = "induction.running"      # session_state: set while a run trains; still set on the next run = interrupted
 MESSAGE = "induction.message"      # session_state: what happened to the last run that did not finish
-REDRAW_EVERY = 100                 # steps between two redraws of the live charts (the history logs every 50)
+REDRAW_EVERY = 100                 # steps between two redraws of the live charts (the history logs every 50; a longer
+                                   # run less often: lm_train.log_every_for), the patterns with them
 LIVE_THREADS = 1                   # torch threads for a live run: on a busy 2-core server 2 threads spin against the
                                    # other processes (measured at load 8: 600 ms a step with 2, 36 ms with 1)
 
@@ -134,8 +135,10 @@ def current() -> tuple[dict, dict]:
 
 
 def forget() -> None:
-    """Back to the shipped run: the session's own run is dropped."""
+    """Back to the shipped run: the session's own run is dropped (the step slider goes to the shipped run's end)."""
+    from attention_core.training.lm.train import STEPS
     st.session_state.pop(RUN, None)
+    st.session_state["induction.at"] = STEPS
     st.session_state[PARAM] = ""
     room_travel.withdraw(PARAM)
 
@@ -161,48 +164,59 @@ def interrupted_notice() -> None:
 
 
 def train_live(seed: int, steps: int) -> None:
-    """Train from the seeded start with torch (imported now), drawing the progress, the loss and the heads' scores
-    every REDRAW_EVERY steps; a finished run replaces the session's, a stopped or diverged one leaves it."""
+    """Train from the seeded start with torch (imported now), drawing the progress, the loss, the heads' scores and
+    every head's pattern as they are at the last logged step, every REDRAW_EVERY steps; a finished run replaces the
+    session's (and the step slider goes to its end), a stopped or diverged one leaves it."""
     from attention_core.training.lm import train as lm_train
-    from .induction_charts import loss_spec, scores_spec
+    from .induction_charts import loss_spec, patterns_spec, scores_spec
     from ..matrix import chart
 
     bar = st.progress(0.0, text="Starting: torch is loading…")
+    pattern_box = st.empty()                        # first: the heads forming are what the page is about
     c1, c2 = st.columns([1, 1.2])
     loss_box, score_box = c1.empty(), c2.empty()
     rows: list[tuple] = []
     t0 = time.perf_counter()
+    ids = ind.repeated_ids()
+    names = ind.token_names(ids)
+    every = lm_train.log_every_for(steps)
 
-    def redraw() -> None:
+    def redraw(patterns) -> None:
         h = {"step": np.array([r[0] for r in rows]), "loss": np.array([r[1] for r in rows]),
              "copy_loss": np.array([r[2] for r in rows]), "prev": np.array([r[3] for r in rows]),
              "induction": np.array([r[4] for r in rows])}
         chart(loss_spec(h, ind.phases(h["step"], h["copy_loss"]), width=380, height=200), target=loss_box)
         chart(scores_spec(h, width=200, height=170), target=score_box)
+        if patterns is not None:
+            chart(patterns_spec([(f"step {int(h['step'][-1]):,} (training)", patterns)], names, size=110),
+                  target=pattern_box)
 
     def callback(step, loss, copy_loss, scores) -> bool:
         rows.append((step, loss, copy_loss, np.asarray(scores["prev"]), np.asarray(scores["induction"])))
         bar.progress(min(step / max(steps, 1), 1.0), text=f"Step {step:,} of {steps:,}: loss {loss:.3f}, copy loss "
                                                            f"{copy_loss:.3f} nats ({time.perf_counter() - t0:.1f} s)")
-        if step % REDRAW_EVERY == 0 or step == steps:
-            redraw()
+        if step % max(REDRAW_EVERY, every) == 0 or step == steps:
+            redraw(scores.get("patterns"))
         return True
 
     st.session_state[RUNNING] = True
-    result = lm_train.train(seed=seed, steps=steps, callback=callback, threads=LIVE_THREADS)
+    result = lm_train.train(seed=seed, steps=steps, callback=callback, threads=LIVE_THREADS, log_every=every,
+                            snapshot=ind.snapshot)
     st.session_state.pop(RUNNING, None)
     bar.empty()
     loss_box.empty()
     score_box.empty()
+    pattern_box.empty()
     if result.status != "done" or result.params is None or not np.all(np.isfinite(result.history["loss"])):
         message = result.message or "The run did not finish."
         st.session_state[MESSAGE] = message + ("" if "weights from before the run stay" in message
                                                else " The previous weights stay.")
         return
-    run = {"start": result.start, "params": result.params, "history": result.history, "seed": seed, "steps": steps,
-           "seconds": round(result.seconds, 3), "source": "session"}      # as it travels (run_blob): the same text
-    blob = run_blob.to_bytes(run)
+    blob = run_blob.to_bytes({"start": result.start, "params": result.params, "history": result.history,
+                              "seed": seed, "steps": steps, "seconds": result.seconds})
+    run = {**run_blob.from_bytes(blob), "source": "session"}       # as it travels: the same numbers on every screen
     name = run_blob.digest(blob)
     st.session_state[RUN] = {"run": run, "analysis": analyse(run), "digest": name}
     st.session_state[PARAM] = name                 # the view names it; a push carries it (ui/room_travel.py)
+    st.session_state["induction.at"] = int(run["history"]["step"][-1])     # the step slider: the run's end
     room_travel.offer(PARAM, name, blob)

@@ -1,5 +1,6 @@
 """The induction-heads page's views: what an induction head is, why the repeat moves, a run's curves and numbers,
-every head's pattern before and after, the K-composition with live numbers, the ablations, the learner's sentence."""
+the step slider over the run, every head's pattern at the step shown, the K-composition with live numbers and over
+the steps, the ablations, the learner's sentence."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,12 +12,14 @@ from attention_core.explanations import explain
 from attention_core.lessons import induction as ind
 from attention_core.training.lm.model import D_HEAD, D_MODEL, N_CTX, VOCAB, lm_trace, sentence_ids
 from attention_core.training.lm.task import MAX_REPEAT, MIN_REPEAT
+from attention_core.training.lm.train import PATTERN_LEVELS, pattern_weights
 
 from ..text import md_escape as md_safe
 
 from ..matrix import chart
 from ..views import step_boxes
-from .induction_charts import ablation_spec, head_label, loss_spec, patterns_spec, scores_spec
+from .induction_charts import (ablation_spec, head_label, kcomp_spec, loss_spec, patterns_spec, scores_spec,
+                               strip_spec)
 
 from ..page_state import INDUCTION_ABLATE, INDUCTION_SENTENCE, INDUCTION_TABS as TABS
 
@@ -86,20 +89,67 @@ def built(an: dict, name: str, make) -> dict:
     return specs[name]
 
 
-def curves(run: dict, an: dict) -> None:
+def curves(run: dict, an: dict, at: int | None = None) -> None:
+    """The loss (a dashed line at the step shown) and every head's scores over the run."""
     c1, c2 = st.columns([1, 1.15])
     with c1:
-        chart(built(an, "loss", lambda: loss_spec(run["history"], an["phases"])))
+        chart(loss_spec(run["history"], an["phases"], at=at))
     with c2:
         chart(built(an, "scores", lambda: scores_spec(run["history"])))
 
 
-def scores_table(an: dict):
-    """One row per head: both scores at step 0 and now, and the copy loss change when it is zeroed."""
+STEP = "induction.at"                  # the step slider's key (ui/page_state.py): a logged step of the run shown
+
+
+def snap_step(run: dict) -> int:
+    """The step shown, made one of the run's logged steps (another run's step, or a link's: the logged step at or
+    before it)."""
+    steps = [int(s) for s in run["history"]["step"]]
+    state = st.session_state
+    if state.get(STEP) not in steps:
+        state[STEP] = steps[ind.at_step(steps, state.get(STEP) if state.get(STEP) is not None else steps[-1])]
+    return state[STEP]
+
+
+def step_label(ph, step: int) -> str:
+    return f"{step:,} · {ind.marks(ph, step)}"
+
+
+def step_slider(run: dict, an: dict) -> int:
+    """The slider over the run's logged steps, the plateau and the drop marked under it (and in its labels), with
+    two buttons to the steps on either side of the drop; returns the history row of the step shown."""
+    h, ph = run["history"], an["phases"]
+    steps = [int(s) for s in h["step"]]
+    state = st.session_state
+    snap_step(run)
+    c1, c2 = st.columns([3, 1.2], vertical_alignment="bottom")
+    with c1:
+        st.select_slider("Step shown (the patterns, the scores and the K-composition below are the run's at this step)",
+                         options=steps, key=STEP, format_func=lambda v: step_label(ph, v))
+        chart(strip_spec(steps, ph, state[STEP]))
+    if ph.found:
+        go = lambda step: state.__setitem__(STEP, step)
+        b1, b2 = c2.columns(2)
+        b1.button("Before the drop", key="induction.before", on_click=go, args=(ph.drop[0],), width="stretch",
+                  help=f"Step {ph.drop[0]:,}: the last logged step before the loss drops.")
+        b2.button("After the drop", key="induction.after", on_click=go, args=(ph.drop[1],), width="stretch",
+                  help=f"Step {ph.drop[1]:,}: where the drop ends.")
+    else:
+        c2.caption("No drop in this run: nothing to mark on the slider but its steps.")
+    return steps.index(state[STEP])
+
+
+def scores_table(run: dict, an: dict, row: int):
+    """One row per head: both scores at step 0, at the step shown and at the end, and the copy loss change when it
+    is zeroed (at the end)."""
+    h = run["history"]
+    step = int(h["step"][row])
     b, a, ab = an["scores_before"], an["scores_after"], an["ablation"]["change"]
-    rows = [{"head": head_label(l, h), "previous-token, step 0": b["prev"][l, h], "previous-token, now": a["prev"][l, h],
-             "induction, step 0": b["induction"][l, h], "induction, now": a["induction"][l, h],
-             "copy loss change if zeroed": ab[l, h]} for l in range(2) for h in range(4)]
+    rows = [{"head": head_label(l, k), "previous-token, step 0": b["prev"][l, k],
+             f"previous-token, step {step:,}": h["prev"][row][l, k], "previous-token, end": a["prev"][l, k],
+             "induction, step 0": b["induction"][l, k], f"induction, step {step:,}": h["induction"][row][l, k],
+             "induction, end": a["induction"][l, k], "copy loss change if zeroed (end)": ab[l, k]}
+            for l in range(2) for k in range(4)]
     st.dataframe(rows, hide_index=True, width="content",
                  column_config={k: st.column_config.NumberColumn(format="%.3f") for k in rows[0] if k != "head"})
 
@@ -123,24 +173,38 @@ def role_name(an: dict, kind: str) -> str:
             f"{ind.chance_scores()[kind]:.2f} of attention spread evenly: no {job} head has formed yet)")
 
 
-def patterns_panel(run: dict, an: dict) -> None:
-    prev, induction = roles(an)
-    a = an["scores_after"]
-    st.markdown(
-        f"The weights A_h (query row i, key column j, only j ≤ i: the mask is causal; white 0 to dark blue 1; hover "
-        f"a cell for its value) of every head on one sequence: "
-        f"{ind.HALF} random tokens, then the same {ind.HALF} again. A **previous-token head** is the line just under "
-        f"the diagonal (j = i − 1); an **induction head** is a line {ind.HALF - 1} columns left of the diagonal in the "
-        f"second half (j = i − {ind.HALF} + 1: the token after the earlier copy of i's token). Now, on {ind.BATCH} such "
-        f"sequences: layer 0 head {prev}'s previous-token score is **{a['prev'][0, prev]:.2f}** (step 0: "
-        f"{an['scores_before']['prev'][0, prev]:.2f}); layer 1 head {induction}'s induction score is "
-        f"**{a['induction'][1, induction]:.2f}** (step 0: {an['scores_before']['induction'][1, induction]:.2f}).")
-    chart(built(an, "patterns", lambda: patterns_spec([("step 0", ind.patterns(an["before"])),
-                                                       (f"after {run['steps']:,} steps", ind.patterns(an["after"]))],
-                                                      an["names"])))
+def patterns_panel(run: dict, an: dict, row: int) -> None:
+    """Every head's pattern at the step shown, and what the scores say about it then."""
+    h, ph = run["history"], an["phases"]
+    step = int(h["step"][row])
+    prev, induction = ind.top_head(h["prev"][row], 0), ind.top_head(h["induction"][row], 1)
+    p, q = float(h["prev"][row][0, prev]), float(h["induction"][row][1, induction])
+    p0, q0 = float(h["prev"][0][0, prev]), float(h["induction"][0][1, induction])
+    text = (f"The weights A_h (query row i, key column j, only j ≤ i: the mask is causal; white 0 to dark blue 1; hover "
+            f"a cell for its value) of every head on one sequence, {ind.HALF} random tokens then the same {ind.HALF} "
+            f"again, at **step {step:,}** ({ind.marks(ph, step)}). A **previous-token head** is the line just under "
+            f"the diagonal (j = i − 1); an **induction head** is a line {ind.HALF - 1} columns left of the diagonal "
+            f"in the second half (j = i − {ind.HALF} + 1: the token after the earlier copy of i's token). At this "
+            f"step, on {ind.BATCH} such sequences, layer 0's highest previous-token score is head {prev}'s, "
+            f"**{p:.2f}** (step 0: {p0:.2f}), and layer 1's highest induction score head {induction}'s, **{q:.2f}** "
+            f"(step 0: {q0:.2f}). ")
+    if p < ind.CLEAR:
+        text += (f"Below {ind.CLEAR:g}, no layer-0 head is a previous-token head yet: a head spread evenly over the "
+                 f"keys it sees would score {ind.chance_scores()['prev']:.2f}.")
+    elif ph.found and step < ph.drop[1]:
+        text += "Layer 0's line under the diagonal is forming."
+    if ph.found:
+        text += (f" Move the slider from step {ph.drop[0]:,} (the last before the drop) to {ph.drop[1]:,} (the "
+                 "drop's end) to see the heads change.")
+    st.markdown(text)
+    a = pattern_weights(h, row)
+    make = lambda: patterns_spec([(f"step {step:,}", a)], an["names"])
+    chart(built(an, "patterns", make) if row == len(h["step"]) - 1 else make())
+    st.caption(f"Each pattern as the run kept it: to the nearest 1/{PATTERN_LEVELS} (the scores above are computed "
+               "from the full weights).")
 
 
-def composition_panel(an: dict, i: int) -> None:
+def composition_panel(run: dict, an: dict, i: int, shown: int) -> None:
     _, head = roles(an)
     lesson = ind.k_composition(an["after"], an["params"], i, head)
     f = lesson.facts
@@ -169,6 +233,36 @@ def composition_panel(an: dict, i: int) -> None:
     st.dataframe(rows, hide_index=True, width="content", column_config={
         k: st.column_config.NumberColumn(format="%.3f") for k in rows[0] if k != "piece"})
     step_boxes(lesson, ["score_parts", "key_parts"], key_prefix="induction.")
+    composition_over_steps(run, an, head, shown)
+
+
+def composition_over_steps(run: dict, an: dict, head: int, row: int) -> None:
+    """The table's last column, for every query of the second copy at once, at every logged step of the run."""
+    h = run["history"]
+    if "kcomp" not in h:
+        return
+    step, last = int(h["step"][row]), int(h["step"][-1])
+    k = np.asarray(h["kcomp"])
+    names = ["E[x]", "E^pos"] + [f"layer-0 head {g}" for g in range(k.shape[1] - 3)] + ["β"]
+    top = int(np.argmax(k[row, 2:-1, head]))
+    st.markdown(
+        f"The split above is the run's last step's ({last:,}), for one query. The same last column, averaged over "
+        f"every query of the second copy, at every logged step, for layer 1's head {head}: at **step {step:,}** (the "
+        f"step shown, {ind.marks(an['phases'], step)}) the layer-0 head whose output singles out j + 1 most is head "
+        f"{top}, by **{k[row, 2 + top, head]:+.2f}** (step 0: {k[0, 2 + top, head]:+.2f}, step {last:,}: "
+        f"{k[-1, 2 + top, head]:+.2f})." + drop_text(h, an["phases"], k[:, 2:-1, head]))
+    chart(kcomp_spec(h, head, names, at=step))
+
+
+def drop_text(h: dict, ph, by: np.ndarray) -> str:
+    """by (rows, layer-0 head): the largest of the layer-0 heads' numbers at the last step before the drop and at
+    its end, when the run has one."""
+    if not ph.found:
+        return ""
+    steps = [int(s) for s in h["step"]]
+    a, b = steps.index(ph.drop[0]), steps.index(ph.drop[1])
+    return (f" Across the drop, the largest layer-0 head's number goes from {by[a].max():+.2f} (step {ph.drop[0]:,}) "
+            f"to {by[b].max():+.2f} (step {ph.drop[1]:,}).")
 
 
 def composition_text(lesson, rows: list[dict], names: list[str], a0=None) -> str:

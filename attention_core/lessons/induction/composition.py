@@ -164,3 +164,35 @@ def shares(lesson: Trace) -> list[dict]:
         rows.append({"piece": name, "share of S[i, j+1]": at, "mean share at the other keys": mean,
                      "singles out j+1 by": at - mean})
     return rows
+
+
+def singles_out(trace: Trace, params: dict) -> np.ndarray:
+    """(piece, layer-1 head): the K-composition of the whole sequence in one table. For each layer-1 head h and each
+    query i whose token occurred before (last at j), the `shares` table's last column, piece p's share of
+    S_h[i, j+1] minus its mean share at the other keys j' ≤ i, averaged over those queries. The pieces are
+    piece_names' (E, P, each layer-0 head, β). A previous-token head of layer 0 that an induction head of layer 1
+    reads through its keys shows as a large number in that head's row and the induction head's column."""
+    ids = list(trace.facts["ids"])
+    n = len(ids)
+    att1 = trace.facts["attention"][LAYER]
+    eps = trace.facts["arch"].eps
+    pieces = stream_pieces(trace, params)                                       # (P, n, d)
+    _, _, var = layer_norm_parts(trace["l0.out"].value, eps)
+    scale = np.sqrt(var + eps)                                                  # (n, 1)
+    gamma, beta = params[f"l{LAYER}.ln1.g"], params[f"l{LAYER}.ln1.b"]
+    normed = gamma * (pieces - pieces.mean(axis=-1, keepdims=True)) / scale
+    normed = np.concatenate([normed, np.broadcast_to(beta, (1, n, len(beta)))])   # (P+1, n, d)
+    q = att1["q_heads"].value                                                    # (H, n, d_k)
+    heads = q.shape[0]
+    key_parts = (normed @ att1["w_k"].value).reshape(len(normed), n, heads, -1)  # (P+1, n, H, d_k)
+    s = np.einsum("pjhk,hik->phij", key_parts, q)                               # (P+1, H, n_q, n_k)
+    out, count = np.zeros(s.shape[:2]), 0
+    for i in range(1, n):
+        same = [j for j in range(i) if ids[j] == ids[i]]
+        if not same:
+            continue
+        r = same[-1] + 1
+        at = s[:, :, i, r]
+        out += at - (s[:, :, i, : i + 1].sum(axis=-1) - at) / i
+        count += 1
+    return out / max(count, 1)

@@ -11,12 +11,24 @@ smoothed by a running median of 3 records (one batch's loss is noisy):
                to the drop's start
 
 No drop (the curve never falls by min_drop nats below its start's level): `found` is False.
+
+What the heads look like at each of those records: `snapshot(params)`, which training calls at every logged step
+(train.train(snapshot=...)), keeps every head's pattern on the page's repeated sequence and the K-composition table
+(composition.singles_out) of that moment, so a run can be replayed step by step. `at_step` finds the record a
+step slider points at, `marks` says where a record stands (the plateau, the drop, after it).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from ...training.lm.model import as_float64, lm_trace, token_labels
+from .composition import singles_out
+from .head_scores import patterns
+from .sequence import repeated_ids, token_names
+
+SNAPSHOT = ("patterns", "kcomp")       # the history's keys a snapshot adds: (layer, head, n, n), (piece, head)
 
 
 @dataclass(frozen=True)
@@ -56,3 +68,36 @@ def phases(steps, loss, min_drop: float = 0.5, share: float = 0.25) -> Phases:
     first = int(np.argmax(s <= high + 0.1 * (high - low)))
     return Phases(True, (int(steps[min(first, left)]), int(steps[left])), (int(steps[left]), int(steps[right + 1])),
                   high, low)
+
+
+def snapshot(params: dict) -> dict[str, np.ndarray]:
+    """Every head's pattern A_h on the shown sequence (float32: what a run keeps of it) and the K-composition table,
+    read from the model's own float64 forward pass with these weights."""
+    p = as_float64(params)
+    ids = repeated_ids()
+    trace = lm_trace(p, ids, token_labels([]), tokens=token_names(ids))
+    return {"patterns": patterns(trace).astype(np.float32), "kcomp": singles_out(trace, p)}
+
+
+def at_step(steps, step) -> int:
+    """The index of the record a step points at: the last logged step at or before it (the first if none is)."""
+    steps = np.asarray(steps)
+    k = int(np.searchsorted(steps, int(step), side="right")) - 1
+    return max(k, 0)
+
+
+def marks(ph: Phases, step: int) -> str:
+    """Where a logged step stands in the run: on the plateau, the last step before the drop, in the drop, after it."""
+    if not ph.found:
+        return "no drop yet"
+    if step == ph.drop[0]:
+        return "the last step before the drop"
+    if step < ph.plateau[0]:
+        return "before the plateau"
+    if step < ph.drop[0]:
+        return "plateau"
+    if step < ph.drop[1]:
+        return "in the drop"
+    if step == ph.drop[1]:
+        return "the drop's end"
+    return "after the drop"

@@ -4,7 +4,9 @@ store keeps it beside the room, classroom.room.put_run, and a student's page rea
     bytes = zlib( header line (JSON: format, seed, steps, seconds, and each array's name, dtype, shape) + "\\n"
                   + every array's little-endian bytes in the header's order )
 
-Only the trained weights (float32, as trained) and the history travel: the step-0 weights are the seed's
+Only the trained weights (float32, as trained) and the history travel, the history with what the run kept of each
+logged step when it has it (every head's pattern as train.kept keeps it, uint8 in 1/255, and the K-composition
+table: the default run is 292 KB with them, within a room's 400 KB): the step-0 weights are the seed's
 (train.init_params(seed), numpy only, the same numbers on every machine), so they are made again on reading.
 The same run gives the same bytes (no time stamps, a fixed order), so `digest` names a run. Reading checks
 everything (names, dtypes, shapes, finite values, the steps): a damaged or foreign blob is a RunBlobError with
@@ -30,13 +32,14 @@ import zlib
 
 import numpy as np
 
-from .model import ARCH, N_HEADS
-from .train import init_params
+from .model import ARCH, N_CTX, N_HEADS
+from .train import init_params, kept
 
-FORMAT = "induction-run/1"
+FORMAT = "induction-run/2"
 HISTORY = {"step": "<i8", "loss": "<f8", "copy_loss": "<f8", "prev": "<f8", "induction": "<f8"}
+SNAPSHOT = {"patterns": "|u1", "kcomp": "<f8"}   # optional, both or neither: what a run kept of each logged step
 MAX_STEPS = 100_000
-MAX_INFLATED = 4_000_000           # bytes after zlib: a run is ~160 KB of weights (a bomb stops here)
+MAX_INFLATED = 4_000_000           # bytes after zlib: a run is ~160 KB of weights and ≤ 0.6 MB of snapshots (a bomb stops here)
 
 
 class RunBlobError(ValueError):
@@ -55,10 +58,13 @@ def _shapes(seed: int = 0) -> dict[str, tuple[tuple[int, ...], str]]:
 def to_bytes(run: dict) -> bytes:
     """{"params" (float32 as trained), "history", "seed", "steps", "seconds"} as bytes (deterministic)."""
     arrays = [(f"params.{k}", np.ascontiguousarray(run["params"][k], dtype="<f4")) for k in sorted(run["params"])]
-    rows = len(run["history"]["step"])
-    arrays += [(f"history.{k}", np.ascontiguousarray(np.asarray(run["history"][k]).reshape(
+    history = kept(run["history"])
+    rows = len(history["step"])
+    arrays += [(f"history.{k}", np.ascontiguousarray(np.asarray(history[k]).reshape(
         (rows,) if k in ("step", "loss", "copy_loss") else (rows, ARCH.n_layers, N_HEADS)), dtype=dt))
                for k, dt in HISTORY.items()]
+    if all(k in history for k in SNAPSHOT):
+        arrays += [(f"history.{k}", np.ascontiguousarray(history[k], dtype=dt)) for k, dt in SNAPSHOT.items()]
     seconds = run.get("seconds")
     header = {"format": FORMAT, "seed": int(run["seed"]), "steps": int(run["steps"]),
               "seconds": None if seconds is None else round(float(seconds), 3),
@@ -91,14 +97,15 @@ def from_bytes(blob: bytes) -> dict:
     if not isinstance(listed, list) or not all(isinstance(e, list) and len(e) == 3 for e in listed):
         raise RunBlobError("The run's list of arrays is damaged.")
     names = [e[0] for e in listed]
+    kinds = {**HISTORY, **SNAPSHOT} if any(f"history.{k}" in names for k in SNAPSHOT) else HISTORY
     if sorted(n for n in names if str(n).startswith("params.")) != sorted(expected) or \
-            sorted(n for n in names if str(n).startswith("history.")) != sorted(f"history.{k}" for k in HISTORY) or \
-            len(names) != len(set(names)) or len(names) != len(expected) + len(HISTORY):
+            sorted(n for n in names if str(n).startswith("history.")) != sorted(f"history.{k}" for k in kinds) or \
+            len(names) != len(set(names)) or len(names) != len(expected) + len(kinds):
         raise RunBlobError("The run's weights are not the small model's (2 layers of 4 heads).")
     arrays, at = {}, 0
     for name, dt, shape in listed:
         key = name.split(".", 1)[1]
-        want = expected[name] if name.startswith("params.") else (None, HISTORY[key])
+        want = expected[name] if name.startswith("params.") else (None, kinds[key])
         if dt != want[1] or not all(isinstance(n, int) and 0 <= n <= MAX_STEPS + 1 for n in shape) or \
                 (want[0] is not None and tuple(shape) != tuple(want[0])):
             raise RunBlobError(f"The run's array {name} has the wrong type or shape.")
@@ -109,11 +116,13 @@ def from_bytes(blob: bytes) -> dict:
         at += size
     if at != len(body):
         raise RunBlobError("The run's bytes run on past its arrays.")
-    history = {k: arrays[f"history.{k}"].copy() for k in HISTORY}
+    history = {k: arrays[f"history.{k}"].copy() for k in kinds}
     rows = len(history["step"])
     if rows < 1 or any(len(v) != rows for v in history.values()) or \
             history["prev"].shape[1:] != (ARCH.n_layers, N_HEADS) or \
             history["induction"].shape[1:] != (ARCH.n_layers, N_HEADS) or \
+            ("patterns" in history and history["patterns"].shape[1:] != (ARCH.n_layers, N_HEADS, N_CTX, N_CTX)) or \
+            ("kcomp" in history and history["kcomp"].shape[1:] != (N_HEADS + 3, N_HEADS)) or \
             int(history["step"][-1]) != steps or np.any(np.diff(history["step"]) <= 0) or history["step"][0] != 0:
         raise RunBlobError("The run's history does not match its steps.")
     params = {k[len("params."):]: v.copy() for k, v in arrays.items() if k.startswith("params.")}

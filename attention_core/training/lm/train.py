@@ -5,7 +5,9 @@
                          AdamW(lr = 3e-3, β = (0.9, 0.999), weight decay 0.01) on θ
 
 Every `log_every` steps the history gets a row: the step, the training loss (the mean over the steps since the
-last row), the copy loss and both scores of every head on fixed repeated random tokens (scores.py). The loss
+last row), the copy loss and both scores of every head on fixed repeated random tokens (scores.py), and whatever
+`snapshot(params)` returns of the weights at that step (the induction lesson keeps every head's pattern and the
+K-composition: lessons.induction.snapshot), so the run can be replayed step by step. The loss
 sits on a plateau at ln 31 ≈ 3.43 nats (nothing before the repeat is predictable, and the model cannot yet
 copy), then drops when a previous-token head in layer 0 and induction heads in layer 1 form: drop_step finds
 where, from the history. Bit-reproducible on one machine: the seeds fix the start and the batches, and the
@@ -25,13 +27,16 @@ from .scores import torch_scores
 from .task import BATCH, batch, repeated_tokens
 
 LR = 3e-3
-STEPS = 2250
+STEPS = 1500                # the default run (the steps box and the shipped run): the drop near step 800, then the heads sharpen
 LOG_EVERY = 50
 THREADS = 1                 # one torch thread: bit-reproducible (two split sums differently from run to run)
 EVAL_SEED = 1234            # the repeated random tokens the scores are measured on (16 sequences of 20 + 20)
 EVAL_SEQS = 16
 DROP_NATS = 0.5             # the drop: the first logged step where the copy loss is this far below ln 31
 PLATEAU_NATS = 0.1          # the plateau: the copy loss within this of ln 31 (or above it)
+LOG_ROWS = 40               # a long run logs less often: at most LOG_ROWS + 1 rows (log_every_for), so that with its
+                            # snapshots it stays within a room's 400 KB (measured: 292 KB for the default run's 31 rows, ≈ 5 KB a row)
+PATTERN_LEVELS = 255        # a run keeps each head's pattern to the nearest 1/255 (uint8): kept()
 
 
 @dataclass
@@ -73,9 +78,10 @@ def init_params(seed: int = 0, arch: Arch = ARCH, d_model: int = D_MODEL, n_head
 
 def train(seed: int = 0, steps: int = STEPS, lr: float = LR, fixed_offset: bool = False, log_every: int = LOG_EVERY,
           callback=None, threads: int = THREADS, params: dict | None = None, arch: Arch = ARCH,
-          n_heads: int = N_HEADS) -> Result:
+          n_heads: int = N_HEADS, snapshot=None) -> Result:
     """Train from the seeded start (or from `params`); callback(step, loss, copy_loss, scores) after each history
-    row, scores = {"prev": (L, H), "induction": (L, H)}; it returning False stops the run there."""
+    row, scores = {"prev": (L, H), "induction": (L, H)} and the snapshot's arrays; it returning False stops the run
+    there. snapshot(params: float32 numpy weights) -> {name: array}: its arrays join the history, one per row."""
     import torch
     import torch.nn.functional as F
 
@@ -110,10 +116,12 @@ def train(seed: int = 0, steps: int = STEPS, lr: float = LR, fixed_offset: bool 
             losses.append(value)
             if step % log_every == 0 or step == steps:
                 s = torch_scores(module, probe)
-                rows.append((step, float(np.mean(losses)), s["copy_loss"], s["prev"], s["induction"]))
+                snap = {} if snapshot is None else snapshot(module.params())
+                rows.append((step, float(np.mean(losses)), s["copy_loss"], s["prev"], s["induction"], snap))
                 losses = []
                 if callback is not None and callback(step, rows[-1][1], s["copy_loss"],
-                                                     {"prev": s["prev"], "induction": s["induction"]}) is False:
+                                                     {"prev": s["prev"], "induction": s["induction"],
+                                                      **snap}) is False:
                     status, message = "stopped", f"Stopped at step {step} of {steps}."
                     break
             if step == steps:
@@ -128,8 +136,36 @@ def train(seed: int = 0, steps: int = STEPS, lr: float = LR, fixed_offset: bool 
                "loss": np.array([r[1] for r in rows]), "copy_loss": np.array([r[2] for r in rows]),
                "prev": np.array([r[3] for r in rows]).reshape(len(rows), arch.n_layers, n_heads),
                "induction": np.array([r[4] for r in rows]).reshape(len(rows), arch.n_layers, n_heads)}
+    for key in (rows[0][5] if rows else {}):
+        history[key] = np.stack([r[5][key] for r in rows])
     return Result(None if status == "diverged" else module.params(), history, status, message, seconds,
                   int(step), start)
+
+
+def log_every_for(steps: int) -> int:
+    """The steps between two history rows for a run of `steps`: LOG_EVERY, or a multiple of it so that the run logs
+    at most LOG_ROWS + 1 rows (10,000 steps: every 250), which keeps a run with its snapshots small enough to
+    travel to a room.
+
+    >>> log_every_for(1000), log_every_for(2000), log_every_for(2001), log_every_for(10_000)
+    (50, 50, 100, 250)
+    """
+    return LOG_EVERY * max(1, -(-int(steps) // (LOG_EVERY * LOG_ROWS)))
+
+
+def kept(history: dict) -> dict:
+    """The history as a run keeps it (the shipped files, a run that travels to a room, a session's run): every
+    head's pattern to the nearest 1/PATTERN_LEVELS (uint8), the rest as it is. So every screen shows the same."""
+    out = dict(history)
+    if "patterns" in out and out["patterns"].dtype != np.uint8:
+        out["patterns"] = np.rint(np.clip(out["patterns"], 0, 1) * PATTERN_LEVELS).astype(np.uint8)
+    return out
+
+
+def pattern_weights(history: dict, row: int) -> np.ndarray:
+    """(layer, head, n, n) float64: every head's pattern at a history row, as kept (k / PATTERN_LEVELS)."""
+    a = np.asarray(history["patterns"][row])
+    return a.astype(np.float64) / PATTERN_LEVELS if a.dtype == np.uint8 else a.astype(np.float64)
 
 
 def drop_step(history: dict, nats: float = DROP_NATS) -> int | None:
