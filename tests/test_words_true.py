@@ -141,7 +141,7 @@ def test_k_composition_at_the_first_repeat_says_which_head_carries_the_first_tok
             and a0[p - 2, 1, 0] >= ind.CLEAR]
     for h in range(4):
         assert (f"At row j + 1 = 1, layer-0 head {h} puts {a0[h, 1, 0]:.2f} of its weight on key j = 0" in text) == (h in said)
-    assert said == [2]                       # the shipped run (seed 0, 2,250 steps): head 2 looks at the first token
+    assert said                              # the shipped run: at least one layer-0 head looks at the first token
     later = ind.k_composition(an["after"], an["params"], 30, induction_view.roles(an)[1])
     assert "At row" not in induction_view.composition_text(later, ind.shares(later), an["names"], a0)
 
@@ -160,9 +160,13 @@ def test_one_word_the_last_query_has_its_only_key_not_keys_before_it():
 
 
 def test_a_small_t_that_zeroes_only_some_exponentials_does_not_say_all_the_probability():
-    """T = 0.002 (a link may carry it): 11 logits are more than 745·T below the largest (e^… = 0), 19 are not
-    (e^… ~ 1e-188 and less, not 0), so the largest takes almost all the probability, not all of it."""
-    t = next_token_trace(REPEAT, 0.002, 0, 1.0, 0, 0)
+    """A small T (a link may carry it; 0.002 did it on an earlier shipped run) where some logits are more than
+    745·T below the largest (e^… = 0) and others are not (e^… tiny, not 0): the largest takes almost all the
+    probability, not all of it."""
+    z = np.sort(next_token_trace(REPEAT, 1.0, 0, 1.0, 0, 0)["logits"].value)[::-1]
+    gaps = z[0] - z[1:]                                               # below the largest logit, > 0
+    T = float(np.sqrt(gaps.min() * gaps.max())) / 745                 # e^(−gap/T) is 0 for some gaps, not for all
+    t = next_token_trace(REPEAT, T, 0, 1.0, 0, 0)
     p = t["probs"].value
     assert 1 < int((p > 0).sum()) < p.size and p.max() == 1.0
     note = explain(t, "probs", (0,)).note
@@ -199,9 +203,14 @@ def test_the_sentence_tab_counts_one_word_in_the_singular():
     no_exception(at)
     text = "\n".join(m.value for m in at.markdown)
     assert "“hello”: 1 word, 1 distinct" in text and "1 words" not in text
-    at.text_input(key="induction.sentence").set_value("a b c d e").run()   # its guess: token 25, no word's
+    from attention_core.training.lm import shipped
+    from attention_core.training.lm.model import lm_trace
+    ids, _, labels, _ = sentence_ids("a b c d e")
+    guess = int(np.argmax(lm_trace(shipped.load().params, ids, labels)["logits"].value[-1]))
+    assert guess not in ids                                                # a token no word of it was given
+    at.text_input(key="induction.sentence").set_value("a b c d e").run()
     text = "\n".join(m.value for m in at.markdown)
-    assert "most likely next token is **⟨token 25⟩**, a token no word" in text and "**token 25**" not in text
+    assert f"most likely next token is **⟨token {guess}⟩**, a token no word" in text and f"**token {guess}**" not in text
     at.text_input(key="induction.sentence").set_value(REPEAT).run()       # “the” occurred 3 times before
     text = "\n".join(m.value for m in at.markdown)
     assert "the word after each of the last word's earlier occurrences: “cat” (1), “mat” (5), “cat” (8)." in text
