@@ -242,3 +242,69 @@ def test_a_links_step_is_snapped_to_a_logged_step_and_the_composition_follows_it
     top = int(np.argmax(h["kcomp"][row, 2:-1, head]))
     assert f"the layer-0 head whose output singles out j + 1 most is head {top}, by **{h['kcomp'][row, 2 + top, head]:+.2f}**" \
         in "\n".join(m.value for m in at.markdown)
+
+
+# ---- a run that stops mid-drop (read3) ----------------------------------------------------------------------------
+
+def _cut(run, last: int) -> dict:
+    """The shipped run's history up to step `last`: what training seed 0 for `last` steps logs (850: the same copy
+    losses to the bit, measured), with the shipped run's end weights (the texts below read only the history)."""
+    h = run.history
+    n = h["step"].tolist().index(last) + 1
+    return {"start": run.start, "params": run.params, "history": {k: v[:n] for k, v in h.items()}, "seed": 0,
+            "steps": last, "seconds": 9.0}
+
+
+def _open_with(run_dict: dict, tab: str | None = None):
+    from ui.transformer import induction_run
+    blob = run_blob.to_bytes(run_dict)
+    own = {**run_blob.from_bytes(blob), "source": "session"}
+    at = open_page(PAGE, query={} if tab is None else {"induction.tab": tab}, timeout=120)
+    at.session_state["induction.trained"] = {"run": own, "analysis": induction_run.analyse(own),
+                                             "digest": run_blob.digest(blob)}
+    at.session_state["induction.run"] = run_blob.digest(blob)
+    at.session_state["induction.at"] = int(own["history"]["step"][-1])
+    at.run()
+    no_exception(at)
+    return at
+
+
+def test_a_run_of_850_steps_stops_mid_drop_and_the_page_does_not_call_its_last_step_the_drops_end(run):
+    """Seed 0, 850 steps: the copy loss still falls fast at the last step (2.80 → 1.70 from 800 to 850). The page
+    said "drops between steps 750 and 850 (to 1.70) and keeps falling after it, to the 1.70 above", labelled 850
+    "the drop's end" and its button "After the drop"."""
+    cut = _cut(run, 850)
+    ph = ind.phases(cut["history"]["step"], cut["history"]["copy_loss"])
+    assert ph.found and ph.drop == (750, 850) and not ph.ended
+    assert ind.marks(ph, 850) == "the run's last step, still in the drop"
+    full = ind.phases(run.history["step"], run.history["copy_loss"])
+    assert full.ended and ind.marks(full, full.drop[1]) == "the drop's end"
+    at = _open_with(cut)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "is still dropping fast at step 850, the run's last" in text and "keeps falling after it" not in text
+    assert "the drop's end" not in text
+    assert at.button(key="induction.after").label == "The run's end"
+    assert list(at.select_slider(key="induction.at").options)[-1] == "850 · the run's last step, still in the drop"
+
+
+def test_the_k_composition_names_the_position_embedding_e_pos_and_a_head_that_does_not_attend_there_says_so(run):
+    """docs/notation.md: E^pos, not P (P is the probabilities on the gradients page); the table and the chart's
+    axis said "position embedding P" / "P". At step 0 no head attends to j + 1, and the caption said "Key j + 1 is
+    the column the induction head attends to"."""
+    trace = _trace(run.start)
+    lesson = ind.k_composition(trace, run.start, 30, 3)
+    assert lesson.facts["names"][1] == "position embedding E^pos"
+    assert lesson.facts["axis_labels"]["part"][1] == "E^pos"
+    w = lesson.facts["weight"]
+    assert w < 0.1 and f"(head 3 puts A = {w:.3f} on it)" in lesson["score_parts"].why
+    at = open_page(PAGE, query={"induction.tab": "1"}, timeout=120)
+    no_exception(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "position embedding E^pos" in text and "embedding P" not in text
+
+
+def test_the_why_random_text_counts_the_training_sequences_tokens():
+    from attention_core.training.lm.task import SEQ_LEN
+    from ui.transformer.induction_view import WHY_RANDOM
+    assert SEQ_LEN == 41 and WHY_RANDOM.startswith("Each training sequence is 41 random tokens of the 31 (the model "
+                                                   "reads the first 40")

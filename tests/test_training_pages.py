@@ -151,6 +151,16 @@ def test_train_page_refuses_a_rate_of_zero_and_says_the_numbers_are_the_last_rat
     assert {m.label: m.value for m in at.metric} == shown
 
 
+def test_a_refused_rate_names_a_small_kept_rate_as_it_is_not_as_the_boxs_zero():
+    """The last accepted rate 2e-05, then η = 0: the page keeps 2e-05 and says so ("0.0000", the box's four
+    places, read as the refused 0 itself)."""
+    at = open_page("app_pages/11_train.py", timeout=120)
+    at.number_input(key="tr_lr").set_value(0.00002).run()
+    at.number_input(key="tr_lr").set_value(0.0).run()
+    said = " ".join(e.value for e in at.error)
+    assert "the last rate accepted, **2e-05**" in said and "**0.0000**" not in said
+
+
 def test_parameter_file_round_trip_and_errors():
     s = ModelSettings(d_k=4, d_v=3)
     params = initial_params(s)

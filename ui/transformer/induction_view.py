@@ -11,7 +11,7 @@ from attention_core.math.limits import MAX_CHARS
 from attention_core.explanations import explain
 from attention_core.lessons import induction as ind
 from attention_core.training.lm.model import D_HEAD, D_MODEL, N_CTX, VOCAB, lm_trace, sentence_ids
-from attention_core.training.lm.task import MAX_REPEAT, MIN_REPEAT
+from attention_core.training.lm.task import MAX_REPEAT, MIN_REPEAT, SEQ_LEN
 from attention_core.training.lm.train import PATTERN_LEVELS, pattern_weights
 
 from ..text import md_escape as md_safe
@@ -34,7 +34,8 @@ INTRO = (
     "attention only) trained on the copy task: its loss, its heads' jobs as numbers, and the arithmetic.")
 
 WHY_RANDOM = (
-    f"Each training sequence is {N_CTX} random tokens of the {VOCAB} in which "
+    f"Each training sequence is {SEQ_LEN} random tokens of the {VOCAB} (the model reads the first {N_CTX}, each "
+    "with the token after it as its target) in which "
     f"one segment of {MIN_REPEAT}–{MAX_REPEAT} tokens is repeated **at a random later offset**. With the repeat always the same number of positions later, position alone tells where "
     "the answer is: a head that attends a fixed distance back (learned from the position embeddings, no content "
     "needed) copies as well as an induction head, and no induction head forms. Only when the distance changes from "
@@ -72,13 +73,24 @@ def run_text(run: dict, an: dict) -> str:
         a, b = ph.drop
         text += (f"It sits on a **plateau** at about {ph.high:.2f} nats from step {ph.plateau[0]:,} to "
                  f"{ph.plateau[1]:,}, then **drops** between steps {a:,} and {b:,} (to "
-                 f"{h['copy_loss'][list(h['step']).index(b)]:.2f}) and keeps falling after it, to the "
-                 f"{h['copy_loss'][-1]:.2f} above at step {int(h['step'][-1]):,}. Over the drop, layer 0's best previous-token score goes from "
+                 f"{h['copy_loss'][list(h['step']).index(b)]:.2f}) " +
+                 (after_drop(h, b) if ph.ended else
+                  f"and is still dropping fast at step {b:,}, the run's last: the run stops before the drop ends "
+                  "(more steps show where it levels off)") +
+                 f". Over the drop{'' if ph.ended else ' so far'}, layer 0's best previous-token score goes from "
                  f"{at('prev', a, 0):.2f} to {at('prev', b, 0):.2f} and layer 1's best induction score from "
                  f"{at('induction', a, 1):.2f} to {at('induction', b, 1):.2f} (right).")
     else:
         text += "No drop yet: the loss is still on its plateau (more steps, or another seed, get past it)."
     return text
+
+
+def after_drop(h: dict, b: int) -> str:
+    """What the copy loss does after the drop's end (step b): keeps falling, or not."""
+    at, end = float(h["copy_loss"][list(h["step"]).index(b)]), float(h["copy_loss"][-1])
+    if end < at:
+        return f"and keeps falling after it, to the {end:.2f} above at step {int(h['step'][-1]):,}"
+    return f"and after it no lower: {end:.2f} at step {int(h['step'][-1]):,}, the run's last"
 
 
 def built(an: dict, name: str, make) -> dict:
@@ -124,7 +136,8 @@ def step_slider(run: dict, an: dict) -> int:
     snap_step(run)
     c1, c2 = st.columns([3, 1.2], vertical_alignment="bottom")
     with c1:
-        st.select_slider("Step shown (the patterns, the scores and the K-composition below are the run's at this step)",
+        st.select_slider("Step shown (every head's pattern and scores below are the run's at this step; the "
+                         "K-composition's arithmetic, the ablations and your sentence are its last step's)",
                          options=steps, key=STEP, format_func=lambda v: step_label(ph, v))
         chart(strip_spec(steps, ph, state[STEP]))
     if ph.found:
@@ -132,8 +145,11 @@ def step_slider(run: dict, an: dict) -> int:
         b1, b2 = c2.columns(2)
         b1.button("Before the drop", key="induction.before", on_click=go, args=(ph.drop[0],), width="stretch",
                   help=f"Step {ph.drop[0]:,}: the last logged step before the loss drops.")
-        b2.button("After the drop", key="induction.after", on_click=go, args=(ph.drop[1],), width="stretch",
-                  help=f"Step {ph.drop[1]:,}: where the drop ends.")
+        b2.button("After the drop" if ph.ended else "The run's end", key="induction.after", on_click=go,
+                  args=(ph.drop[1],), width="stretch",
+                  help=f"Step {ph.drop[1]:,}: " + ("where the drop ends." if ph.ended else
+                                                 "the run's last step, the loss still dropping (the run stops "
+                                                 "before the drop ends)."))
     else:
         c2.caption("No drop in this run: nothing to mark on the slider but its steps.")
     return steps.index(state[STEP])
@@ -194,8 +210,8 @@ def patterns_panel(run: dict, an: dict, row: int) -> None:
     elif ph.found and step < ph.drop[1]:
         text += "Layer 0's line under the diagonal is forming."
     if ph.found:
-        text += (f" Move the slider from step {ph.drop[0]:,} (the last before the drop) to {ph.drop[1]:,} (the "
-                 "drop's end) to see the heads change.")
+        text += (f" Move the slider from step {ph.drop[0]:,} (the last before the drop) to {ph.drop[1]:,} "
+                 f"({ind.marks(ph, ph.drop[1])}) to see the heads change.")
     st.markdown(text)
     a = pattern_weights(h, row)
     make = lambda: patterns_spec([(f"step {step:,}", a)], an["names"])

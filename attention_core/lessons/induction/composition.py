@@ -65,15 +65,15 @@ def piece_names(back: np.ndarray, short: bool = False, weight=None) -> list[str]
     what = lambda d: "itself" if d == 0 else "previous-token" if d == 1 else f"{d} tokens back"
     tag = lambda d: "itself" if d == 0 else "prev" if d == 1 else f"{d} back"
     if short:
-        return (["E[x]", "P"] + [f"L0 head {h}: {tag(int(d)) if c else 'spread'}"
+        return (["E[x]", "E^pos"] + [f"L0 head {h}: {tag(int(d)) if c else 'spread'}"
                                  for h, (d, c) in enumerate(zip(back, clear))] + ["β"])
-    return (["token embedding E[x]", "position embedding P"]
+    return (["token embedding E[x]", "position embedding E^pos"]
             + [f"layer-0 head {h} ({what(int(d)) if c else 'spread out, no fixed offset'})"
                for h, (d, c) in enumerate(zip(back, clear))] + ["LayerNorm shift β"])
 
 
 def stream_pieces(trace: Trace, params: dict) -> np.ndarray:
-    """(piece, n, d_model): E[x], P, and each layer-0 head's output C_h W_O^{(h)}: they sum to X_1 (the stream
+    """(piece, n, d_model): E[x], E^pos, and each layer-0 head's output C_h W_O^{(h)}: they sum to X_1 (the stream
     layer 1 reads). C_h and W_O are read from layer 0's attention Trace."""
     att = trace.facts["attention"][0]
     ids = np.asarray(trace.facts["ids"])
@@ -145,7 +145,8 @@ def k_composition(trace: Trace, params: dict, i: int, head: int | None = None) -
     lesson.add("score_parts", f"Each piece's share of the scores of query {i}", score_parts, ("part", "n_k"),
                r"q_i \cdot k^{(p)}_{j'}", ("query", "key_parts_all"),
                why=f"Row p: how much the piece p of each key j' adds to the score of query i; a column sums to that "
-                   f"key's score. Key j + 1 = {r} is the column the induction head attends to.")
+                   f"key's score. Key j + 1 = {r} is the column an induction head attends to (head {head} puts "
+                   f"A = {float(a[LAYER, head, i, r]):.3f} on it).")
     lesson.add("scores", f"The scores S_{head}[{i}, j'] (unscaled)", att1["scores"].value[head, i, : i + 1], ("n_k",),
                r"S_h[i, j'] = \sum_p q_i \cdot k^{(p)}_{j'}", ("score_parts",), why="Read from layer 1's own forward "
                "pass: the sum of the column above, for every key.")
@@ -170,7 +171,7 @@ def singles_out(trace: Trace, params: dict) -> np.ndarray:
     """(piece, layer-1 head): the K-composition of the whole sequence in one table. For each layer-1 head h and each
     query i whose token occurred before (last at j), the `shares` table's last column, piece p's share of
     S_h[i, j+1] minus its mean share at the other keys j' ≤ i, averaged over those queries. The pieces are
-    piece_names' (E, P, each layer-0 head, β). A previous-token head of layer 0 that an induction head of layer 1
+    piece_names' (E, E^pos, each layer-0 head, β). A previous-token head of layer 0 that an induction head of layer 1
     reads through its keys shows as a large number in that head's row and the induction head's column."""
     ids = list(trace.facts["ids"])
     n = len(ids)

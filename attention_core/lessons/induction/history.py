@@ -10,7 +10,9 @@ smoothed by a running median of 3 records (one batch's loss is noisy):
     plateau    from the first record within 10% of (high − low) of its level `high` (the median before the drop)
                to the drop's start
 
-No drop (the curve never falls by min_drop nats below its start's level): `found` is False.
+No drop (the curve never falls by min_drop nats below its start's level): `found` is False. A run that stops while
+the loss still falls fast (its last record in the drop) has `ended` False: its drop's last step is the run's, not
+where the drop ends.
 
 What the heads look like at each of those records: `snapshot(params)`, which training calls at every logged step
 (train.train(snapshot=...)), keeps every head's pattern on the page's repeated sequence and the K-composition table
@@ -38,6 +40,8 @@ class Phases:
     drop: tuple[int, int]             # (first step, last step) of the drop
     high: float                       # the plateau's level (nats)
     low: float                        # the level at the end of the run (nats)
+    ended: bool = True                # the drop ends before the run's last step (False: the run stops mid-drop, its
+                                      # last step the drop's last record, the loss still falling fast)
 
 
 def smooth(values: np.ndarray, window: int = 3) -> np.ndarray:
@@ -67,7 +71,7 @@ def phases(steps, loss, min_drop: float = 0.5, share: float = 0.25) -> Phases:
         return none(high, low)
     first = int(np.argmax(s <= high + 0.1 * (high - low)))
     return Phases(True, (int(steps[min(first, left)]), int(steps[left])), (int(steps[left]), int(steps[right + 1])),
-                  high, low)
+                  high, low, right + 1 < len(steps) - 1)
 
 
 def snapshot(params: dict) -> dict[str, np.ndarray]:
@@ -99,5 +103,5 @@ def marks(ph: Phases, step: int) -> str:
     if step < ph.drop[1]:
         return "in the drop"
     if step == ph.drop[1]:
-        return "the drop's end"
+        return "the drop's end" if ph.ended else "the run's last step, still in the drop"
     return "after the drop"
