@@ -286,9 +286,9 @@ def test_a_run_cut_short_by_a_rerun_says_so_and_keeps_the_previous_weights():
     at.session_state["induction.running"] = True                           # what a rerun mid-run leaves behind
     at.run()
     no_exception(at)
-    assert "stopped halfway" in messages(at) and "The shipped run" in _text(at)
+    assert "stopped before it finished" in messages(at) and "The shipped run" in _text(at)
     at.run()
-    assert "stopped halfway" not in messages(at)                            # said once
+    assert "stopped before it finished" not in messages(at)                            # said once
 
 
 def test_the_sentence_tab_has_its_own_box_carried_by_the_link_its_heatmaps_named_by_the_words():

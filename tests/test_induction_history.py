@@ -308,3 +308,14 @@ def test_the_why_random_text_counts_the_training_sequences_tokens():
     from ui.transformer.induction_view import WHY_RANDOM
     assert SEQ_LEN == 41 and WHY_RANDOM.startswith("Each training sequence is 41 random tokens of the 31 (the model "
                                                    "reads the first 40")
+
+
+def test_the_fixed_offset_run_shares_the_start_of_a_seed_0_run_only(run):
+    """The fixed-offset run starts from seed 0's weights: "the same start" was said beside a seed-3 run too."""
+    from ui.transformer.induction_view import why_random_text
+    fixed = shipped.load("fixed_offset")
+    assert fixed.settings["seed"] == 0 and all(np.array_equal(fixed.start[k], run.start[k]) for k in run.start)
+    h = run.history
+    assert "(seed 0, the same start as the run shown," in why_random_text({"seed": 0, "history": h})
+    said = why_random_text({"seed": 3, "history": h})
+    assert "the same start" not in said and "(seed 0, the shipped run's start, not this seed-3 run's," in said

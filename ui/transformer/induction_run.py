@@ -156,8 +156,8 @@ def timing_text() -> str:
 def interrupted_notice() -> None:
     """A run the page's rerun cut short (the flag is still set) or one that stopped or diverged: say so, once."""
     if st.session_state.pop(RUNNING, False):
-        st.session_state[MESSAGE] = ("The training run was stopped halfway (the page reran before it finished): "
-                                     "the previous weights stay.")
+        st.session_state[MESSAGE] = ("The training run was stopped before it finished (the page reran: a control "
+                                     "changed, or the page was left): the previous weights stay.")
     message = st.session_state.pop(MESSAGE, None)
     if message:
         st.warning(message, icon=":material/warning:")

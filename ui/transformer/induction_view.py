@@ -48,8 +48,10 @@ def why_random_text(run: dict) -> str:
     from attention_core.training.lm.task import FIXED_OFFSET
     fixed = shipped.load("fixed_offset").history
     h = run["history"]
+    start = ("the same start as the run shown" if run["seed"] == 0 else
+             f"the shipped run's start, not this seed-{run['seed']} run's")
     return WHY_RANDOM + (
-        f"\n\nThe project ships that run too (seed 0, the same start, {int(fixed['step'][-1]):,} steps, the repeat "
+        f"\n\nThe project ships that run too (seed 0, {start}, {int(fixed['step'][-1]):,} steps, the repeat "
         f"always starting {FIXED_OFFSET} positions after its segment starts): its training loss falls from "
         f"{fixed['loss'][0]:.2f} to {fixed['loss'][-1]:.2f} nats, so it does copy at that distance; yet on repeated "
         f"random tokens (the repeat {ind.HALF} positions later) its copy loss goes only from "
