@@ -16,6 +16,7 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
+from attention_core.training.lm.train import STEPS as SHIPPED_STEPS
 from bench._common import after_run, new_context
 from tests.e2e.conftest import warm
 from tests.e2e.test_room_browser import click, go, join, no_errors, query, room_code, wait_url
@@ -24,7 +25,6 @@ FOLLOW_S = 8                   # a push reaches the student's address bar within
 ANALYSE_S = 15                 # then the page shows the run: one read and one analysis per process (1.2 s idle,
                                # measured up to 6.5 s at a load average of 18 on 2 cores)
 SEED, STEPS = 3, 50
-SHIPPED_STEPS = 1500                 # the shipped run's (attention_core.training.lm.train.STEPS)
 
 
 @pytest.fixture(scope="module")
