@@ -279,8 +279,9 @@ def drop_text(h: dict, ph, by: np.ndarray) -> str:
         return ""
     steps = [int(s) for s in h["step"]]
     a, b = steps.index(ph.drop[0]), steps.index(ph.drop[1])
-    return (f" Across the drop, the largest layer-0 head's number goes from {by[a].max():+.2f} (step {ph.drop[0]:,}) "
-            f"to {by[b].max():+.2f} (step {ph.drop[1]:,}).")
+    return (f" Across the drop{'' if ph.ended else ' so far'}, the largest layer-0 head's number goes from "
+            f"{by[a].max():+.2f} (step {ph.drop[0]:,}) to {by[b].max():+.2f} (step {ph.drop[1]:,}"
+            f"{'' if ph.ended else ', the run stopping mid-drop'}).")
 
 
 def composition_text(lesson, rows: list[dict], names: list[str], a0=None) -> str:
