@@ -286,8 +286,9 @@ def test_a_run_of_850_steps_stops_mid_drop_and_the_page_does_not_call_its_last_s
     assert at.button(key="induction.after").label == "The run's end"
     assert list(at.select_slider(key="induction.at").options)[-1] == "850 · the run's last step, still in the drop"
     at = _open_with(cut, tab="1")
-    assert "Across the drop so far, the largest layer-0 head's number goes from" in "\n".join(m.value for m in at.markdown)
-    assert "(step 850, the run stopping mid-drop)." in "\n".join(m.value for m in at.markdown)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Across the drop so far, the largest layer-0 head's number goes from" in text
+    assert "(step 850, the run stopping mid-drop)." in text
 
 
 def test_the_k_composition_names_the_position_embedding_e_pos_and_a_head_that_does_not_attend_there_says_so(run):

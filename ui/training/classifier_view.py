@@ -67,7 +67,7 @@ def learning_rate(where) -> tuple[float, str | None]:
     kept = float(st.session_state.get("tr_lr_good", clf.DEFAULTS["lr"]))
     why = ("at η = 0 a step changes nothing: each weight moves by η times its gradient" if typed == 0 else
            f"{typed:.2g} is below the smallest rate this page takes")
-    shown = f"{kept:.4f}" if round(kept, 4) == kept else f"{kept:g}"     # 2e-05, not the box's 0.0000 (which reads as 0)
+    shown = f"{kept:.4f}" if round(kept, 4) == kept else f"{kept:g}"     # 2e-05, not the box's 0.0000 (read as 0)
     return kept, (f"A learning rate of {typed:g} is refused: {why}. Choose a rate from {LR_MIN:g} to {LR_MAX:g}. "
                   f"The page keeps the last rate accepted, **{shown}**.")
 

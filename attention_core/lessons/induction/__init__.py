@@ -3,7 +3,8 @@ and how a layer-1 head finds the earlier occurrence of the current token (Elhage
 
     sequence      the material: random tokens, then the same tokens again (and the batch the losses are measured on)
     head_scores   every head's pattern read from the forward Trace; previous-token and induction scores
-    composition   K-composition: layer 1's key and score split into the stream's pieces (E, E^pos, each layer-0 head, β)
+    composition   K-composition: layer 1's key and score split into the stream's pieces (E, E^pos, each layer-0
+                  head, β)
     explainers    the K-composition's numbers, each a sum of its live terms (kind "induction")
     ablation      zero one head's rows of W_O, run the model again, and measure the copy loss
     history       a training run's history: where the plateau and the drop of the loss are, and what a run keeps
