@@ -14,11 +14,7 @@ os.environ.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
 def redis_url():
     """The URL of a real redis-server started for this test session (tests/redis_server.py), shared by every
     test that asks for it; skips without redis-server, fails instead when ATTENTION_EXPLORER_REQUIRE_REDIS=1."""
-    from tests.redis_server import REQUIRE_REDIS, RedisServer, available
-    ok, why = available()
-    if not ok:
-        if REQUIRE_REDIS:
-            pytest.fail(f"ATTENTION_EXPLORER_REQUIRE_REDIS=1 but {why}", pytrace=False)
-        pytest.skip(why)
+    from tests.redis_server import RedisServer, require
+    require()
     with RedisServer() as server:
         yield server.url

@@ -28,6 +28,16 @@ def available() -> tuple[bool, str]:
     return False, "redis-server is not installed (Debian: apt-get install redis-server; scripts/test.sh does it)"
 
 
+def require() -> None:
+    """Skip the test without redis-server; fail it instead when ATTENTION_EXPLORER_REQUIRE_REDIS=1 (CI)."""
+    import pytest
+    ok, why = available()
+    if not ok:
+        if REQUIRE_REDIS:
+            pytest.fail(f"ATTENTION_EXPLORER_REQUIRE_REDIS=1 but {why}", pytrace=False)
+        pytest.skip(why)
+
+
 class RedisServer:
     def __init__(self, port: int | None = None, args: tuple[str, ...] = ()):
         self.port, self.args, self.chosen = port or free_port(), tuple(args), port is None

@@ -5,11 +5,13 @@ Three ways in: the sentence box (a learner typing), the other widgets, and craft
 """
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.apptest_util import ROOT, messages, no_exception, open_page
+from tests.own_files import python_files
 
 GOOD = "the cat sat on the mat"
 
@@ -143,19 +145,42 @@ def test_tampered_url_on_other_pages(page):
     assert messages(at).count("Link setting") >= 3
 
 
-def test_no_user_text_reaches_eval_sympify_or_unsafe_html():
-    """Grep the app's code: no eval/exec, no sympify/parse_expr of strings, no unsafe HTML."""
-    files = [p for p in ROOT.rglob("*.py") if not any(part in p.parts for part in ("tests", "bench", ".git"))]
+UNSAFE = (r"(?<![.\w])eval\(", r"(?<![.\w])exec\(", r"\bsympify\(", r"\bparse_expr\(", r"unsafe_allow_html\s*=\s*True",
+          r"components\.html\(", r"st\.html\(")
+
+
+def unsafe_calls(root: Path = ROOT) -> list[str]:
+    """Every eval/exec, sympify/parse_expr call and unsafe HTML in the project's own code (its tracked files,
+    tests and bench aside), as 'path:line: pattern'; the one allowed door left out: ui.raw_html.trusted_html
+    (constant CSS, a scroll script with sanitized keys; its inputs are checked in tests/test_in_sight.py)."""
     offenders = []
-    for path in files:
-        text = path.read_text()
-        for pattern in (r"(?<![.\w])eval\(", r"(?<![.\w])exec\(", r"\bsympify\(", r"\bparse_expr\(", r"unsafe_allow_html\s*=\s*True",
-                        r"components\.html\(", r"st\.html\("):
+    for path in python_files(root=root, without=("tests", "bench")):
+        text = path.read_text(encoding="utf-8")
+        for pattern in UNSAFE:
             for m in re.finditer(pattern, text):
-                offenders.append(f"{path.relative_to(ROOT)}:{text[:m.start()].count(chr(10)) + 1}: {pattern}")
-    # the one allowed door: ui.raw_html.trusted_html (constant CSS, a scroll script with sanitized keys;
-    # its inputs are checked in tests/test_in_sight.py)
+                offenders.append(f"{path.relative_to(root).as_posix()}:{text[:m.start()].count(chr(10)) + 1}: {pattern}")
     door = [o for o in offenders if o.startswith("ui/raw_html.py:") and o.endswith(r"st\.html\(")]
     assert len(door) <= 1, door
-    offenders = [o for o in offenders if o not in door]
-    assert not offenders, offenders
+    return [o for o in offenders if o not in door]
+
+
+def test_no_user_text_reaches_eval_sympify_or_unsafe_html():
+    """Grep the app's code: no eval/exec, no sympify/parse_expr of strings, no unsafe HTML."""
+    assert unsafe_calls() == []
+
+
+def test_the_scan_reads_the_projects_files_not_a_venv_in_the_checkout(tmp_path):
+    """The README's setup makes `.venv` inside the checkout, whose packages call eval (typing_extensions does):
+    in a clone with a real venv there, the scan reads the same files and finds nothing, and the same line in a
+    file of the project's is found (the scan is not blind)."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    before = python_files(root=clone)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(clone / ".venv")], check=True, timeout=120)
+    site = next((clone / ".venv").glob("lib/python*/site-packages"))
+    (site / "typing_extensions.py").write_text("def get(name):\n    return eval(name)\n", encoding="utf-8")
+    assert python_files(root=clone) == before
+    assert unsafe_calls(clone) == []
+    (clone / "ui" / "planted.py").write_text("def get(name):\n    return eval(name)\n", encoding="utf-8")
+    subprocess.run(["git", "add", "ui/planted.py"], cwd=clone, check=True, timeout=60)
+    assert unsafe_calls(clone) == ["ui/planted.py:2: " + UNSAFE[0]]

@@ -23,6 +23,7 @@ from attention_core.forward.claims import CLAIMS, holds, say, shown_outside
 from attention_core.math.embeddings import cosine_similarity, glove_vocabulary
 from attention_core.math.notation import attention_parts, multi_head_formula
 from tests.apptest_util import formulas
+from tests.own_files import python_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -269,7 +270,6 @@ def test_no_page_shows_a_claim_where_it_does_not_hold(config):
 
 def test_no_sentence_says_the_spread_is_near_1_without_its_condition():
     """The words "near 1 whatever d_k" are false for inputs without unit variance: nowhere in the app."""
-    for path in list((ROOT / "attention_core").rglob("*.py")) + list((ROOT / "app_pages").rglob("*.py")) + \
-            list((ROOT / "ui").rglob("*.py")):
+    for path in python_files("attention_core", "app_pages", "ui"):
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"near 1,? whatever d_k", text), path

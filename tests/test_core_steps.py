@@ -198,9 +198,8 @@ def test_uploaded_vectors():
 
 def test_no_control_characters_in_source():
     """A LaTeX string written without r"" turns \\t, \\a, \\b into control characters: catch them."""
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    bad = [f"{p.relative_to(root)}:{i}" for p in list(root.glob("attention_core/**/*.py")) + list(root.glob("ui/**/*.py"))
-           + list(root.glob("app_pages/**/*.py")) for i, line in enumerate(p.read_text().splitlines(), 1)
+    from tests.own_files import ROOT, python_files
+    bad = [f"{p.relative_to(ROOT)}:{i}" for p in python_files("attention_core", "ui", "app_pages")
+           for i, line in enumerate(p.read_text().splitlines(), 1)
            if any(ord(c) < 32 and c != "\t" for c in line) or "\t" in line]
     assert not bad, bad

@@ -50,6 +50,20 @@ def test_the_test_command_is_what_ci_runs():
     assert re.search(r"^bash scripts/test\.sh\b", (ROOT / ".ci" / "run").read_text(), flags=re.M)
 
 
+def test_ci_follows_the_readme_as_a_newcomer_does():
+    """.ci/run runs the README's setup lines as written (the venv inside the checkout, PyTorch's CPU wheel, then
+    requirements.txt; its `streamlit run app.py` aside), in order, before the test command: a README whose steps
+    break on a fresh clone breaks CI."""
+    (setup,) = [b for b in blocks("bash") if "streamlit run app.py" in b]
+    steps = [line.split("#")[0].strip().removesuffix("&& streamlit run app.py").strip() for line in setup.splitlines()]
+    assert len(steps) == 3 and all(steps)
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.lstrip().startswith("#")]
+    assert [line for line in ci if line in steps] == steps
+    test_command = next(i for i, line in enumerate(ci) if re.match(r"bash scripts/test\.sh\b", line))
+    assert max(ci.index(step) for step in steps) < test_command
+
+
 def test_the_app_command_uses_the_pinned_cpu_torch():
     (setup,) = [b for b in blocks("bash") if "streamlit run app.py" in b]
     assert "python -m venv .venv && . .venv/bin/activate" in setup

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bench._common import IDLE, Server, after_run, all_pages, new_context, run_marker, wait_for_charts, wait_run_end
+from bench._common import IDLE, after_run, all_pages, new_context, run_marker, wait_for_charts, wait_run_end
 from tests.e2e.conftest import require_browser
 
 SIZES = [(1024, 768), (1366, 768), (1920, 1080)]
@@ -137,14 +137,14 @@ def next_page(tab, server, page) -> None:
 
 
 @pytest.fixture(scope="module")
-def measured(chromium):
-    """{page file: {"WxH": MEASURE's result, "switch": its box at 1024×768}}, the whole walk timed."""
+def measured(chromium, app_server):
+    """{page file: {"WxH": MEASURE's result, "switch": its box at 1024×768}}, the whole walk timed. On the shared
+    server (presenter mode is the session's own: a new browser context is a new session, nothing carried over)."""
     require_browser()
-    server = Server("app.py").start()
+    server = app_server
     ctx = new_context(chromium, viewport={"width": SIZES[0][0], "height": SIZES[0][1]})
     results, started = {}, time.perf_counter()
     try:
-        server.wait_healthy(90)
         tab = ctx.new_page()
         for k, page in enumerate(PAGES):
             width, height = SIZES[0]
@@ -185,7 +185,6 @@ def measured(chromium):
         print(f"\npresenter fit: {len(PAGES)} pages and {len(EXPLAINED)} explained cells x {len(SIZES)} sizes in "
               f"{time.perf_counter() - started:.1f} s")
         ctx.close()
-        server.stop()
 
 
 @pytest.mark.parametrize("size", [f"{w}x{h}" for w, h in SIZES])
@@ -227,13 +226,12 @@ def test_the_walk_is_quick(measured):
     assert measured["seconds"] < 180, f"{measured['seconds']:.0f} s for {len(PAGES)} pages"
 
 
-def test_the_switch_hides_the_sidebar_and_brings_it_back(chromium):
+def test_the_switch_hides_the_sidebar_and_brings_it_back(chromium, app_server):
     """A fresh session without presenter mode: the sidebar holds the settings beside the page; the switch on, the
     sidebar is gone and the main area starts at the window's left edge; off, the sidebar is back."""
-    server = Server("app.py").start()
+    server = app_server
     ctx = new_context(chromium, viewport={"width": 1024, "height": 768})
     try:
-        server.wait_healthy(90)
         tab = ctx.new_page()
         marker = run_marker(tab)
         tab.goto(f"{server.url}/softmax", wait_until="commit")
@@ -269,4 +267,3 @@ def test_the_switch_hides_the_sidebar_and_brings_it_back(chromium):
         assert not switch.is_checked() and main.is_visible()
     finally:
         ctx.close()
-        server.stop()
