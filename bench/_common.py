@@ -110,15 +110,8 @@ def free_port() -> int:
     if span:
         lo, hi = (int(x) for x in span.split("-"))
         for port in range(lo, hi + 1):
-            if port in _handed_out:
-                continue
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-            _handed_out.add(port)
-            return port
+            if _claim(port):
+                return port
         raise RuntimeError(f"no free port in ATTENTION_EXPLORER_PORTS={span}")
     # Not port 0: the OS hands that out from its ephemeral range, the same range it gives every outgoing
     # connection (a browser's, a Redis client's), so one of those could take it before the server binds it
@@ -127,16 +120,22 @@ def free_port() -> int:
     span = (10_000, lo - 1) if lo > 12_000 else (hi + 1, 65_535)
     for _ in range(200):
         port = random.randint(*span)
-        if port in _handed_out:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        return port
+        if _claim(port):
+            return port
     raise RuntimeError(f"no free port in {span[0]}-{span[1]}")
+
+
+def _claim(port: int) -> bool:
+    """This port, if no one binds it now and this process has not handed it out before."""
+    if port in _handed_out:
+        return False
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    _handed_out.add(port)
+    return True
 
 
 def _ephemeral_range() -> tuple[int, int]:
