@@ -2,6 +2,7 @@ import streamlit as st
 
 import ui
 from ui.transformer import induction_run as runs
+from ui.transformer import induction_steps as step_view
 from ui.transformer import induction_view as view
 from attention_core.training.lm.model import N_CTX
 from attention_core.training.lm.task import BATCH
@@ -39,8 +40,8 @@ if run["source"] == "session" and st.button("Back to the shipped run", icon=":ma
 with st.expander("Why the repeat starts at a random offset", icon=":material/shuffle:"):
     st.markdown(view.why_random_text(run))
 st.markdown(view.run_text(run, an))
-view.curves(run, an, view.snap_step(run))
-row = view.step_slider(run, an)
+view.curves(run, an, step_view.snap_step(run))
+row = step_view.step_slider(run, an)
 with st.expander("Every head's scores, at step 0, at the step shown and at the end", icon=":material/table:"):
     view.scores_table(run, an, row)
 

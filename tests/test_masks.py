@@ -488,8 +488,8 @@ def test_no_claim_is_shown_where_it_does_not_hold():
         at.session_state["s.ready"], at.session_state["s.presenter"], at.session_state["s.url_notices"] = True, False, []
         for f in fields(Config):
             at.session_state[f"s.{f.name}"] = getattr(config, f.name)
-        for key, value in own.items():
-            at.session_state[key] = value
+        for key, value in own.items():          # as a link or a push gives them: the kept value, which the
+            at.session_state[key] = at.session_state[f"p.{key}"] = value    # page's first run draws its control at
         at.switch_page(PAGE)
         at.run()
         assert not at.exception, (config, [e.value for e in at.exception])

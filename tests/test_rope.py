@@ -565,8 +565,8 @@ def walk_own(config: Config, own: dict):
     at.session_state["s.ready"], at.session_state["s.presenter"], at.session_state["s.url_notices"] = True, False, []
     for f in fields(Config):
         at.session_state[f"s.{f.name}"] = getattr(config, f.name)
-    for key, value in {**own, "rope.checked": True}.items():
-        at.session_state[key] = value
+    for key, value in {**own, "rope.checked": True}.items():     # as a link or a push gives them: the kept value,
+        at.session_state[key] = at.session_state[f"p.{key}"] = value   # which the page's first run draws its control at
     at.switch_page(PAGE)
     at.run()
     no_exception(at)

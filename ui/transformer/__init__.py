@@ -8,6 +8,7 @@ trains (attention_core/training/lm), with the learner's sentence as its tokens.
     gradient_view     gradients through the block: η and the block's choices, the backward flow, a residual add
     next_token_view   the next token: its controls, the probability bars, the sample, generation, the heads
     induction_view     the induction-heads page's texts and panels (run, patterns, K-composition, ablation, sentence)
+    induction_steps    its step slider over a run's logged steps: the plateau and the drop marked, two buttons across
     induction_charts   its Vega-Lite charts: loss with plateau and drop, scores over steps, pattern grid, ablation bars
     induction_run      the shipped run and a learner's live one (Train: torch, progress, live charts), analysed
 """

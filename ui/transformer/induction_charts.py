@@ -96,7 +96,7 @@ def strip_spec(steps, phases, at: int, height: int = 34) -> dict:
                                  "tooltip": [{"field": "phase"}, {"field": "from", "title": "from step"},
                                              {"field": "to", "title": "to step"}]}},
                    {"data": {"values": _bands(phases)}, "mark": {"type": "text", "align": "left", "dx": 2, "y": 9,
-                                                                 "fontSize": 11, "fontWeight": "bold"},
+                                                                 "fontSize": 12, "fontWeight": "bold"},
                     "encoding": {"x": {"field": "from", "type": "quantitative", "scale": scale, "axis": None},
                                  "text": {"field": "phase"}}}]
     layers += [{"data": {"values": [{"step": s} for s in steps]}, "mark": {"type": "tick", "thickness": 1,
