@@ -2,7 +2,7 @@ import streamlit as st
 
 import ui
 from ui.cache import get_neighbours
-from ui import room_hide
+from ui.room import hide as room_hide
 from ui.text import md_escape
 from attention_core.math.embeddings import cosine_similarity, vocabulary_for
 

@@ -3,7 +3,7 @@ import json
 import streamlit as st
 
 import ui
-from ui import room_hide
+from ui.room import hide as room_hide
 from attention_core.labs.export import csv_names
 from ui.cache import chart_image, export_csv, export_csv_zip, export_npz, export_script
 from ui.charts import heatmap_spec, standalone

@@ -3,7 +3,8 @@ import streamlit as st
 import ui
 from attention_core import ConfigError
 from attention_core.lessons.rope import RopeSettings, rope_lesson
-from ui import page_state, room_hide
+from ui import page_state
+from ui.room import hide as room_hide
 from ui.today.rope_view import (angles_intro, checked_text, controls, forward_with_rope, pair_turning, pairing_panel,
                           rotated_rows, scores_box, shift_panel)
 

@@ -3,7 +3,8 @@ import streamlit as st
 import ui
 from attention_core.lessons import kv_cache as kv
 from ui.today import kv_cache_view as view
-from ui import page_state, room_hide
+from ui import page_state
+from ui.room import hide as room_hide
 
 PAGE = "app_pages/42_kv_cache.py"
 config, trace = ui.page(PAGE, "KV cache & decoding")

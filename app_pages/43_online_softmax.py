@@ -1,7 +1,7 @@
 import streamlit as st
 
 import ui
-from ui import room_hide
+from ui.room import hide as room_hide
 from attention_core.forward.claims import say
 from attention_core.lessons.online_softmax import (KIND, Controls, online_softmax_trace, rows_text, skipped_text,
                                                    source_text)

@@ -3,7 +3,7 @@ import pyarrow as pa
 import streamlit as st
 
 import ui
-from ui import room_hide
+from ui.room import hide as room_hide
 from ui.cache import get_trace
 from ui.forward.demo_charts import D_VALUES, saturation_chart, spread_chart
 
@@ -25,7 +25,7 @@ def one_word(trace, n_heads: int) -> None:
     head = None if n_heads == 1 else 0
     columns, config, said = {"key word": trace.token_labels()}, {}, False
     for name, key, values in (("q·k", "scores", dots), ("q·k / √d_k", "scaled_scores", dots / np.sqrt(q.shape[1]))):
-        # a lesson stop's hidden number (a student's screen, before the reveal): "?" (ui/room_hide.py)
+        # a lesson stop's hidden number (a student's screen, before the reveal): "?" (ui/room/hide.py)
         columns[name], text = room_hide.column(values, 3, [room_hide.hidden(key, head, i, j) for j in range(len(dots))])
         config[name] = (st.column_config.TextColumn(alignment="right") if text else
                         st.column_config.NumberColumn(format="%.3f"))

@@ -3,7 +3,7 @@ import pyarrow as pa
 import streamlit as st
 
 import ui
-from ui import room_hide
+from ui.room import hide as room_hide
 from attention_core import entropy
 from attention_core.forward.claims import say
 

@@ -3,7 +3,7 @@ import pyarrow as pa
 import streamlit as st
 
 import ui
-from ui import room_hide
+from ui.room import hide as room_hide
 from ui.text import md_escape
 
 PAGE = "app_pages/6_context.py"

@@ -1,7 +1,7 @@
 import streamlit as st
 
 import ui
-from ui import room_hide
+from ui.room import hide as room_hide
 
 PAGE = "app_pages/overview.py"
 config, trace = ui.page(PAGE, "Attention Explorer")

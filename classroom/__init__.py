@@ -5,9 +5,10 @@ holds plain JSON-able dicts.
 
     codes        the room's short code (read aloud, typed by students) and the teacher's secret
     store        where room state lives: MemoryStore in one process (the default, nothing to set up), the
-                 few atomic hash operations every store offers, and store_from_env (one setting switches
-                 to Redis: ATTENTION_EXPLORER_REDIS_URL)
+                 few atomic hash operations every store offers
     redis_store  the same operations on a Redis server, for several app replicas
+    which_store  store_from_env: the process's store (one setting switches to Redis:
+                 ATTENTION_EXPLORER_REDIS_URL), above both stores
     room         a room's life: open, join, push a view, polls (open, answer, tally, reveal), expiry and limits;
                  RoomError's messages are written for the learner
     presence     a reload is not a goodbye: a student's single-use rejoin token (the room keeps its digest), and
@@ -24,7 +25,8 @@ from .presence import PRESENT_SECONDS, Elsewhere, NotYours, new_token, present, 
 from .room import (MAX_ANSWER_CHANGES, MAX_MEMBERS, ROOM_HOURS, BadMessage, NameTaken, NoRoom, NotTeacher, RoomError, RoomFull,
                    RoomState, TooMany, Unavailable, answer, check, close_poll, end_room, join, leave, members, my_answer, open_poll,
                    open_room, push, reveal, state, tally)
-from .store import MemoryStore, Store, store_from_env
+from .store import MemoryStore, Store
+from .which_store import store_from_env
 
 __all__ = ["new_code", "new_secret", "normal_code", "Store", "MemoryStore", "store_from_env", "RoomError", "NoRoom",
            "RoomFull", "NotTeacher", "NameTaken", "Elsewhere", "NotYours", "new_token", "rejoin", "seen", "present",

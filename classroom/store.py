@@ -2,8 +2,9 @@
 
 One process needs nothing set up: MemoryStore keeps the hashes in a dict behind a lock, shared by every
 session of the process. Several replicas share a Redis server instead (redis_store.RedisStore, the same
-operations, each one atomic on the server). `store_from_env` picks: the environment variable
-ATTENTION_EXPLORER_REDIS_URL (e.g. redis://redis:6379/0) switches to Redis; unset, the memory store.
+operations, each one atomic on the server). Which one a process uses is which_store.store_from_env's choice:
+the environment variable ATTENTION_EXPLORER_REDIS_URL (e.g. redis://redis:6379/0) switches to Redis; unset,
+the memory store.
 
     >>> s = MemoryStore()
     >>> s.create("room:A", {"n": "1"}, seconds=60), s.create("room:A", {"n": "2"}, seconds=60)
@@ -17,7 +18,6 @@ ATTENTION_EXPLORER_REDIS_URL (e.g. redis://redis:6379/0) switches to Redis; unse
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -192,15 +192,3 @@ class MemoryStore(Store):
         with self._lock:
             if self._live(key) is not None:
                 self._expires[key] = self._clock() + seconds
-
-
-_MEMORY = MemoryStore()
-
-
-def store_from_env(environ=os.environ) -> Store:
-    """The process's store: Redis if ATTENTION_EXPLORER_REDIS_URL is set, else the one MemoryStore."""
-    url = environ.get(REDIS_URL_VARIABLE, "").strip()
-    if not url:
-        return _MEMORY
-    from .redis_store import redis_store
-    return redis_store(url)

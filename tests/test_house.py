@@ -2,7 +2,8 @@
 
 - every page in app_pages/ is at most ~100 lines (config in, core call, shared views out);
 - every ui module is at most ~400 lines;
-- ui/ has one folder per section of ui/nav.py's SECTIONS (nav.FOLDERS), and no other: a new section gets its
+- ui/ has one folder per section of ui/nav.py's SECTIONS (nav.FOLDERS), and no other but the shared room/ (a
+  room's bar is on every page of every section, so it sits with the top's shared parts): a new section gets its
   folder; each folder's __init__ docstring names the pages it serves and lists its modules;
 - a page imports views from its own section's folder or from ui/'s top (the shared parts), never from another
   section's folder; a section's module likewise (what two sections share moves up to ui/'s top);
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 UI = ROOT / "ui"
 PAGE_LINES = 100
 MODULE_LINES = 400
+SHARED = {"room"}     # folders shared by every section, like ui's top modules (ui/room/: a room's bar on every page)
 
 
 def lines(path: Path) -> int:
@@ -28,8 +30,8 @@ def lines(path: Path) -> int:
 
 
 def folders() -> set[str]:
-    """The subpackages of ui/ (folders holding Python files)."""
-    return {p.name for p in UI.iterdir() if p.is_dir() and any(p.glob("*.py"))}
+    """The section folders of ui/ (folders holding Python files, but the shared ones)."""
+    return {p.name for p in UI.iterdir() if p.is_dir() and any(p.glob("*.py"))} - SHARED
 
 
 def section_folder(page_file: str) -> str:
@@ -109,20 +111,51 @@ def test_pages_and_folders_import_no_other_sections_views():
 
 
 def test_the_shared_modules_at_the_top_import_no_section_folder():
-    """ui/'s top is below the folders: a shared module never reaches into one section's views."""
-    stray = [f"{module.relative_to(ROOT)}:{line} imports {m}" for module in sorted(UI.glob("*.py"))
+    """ui/'s top and its shared folders are below the section folders: a shared module never reaches into one
+    section's views."""
+    shared = sorted(UI.glob("*.py")) + [m for f in sorted(SHARED) for m in sorted((UI / f).glob("*.py"))]
+    stray = [f"{module.relative_to(ROOT)}:{line} imports {m}" for module in shared
              for m, line in ui_imports(module) if folder_of(m) is not None]
     assert not stray, stray
 
 
-def test_no_import_circle_in_ui():
-    """ui's modules import each other in one direction (imports inside functions count too)."""
+@pytest.mark.parametrize("folder", sorted(SHARED))
+def test_each_shared_folder_lists_its_modules(folder):
+    doc = ast.get_docstring(ast.parse((UI / folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+    for module in sorted((UI / folder).glob("*.py")):
+        if module.name != "__init__.py":
+            assert any(line.split()[:1] == [module.stem] for line in doc.splitlines()), (
+                f"ui/{folder}/__init__.py's docstring does not list {module.stem} (a line `name   what it holds`)")
+
+
+def package_imports(path: Path, top: str) -> list[str]:
+    """The modules of package `top` that the file imports (relative ones made absolute, inside functions too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == top]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            if base.split(".")[0] == top:
+                found += [f"{base}.{a.name}" for a in node.names]
+    return found
+
+
+@pytest.mark.parametrize("top", ["ui", "classroom", "attention_core"])
+def test_no_import_circle(top):
+    """A package's modules import each other in one direction (imports inside functions count too; a
+    package's __init__ counts as a module)."""
     modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
-               for p in UI.rglob("*.py")}
+               for p in (ROOT / top).rglob("*.py")}
     graph = {}
     for name, path in modules.items():
         graph[name] = set()
-        for m, _ in ui_imports(path):
+        for m in package_imports(path, top):
             while m and m not in modules:            # 'ui.views.step' -> 'ui.views'
                 m = m.rpartition(".")[0]
             if m and m != name:

@@ -632,12 +632,12 @@ def test_the_notes_claims_in_words_hold():
 
 
 def test_the_room_asks_each_stops_pinned_question():
-    """What "Ask this stop's question" opens in the room (ui/room_poll.ask_poll with the stop's poll_at): the stop's
+    """What "Ask this stop's question" opens in the room (ui/room/poll.ask_poll with the stop's poll_at): the stop's
     own question, the same prompt, choices and answer as the pinned poll checked above."""
     import classroom
     from attention_core.labs.polls import make_poll
     from classroom.store import MemoryStore
-    from ui.room_poll import ask_poll
+    from ui.room.poll import ask_poll
     store = MemoryStore()
     code, secret = classroom.open_room(store, "T")
     for _, _, stop in STOPS:
@@ -719,7 +719,7 @@ def _student_sees(stop: Stop, stage: str):
     import classroom
     from tests.apptest_util import charts
     from tests.test_room_page import follow, room_with_student, text_of
-    from ui.room_bar import stop_view
+    from ui.room.bar import stop_view
     _, code, secret, ana = room_with_student()
     classroom.push(classroom.store_from_env(), code, secret, stop_view(stop, stage))
     follow(ana)

@@ -266,7 +266,7 @@ def test_the_room_bar_and_room_page_examples_run():
     """ui/ is not among pytest's doctest paths: class_words', locked_words' and dashboard_rows' examples run here."""
     import doctest
     import importlib
-    for name in ("ui.room_bar", "ui.classroom.room_view"):          # ui.room_bar is also a function's name in ui
+    for name in ("ui.room.bar", "ui.classroom.room_view"):          # ui.room.bar is also a function's name in ui
         module = importlib.import_module(name)
         assert doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
 

@@ -376,7 +376,7 @@ def test_a_redis_that_does_not_answer_keeps_everyone_in_the_room(monkeypatch):
     keeps the secret and the student stays, each told why nothing moves; back up, both carry on."""
     from bench._common import free_port
     from classroom.redis_store import RedisStore
-    import ui.room_session as session
+    import ui.room.session as session
     teacher, code, secret, ana = room_with_student()
     follow(ana)
     up = dict(session._STORES)
@@ -399,7 +399,7 @@ def test_a_store_that_is_down_is_a_message_not_a_traceback(monkeypatch):
     class Down(classroom.MemoryStore):
         def hgetall(self, key):
             raise ConnectionError("redis is down")
-    import ui.room_session as session
+    import ui.room.session as session
     monkeypatch.setattr(session, "_STORES", {"": Down()})
     follow(ana)
     assert "cannot be reached right now" in text_of(ana) and ana.session_state["room.code"] == code

@@ -1,4 +1,4 @@
-"""Class polls on screen (ui/room_poll.py): a teacher and three students, each an AppTest session, share one
+"""Class polls on screen (ui/room/poll.py): a teacher and three students, each an AppTest session, share one
 MemoryStore. The teacher asks, the students choose and send, the teacher's bars are the room's tally, the reveal
 marks the right answer, each student sees their own answer beside the class's; a changed answer replaces the
 first, a late or forged answer gets the room's message, and the prompt is shown as text."""
@@ -19,7 +19,7 @@ POLL = {"prompt": "Which key has the largest weight in row 2?", "choices": ["the
 def teacher_script():
     import streamlit as st
 
-    from ui.room_poll import teacher_poll_panel
+    from ui.room.poll import teacher_poll_panel
     s = st.session_state
     teacher_poll_panel(s["t.store"], s["room.code"], s["room.secret"], s.get("t.trace"))
 
@@ -30,7 +30,7 @@ def student_script():
     import streamlit as st
 
     import classroom
-    from ui.room_poll import student_poll_card
+    from ui.room.poll import student_poll_card
     s = st.session_state
     start = time.perf_counter()
     student_poll_card(s["t.store"], s["room.code"], s["room.member"], classroom.state(s["t.store"], s["room.code"]))
@@ -300,7 +300,7 @@ def test_ask_poll_says_when_a_kind_does_not_fit(room, trace):
     def stepper():
         import streamlit as st
 
-        from ui.room_poll import ask_poll
+        from ui.room.poll import ask_poll
         s = st.session_state
         s["t.asked"] = ask_poll(s["t.store"], s["room.code"], s["room.secret"], s["t.kind"], s["t.trace"], seed=3)
 
@@ -323,5 +323,5 @@ def test_the_chart_spec_examples():
     """ui/ is not among pytest's doctest paths: the module's examples run here."""
     import doctest
 
-    import ui.room_poll
-    assert doctest.testmod(ui.room_poll, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
+    import ui.room.poll
+    assert doctest.testmod(ui.room.poll, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0

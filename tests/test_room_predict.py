@@ -1,6 +1,6 @@
 """A lesson stop asks before it tells, and the teacher's note stays with the teacher.
 
-Unit: classroom.push keeps a view's "hide" and "stage" (checked, bounded); ui/room_hide's names and who hides;
+Unit: classroom.push keeps a view's "hide" and "stage" (checked, bounded); ui/room/hide's names and who hides;
 a heatmap's spec with hidden cells carries none of their numbers (not in the cells, the text, the tooltip or the
 colour bar's ends). AppTest: a stop shown to predict (no explanation open, the hidden cell "?" on the student's
 screen, outlined on the teacher's), then "Reveal" (the explanation open on both, the stop's poll revealed); the
@@ -76,10 +76,10 @@ def test_a_lesson_keeps_its_hide_in_its_file_and_link():
         from_dict({"title": "L", "stops": [{"title": "a", "hide": ["x y"]}]})
 
 
-# ---- ui/room_hide: who hides what ------------------------------------------------------------------------
+# ---- ui/room/hide: who hides what ------------------------------------------------------------------------
 
 def _session(monkeypatch, **state):
-    import ui.room_hide as rh
+    import ui.room.hide as rh
     monkeypatch.setattr(rh, "st", types.SimpleNamespace(session_state=dict(state)))
     return rh
 
@@ -367,7 +367,7 @@ def test_a_student_in_the_room_reads_no_note_in_the_lessons_builder():
 
 
 def test_the_teachers_count_of_hidden_numbers_counts_a_whole_step_as_all_its_numbers():
-    from ui.room_bar import hidden_words
+    from ui.room.bar import hidden_words
     assert hidden_words(("weights:None.1.3",)) == "1 number is"
     assert hidden_words(("weights:None.1.3", "weights:None.1.2")) == "2 numbers are"
     assert hidden_words(("w_q",)) == "All the numbers of 1 step (each a whole table) are"

@@ -1,5 +1,5 @@
 """A reload is not a goodbye, through AppTest: a "reload" is a new AppTest session of the same process whose browser
-sends the cookie the first session's page wrote (ui.room_rejoin.cookie is what st.context.cookies gives a real
+sends the cookie the first session's page wrote (ui.room.rejoin.cookie is what st.context.cookies gives a real
 browser). A student comes back as the same member with the same nickname and answer, following; the token is used
 up; a copy is refused while its student is here; the teacher comes back with the controls; a second "Ada" is asked
 for another name on the form; the room page's words about data are the exact ones."""
@@ -30,7 +30,7 @@ def text_of(at) -> str:
 
 def browser(monkeypatch, value: str) -> None:
     """The next sessions' browser sends this cookie."""
-    monkeypatch.setattr("ui.room_rejoin.cookie", lambda: value)
+    monkeypatch.setattr("ui.room.rejoin.cookie", lambda: value)
 
 
 def cookie_written(at) -> str:

@@ -22,7 +22,8 @@ from classroom.redis_store import RedisStore, redis_store, where
 from classroom.room import (MAX_ANSWER_CHANGES, MAX_MEMBERS, MAX_NICKNAME, TTL, BadMessage, NoRoom, NotTeacher,
                             RoomError, RoomFull, TooMany, answer, check, close_poll, join, members, my_answer,
                             open_poll, open_room, push, reveal, state, tally)
-from classroom.store import ADDED, FULL, REDIS_URL_VARIABLE, THERE, MemoryStore, store_from_env
+from classroom.store import ADDED, FULL, REDIS_URL_VARIABLE, THERE, MemoryStore
+from classroom.which_store import store_from_env
 
 ROOT = Path(__file__).resolve().parents[1]
 POLL = {"prompt": "Which key does query 2 weigh most?", "choices": ["k0", "k1", "k2", "k3"], "answer": 2,

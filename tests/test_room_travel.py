@@ -28,9 +28,9 @@ KINDS = ("selectbox", "slider", "number_input", "toggle", "checkbox", "radio", "
 def controls_a_push_leaves(at, page: str) -> list[str]:
     """The walk (tests/test_app_pages.py runs it on every page at its defaults): each control the page drew that a
     view does not carry (not a setting, not a declared control of the page, not a step's table switch) and that
-    the room bar's caption does not name (ui/room_travel.py STAYS)."""
+    the room bar's caption does not name (ui/room/travel.py STAYS)."""
     from ui import page_state
-    from ui.room_travel import STAYS
+    from ui.room.travel import STAYS
     declared = {c.key for c in page_state.controls_of(page)}
     left = []
     for kind in KINDS:
@@ -184,7 +184,7 @@ def test_a_class_on_one_process_reads_and_analyses_a_run_once(monkeypatch):
     import threading
 
     from tests.test_room_runs import shipped_run
-    from ui import room_travel
+    from ui.room import travel as room_travel
     from ui.transformer import induction_run as runs
     blob = run_blob.to_bytes(shipped_run(100))
     name = run_blob.digest(blob)

@@ -2,7 +2,8 @@
 
 ui/ mirrors the navigation (ui/nav.py SECTIONS): one folder per section holds the views of that section's
 pages only (nav.FOLDERS: forward/, training/, variants/, today/, labs/, each saying in its __init__ which pages
-it serves); what several sections use stays here, at the top:
+it serves); what several sections use stays here, at the top, and in room/ (shared like the top: every page
+shows a room's bar):
 
     nav              the sections and their pages, the one st.navigation, previous / next links
     settings         the sidebar's settings -> a Config and its Trace (settings_state, settings_panel: its parts)
@@ -13,10 +14,8 @@ it serves); what several sections use stays here, at the top:
     cache            process-wide caches: one Trace per Config, neighbours, pitfalls, exports
     text             user text made safe for Markdown
     links            the app's root URL as the browser sees it, a full link to a page with its settings
-    room_bar         a room's bar on every page: the teacher's "show this to the class" and lesson stops, a
-                     student's following (room_follow) and the room in this session (room_session); what a push
-                     carries beside the view (a trained run) and what it cannot, said first (room_travel)
-    room_poll        a room's class question: the teacher's live chart and reveal, a student's answer card
+    room/            a room's Streamlit side, on every page of every section (its __init__ lists its modules):
+                     the teacher's bar, a student's following, the class question, the hidden answers of a stop
     presenter        presenter mode: the switch on every page and the style it puts on the page
 """
 from __future__ import annotations
@@ -27,7 +26,7 @@ from . import nav, page_state
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
 from .presenter import presenter_line
-from .room_bar import room_bar
+from .room.bar import room_bar
 from .settings import init_state, query_for, settings_summary, sidebar_settings
 from .views import fit_css, chart, heatmap, notices, one_word_picker, shape_badge, step, table, vector_row
 

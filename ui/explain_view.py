@@ -7,7 +7,7 @@ import streamlit as st
 from attention_core import Step, Trace
 from attention_core.explanations import Explanation
 
-from . import room_hide
+from .room import hide as room_hide
 from .raw_html import anchor_class, scroll_into_view
 from .text import md_escape
 

@@ -10,7 +10,8 @@ import streamlit as st
 
 from attention_core import Step, Trace
 
-from . import page_state, room_hide
+from . import page_state
+from .room import hide as room_hide
 from .charts import heatmap_spec
 from .explain_view import explain_cell, in_bounds
 from .presenter import presented
@@ -192,7 +193,7 @@ def _span(first: int, last: int) -> str:
 
 def vector_row(values: np.ndarray, labels: list[str] | None = None, digits: int = 3, hidden=()) -> None:
     """A short vector as a one-row table (in presenter mode, a longer one as rows of ten: no sideways scroll).
-    hidden: entries shown as "?" (a lesson stop's numbers on a student's screen before the reveal: ui/room_hide.py),
+    hidden: entries shown as "?" (a lesson stop's numbers on a student's screen before the reveal: ui/room/hide.py),
     not sent."""
     import pyarrow as pa
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))

@@ -164,7 +164,7 @@ def params(page_file: str) -> dict[str, str]:
 def view_of(page_file: str) -> dict:
     """The view in force as a link's parameters: {"page": page_file, "query": the settings that differ from the
     defaults (ui.page keeps them in "s.query") and the page's own part (params)}. What the address bar holds,
-    what a room's teacher shows the class (ui/room_bar.py) and what ui.settings.apply_view puts back."""
+    what a room's teacher shows the class (ui/room/bar.py) and what ui.settings.apply_view puts back."""
     return {"page": page_file, "query": {**st.session_state.get("s.query", {}), **params(page_file)}}
 
 

@@ -14,7 +14,7 @@ import streamlit as st
 
 from attention_core import Step, Trace
 
-from . import room_hide
+from .room import hide as room_hide
 from .explain_view import explain_cell, in_bounds
 from .matrix import chart, gapped_column, heatmap, number_columns, table, vector_row, vector_rows
 from .raw_html import FIT_CSS, anchor_class, fit_css, fit_css_in_fragment, safe_token, scroll_into_view, trusted_html

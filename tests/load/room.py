@@ -52,7 +52,7 @@ if str(ROOT) not in sys.path:
 from bench._common import (Server, Session, Table, percentile, proc_cpu_seconds, slider_value,  # noqa: E402
                            slider_values)
 
-# What the pages say (ui/classroom/room_view.py, ui/room_bar.py, ui/room_follow.py, ui/room_poll.py).
+# What the pages say (ui/classroom/room_view.py, ui/room/bar.py, ui/room/follow.py, ui/room/poll.py).
 ROOM = "room"                                   # the room page's URL path
 OPEN = "Open a room"
 CODE_BOX = "Room code"
@@ -183,7 +183,7 @@ class Teacher(Tab):
         return self.last
 
     def chart_counts(self, run=None) -> list[int]:
-        """The counts the teacher's live bar chart draws (ui/room_poll.poll_bars_spec: a bar per choice, its
+        """The counts the teacher's live bar chart draws (ui/room/poll.poll_bars_spec: a bar per choice, its
         x the field "count"); Streamlit sends the spec's inline rows as an Arrow table beside it."""
         import pyarrow as pa
 

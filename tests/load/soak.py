@@ -59,11 +59,11 @@ MIN_ELEMENTS = 8                   # a page's body: at least this many elements 
 CODE = re.compile(r"\b([A-HJKMNP-Z2-9]{6})\b")          # classroom.codes.ALPHABET
 SENTENCES = ("I love you today", "the cat sat on the mat", "dogs bark at night")
 MAX_STOPS = 40                     # classroom.lesson.MAX_STOPS
-SHOW = "Show this to the class"    # ui/room_bar.SHOW
+SHOW = "Show this to the class"    # ui/room/bar.SHOW
 
 # Pages pushed: the whole navigation but the room page (a student never follows to it) and those left out here,
 # each with why.
-LEFT_OUT = {"app_pages/60_room.py": "the room page is never pushed (ui/room_session.known_page)"}
+LEFT_OUT = {"app_pages/60_room.py": "the room page is never pushed (ui/room/session.known_page)"}
 INDUCTION, HANDOUT = "app_pages/52_induction_heads.py", "app_pages/62_handout.py"
 TRAIN_SEED, TRAIN_STEPS = 3, 50    # the teacher's session-trained run (tests/e2e/test_room_travel_browser.py's)
 TEACHERS_RUN = ("Your teacher's run, trained in their session and shown to the class: "

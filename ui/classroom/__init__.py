@@ -1,7 +1,7 @@
 """The views of the "Classroom" pages: A room for the class (app_pages/60_room.py), Lessons (61_lessons.py),
 Handout (62_handout.py). The rooms, lessons and stores are the classroom package's (no Streamlit there); what is
-on every page for a room's teacher and students (the room bar, following, the poll card) is ui/room_bar.py,
-at ui's top, because every section's pages show it. What only these pages draw:
+on every page for a room's teacher and students (the room bar, following, the poll card, the hidden answers) is
+ui/room/'s, shared like ui's top, because every section's pages show it. What only these pages draw:
 
     room_view      the room page: join (code + nickname), open a room (its code, join link and QR code, who has
                    joined, the teacher's private link), the lesson's stops, leave or end

@@ -11,7 +11,8 @@ import streamlit as st
 from attention_core import Config, ConfigError
 from attention_core.labs.handout import PAGES, Handout, Section, make_handout, table_html, to_html
 
-from .. import nav, page_state, room_hide
+from .. import nav, page_state
+from ..room import hide as room_hide
 from ..cache import get_trace
 from ..raw_html import trusted_html
 

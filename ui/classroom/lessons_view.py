@@ -278,7 +278,7 @@ def notes_shown() -> bool:
 
 def student_in_room() -> bool:
     """A student's session in a room: the builder hides the notes and its saved file leaves them out."""
-    from ..room_session import teaching
+    from ..room.session import teaching
     return bool(st.session_state.get("room.code")) and not teaching()
 
 

@@ -1,6 +1,6 @@
 """The room page's views: join a room (code + nickname), open one (the code, the join link and its QR code for
 the projector, who has joined), reclaim it on another device, leave or end it. The room in the session and the
-steps that change it are ui/room_session.py's; the bar on every page is ui/room_bar.py's.
+steps that change it are ui/room/session.py's; the bar on every page is ui/room/bar.py's.
 """
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from classroom.room import ROOM_HOURS
 
 from classroom import pacing
 
-from ..room_bar import class_words, here_words
+from ..room.bar import class_words, here_words
 from ..settings_state import presenting
-from ..room_rejoin import COOKIE_HOURS
-from ..room_session import ROOM_PAGE, code as room_code, join, leave, open_room, reclaim, store, teaching
+from ..room.rejoin import COOKIE_HOURS
+from ..room.session import ROOM_PAGE, code as room_code, join, leave, open_room, reclaim, store, teaching
 from ..text import md_escape
 
 JOIN, OPEN, END, LEAVE = "Join the room", "Open a room", "End the room", "Leave the room"
@@ -215,7 +215,7 @@ def dashboard_rows(students, poll) -> list[dict]:
         \\<b\\>Ben\\<\\/b\\> | stepped out\\: RoPE\\: rotary positions | B\\. 4 | 4.2
     """
     from ..nav import label_of
-    from ..room_poll import choice_text
+    from ..room.poll import choice_text
     rows = []
     for s in students:
         state = STATE_WORDS[s.state]
@@ -245,7 +245,7 @@ def dashboard(students, poll) -> None:
 
 def what_is_kept(teacher: bool = False) -> None:
     """What the room keeps, where, for how long, and who sees it: exact (classroom/room.py's keys,
-    classroom/presence.py, ui/room_rejoin.py's cookie), and which store this app uses. A student's words, or the
+    classroom/presence.py, ui/room/rejoin.py's cookie), and which store this app uses. A student's words, or the
     teacher's."""
     where = ("on the Redis server that this app's copies share" if store().name == "redis"
              else "in the memory of this app's server (nothing on disk; a restart of the server deletes it)")
@@ -324,7 +324,7 @@ def remove_box(code: str, secret: str) -> None:
 def stops_list() -> None:
     """The lesson's stops, the current one marked: a click on one shows it to the class (to predict) and puts it on
     this screen, as "Show this stop" does."""
-    from ..room_bar import step_to
+    from ..room.bar import step_to
     state = st.session_state
     lesson = state["room.lesson"]
     i = min(max(int(state.get("room.stop") or 0), 0), len(lesson.stops) - 1)

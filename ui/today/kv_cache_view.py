@@ -12,7 +12,7 @@ from attention_core.lessons import kv_cache as kv
 from attention_core.forward.claims import say
 from attention_core.explanations import can_explain, explain
 
-from .. import room_hide
+from ..room import hide as room_hide
 from ..explain_view import explanation
 from ..page_state import KV_CACHE_TABS
 from ..settings import MASK_LABELS, SCORE_LABELS, sidebar_button

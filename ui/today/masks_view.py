@@ -15,7 +15,8 @@ from attention_core.forward.config import Config
 from attention_core.lessons.masks import MaskSettings, index_range, padding_compared
 from attention_core.forward.trace import Trace
 
-from .. import page_state, room_hide
+from .. import page_state
+from ..room import hide as room_hide
 from ..settings import POSITIONAL_LABELS, sidebar_back, sidebar_button
 from ..text import md_escape
 

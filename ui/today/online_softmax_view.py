@@ -12,7 +12,8 @@ from attention_core.forward.claims import say
 from attention_core.explanations import explain, fmt
 from attention_core.lessons.online_softmax import Controls, check_block_size, recurrence_parts
 
-from .. import page_state, room_hide
+from .. import page_state
+from ..room import hide as room_hide
 from ..settings_state import presenting
 
 KEY_B, KEY_b, KEY_h = "online_softmax.block_size", "online_softmax.block", "online_softmax.head"

@@ -15,7 +15,8 @@ from attention_core.lessons.rope import (BASES, FAMILIES, RopeSettings, base_tex
                                          pair_path, pairings_alike, score_key, shift_check, torch_checks,
                                          with_rope)
 
-from .. import page_state, room_hide, views
+from .. import page_state, views
+from ..room import hide as room_hide
 from ..cache import get_trace
 from ..presenter import presented
 from ..settings import POSITIONAL_LABELS, sidebar_button

@@ -20,7 +20,8 @@ from attention_core.lessons import induction as ind
 from attention_core.training.lm import run_blob
 from attention_core.training.lm.model import as_float64, lm_trace, token_labels
 
-from .. import page_state, room_travel
+from .. import page_state
+from ..room import travel as room_travel
 
 RUN = "induction.trained"          # session_state: the learner's last finished run {"run", "analysis", "digest"}
 PARAM = "induction.run"            # the view's parameter: the digest of the run shown ("" the shipped run)
@@ -217,6 +218,6 @@ def train_live(seed: int, steps: int) -> None:
     run = {**run_blob.from_bytes(blob), "source": "session"}       # as it travels: the same numbers on every screen
     name = run_blob.digest(blob)
     st.session_state[RUN] = {"run": run, "analysis": analyse(run), "digest": name}
-    st.session_state[PARAM] = name                 # the view names it; a push carries it (ui/room_travel.py)
+    st.session_state[PARAM] = name                 # the view names it; a push carries it (ui/room/travel.py)
     st.session_state["induction.at"] = int(run["history"]["step"][-1])     # the step slider: the run's end
     room_travel.offer(PARAM, name, blob)

@@ -2,7 +2,7 @@
 chart and reveals the right one with its arithmetic; each student answers on their own screen and, after the
 reveal, sees their answer beside the class's.
 
-At ui's top because the room bar (ui/room_bar.py) draws it on every page for a room's teacher and students:
+At ui's top because the room bar (ui/room/bar.py) draws it on every page for a room's teacher and students:
 
     teacher_poll_panel(store, code, secret, trace)      the question bank, "Ask the class", the live chart, reveal
     ask_poll(store, code, secret, kind, trace, seed, at)  open one question of the bank (a stop's: at = its poll_at)
@@ -30,8 +30,8 @@ import streamlit as st
 import classroom
 from classroom import RoomError
 
-from .settings_state import presenting
-from .text import md_escape
+from ..settings_state import presenting
+from ..text import md_escape
 
 LETTERS = "ABCDEFGH"                                   # classroom.room.MAX_CHOICES = 8
 ANSWER, RIGHT, YOU, OTHER = "#5c7cfa", "#1f5fa8", "#c2560b", "#ced4da"   # before the reveal all bars alike

@@ -1,6 +1,6 @@
 """A room as this session holds it: the store, the session's keys, and the steps that change them (open, join,
 reclaim, leave, go to a view). Nothing is drawn here: the room page (ui/classroom/room_view.py) and the room bar
-(ui/room_bar.py, ui/room_follow.py) draw.
+(ui/room/bar.py, ui/room/follow.py) draw.
 
 Session keys (the names other views read):
     room.code       the room this session is in (absent: in no room, and nothing about rooms runs)
@@ -12,7 +12,7 @@ Session keys (the names other views read):
                     this session shows it (view_of after the first run on its page): any difference is a step out
     room.notices    notices of the last view put in (values it could not use), shown once
     room.hide       the numbers the view last put in hides until the teacher reveals (a lesson stop's predict
-                    state: classroom.push's "hide"); ui/room_hide.py reads it. room.stage its "predict" or
+                    state: classroom.push's "hide"); ui/room/hide.py reads it. room.stage its "predict" or
                     "revealed" (absent: a view that is not a stop's); room.staged the teacher's stop shown to
                     predict and not yet revealed (its index: the room bar's "Reveal")
     room.locked     a student's copy of the room's lock (the last tick's): their own changes are undone
@@ -22,7 +22,7 @@ Session keys (the names other views read):
     room.misses     when this session typed a code that opens no room (at most MISSES a minute)
     room.token      a student's rejoin token (classroom/presence.py): this browser's cookie holds it too
     room.cookie     what this browser's room cookie should hold ("" to delete it): written by the next page run
-                    (ui/room_rejoin.py), so a reload, a dropped connection or another replica comes back here
+                    (ui/room/rejoin.py), so a reload, a dropped connection or another replica comes back here
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ import streamlit as st
 import classroom
 from classroom.store import REDIS_URL_VARIABLE
 
-from . import nav
-from .settings import apply_view
+from .. import nav
+from ..settings import apply_view
 
 ROOM_PAGE = "app_pages/60_room.py"
 KEYS = ("room.code", "room.secret", "room.member", "room.nick", "room.following", "room.title", "room.applied",
@@ -170,7 +170,7 @@ def go(view: dict, version: int | None = None) -> None:
     state["room.hide"], state["room.stage"] = list(view.get("hide") or ()), view.get("stage")
     if version is not None:
         state["room.applied"] = version
-    state["room.baseline"] = None                 # set on the first run of the view's page (room_bar)
+    state["room.baseline"] = None                 # set on the first run of the view's page (ui/room/bar.py)
     st.switch_page(view["page"])
 
 

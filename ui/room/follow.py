@@ -5,7 +5,7 @@ Following: when the room's view is newer than the one this session last put in, 
 (ui.settings.apply_view) and the page switches to it (st.switch_page works inside a fragment in Streamlit
 1.67: it requests a full run of the new page). Stepped out: the view this session shows is no longer the one
 put in (a setting, a control, a tab, a cell or another page); the teacher's next view then waits for a click.
-The room's question (ui/room_poll.py's card) is drawn in the same fragment, from the same read of the room.
+The room's question (ui/room/poll.py's card) is drawn in the same fragment, from the same read of the room.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import classroom
 from classroom import pacing
 from classroom.presence import removed_words
 
-from .page_state import CELL, view_of
-from .room_poll import student_poll_card
-from .room_rejoin import keep_cookie, taken_over, tick
-from .room_session import ROOM_PAGE, go, known_page, leave, store
-from .text import md_escape
+from ..page_state import CELL, view_of
+from .poll import student_poll_card
+from .rejoin import keep_cookie, taken_over, tick
+from .session import ROOM_PAGE, go, known_page, leave, store
+from ..text import md_escape
 
 POLL_SECONDS = 0.3               # a following screen changes within about this after a push (+ the page runs)
 OUT_SECONDS = 1.5                # a student exploring on their own: the teacher's news and a poll within this
@@ -42,7 +42,7 @@ PREDICT_HIDDEN = " The numbers that answer it show “?” until your teacher re
 
 
 def student_bar(page_file: str) -> None:
-    """On every page run of a student in a room (ui/room_bar.py): the first run on a view the teacher showed
+    """On every page run of a student in a room (ui/room/bar.py): the first run on a view the teacher showed
     records it as this session shows it; the notices of that view; then the following fragment."""
     state = st.session_state
     if state.get("room.applied") and state.get("room.baseline") is None:

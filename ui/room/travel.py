@@ -14,8 +14,8 @@ import streamlit as st
 
 import classroom
 
-from .page_state import view_of
-from .room_session import store
+from ..page_state import view_of
+from .session import store
 
 OFFERED = "room.offered"          # session: {view parameter: (digest, bytes)} this session can carry with a view
 

@@ -20,9 +20,9 @@ import streamlit as st
 import classroom
 from classroom.presence import SEEN_EVERY
 
-from .raw_html import set_cookie
-from .room_session import go, known_page, leave, reclaim, rejoin, store
-from .text import md_escape
+from ..raw_html import set_cookie
+from .session import go, known_page, leave, reclaim, rejoin, store
+from ..text import md_escape
 
 COOKIE = "attention_explorer_room"
 COOKIE_HOURS = 2 * classroom.ROOM_HOURS     # the browser forgets it after this; the room's own expiry is the limit

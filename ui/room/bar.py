@@ -4,13 +4,13 @@ the settings). In no room it returns at once: nothing drawn, no store read.
 - The teacher: "Room CODE · n students here: n following, n stepped out · n gone · n of m answered" (here: screens
   that checked the room in the last few seconds; kept live), with who stepped out (and to which page) and who is
   gone by name, out of presenter mode and off the pages that may be on the projector; "Lock the class to my view"
-  / "Unlock" (classroom/pacing.py: a locked student's own change is undone, ui/room_follow.py);
+  / "Unlock" (classroom/pacing.py: a locked student's own change is undone, ui/room/follow.py);
   "Show this to the class" (the whole view: page, settings, own controls, tab, cell), and with a lesson its stop
   (the question to ask, the teacher's note: on this screen only, never in presenter mode or on the room and
-  Lessons pages, which may be on the projector) with ◀ / ▶; a stop is shown to predict (ui/room_hide.py: its
+  Lessons pages, which may be on the projector) with ◀ / ▶; a stop is shown to predict (ui/room/hide.py: its
   answer hidden on the students' screens, no explanation open) and "Reveal" shows it again with its cell's
   explanation open.
-- A student: ui/room_follow.py (following, stepping out and back, the poll card).
+- A student: ui/room/follow.py (following, stepping out and back, the poll card).
 """
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ import streamlit as st
 import classroom
 from classroom import pacing
 
-from .page_state import CELL, view_of
-from .room_follow import student_bar
-from .room_poll import ask_poll, teacher_poll_panel
-from .room_rejoin import keep_cookie, resume, waiting, welcome
-from .room_session import ROOM_PAGE, go, leave, page_of, store
-from .settings_state import presenting
-from .text import md_escape
-from .room_travel import stays_text, view_to_push
+from ..page_state import CELL, view_of
+from .follow import student_bar
+from .poll import ask_poll, teacher_poll_panel
+from .rejoin import keep_cookie, resume, waiting, welcome
+from .session import ROOM_PAGE, go, leave, page_of, store
+from ..settings_state import presenting
+from ..text import md_escape
+from .travel import stays_text, view_to_push
 
 SHOW = "Show this to the class"
 REVEAL = "Reveal"
@@ -124,7 +124,7 @@ def hidden_words(hide) -> str:
     """What a stop's hide list hides, counted as the screens hide it: a step's name hides every number of that step,
     a cell one number. ("scaled_scores", "weights:None.1.3") -> "All the numbers of 1 step (each a whole table) and 1 more
     number are"."""
-    from .room_hide import parse
+    from .hide import parse
     whole, cells = parse(tuple(hide))
     steps = f"all the numbers of {len(whole)} step{'s' if len(whole) != 1 else ''} (each a whole table)" if whole else ""
     more = f"{len(cells)} {'more ' if whole else ''}number{'s' if len(cells) != 1 else ''}" if cells else ""
@@ -159,7 +159,7 @@ def class_words(students, poll_open: bool) -> str:
 def where_names(students) -> str:
     """Who is not on the teacher's view, by name (the teacher's screen only):
     "Stepped out: Ana (RoPE) · Disconnected: Cy" ("" when everyone follows). Names and page labels as text (escaped for Markdown)."""
-    from .nav import label_of
+    from ..nav import label_of
     def page(s):
         try:
             return f" ({label_of(s.page)})" if s.page else ""
@@ -205,7 +205,7 @@ def locked_words(view: dict | None, page_file: str) -> str:
         >>> print(locked_words({"page": "app_pages/4_scores.py"}, ROOM_PAGE))  # doctest: +ELLIPSIS
         :material/lock: The class is locked to your view (4 · Scores \\& scaling, the one you last showed): every ...
     """
-    from .nav import label_of
+    from ..nav import label_of
     if not view or not view.get("page"):
         return LOCKED_NOTHING
     if view["page"] == page_file:                # settings not compared: a stop's query may spell out defaults
@@ -232,7 +232,7 @@ def _lock(code: str, secret: str, on: bool) -> None:
 def _push(code: str, secret: str, view: dict) -> bool:
     try:
         st.session_state["room.pushed"] = classroom.push(store(), code, secret, view)
-        # what the students' screens now hide (ui/room_hide.py outlines it on this screen): this view's
+        # what the students' screens now hide (ui/room/hide.py outlines it on this screen): this view's
         st.session_state["room.hide"], st.session_state["room.stage"] = list(view.get("hide") or ()), view.get("stage")
         return True
     except classroom.RoomError as err:

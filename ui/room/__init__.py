@@ -1,0 +1,13 @@
+"""A room's Streamlit side: what every page of every section shows a room's teacher and students (ui.page
+calls `bar.room_bar` once a run), shared like ui's top; the room page itself is ui/classroom/room_view.py.
+The rooms, their stores and the pacing are the classroom package's (no Streamlit there).
+
+    session      the room in this session: join, open, leave, reclaim; the store; going to a pushed page
+    bar          the room bar under every page's title: the teacher's "show this to the class", the lesson's
+                 stops and the class at a glance; a student's bar (follow)
+    follow       a student's bar: following the teacher's view, stepping out, locked, removed
+    poll         a room's class question: the teacher's live chart and reveal, a student's answer card
+    rejoin       a reload is not a goodbye: the cookie, the welcome back, the tick that sees the room
+    travel       what a push carries beside the view (a trained run) and what it cannot, said first
+    hide         a lesson stop's answers hidden on a student's screen until the reveal ("?" cells, waiting text)
+"""
