@@ -31,6 +31,9 @@ Keys (every one expires ROOM_HOURS after the teacher's last push or poll, or at 
     room:<code>:where              member id -> what their screen shows: "following" or "out:<page file>"
                                    (classroom/pacing.py report; written only when it changes)
     room:<code>:removed            member id -> when the teacher removed them (pacing.remove; their cookie is dead)
+    room:<code>:log                poll id -> the question as asked (JSON: prompt, choices, answer, "phase": "pre",
+                                   "post" or "poll", a check's question number): every question the room asked, for
+                                   what the class learned (classroom/results.py: shares, the gain, the CSV)
     room:<code>:runs               a run's digest -> its bytes as base64 text; "order": the digests, oldest first
                                    (at most MAX_RUNS runs of at most MAX_RUN_BYTES; put_run, get_run)
 
@@ -148,7 +151,7 @@ MEMBER_KEYS = ("members", "names", "tokens", "seen", "where", "removed")      # 
 
 
 def _refresh(store: Store, code: str, *more: str) -> None:
-    for key in (_key(code),) + tuple(_key(code, part) for part in MEMBER_KEYS) + more:
+    for key in (_key(code), _key(code, "log")) + tuple(_key(code, part) for part in MEMBER_KEYS) + more:
         store.expire(key, TTL)
 
 
@@ -313,9 +316,12 @@ def open_poll(store: Store, code, secret, poll: dict) -> str:
     if (not isinstance(choices, (list, tuple)) or not 2 <= len(choices) <= MAX_CHOICES
             or not isinstance(poll.get("answer"), int) or not 0 <= poll["answer"] < len(choices)):
         raise BadMessage(f"A poll needs 2 to {MAX_CHOICES} choices and the index of the right one.")
+    if poll.get("phase", "poll") not in ("pre", "post", "poll"):
+        raise BadMessage("A question is asked before the lesson (pre), after it (post) or on its own (poll).")
     poll_id = f"p{store.hincrby(_key(code), 'polls', 1)}"
     body = {**poll, "choices": [str(c) for c in choices], "id": poll_id, "revealed": False, "at": time.time()}
     store.hset(_key(code), {"poll": json.dumps(body)})
+    store.hset(_key(code, "log"), {poll_id: json.dumps(body)})      # every question asked: classroom/results.py
     _refresh(store, code)
     return poll_id
 
@@ -437,8 +443,9 @@ def end_room(store: Store, code, secret) -> None:
     room = _teacher(store, code, secret)
     store.expire(_key(code, "runs"), 0)          # the teacher's runs beside the room (put_run) go too
     polls = int(room.get("polls", "0") or 0)
-    for key in [_key(code, part) for part in MEMBER_KEYS] + [_key(code, kind, f"p{n}") for n in range(1, polls + 1)
-                                          for kind in ("answers", "changes", "times")] + [_key(code)]:
+    for key in [_key(code, part) for part in MEMBER_KEYS + ("log",)] + [
+            _key(code, kind, f"p{n}") for n in range(1, polls + 1) for kind in ("answers", "changes", "times")] + [
+            _key(code)]:
         store.expire(key, 0)
 
 

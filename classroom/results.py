@@ -1,0 +1,209 @@
+"""What the class learned, from the room's log of every question asked (room:<code>:log) and its answers: each
+question's share of right answers, a lesson's check before and after with the class's normalised gain, the
+responses as CSV (for the teacher) and a one-page summary without names (for the projector or a report).
+
+The gain is Hake's (1998): ⟨g⟩ = (post − pre) / (100 − pre), pre and post the class's average percentage of right
+answers on the check before and after the lesson, over the students who answered every question of the check both
+times (a student who missed one is left out of both averages, so the two are the same students). pre = 100 leaves
+nothing to gain: ⟨g⟩ is undefined, never a division by zero.
+
+    >>> from classroom.store import MemoryStore
+    >>> from classroom.room import open_room, join, open_poll, answer, close_poll
+    >>> s = MemoryStore()
+    >>> code, secret = open_room(s, "Period 3")
+    >>> ana, ben = join(s, code, "Ana"), join(s, code, "=Ben")
+    >>> q = {"prompt": "2 + 2?", "choices": ["3", "4"], "answer": 1}
+    >>> for phase, picks in (("pre", (1, 0)), ("post", (1, 1))):
+    ...     p = open_poll(s, code, secret, {**q, "phase": phase, "check": 0})
+    ...     answer(s, code, ana, p, picks[0]); answer(s, code, ben, p, picks[1])
+    >>> g = gain(s, code, secret)
+    >>> (g.pre, g.post, g.g, g.students), g.questions[0].before, g.questions[0].after
+    ((50.0, 100.0, 1.0, 2), (1, 2), (2, 2))
+    >>> print(csv_text(responses(s, code, secret)).replace(chr(13), ""))  # doctest: +ELLIPSIS
+    nickname,phase,question,answer,right,seconds
+    '=Ben,pre,2 + 2?,A. 3,no,...
+    Ana,pre,2 + 2?,B. 4,yes,...
+    '=Ben,post,2 + 2?,B. 4,yes,...
+    Ana,post,2 + 2?,B. 4,yes,...
+    <BLANKLINE>
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from dataclasses import dataclass
+
+from .room import _code, _key, _teacher
+
+LETTERS = "ABCDEFGH"
+LEFT = "(left the room)"              # a student who left or was removed: their answers stay, without a name
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question the room asked, with its answers (member id -> choice index) and their seconds."""
+    id: str
+    prompt: str
+    choices: tuple[str, ...]
+    answer: int
+    phase: str                        # "pre", "post" or "poll"
+    check: int | None                 # the question's place in the lesson's check (pre and post share it)
+    answers: dict
+    seconds: dict
+
+    def right(self) -> int:
+        return sum(a == self.answer for a in self.answers.values())
+
+
+@dataclass(frozen=True)
+class CheckQuestion:
+    number: int                       # 0-based place in the check
+    prompt: str
+    before: tuple[int, int] | None    # (right, answered) in the check before the lesson; None: not asked
+    after: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class Gain:
+    questions: tuple[CheckQuestion, ...]
+    students: int                     # who answered every question of the check before and after
+    pre: float | None                 # their average % right before; None with no such student
+    post: float | None
+    g: float | None                   # (post − pre) / (100 − pre); None when undefined (pre = 100, or no student)
+
+
+def _int(text) -> int | None:
+    return int(text) if isinstance(text, str) and text.isdigit() else None
+
+
+def asked(store, code, secret) -> list[Asked]:
+    """Every question asked in the room, in the order asked, with its answers. The teacher's secret only."""
+    code = _code(code)
+    _teacher(store, code, secret)
+    log = store.hgetall(_key(code, "log"))
+    out = []
+    for poll_id in sorted(log, key=lambda p: _int(p[1:]) or 0):
+        try:
+            poll = json.loads(log[poll_id])
+        except ValueError:
+            continue
+        answers = {m: _int(v) for m, v in store.hgetall(_key(code, "answers", poll_id)).items()}
+        answers = {m: a for m, a in answers.items() if a is not None and a < len(poll.get("choices", ()))}
+        times = store.hgetall(_key(code, "times", poll_id))
+        check = poll.get("check")
+        out.append(Asked(poll_id, str(poll.get("prompt", "")), tuple(map(str, poll.get("choices", ()))),
+                         int(poll.get("answer", 0)), poll.get("phase", "poll") if poll.get("phase") in ("pre", "post")
+                         else "poll", check if isinstance(check, int) and not isinstance(check, bool) else None,
+                         answers, {m: times.get(m, "") for m in answers}))
+    return out
+
+
+def gain(store, code, secret, questions: list[Asked] | None = None) -> Gain:
+    """The check before and after: each question's (right, answered) both times, and the class's ⟨g⟩ over the
+    students who answered every question both times. A question asked twice in a phase counts as last asked."""
+    questions = asked(store, code, secret) if questions is None else questions
+    last: dict[tuple[str, int], Asked] = {}
+    for q in questions:
+        if q.phase in ("pre", "post") and q.check is not None:
+            last[(q.phase, q.check)] = q
+    numbers = sorted({n for _, n in last})
+    rows = tuple(CheckQuestion(n, (last.get(("post", n)) or last[("pre", n)]).prompt,
+                               *[(q.right(), len(q.answers)) if q else None
+                                 for q in (last.get(("pre", n)), last.get(("post", n)))]) for n in numbers)
+    both = [n for n in numbers if ("pre", n) in last and ("post", n) in last]
+    if not both:
+        return Gain(rows, 0, None, None, None)
+    students = set.intersection(*[set(last[(phase, n)].answers) for n in both for phase in ("pre", "post")])
+    if not students:
+        return Gain(rows, 0, None, None, None)
+    total = len(students) * len(both)
+    pre, post = (100.0 * sum(last[(phase, n)].answers[m] == last[(phase, n)].answer for n in both for m in students)
+                 / total for phase in ("pre", "post"))
+    return Gain(rows, len(students), pre, post, None if pre >= 100.0 else (post - pre) / (100.0 - pre))
+
+
+def gain_words(g: Gain) -> str:
+    """The gain in a sentence, with its arithmetic and how many students it is over.
+
+        >>> gain_words(Gain((), 2, 25.0, 75.0, 2 / 3))
+        '⟨g⟩ = (post − pre) / (100 − pre) = (75 − 25) / (100 − 25) = 0.67, over the 2 students who answered every question of the check before and after.'
+        >>> gain_words(Gain((), 3, 100.0, 100.0, None))[:60]
+        '⟨g⟩ is undefined: the 3 students who answered every question'
+    """
+    who = f"the {g.students} student{'s' if g.students != 1 else ''} who answered every question of the check " \
+          "before and after"
+    if not g.students:
+        return ("⟨g⟩ needs the same students before and after: no student has answered every question of the check "
+                "both times yet.")
+    if g.g is None:
+        return f"⟨g⟩ is undefined: {who} were all right before the lesson (pre = 100%), so there was nothing to gain."
+    return (f"⟨g⟩ = (post − pre) / (100 − pre) = ({g.post:.0f} − {g.pre:.0f}) / (100 − {g.pre:.0f}) = {g.g:.2f}, "
+            f"over {who}.")
+
+
+def responses(store, code, secret, questions: list[Asked] | None = None) -> list[dict]:
+    """One row per answer: nickname (LEFT for a student no longer in the room), phase, question, answer, right
+    ("yes" or "no"), seconds from the question's opening. For the teacher's download only."""
+    code = _code(code)
+    questions = asked(store, code, secret) if questions is None else questions
+    names = store.hgetall(_key(code, "members"))
+    rows = []
+    for q in questions:
+        for member, a in sorted(q.answers.items(), key=lambda ma: (names.get(ma[0], LEFT).casefold(), ma[0])):
+            rows.append({"nickname": names.get(member, LEFT), "phase": q.phase, "question": q.prompt,
+                         "answer": f"{LETTERS[a]}. {q.choices[a]}", "right": "yes" if a == q.answer else "no",
+                         "seconds": q.seconds.get(member, "")})
+    return rows
+
+
+def _cell(text) -> str:
+    """A spreadsheet must not run a nickname as a formula (=, +, -, @ first): a leading apostrophe keeps it text."""
+    text = str(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def csv_text(rows: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["nickname", "phase", "question", "answer", "right", "seconds"])
+    for r in rows:
+        writer.writerow([_cell(r[k]) for k in ("nickname", "phase", "question", "answer", "right", "seconds")])
+    return out.getvalue()
+
+
+PHASE_WORDS = {"pre": "check before the lesson", "post": "check after the lesson", "poll": "class question"}
+
+
+def share(right: int, answered: int) -> str:
+    """'3 of 4 right (75%)'; '0 answered'."""
+    return f"{right} of {answered} right ({100 * right / answered:.0f}%)" if answered else "0 answered"
+
+
+def summary_html(title: str, questions: list[Asked], g: Gain) -> str:
+    """The lesson on one printable page: each question (as text), its choices with how many chose each, the share
+    right; the check's shares before and after and ⟨g⟩. Counts only: no names, safe for a projector."""
+    e = html.escape
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
+             "<style>body{font:15px/1.45 system-ui,sans-serif;max-width:46em;margin:2em auto;color:#111}"
+             "table{border-collapse:collapse;margin:.4em 0 1.2em}td,th{border:1px solid #888;padding:.2em .6em;"
+             "text-align:left}h2{font-size:1.1em;margin-top:1.4em}@media print{body{margin:0}}</style></head><body>",
+             f"<h1>{e(title)}</h1>"]
+    if g.questions:
+        parts.append("<h2>The check, before and after the lesson</h2><table><tr><th>Question</th><th>Before</th>"
+                     "<th>After</th></tr>")
+        for q in g.questions:
+            parts.append(f"<tr><td>{q.number + 1}. {e(q.prompt)}</td><td>{share(*q.before) if q.before else '—'}</td>"
+                         f"<td>{share(*q.after) if q.after else '—'}</td></tr>")
+        parts.append(f"</table><p>{e(gain_words(g))}</p>")
+    parts.append("<h2>Every question asked</h2>")
+    for n, q in enumerate(questions, start=1):
+        counts = [sum(a == i for a in q.answers.values()) for i in range(len(q.choices))]
+        parts.append(f"<p><b>{n}. {e(q.prompt)}</b> ({PHASE_WORDS[q.phase]}) · {share(q.right(), len(q.answers))}"
+                     "</p><table>" + "".join(
+                         f"<tr><td>{LETTERS[i]}. {e(c)}{' ✓ right' if i == q.answer else ''}</td><td>{counts[i]}</td>"
+                         "</tr>" for i, c in enumerate(q.choices)) + "</table>")
+    if not questions:
+        parts.append("<p>No question has been asked in this room yet.</p>")
+    return "".join(parts) + "</body></html>\n"
