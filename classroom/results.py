@@ -151,7 +151,7 @@ def responses(store, code, secret, questions: list[Asked] | None = None) -> list
     names = store.hgetall(_key(code, "members"))
     rows = []
     for q in questions:
-        for member, a in sorted(q.answers.items(), key=lambda ma: (names.get(ma[0], LEFT).casefold(), ma[0])):
+        for member, a in sorted(q.answers.items(), key=lambda ma: (ma[0] not in names, names.get(ma[0], "").casefold(), ma[0])):
             rows.append({"nickname": names.get(member, LEFT), "phase": q.phase, "question": q.prompt,
                          "answer": f"{LETTERS[a]}. {q.choices[a]}", "right": "yes" if a == q.answer else "no",
                          "seconds": q.seconds.get(member, "")})

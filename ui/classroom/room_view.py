@@ -18,6 +18,7 @@ from classroom.room import ROOM_HOURS
 from classroom import pacing
 
 from ..room.bar import class_words, here_words
+from .results_view import learned_box
 from ..settings_state import presenting
 from ..room.rejoin import COOKIE_HOURS
 from ..room.session import ROOM_PAGE, code as room_code, join, leave, open_room, reclaim, store, teaching
@@ -146,6 +147,7 @@ def teacher_panel() -> None:
         st.image(qr_png(link), caption="Scan to join", width=360)
     if state.get("room.lesson") is not None:
         stops_list()
+    learned_box(code, secret, state.get("room.title") or "")
     st.markdown("Go to any page and press **Show this to the class** in the room bar under its title: every "
                 "following student's screen changes to your page, settings, open tab and highlighted cell.")
     what_is_kept(teacher=True)

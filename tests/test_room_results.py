@@ -1,0 +1,266 @@
+"""The teacher's own question, a lesson's check and what the class learned (issue 31 items 3 and 4): the question's
+checks and their words (classroom/questions.py), a lesson's "check" read and refused (classroom/lesson.py), the
+room's log of every question (classroom/room.py), the shares, ⟨g⟩, the CSV and the summary from known answers
+(classroom/results.py), the room's data gone at once from both stores, and on screen (AppTest): the own-question
+form (markup typed into it shown as text, a wrong question refused with its words and the form kept), the check in
+the teacher's bar and the room page's box with its exact ⟨g⟩."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import classroom
+from classroom import results
+from classroom.lesson import Check, Lesson, LessonError, Stop, from_dict, from_json, from_link, to_json, to_link
+from classroom.questions import own_poll, problem
+from classroom.room import answer, close_poll, end_room, join, open_poll, open_room
+from tests.apptest_util import no_exception
+
+MARKUP = "**x** <b>y</b>"
+
+
+# --- the teacher's own question ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("prompt, choices, right, words", [
+    ("", ["a", "b"], 0, "Write the question first."),
+    ("  \t ", ["a", "b"], 0, "Write the question first."),
+    ("Q?", "only one\n\n", 0, "Write at least 2 choices, one a line (you wrote 1)."),
+    ("Q?", list("abcdefg"), 0, "Write at most 6 choices (you wrote 7): a class reads them on a phone."),
+    ("Q?", ["Love", " love "], 0, "Two choices read the same (“Love” and “love”): make each one different."),
+    ("Q?", ["a", "b"], None, "Pick the right choice."),
+    ("Q?", ["a", "b"], True, "Pick the right choice."),
+    ("Q?", ["a", "b"], 2, "The right choice is C, but there are only 2 choices: pick one of A to B."),
+    ("x" * 301, ["a", "b"], 0, "The question is longer than 300 characters: shorten it."),
+])
+def test_a_wrong_question_is_refused_in_words(prompt, choices, right, words):
+    assert problem(prompt, choices, right) == words
+    with pytest.raises(classroom.BadMessage, match="^" + words.replace("(", r"\(").replace(")", r"\)")):
+        own_poll(prompt, choices, right)
+
+
+def test_an_own_question_is_kept_as_typed_and_logged():
+    s = classroom.MemoryStore()
+    code, secret = open_room(s)
+    poll = own_poll(f"  {MARKUP}\n?", f"{MARKUP}\n\n<i>b</i>\n  c  ", 1, "because")
+    assert poll == {"kind": "own", "prompt": f"{MARKUP} ?", "choices": [MARKUP, "<i>b</i>", "c"], "answer": 1,
+                    "explanation": "because"}
+    pid = open_poll(s, code, secret, poll)
+    close_poll(s, code, secret)
+    logged = json.loads(s.hget(f"room:{code}:log", pid))
+    assert (logged["prompt"], logged["choices"], logged["answer"]) == (f"{MARKUP} ?", [MARKUP, "<i>b</i>", "c"], 1)
+    with pytest.raises(classroom.BadMessage, match="before the lesson"):
+        open_poll(s, code, secret, {**poll, "phase": "during"})
+
+
+# --- a lesson's check ----------------------------------------------------------------------------------------
+
+BANK = {"page": "scores", "query": {"d_k": "4"}, "poll": "scaled_score", "poll_at": {"row": "0", "col": "1"}}
+OWN = {"prompt": "Which sums to 1?", "choices": ["a row of A", "a column of A"], "answer": 0}
+
+
+def test_a_lessons_check_round_trips():
+    lesson = from_dict({"title": "T", "stops": [{"title": "S", "page": "scores"}], "check": [BANK, OWN]})
+    assert lesson.check == (Check("scores", {"d_k": "4"}, "scaled_score", {"row": "0", "col": "1"}),
+                            Check(prompt="Which sums to 1?", choices=("a row of A", "a column of A"), answer=0))
+    assert from_json(to_json(lesson)) == lesson and from_link(to_link(lesson)) == lesson
+    assert json.loads(to_json(lesson))["check"] == [BANK, OWN]
+    plain = Lesson("T", "", (Stop("S", "scores"),))
+    assert "check" not in json.loads(to_json(plain))            # a lesson without a check is saved as before
+
+
+@pytest.mark.parametrize("check, words", [
+    ({"x": 1}, "Check question 1: give either a question of the bank"),
+    ({**BANK, **OWN}, "Check question 1: give either a question of the bank"),
+    ({**OWN, "choices": ["a"]}, "Check question 1: Write at least 2 choices, one a line (you wrote 1)."),
+    ({**OWN, "choices": ["a", ""]}, "Check question 1: Write at least 2 choices"),
+    ({**OWN, "choices": "a\nb"}, "Check question 1: “choices” must be a list of texts"),
+    ({**OWN, "answer": 5}, "Check question 1: The right choice is F, but there are only 2 choices"),
+    ({**BANK, "poll_at": ["row"]}, "Check question 1: “poll_at” must map names to values"),
+    ("a question", "Check question 1 is not an object."),
+])
+def test_a_wrong_check_says_what_is_wrong(check, words):
+    with pytest.raises(LessonError) as err:
+        from_dict({"title": "T", "stops": [{"title": "S"}], "check": [check]})
+    assert str(err.value).startswith(words), err.value
+    with pytest.raises(LessonError, match="at most 10 questions"):
+        from_dict({"title": "T", "stops": [{"title": "S"}], "check": [OWN] * 11})
+    with pytest.raises(LessonError, match="must be a list"):
+        from_dict({"title": "T", "stops": [{"title": "S"}], "check": OWN})
+
+
+def test_a_bank_check_question_is_the_bank_poll_on_its_own_view():
+    """Asked from any page: made on the check's view (its link's settings), not the teacher's; pinned by poll_at."""
+    from attention_core import Config, run_forward
+    from attention_core.labs.polls import make_poll
+    from ui.room.check import check_poll
+    body, why = check_poll(from_dict({"title": "T", "stops": [{"title": "S"}], "check": [BANK]}).check[0], "pre", 0, 2)
+    expected = make_poll("scaled_score", run_forward(Config(d_k=4)), 0, at={"row": "0", "col": "1"}).to_dict()
+    assert why == "" and {k: body[k] for k in expected} == expected
+    assert (body["phase"], body["check"], body["check_n"]) == ("pre", 0, 2)
+    unfit = Check("scores", {}, "scaled_score", {"row": "99", "col": "1"})
+    body, why = check_poll(unfit, "post", 1, 2)
+    assert body is None and why.startswith("Check question 2 (“a scaled score Ŝ = S/√d_k”) cannot be asked")
+
+
+# --- what the class learned ----------------------------------------------------------------------------------
+
+Q1 = {"prompt": f"Q1 {MARKUP}", "choices": ["a", "b", "c"], "answer": 2}
+Q2 = {"prompt": "Q2", "choices": ["x", "y"], "answer": 0}
+
+
+def a_class(store):
+    """Ana, Ben, Cy; a check of Q1 and Q2 before and after, and one other question. Ana and Ben answer everything;
+    Cy answers only before. Right answers before: Ana Q1; after: Ana Q1, Q2, Ben Q1. So over Ana and Ben (the two
+    who answered every question both times) pre = 1/4 = 25 %, post = 3/4 = 75 %, ⟨g⟩ = 50 / 75 = 2/3."""
+    code, secret = open_room(store, "P3")
+    ana, ben, cy = (join(store, code, n) for n in ("Ana", "=Ben", "Cy"))
+    picks = {("pre", 0): (2, 0, 2), ("pre", 1): (1, 1, 0), ("post", 0): (2, 2, None), ("post", 1): (0, 1, None)}
+    for (phase, n), chosen in picks.items():
+        pid = open_poll(store, code, secret, {**(Q1, Q2)[n], "phase": phase, "check": n, "check_n": 2})
+        for member, pick in zip((ana, ben, cy), chosen):
+            if pick is not None:
+                answer(store, code, member, pid, pick)
+        close_poll(store, code, secret)
+    pid = open_poll(store, code, secret, {"prompt": "Other?", "choices": ["p", "q"], "answer": 1})
+    answer(store, code, cy, pid, 1)
+    return code, secret, (ana, ben, cy)
+
+
+def test_the_gain_of_known_answers():
+    s = classroom.MemoryStore()
+    code, secret, _ = a_class(s)
+    g = results.gain(s, code, secret)
+    assert (g.students, g.pre, g.post) == (2, 25.0, 75.0) and g.g == pytest.approx(2 / 3, abs=1e-12)
+    assert [(q.number, q.before, q.after) for q in g.questions] == [(0, (2, 3), (2, 2)), (1, (1, 3), (1, 2))]
+    assert results.gain_words(g) == ("⟨g⟩ = (post − pre) / (100 − pre) = (75 − 25) / (100 − 25) = 0.67, over the 2 "
+                                     "students who answered every question of the check before and after.")
+
+
+def test_pre_100_and_nobody_both_times_say_so_without_dividing():
+    s = classroom.MemoryStore()
+    code, secret = open_room(s)
+    ana = join(s, code, "Ana")
+    assert results.gain(s, code, secret).g is None
+    pid = open_poll(s, code, secret, {**Q2, "phase": "pre", "check": 0})
+    answer(s, code, ana, pid, 0)
+    g = results.gain(s, code, secret)
+    assert (g.students, g.g) == (0, None) and results.gain_words(g).startswith("⟨g⟩ needs the same students")
+    pid = open_poll(s, code, secret, {**Q2, "phase": "post", "check": 0})
+    answer(s, code, ana, pid, 0)
+    g = results.gain(s, code, secret)
+    assert (g.students, g.pre, g.post, g.g) == (1, 100.0, 100.0, None)
+    assert results.gain_words(g) == ("⟨g⟩ is undefined: the 1 student who answered every question of the check "
+                                     "before and after were all right before the lesson (pre = 100%), so there was "
+                                     "nothing to gain.")
+
+
+def test_the_csv_rows_and_the_summary_without_names():
+    s = classroom.MemoryStore()
+    code, secret, (ana, ben, cy) = a_class(s)
+    classroom.leave(s, code, cy)                                    # Cy's answers stay, without a name
+    rows = list(csv.reader(io.StringIO(results.csv_text(results.responses(s, code, secret)))))
+    assert rows[0] == ["nickname", "phase", "question", "answer", "right", "seconds"]
+    body = [r[:5] for r in rows[1:]]
+    left = results.LEFT
+    assert body == [
+        ["'=Ben", "pre", f"Q1 {MARKUP}", "A. a", "no"], ["Ana", "pre", f"Q1 {MARKUP}", "C. c", "yes"],
+        [left, "pre", f"Q1 {MARKUP}", "C. c", "yes"],
+        ["'=Ben", "pre", "Q2", "B. y", "no"], ["Ana", "pre", "Q2", "B. y", "no"], [left, "pre", "Q2", "A. x", "yes"],
+        ["'=Ben", "post", f"Q1 {MARKUP}", "C. c", "yes"], ["Ana", "post", f"Q1 {MARKUP}", "C. c", "yes"],
+        ["'=Ben", "post", "Q2", "B. y", "no"], ["Ana", "post", "Q2", "A. x", "yes"]]   # Cy's open answer went
+    assert all(0.0 <= float(r[5]) < 60 for r in rows[1:])
+    page = results.summary_html("Room X", results.asked(s, code, secret), results.gain(s, code, secret))
+    assert "Q1 **x** &lt;b&gt;y&lt;/b&gt;" in page and "<b>y</b>" not in page
+    assert "Ana" not in page and "Ben" not in page and "(left" not in page
+    assert "2 of 3 right (67%)" in page and "= 0.67, over the 2 students" in page
+    with pytest.raises(classroom.NotTeacher):
+        results.responses(s, code, "a guess")
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+def test_ending_the_room_deletes_every_key_of_it(kind, request):
+    if kind == "memory":
+        s = classroom.MemoryStore()
+        keys = lambda code: [k for k in list(s._data) if k.startswith(f"room:{code}") and s.hgetall(k)]
+    else:
+        import redis
+        from classroom.redis_store import redis_store
+        url = request.getfixturevalue("redis_url")
+        s, client = redis_store(url), redis.Redis.from_url(url)
+        request.addfinalizer(client.close)
+        keys = lambda code: client.keys(f"room:{code}*")
+    code, secret, (ana, ben, cy) = a_class(s)
+    from classroom import pacing, presence
+    pacing.report(s, code, ana, "out", "app_pages/40_rope.py")
+    pacing.remove(s, code, secret, cy)
+    presence.new_token(s, code, ben)
+    classroom.room.put_run(s, code, secret, b"a run")
+    assert len(keys(code)) >= 15
+    end_room(s, code, secret)
+    assert keys(code) == []
+
+
+# --- on screen -----------------------------------------------------------------------------------------------
+
+def teacher_panel_script():
+    import streamlit as st
+
+    from ui.room.poll import teacher_poll_panel
+    s = st.session_state
+    teacher_poll_panel(s["t.store"], s["room.code"], s["room.secret"], None)
+
+
+def learned_script():
+    import streamlit as st
+
+    from ui.classroom.results_view import learned_box
+    st.session_state["room_learned_box"] = True
+    learned_box(st.session_state["room.code"], st.session_state["room.secret"], "P3")
+
+
+def test_the_own_question_form_on_screen():
+    s = classroom.MemoryStore()
+    code, secret = open_room(s)
+    at = AppTest.from_function(teacher_panel_script, default_timeout=30)
+    for k, v in {"t.store": s, "room.code": code, "room.secret": secret}.items():
+        at.session_state[k] = v
+    at.run()
+    at.text_input(key="poll.own_prompt").set_value(MARKUP)
+    at.text_area(key="poll.own_choices").set_value("only one")
+    at.button[0].click().run()
+    no_exception(at)
+    assert [e.value for e in at.error] == ["Write at least 2 choices, one a line \\(you wrote 1\\)\\."]
+    assert classroom.state(s, code).poll is None and at.text_input(key="poll.own_prompt").value == MARKUP
+    at.text_area(key="poll.own_choices").set_value(f"{MARKUP}\nplain")
+    at.radio(key="poll.own_right").set_value(1)
+    at.button[0].click().run()
+    no_exception(at)
+    poll = classroom.state(s, code).poll
+    assert (poll["kind"], poll["prompt"], poll["choices"], poll["answer"]) == ("own", MARKUP, [MARKUP, "plain"], 1)
+    shown = " ".join(m.value for m in at.markdown)
+    assert "\\*\\*x\\*\\* \\<b\\>y\\<\\/b\\>" in shown and "<b>y</b>" not in shown   # text, not bold, not HTML
+
+
+def test_the_learned_box_says_the_gain(monkeypatch):
+    import ui.classroom.results_view as view
+    s = classroom.MemoryStore()
+    code, secret, _ = a_class(s)
+    monkeypatch.setattr(view, "store", lambda: s)
+    at = AppTest.from_function(learned_script, default_timeout=30)
+    at.session_state["room.code"], at.session_state["room.secret"] = code, secret
+    at.run()
+    no_exception(at)
+    tables = [t.value for t in at.table]
+    assert list(tables[0]["Before"]) == ["2 of 3 right (67%)", "1 of 3 right (33%)"]
+    assert list(tables[0]["After"]) == ["2 of 2 right (100%)", "1 of 2 right (50%)"]
+    from ui.text import md_escape
+    words = "⟨g⟩ = (post − pre) / (100 − pre) = (75 − 25) / (100 − 25) = 0.67, over the 2 students who answered " \
+            "every question of the check before and after."
+    assert md_escape(words) in [m.value for m in at.markdown]
+    assert list(tables[1]["Asked as"]) == ["check before the lesson"] * 2 + ["check after the lesson"] * 2 + [
+        "class question"]
+    assert len(at.get("download_button")) == 2
