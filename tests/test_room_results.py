@@ -106,6 +106,21 @@ def test_a_bank_check_question_is_the_bank_poll_on_its_own_view():
     assert body is None and why.startswith("Check question 2 (“a scaled score Ŝ = S/√d_k”) cannot be asked")
 
 
+@pytest.mark.parametrize("name", sorted(n for n, lesson in __import__("classroom.lesson").lesson.shipped().items()
+                                         if lesson.check) or ["(no shipped lesson has a check yet)"])
+def test_every_shipped_check_question_can_be_asked(name):
+    """A shipped lesson's check (the third lesson's, when it lands): each question is made on its own view."""
+    from classroom.lesson import shipped
+    from ui.room.check import check_poll
+    if name not in shipped():
+        pytest.skip(name)
+    check = shipped()[name].check
+    for n, q in enumerate(check):
+        body, why = check_poll(q, "pre", n, len(check))
+        assert body is not None, why
+        assert 0 <= body["answer"] < len(body["choices"]) <= 8
+
+
 # --- what the class learned ----------------------------------------------------------------------------------
 
 Q1 = {"prompt": f"Q1 {MARKUP}", "choices": ["a", "b", "c"], "answer": 2}

@@ -258,8 +258,9 @@ def what_is_kept(teacher: bool = False) -> None:
             f"another page (which one); whether the teacher removed {'them' if teacher else 'you'}; and a digest "
             f"of {your} rejoin key. Nothing else: no account, no e-mail.")
     if teacher:
-        what += (" About the room: its title, a digest of your secret, the view you last showed, the question in "
-                 "progress, and a model you trained and showed to the class (your last 4 at most).")
+        what += (" About the room: its title, a digest of your secret, the view you last showed, every question "
+                 "asked in it (for what the class learned), and a model you trained and showed to the class (your "
+                 "last 4 at most).")
     cookie = ("Your browser keeps the room's code and your secret in a cookie for this site only (what your "
               "teacher's link holds), so that a reload keeps your controls; each student's browser keeps the code "
               "and their rejoin key the same way." if teacher else

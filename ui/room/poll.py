@@ -98,7 +98,7 @@ def _prompt(poll: dict) -> None:
 
 
 CHECK_WORDS = {"pre": ":material/fact_check: The check before the lesson, question {n} of {of}: answer what you "
-                      "think now. Nobody is marked; the same questions come back after the lesson.",
+                      "think now. The answer is not shown now: the same questions come back after the lesson.",
                "post": ":material/fact_check: The check after the lesson, question {n} of {of}: the same question "
                        "as before the lesson."}
 
@@ -336,8 +336,9 @@ def student_poll_card(store, code, member, room_state) -> None:
         if mine is not None:
             final = st.session_state.get(FINAL) == _poll_key(code, poll)
             st.info(md_escape(f"Your answer: {choice_text(poll, mine)} — " + (
-                "it stands until the teacher reveals." if final else
-                "you can change it until the teacher reveals.")), icon=":material/how_to_vote:")
+                "it stands" if final else "you can change it") + (
+                " until your teacher moves on." if poll.get("phase") == "pre" else " until the teacher reveals.")),
+                icon=":material/how_to_vote:")
 
 
 def _revealed_for_student(store, code, member, poll) -> None:
