@@ -17,7 +17,7 @@ from ..text import md_escape
 LEARNED = "What the class learned: the check, every question, downloads"
 CSV_BUTTON, SUMMARY_BUTTON = "Download the responses (CSV)", "Download a one-page summary (no names)"
 HAKE = ("For comparison: interactive-engagement physics courses reached ⟨g⟩ = 0.48 on average, traditional "
-        "lectures 0.23 (Hake 1998, 6,542 students).")
+        "courses 0.23 (Hake 1998, 6,542 students).")
 
 
 def check_rows(g) -> list[dict]:
