@@ -375,6 +375,9 @@ def reveal(store: Store, code, secret, poll_id) -> None:
     code = _code(code)
     _teacher(store, code, secret)
     poll = _poll(store, code, poll_id)
+    if poll.get("phase") == "pre":
+        raise BadMessage("A question of the check before the lesson is not revealed: the same question comes back "
+                         "after the lesson.")
     store.hset(_key(code), {"poll": json.dumps({**poll, "revealed": True})})
 
 

@@ -54,6 +54,10 @@ def test_an_own_question_is_kept_as_typed_and_logged():
     assert (logged["prompt"], logged["choices"], logged["answer"]) == (f"{MARKUP} ?", [MARKUP, "<i>b</i>", "c"], 1)
     with pytest.raises(classroom.BadMessage, match="before the lesson"):
         open_poll(s, code, secret, {**poll, "phase": "during"})
+    pre = open_poll(s, code, secret, {**poll, "phase": "pre", "check": 0})
+    with pytest.raises(classroom.BadMessage, match="^A question of the check before the lesson is not revealed"):
+        classroom.reveal(s, code, secret, pre)
+    assert classroom.state(s, code).poll["revealed"] is False
 
 
 # --- a lesson's check ----------------------------------------------------------------------------------------

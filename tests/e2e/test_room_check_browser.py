@@ -117,6 +117,7 @@ def test_own_question_check_gain_and_csv_over_two_processes_and_redis(servers, c
         send(ben, "The check before the lesson, question 2 of 2", wrong)
         send(ana, "The check before the lesson, question 2 of 2", wrong)
         assert "The answer:" not in text(ben)                    # never revealed before the lesson
+        assert teacher.locator("button:visible").filter(has_text="Reveal the answer").count() == 0
         click(teacher, "End check")
 
         # after it: Ben right twice, Ana right then wrong

@@ -78,8 +78,10 @@ def check_bar(code: str, secret: str, lesson, i: int) -> None:
     n = len(lesson.check)
     if running:
         q = running["q"]
-        st.markdown(md_escape(f"Check {PHASE_NAMES[running['phase']]}: question {q + 1} of {n} is open. Its answers "
-                              "are not revealed before the lesson; move on when the class has answered."))
+        st.markdown(md_escape(f"Check {PHASE_NAMES[running['phase']]}: question {q + 1} of {n} is open. " + (
+            "It is not revealed (the same question comes back after the lesson): move on when the class has "
+            "answered." if running["phase"] == "pre" else "Reveal it in the Class question box if you like, or "
+            "move on when the class has answered.")))
         left, right = st.columns(2)
         if q + 1 < n:
             left.button(NEXT_Q, key="room_check_next", type="primary", width="stretch",

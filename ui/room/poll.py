@@ -213,12 +213,15 @@ def _live_poll(store, code, secret, poll_id: str) -> None:
     with st.container(border=True):
         _prompt(poll)
         _bars(poll, counts)
-        st.caption(f":material/how_to_vote: {_answered_line(counts, joined)} · answers arrive live; "
-                   "students can change theirs until you reveal" + (
-                       "; you may reveal before everyone has answered: answers then close, and whoever has not "
-                       "answered sees the answer" if sum(counts) < joined else ""))
+        before = poll.get("phase") == "pre"           # the check before the lesson: never revealed (it comes back)
+        st.caption(f":material/how_to_vote: {_answered_line(counts, joined)} · answers arrive live; " + (
+            "students can change theirs until you move on. No reveal before the lesson: the same question comes "
+            "back after it" if before else "students can change theirs until you reveal" + (
+                "; you may reveal before everyone has answered: answers then close, and whoever has not "
+                "answered sees the answer" if sum(counts) < joined else "")))
         left, right = st.columns(2)
-        if left.button("Reveal the answer", icon=":material/visibility:", type="primary", key="poll.reveal"):
+        if not before and left.button("Reveal the answer", icon=":material/visibility:", type="primary",
+                                      key="poll.reveal"):
             _act(lambda: classroom.reveal(store, code, secret, poll_id))
         if right.button("Close the question", icon=":material/close:", key="poll.close"):
             _act(lambda: classroom.close_poll(store, code, secret))
