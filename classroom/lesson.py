@@ -184,18 +184,9 @@ def from_dict(d) -> Lesson:
     stops = d.get("stops")
     if not isinstance(stops, list) or not stops:
         raise LessonError("A lesson needs at least one stop.")
-    if len(stops) > MAX_STOPS:
-        raise LessonError(f"A lesson has at most {MAX_STOPS} stops; this one has {len(stops)}.")
     out = []
-    for n, s in enumerate(stops, start=1):
-        where = f"Stop {n}"
-        if not isinstance(s, dict):
-            raise LessonError(f"{where} is not an object.")
-        query = s.get("query", {})
-        if not isinstance(query, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float))
-                                                  for k, v in query.items()):
-            raise LessonError(f"{where}: “query” must map parameter names to values.")
-        out.append(Stop(_text(s, "title", where, True), _text(s, "page", where), {k: str(v) for k, v in query.items()},
+    for where, s in _objects(stops, MAX_STOPS, "A lesson has at most {most} stops", "Stop"):
+        out.append(Stop(_text(s, "title", where, True), _text(s, "page", where), _query(s, where),
                         _text(s, "ask", where), _text(s, "poll", where), _text(s, "note", where), _poll_at(s, where),
                         _hide(s, where)))
     return Lesson(_text(d, "title", "The lesson", True), _text(d, "about", "The lesson"), tuple(out),
@@ -210,19 +201,25 @@ def _query(s: dict, where: str) -> dict:
     return {k: str(v) for k, v in query.items()}
 
 
+def _objects(items: list, most: int, too_many: str, name: str):
+    """(where, item) for each item of a lesson's list (its stops, its check), numbered from 1 in `where`; a
+    LessonError for too many items or one that is not an object."""
+    if len(items) > most:
+        raise LessonError(too_many.format(most=most) + f"; this one has {len(items)}.")
+    for n, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise LessonError(f"{name} {n} is not an object.")
+        yield f"{name} {n}", item
+
+
 def _check(d: dict) -> tuple[Check, ...]:
     """The lesson's check: a list of at most MAX_CHECK questions, each the bank's or the teacher's own."""
     from .questions import choices_of, problem
     items = d.get("check", [])
     if not isinstance(items, list):
         raise LessonError("The lesson's “check” must be a list of questions.")
-    if len(items) > MAX_CHECK:
-        raise LessonError(f"A lesson's check has at most {MAX_CHECK} questions; this one has {len(items)}.")
     out = []
-    for n, q in enumerate(items, start=1):
-        where = f"Check question {n}"
-        if not isinstance(q, dict):
-            raise LessonError(f"{where} is not an object.")
+    for where, q in _objects(items, MAX_CHECK, "A lesson's check has at most {most} questions", "Check question"):
         bank, own = bool(q.get("poll")), any(k in q for k in ("prompt", "choices", "answer"))
         if bank == own:
             raise LessonError(f"{where}: give either a question of the bank (“page”, “query”, “poll”, “poll_at”) or "

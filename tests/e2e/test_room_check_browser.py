@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import time
 
 import pytest
 
@@ -27,6 +26,7 @@ except ImportError:
 from bench._common import after_run, new_context
 from tests.e2e.conftest import warm
 from tests.e2e.test_room_browser import button, click, join, no_errors, room_code, shot
+from tests.e2e.test_room_pacing_browser import sees as sees_in, text
 
 MARKUP = "**x** <b>y</b>"
 OWN_CHOICES = [MARKUP, "plain"]                      # the own question in the room: B is right
@@ -52,16 +52,8 @@ def servers(room_processes, redis_url):
     return a, b
 
 
-def text(tab) -> str:
-    return re.sub(r"\s+", " ", tab.evaluate("() => document.body.innerText"))
-
-
-def sees(tab, words: str, timeout_s: float = SEE_S) -> None:
-    t0 = time.perf_counter()
-    while words not in text(tab):
-        if time.perf_counter() - t0 > timeout_s:
-            raise AssertionError(f"not on the screen within {timeout_s} s: {words!r}\n{text(tab)[:3000]}")
-        tab.wait_for_timeout(150)
+def sees(tab, words: str) -> None:
+    sees_in(tab, words, SEE_S)
 
 
 def send(tab, waiting_for: str, pick: int) -> None:
