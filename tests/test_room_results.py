@@ -283,3 +283,18 @@ def test_the_learned_box_says_the_gain(monkeypatch):
     assert list(tables[1]["Asked as"]) == ["check before the lesson"] * 2 + ["check after the lesson"] * 2 + [
         "class question"]
     assert len(at.get("download_button")) == 2
+
+
+def test_the_learned_box_on_the_projector_has_no_names(monkeypatch):
+    """Presenter mode: the shares and ⟨g⟩ and the summary without names; the CSV (names) is not offered."""
+    import ui.classroom.results_view as view
+    s = classroom.MemoryStore()
+    code, secret, _ = a_class(s)
+    monkeypatch.setattr(view, "store", lambda: s)
+    at = AppTest.from_function(learned_script, default_timeout=30)
+    at.session_state["room.code"], at.session_state["room.secret"] = code, secret
+    at.session_state["s.presenter"] = True
+    at.run()
+    no_exception(at)
+    assert len(at.get("download_button")) == 1 and "Ana" not in str(at.table[0].value)
+    assert any("download them out of presenter mode" in c.value for c in at.caption)
