@@ -235,7 +235,7 @@ def _check(d: dict) -> tuple[Check, ...]:
         if wrong:
             raise LessonError(f"{where}: {wrong}")
         if len(choices_of(choices)) != len(choices):
-            raise LessonError(f"{where}: a choice is blank.")
+            raise LessonError(f"{where}: a choice is empty: write it or remove it.")
         out.append(Check(prompt=_text(q, "prompt", where, True), choices=tuple(choices_of(choices)), answer=answer))
     return tuple(out)
 

@@ -129,8 +129,8 @@ def gain_words(g: Gain) -> str:
 
         >>> gain_words(Gain((), 2, 25.0, 75.0, 2 / 3))
         '⟨g⟩ = (post − pre) / (100 − pre) = (75 − 25) / (100 − 25) = 0.67, over the 2 students who answered every question of the check before and after.'
-        >>> gain_words(Gain((), 3, 100.0, 100.0, None))[:60]
-        '⟨g⟩ is undefined: the 3 students who answered every question'
+        >>> gain_words(Gain((), 3, 100.0, 100.0, None))[:64]
+        '⟨g⟩ is undefined: before the lesson, the 3 students who answered'
     """
     who = f"the {g.students} student{'s' if g.students != 1 else ''} who answered every question of the check " \
           "before and after"
@@ -138,7 +138,8 @@ def gain_words(g: Gain) -> str:
         return ("⟨g⟩ needs the same students before and after: no student has answered every question of the check "
                 "both times yet.")
     if g.g is None:
-        return f"⟨g⟩ is undefined: {who} were all right before the lesson (pre = 100%), so there was nothing to gain."
+        return (f"⟨g⟩ is undefined: before the lesson, {who} got every answer right (pre = 100%), so there was "
+                "nothing left to gain.")
     return (f"⟨g⟩ = (post − pre) / (100 − pre) = ({g.post:.0f} − {g.pre:.0f}) / (100 − {g.pre:.0f}) = {g.g:.2f}, "
             f"over {who}.")
 

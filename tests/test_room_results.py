@@ -81,6 +81,7 @@ def test_a_lessons_check_round_trips():
     ({**BANK, **OWN}, "Check question 1: give either a question of the bank"),
     ({**OWN, "choices": ["a"]}, "Check question 1: Write at least 2 choices, one a line (you wrote 1)."),
     ({**OWN, "choices": ["a", ""]}, "Check question 1: Write at least 2 choices"),
+    ({**OWN, "choices": ["a", "b", " "]}, "Check question 1: a choice is empty: write it or remove it."),
     ({**OWN, "choices": "a\nb"}, "Check question 1: “choices” must be a list of texts"),
     ({**OWN, "answer": 5}, "Check question 1: The right choice is F, but there are only 2 choices"),
     ({**BANK, "poll_at": ["row"]}, "Check question 1: “poll_at” must map names to values"),
@@ -172,9 +173,9 @@ def test_pre_100_and_nobody_both_times_say_so_without_dividing():
     answer(s, code, ana, pid, 0)
     g = results.gain(s, code, secret)
     assert (g.students, g.pre, g.post, g.g) == (1, 100.0, 100.0, None)
-    assert results.gain_words(g) == ("⟨g⟩ is undefined: the 1 student who answered every question of the check "
-                                     "before and after were all right before the lesson (pre = 100%), so there was "
-                                     "nothing to gain.")
+    assert results.gain_words(g) == ("⟨g⟩ is undefined: before the lesson, the 1 student who answered every question "
+                                     "of the check before and after got every answer right (pre = 100%), so there "
+                                     "was nothing left to gain.")
 
 
 def test_the_csv_rows_and_the_summary_without_names():
