@@ -89,9 +89,11 @@ def test_own_question_check_gain_and_csv_over_two_processes_and_redis(servers, c
         form.get_by_role("textbox", name="Your question").fill(MARKUP)
         form.get_by_role("textbox", name="Choices, one a line (2 to 6)").fill("\n".join(OWN_CHOICES))
         form.get_by_role("radio", name="B").check(force=True)
+        shot(teacher, "own_question_form")
         click(teacher, "Ask my question")
         send(ben, MARKUP, 1)
         send(ana, MARKUP, 0)
+        shot(ben, "own_question_student")
         for tab in (ben, ana):
             assert f"A. {MARKUP}" in text(tab)                  # the choice too, as typed
         for tab in (ben, ana, teacher):
@@ -129,7 +131,9 @@ def test_own_question_check_gain_and_csv_over_two_processes_and_redis(servers, c
         shot(teacher, "check_teacher_learned")
         with teacher.expect_download(timeout=30_000) as got:
             button(teacher, "Download the responses (CSV)").click()
-        rows = list(csv.reader(io.StringIO(open(got.value.path(), encoding="utf-8").read())))
+        raw = open(got.value.path(), "rb").read()
+        assert raw.startswith(b"\xef\xbb\xbf")                 # a BOM: a spreadsheet reads the names as UTF-8
+        rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
         assert rows[0] == ["nickname", "phase", "question", "answer", "right", "seconds"]
         q2 = bank["prompt"]
         b_right, b_wrong = f"{'ABCDEFGH'[right]}. {bank['choices'][right]}", \

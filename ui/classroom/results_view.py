@@ -67,10 +67,10 @@ def learned_box(code: str, secret: str, title: str = "") -> None:
         left, right = st.columns(2)
         right.download_button(SUMMARY_BUTTON, summary, file_name=f"{name}-summary.html", mime="text/html",
                               key="room_summary", on_click="ignore", icon=":material/description:")
-        if presenting():
+        if presenting():                             # the CSV starts with a BOM: a spreadsheet reads it as UTF-8
             left.caption(":material/lock: The responses name each student: download them out of presenter mode.")
         else:
-            left.download_button(CSV_BUTTON, results.csv_text(rows), file_name=f"{name}-responses.csv",
+            left.download_button(CSV_BUTTON, "\ufeff" + results.csv_text(rows), file_name=f"{name}-responses.csv",
                                  mime="text/csv", key="room_csv", on_click="ignore", icon=":material/download:")
         st.caption("The CSV has a row per answer: nickname, phase (pre: the check before the lesson, post: after "
                    "it, poll: any other question), question, answer, right or not, seconds. It names each student: "
