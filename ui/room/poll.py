@@ -167,8 +167,8 @@ def _ask_form(store, code, secret, trace) -> None:
     kinds, available, make_poll = _bank() if trace is not None else ({}, None, None)
     fits = available(trace) if trace is not None else []
     if not fits:
-        st.caption("Class questions are made from the sentence and settings of the forward pass: open a page "
-                   "with those settings to ask one.")
+        st.caption("The question bank's questions are made from the sentence and settings of the forward pass: "
+                   "open a page with those settings to ask one, or write your own below.")
         return
     if st.session_state.get("poll.kind") not in fits:          # kept from settings where other kinds fit
         st.session_state.pop("poll.kind", None)
