@@ -202,7 +202,7 @@ def summary_html(title: str, questions: list[Asked], g: Gain) -> str:
     for n, q in enumerate(questions, start=1):
         counts = [sum(a == i for a in q.answers.values()) for i in range(len(q.choices))]
         parts.append(f"<p><b>{n}. {e(q.prompt)}</b> ({PHASE_WORDS[q.phase]}) · {share(q.right(), len(q.answers))}"
-                     "</p><table>" + "".join(
+                     "</p><table><tr><th>Choice</th><th>Students</th></tr>" + "".join(
                          f"<tr><td>{LETTERS[i]}. {e(c)}{' ✓ right' if i == q.answer else ''}</td><td>{counts[i]}</td>"
                          "</tr>" for i, c in enumerate(q.choices)) + "</table>")
     if not questions:
