@@ -76,6 +76,9 @@ def check_bar(code: str, secret: str, lesson, i: int) -> None:
     state = st.session_state
     running = state.get(CHECK)
     n = len(lesson.check)
+    if running and not 0 <= running.get("q", -1) < n:     # another lesson since: its check starts afresh
+        state.pop(CHECK)
+        running = None
     if running:
         q = running["q"]
         st.markdown(md_escape(f"Check {PHASE_NAMES[running['phase']]}: question {q + 1} of {n} is open. " + (
