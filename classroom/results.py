@@ -129,6 +129,8 @@ def gain_words(g: Gain) -> str:
 
         >>> gain_words(Gain((), 2, 25.0, 75.0, 2 / 3))
         '⟨g⟩ = (post − pre) / (100 − pre) = (75 − 25) / (100 − 25) = 0.67, over the 2 students who answered every question of the check before and after.'
+        >>> gain_words(Gain((), 3, 100 / 3, 200 / 3, 0.5))[:64]
+        '⟨g⟩ = (post − pre) / (100 − pre) = (66.7 − 33.3) / (100 − 33.3)'
         >>> gain_words(Gain((), 3, 100.0, 100.0, None))[:64]
         '⟨g⟩ is undefined: before the lesson, the 3 students who answered'
     """
@@ -140,7 +142,8 @@ def gain_words(g: Gain) -> str:
     if g.g is None:
         return (f"⟨g⟩ is undefined: before the lesson, {who} got every answer right (pre = 100%), so there was "
                 "nothing left to gain.")
-    return (f"⟨g⟩ = (post − pre) / (100 − pre) = ({g.post:.0f} − {g.pre:.0f}) / (100 − {g.pre:.0f}) = {g.g:.2f}, "
+    post, pre = (f"{x:.1f}".removesuffix(".0") for x in (g.post, g.pre))      # 75, 33.3: as the arithmetic is
+    return (f"⟨g⟩ = (post − pre) / (100 − pre) = ({post} − {pre}) / (100 − {pre}) = {g.g:.2f}, "
             f"over {who}.")
 
 
