@@ -129,7 +129,7 @@ def gain_words(g: Gain) -> str:
 
         >>> gain_words(Gain((), 2, 25.0, 75.0, 2 / 3))
         '⟨g⟩ = (post − pre) / (100 − pre) = (75 − 25) / (100 − 25) = 0.67, over the 2 students who answered every question of the check before and after.'
-        >>> gain_words(Gain((), 3, 100 / 3, 200 / 3, 0.5))[:64]
+        >>> gain_words(Gain((), 3, 100 / 3, 200 / 3, 0.5))[:63]
         '⟨g⟩ = (post − pre) / (100 − pre) = (66.7 − 33.3) / (100 − 33.3)'
         >>> gain_words(Gain((), 3, 100.0, 100.0, None))[:64]
         '⟨g⟩ is undefined: before the lesson, the 3 students who answered'
