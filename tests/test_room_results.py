@@ -299,3 +299,39 @@ def test_the_learned_box_on_the_projector_has_no_names(monkeypatch):
     no_exception(at)
     assert len(at.get("download_button")) == 1 and "Ana" not in str(at.table[0].value)
     assert any("download them out of presenter mode" in c.value for c in at.caption)
+
+
+def check_bar_script():
+    import streamlit as st
+
+    from ui.room.check import check_bar
+    s = st.session_state
+    check_bar(s["room.code"], s["room.secret"], s["t.lesson"], 0)
+
+
+def test_the_check_in_the_teachers_bar(monkeypatch):
+    """Start (before the lesson), next, a question closed in the box, end; the room's polls carry phase and number.
+    A one-stop lesson offers both starts; a check left from another lesson starts afresh."""
+    import ui.room.check as check
+    s = classroom.MemoryStore()
+    code, secret = open_room(s)
+    monkeypatch.setattr(check, "store", lambda: s)
+    lesson = from_dict({"title": "T", "stops": [{"title": "S"}], "check": [OWN, {**OWN, "prompt": "Second?"}]})
+    at = AppTest.from_function(check_bar_script, default_timeout=30)
+    at.session_state["room.code"], at.session_state["room.secret"], at.session_state["t.lesson"] = code, secret, lesson
+    at.session_state["room.check"] = {"phase": "post", "q": 7}              # another lesson's
+    at.run()
+    assert [b.label for b in at.button] == [check.START_PRE, check.START_POST] and "room.check" not in at.session_state
+    at.button(key="room_check_pre").click().run()
+    poll = classroom.state(s, code).poll
+    assert (poll["prompt"], poll["phase"], poll["check"], poll["check_n"]) == ("Which sums to 1?", "pre", 0, 2)
+    assert any("question 1 of 2 is open" in m.value and "It is not revealed" in m.value for m in at.markdown)
+    at.button(key="room_check_next").click().run()
+    assert (classroom.state(s, code).poll["prompt"], classroom.state(s, code).poll["check"]) == ("Second?", 1)
+    close_poll(s, code, secret)
+    at.run()
+    assert any("question 2 of 2 was closed" in m.value for m in at.markdown)
+    at.button(key="room_check_end").click().run()
+    no_exception(at)
+    assert classroom.state(s, code).poll is None and "room.check" not in at.session_state
+    assert [q.phase for q in results.asked(s, code, secret)] == ["pre", "pre"]

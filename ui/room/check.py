@@ -69,6 +69,15 @@ def _end(code: str, secret: str) -> None:
     st.session_state["room.check_done"] = True
 
 
+def _open(code: str, running: dict) -> bool:
+    """Whether the room's open question is still this check question (the teacher may have closed it in the box)."""
+    try:
+        poll = classroom.state(store(), code).poll
+    except Exception:                                     # the store does not answer: the bar says so above
+        return True
+    return bool(poll) and poll.get("phase") == running["phase"] and poll.get("check") == running["q"]
+
+
 def check_bar(code: str, secret: str, lesson, i: int) -> None:
     """The check's line and buttons in the lesson's part of the teacher's bar (stop i of the lesson shown)."""
     if not lesson.check:
@@ -81,10 +90,11 @@ def check_bar(code: str, secret: str, lesson, i: int) -> None:
         running = None
     if running:
         q = running["q"]
-        st.markdown(md_escape(f"Check {PHASE_NAMES[running['phase']]}: question {q + 1} of {n} is open. " + (
-            "It is not revealed (the same question comes back after the lesson): move on when the class has "
-            "answered." if running["phase"] == "pre" else "Reveal it in the Class question box if you like, or "
-            "move on when the class has answered.")))
+        st.markdown(md_escape(f"Check {PHASE_NAMES[running['phase']]}: question {q + 1} of {n} " + (
+            "is open. " + ("It is not revealed (the same question comes back after the lesson): move on when the "
+                           "class has answered." if running["phase"] == "pre" else "Reveal it in the Class question "
+                           "box if you like, or move on when the class has answered.")
+            if _open(code, running) else "was closed (in the Class question box): its answers are kept. Move on.")))
         left, right = st.columns(2)
         if q + 1 < n:
             left.button(NEXT_Q, key="room_check_next", type="primary", width="stretch",
