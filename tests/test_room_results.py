@@ -19,6 +19,8 @@ from classroom.lesson import Check, Lesson, LessonError, Stop, from_dict, from_j
 from classroom.questions import own_poll, problem
 from classroom.room import answer, close_poll, end_room, join, open_poll, open_room
 from tests.apptest_util import no_exception
+from ui.classroom.results_view import CSV_BUTTON as CSV
+from ui.classroom.results_view import SUMMARY_BUTTON as SUMMARY
 
 MARKUP = "**x** <b>y</b>"
 
@@ -265,15 +267,22 @@ def test_the_own_question_form_on_screen():
     assert "\\*\\*x\\*\\* \\<b\\>y\\<\\/b\\>" in shown and "<b>y</b>" not in shown   # text, not bold, not HTML
 
 
-def test_the_learned_box_says_the_gain(monkeypatch):
+def learned_box_run(monkeypatch, presenter: bool) -> AppTest:
+    """The room page's box, open, on a_class's room, out of or in presenter mode."""
     import ui.classroom.results_view as view
     s = classroom.MemoryStore()
     code, secret, _ = a_class(s)
     monkeypatch.setattr(view, "store", lambda: s)
     at = AppTest.from_function(learned_script, default_timeout=30)
     at.session_state["room.code"], at.session_state["room.secret"] = code, secret
+    at.session_state["s.presenter"] = presenter
     at.run()
     no_exception(at)
+    return at
+
+
+def test_the_learned_box_says_the_gain(monkeypatch):
+    at = learned_box_run(monkeypatch, presenter=False)
     tables = [t.value for t in at.table]
     assert list(tables[0]["Before"]) == ["2 of 3 right (67%)", "1 of 3 right (33%)"]
     assert list(tables[0]["After"]) == ["2 of 2 right (100%)", "1 of 2 right (50%)"]
@@ -283,22 +292,15 @@ def test_the_learned_box_says_the_gain(monkeypatch):
     assert md_escape(words) in [m.value for m in at.markdown]
     assert list(tables[1]["Asked as"]) == ["check before the lesson"] * 2 + ["check after the lesson"] * 2 + [
         "class question"]
-    assert len(at.get("download_button")) == 2
+    assert [b.proto.label for b in at.get("download_button")] == [CSV, SUMMARY]      # left, right
 
 
 def test_the_learned_box_on_the_projector_has_no_names(monkeypatch):
     """Presenter mode: the shares and ⟨g⟩ and the summary without names; the CSV (names) is not offered."""
-    import ui.classroom.results_view as view
-    s = classroom.MemoryStore()
-    code, secret, _ = a_class(s)
-    monkeypatch.setattr(view, "store", lambda: s)
-    at = AppTest.from_function(learned_script, default_timeout=30)
-    at.session_state["room.code"], at.session_state["room.secret"] = code, secret
-    at.session_state["s.presenter"] = True
-    at.run()
-    no_exception(at)
-    assert len(at.get("download_button")) == 1 and "Ana" not in str(at.table[0].value)
+    at = learned_box_run(monkeypatch, presenter=True)
+    assert [b.proto.label for b in at.get("download_button")] == [SUMMARY]
     assert any("download them out of presenter mode" in c.value for c in at.caption)
+    assert len(at.table) == 2
 
 
 def check_bar_script():
