@@ -337,3 +337,16 @@ def test_the_check_in_the_teachers_bar(monkeypatch):
     no_exception(at)
     assert classroom.state(s, code).poll is None and "room.check" not in at.session_state
     assert [q.phase for q in results.asked(s, code, secret)] == ["pre", "pre"]
+
+
+def what_is_kept_script():
+    from ui.classroom.room_view import what_is_kept
+    what_is_kept(teacher=False)
+
+
+def test_a_student_is_told_the_teacher_can_download_their_answers():
+    at = AppTest.from_function(what_is_kept_script, default_timeout=30).run()
+    no_exception(at)
+    said = " ".join(m.value for m in at.markdown)
+    assert ("Your teacher can download the answers with the nicknames (a CSV file, out of presenter mode) while the "
+            "room lasts; the one-page summary has counts only.") in said

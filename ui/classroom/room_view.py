@@ -286,7 +286,9 @@ def what_is_kept(teacher: bool = False) -> None:
             "on the list of each student, out of presenter mode too: never in presenter mode (the projector's) or on "
             "a student's screen. "
             f"After the answer is revealed every student sees the counts; only {'each student' if teacher else 'you'} "
-            f"see{'s' if teacher else ''} {'their' if teacher else 'your'} own answer. Whoever runs this app's "
+            f"see{'s' if teacher else ''} {'their' if teacher else 'your'} own answer. "
+            f"{'You' if teacher else 'Your teacher'} can download the answers with the nicknames (a CSV file, out of "
+            "presenter mode) while the room lasts; the one-page summary has counts only. Whoever runs this app's "
             "server can read what it keeps.")
 
 
