@@ -27,7 +27,7 @@ view's settings, as a stop's poll is (`page`, `query`, `poll`, `poll_at`), or th
     >>> from_dict({"title": "T", "stops": [{"title": "S"}], "check": [{"prompt": "?", "choices": ["a"], "answer": 0}]})
     Traceback (most recent call last):
     ...
-    classroom.lesson.LessonError: Check question 1: Write at least 2 choices, one a line (you wrote 1).
+    classroom.lesson.LessonError: Check question 1: give 2 to 6 “choices” (this one has 1).
 
     >>> stop = Stop("Scores", "scores", {"d_k": "8"}, ask="Which word does 'love' score highest?", note="Wait.")
     >>> lesson = Lesson("Tiny", "One stop.", (stop,))
@@ -214,7 +214,7 @@ def _objects(items: list, most: int, too_many: str, name: str):
 
 def _check(d: dict) -> tuple[Check, ...]:
     """The lesson's check: a list of at most MAX_CHECK questions, each the bank's or the teacher's own."""
-    from .questions import choices_of, problem
+    from .questions import MAX_OWN, MIN_OWN, choices_of, problem
     items = d.get("check", [])
     if not isinstance(items, list):
         raise LessonError("The lesson's “check” must be a list of questions.")
@@ -223,7 +223,7 @@ def _check(d: dict) -> tuple[Check, ...]:
         bank, own = bool(q.get("poll")), any(k in q for k in ("prompt", "choices", "answer"))
         if bank == own:
             raise LessonError(f"{where}: give either a question of the bank (“page”, “query”, “poll”, “poll_at”) or "
-                              "your own (“prompt”, “choices”, “answer”), not both.")
+                              "your own (“prompt”, “choices”, “answer”)" + (", not both." if bank else "."))
         if bank:
             out.append(Check(_text(q, "page", where), _query(q, where), _text(q, "poll", where, True),
                              _poll_at(q, where)))
@@ -231,11 +231,17 @@ def _check(d: dict) -> tuple[Check, ...]:
         prompt, choices, answer = q.get("prompt"), q.get("choices"), q.get("answer")
         if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
             raise LessonError(f"{where}: “choices” must be a list of texts, e.g. [\"yes\", \"no\"].")
-        wrong = problem(prompt, choices, answer)
+        if len(choices_of(choices)) != len(choices):            # first: an empty choice would change the count
+            raise LessonError(f"{where}: a choice is empty: write it or remove it.")
+        if not MIN_OWN <= len(choices) <= MAX_OWN:
+            raise LessonError(f"{where}: give {MIN_OWN} to {MAX_OWN} “choices” (this one has {len(choices)}).")
+        if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < len(choices):
+            raise LessonError(f"{where}: “answer” must be the place of the right choice in “choices”, counted from "
+                              f"0: 0 to {len(choices) - 1} here" + ("" if answer is None else
+                                                                  f" (it is {json.dumps(answer, default=str)[:20]})") + ".")
+        wrong = problem(prompt, choices, answer)                # the question's text, a long or repeated choice
         if wrong:
             raise LessonError(f"{where}: {wrong}")
-        if len(choices_of(choices)) != len(choices):
-            raise LessonError(f"{where}: a choice is empty: write it or remove it.")
         out.append(Check(prompt=_text(q, "prompt", where, True), choices=tuple(choices_of(choices)), answer=answer))
     return tuple(out)
 

@@ -56,7 +56,8 @@ def problem(prompt, choices, answer) -> str | None:
         return "Pick the right choice."
     if not 0 <= answer < len(kept):
         return (f"The right choice is {LETTERS[answer] if 0 <= answer < len(LETTERS) else answer + 1}, but there are "
-                f"only {len(kept)} choices: pick one of A to {LETTERS[len(kept) - 1]}.")
+                f"only {len(kept)} choices: pick " + ("A or B." if len(kept) == 2 else
+                                                      f"one of A to {LETTERS[len(kept) - 1]}."))
     return None
 
 

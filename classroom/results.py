@@ -4,7 +4,8 @@ responses as CSV (for the teacher) and a one-page summary without names (for the
 
 The gain is Hake's (1998): ⟨g⟩ = (post − pre) / (100 − pre), pre and post the class's average percentage of right
 answers on the check before and after the lesson, over the students who answered every question of the check both
-times (a student who missed one is left out of both averages, so the two are the same students). pre = 100 leaves
+times (a student who missed one is left out of both averages, so the two are the same students); while the check after
+the lesson is under way, over the questions asked both times so far (the sentence names them). pre = 100 leaves
 nothing to gain: ⟨g⟩ is undefined, never a division by zero.
 
     >>> from classroom.store import MemoryStore
@@ -72,6 +73,7 @@ class Gain:
     pre: float | None                 # their average % right before; None with no such student
     post: float | None
     g: float | None                   # (post − pre) / (100 − pre); None when undefined (pre = 100, or no student)
+    over: tuple[int, ...] = ()        # the check's questions (0-based) asked both times: the gain's questions
 
 
 def _int(text) -> int | None:
@@ -117,11 +119,18 @@ def gain(store, code, secret, questions: list[Asked] | None = None) -> Gain:
         return Gain(rows, 0, None, None, None)
     students = set.intersection(*[set(last[(phase, n)].answers) for n in both for phase in ("pre", "post")])
     if not students:
-        return Gain(rows, 0, None, None, None)
+        return Gain(rows, 0, None, None, None, tuple(both))
     total = len(students) * len(both)
     pre, post = (100.0 * sum(last[(phase, n)].answers[m] == last[(phase, n)].answer for n in both for m in students)
                  / total for phase in ("pre", "post"))
-    return Gain(rows, len(students), pre, post, None if pre >= 100.0 else (post - pre) / (100.0 - pre))
+    return Gain(rows, len(students), pre, post, None if pre >= 100.0 else (post - pre) / (100.0 - pre), tuple(both))
+
+
+def _numbers(numbers) -> str:
+    """'question 2', 'questions 1 and 3', 'questions 1, 2 and 4' (counted from 1, as the room shows them)."""
+    words = [str(n + 1) for n in numbers]
+    return ("question " if len(words) == 1 else "questions ") + (
+        words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1])
 
 
 def gain_words(g: Gain) -> str:
@@ -133,18 +142,31 @@ def gain_words(g: Gain) -> str:
         '⟨g⟩ = (post − pre) / (100 − pre) = (66.7 − 33.3) / (100 − 33.3)'
         >>> gain_words(Gain((), 3, 100.0, 100.0, None))[:64]
         '⟨g⟩ is undefined: before the lesson, the 3 students who answered'
+        >>> gain_words(Gain((), 2, 50.0, 25.0, -0.5))
+        '⟨g⟩ = (post − pre) / (100 − pre) = (25 − 50) / (100 − 50) = −0.50, over the 2 students who answered every question of the check before and after.'
+
+    While the check after the lesson is under way, the gain is over the questions asked both times, and says so:
+
+        >>> qs = (CheckQuestion(0, "Q1", (0, 2), (2, 2)), CheckQuestion(1, "Q2", (1, 2), None))
+        >>> gain_words(Gain(qs, 2, 0.0, 100.0, 1.0, (0,))).split("= 1.00, ")[1]
+        'over the 2 students who answered question 1 of the check before and after (question 2 was not asked both times: it is left out).'
     """
-    who = f"the {g.students} student{'s' if g.students != 1 else ''} who answered every question of the check " \
-          "before and after"
+    asked_both = set(g.over) if g.over else {q.number for q in g.questions}
+    missing = [q.number for q in g.questions if q.number not in asked_both]
+    which = f"{_numbers(sorted(asked_both))} of the check" if missing else "every question of the check"
+    who = f"the {g.students} student{'s' if g.students != 1 else ''} who answered {which} before and after"
+    out = f" ({_numbers(missing)} {'was' if len(missing) == 1 else 'were'} not asked both times: " \
+          f"{'it is' if len(missing) == 1 else 'they are'} left out)" if missing else ""
     if not g.students:
-        return ("⟨g⟩ needs the same students before and after: no student has answered every question of the check "
-                "both times yet.")
+        return (f"⟨g⟩ needs the same students before and after: no student has answered {which} both times "
+                f"yet{out}.")
     if g.g is None:
         return (f"⟨g⟩ is undefined: before the lesson, {who} got every answer right (pre = 100%), so there was "
-                "nothing left to gain.")
+                f"nothing left to gain{out}.")
     post, pre = (f"{x:.1f}".removesuffix(".0") for x in (g.post, g.pre))      # 75, 33.3: as the arithmetic is
-    return (f"⟨g⟩ = (post − pre) / (100 − pre) = ({post} − {pre}) / (100 − {pre}) = {g.g:.2f}, "
-            f"over {who}.")
+    value = f"{g.g:.2f}".replace("-", "−")                                 # the formula's minus sign
+    return (f"⟨g⟩ = (post − pre) / (100 − pre) = ({post} − {pre}) / (100 − {pre}) = {value}, "
+            f"over {who}{out}.")
 
 
 def responses(store, code, secret, questions: list[Asked] | None = None) -> list[dict]:

@@ -35,7 +35,8 @@ MARKUP = "**x** <b>y</b>"
     ("Q?", ["Love", " love "], 0, "Two choices read the same (“Love” and “love”): make each one different."),
     ("Q?", ["a", "b"], None, "Pick the right choice."),
     ("Q?", ["a", "b"], True, "Pick the right choice."),
-    ("Q?", ["a", "b"], 2, "The right choice is C, but there are only 2 choices: pick one of A to B."),
+    ("Q?", ["a", "b"], 2, "The right choice is C, but there are only 2 choices: pick A or B."),
+    ("Q?", list("abc"), 4, "The right choice is E, but there are only 3 choices: pick one of A to C."),
     ("x" * 301, ["a", "b"], 0, "The question is longer than 300 characters: shorten it."),
 ])
 def test_a_wrong_question_is_refused_in_words(prompt, choices, right, words):
@@ -79,13 +80,23 @@ def test_a_lessons_check_round_trips():
 
 
 @pytest.mark.parametrize("check, words", [
-    ({"x": 1}, "Check question 1: give either a question of the bank"),
-    ({**BANK, **OWN}, "Check question 1: give either a question of the bank"),
-    ({**OWN, "choices": ["a"]}, "Check question 1: Write at least 2 choices, one a line (you wrote 1)."),
-    ({**OWN, "choices": ["a", ""]}, "Check question 1: Write at least 2 choices"),
+    ({"x": 1}, "Check question 1: give either a question of the bank (“page”, “query”, “poll”, “poll_at”) or your "
+               "own (“prompt”, “choices”, “answer”)."),
+    ({**BANK, **OWN}, "Check question 1: give either a question of the bank (“page”, “query”, “poll”, “poll_at”) or "
+                      "your own (“prompt”, “choices”, “answer”), not both."),
+    ({**OWN, "choices": ["a"]}, "Check question 1: give 2 to 6 “choices” (this one has 1)."),
+    ({**OWN, "choices": list("abcdefg")}, "Check question 1: give 2 to 6 “choices” (this one has 7)."),
+    ({**OWN, "choices": ["a", ""]}, "Check question 1: a choice is empty: write it or remove it."),
     ({**OWN, "choices": ["a", "b", " "]}, "Check question 1: a choice is empty: write it or remove it."),
+    ({**OWN, "choices": ["a", "", "b"], "answer": 2}, "Check question 1: a choice is empty"),  # not "only 2 choices"
     ({**OWN, "choices": "a\nb"}, "Check question 1: “choices” must be a list of texts"),
-    ({**OWN, "answer": 5}, "Check question 1: The right choice is F, but there are only 2 choices"),
+    ({**OWN, "answer": 5}, "Check question 1: “answer” must be the place of the right choice in “choices”, counted "
+                           "from 0: 0 to 1 here (it is 5)."),
+    ({**OWN, "answer": -1}, "Check question 1: “answer” must be the place of the right choice in “choices”, "
+                            "counted from 0: 0 to 1 here (it is -1)."),
+    ({"prompt": "Q", "choices": ["a", "b"]}, "Check question 1: “answer” must be the place of the right choice in "
+                                             "“choices”, counted from 0: 0 to 1 here."),
+    ({**OWN, "choices": ["a", "A"]}, "Check question 1: Two choices read the same (“a” and “A”)"),
     ({**BANK, "poll_at": ["row"]}, "Check question 1: “poll_at” must map names to values"),
     ("a question", "Check question 1 is not an object."),
 ])
@@ -180,6 +191,33 @@ def test_pre_100_and_nobody_both_times_say_so_without_dividing():
                                      "was nothing left to gain.")
 
 
+def test_the_gain_while_the_check_after_is_under_way_names_its_questions():
+    """Read NOTES-read-own.md F1: with question 1 of 2 asked after the lesson, ⟨g⟩ is over question 1 only; the
+    sentence said "every question of the check". It names the questions now, and one not asked both times."""
+    s = classroom.MemoryStore()
+    code, secret = open_room(s)
+    ana, ben = join(s, code, "Ana"), join(s, code, "Ben")
+    for phase, n, picks in (("pre", 0, (1, 1)), ("pre", 1, (0, 1)), ("post", 0, (0, 0))):
+        pid = open_poll(s, code, secret, {**Q2, "prompt": f"Q{n + 1}", "phase": phase, "check": n, "check_n": 2})
+        answer(s, code, ana, pid, picks[0]), answer(s, code, ben, pid, picks[1])
+    g = results.gain(s, code, secret)
+    assert (g.students, g.pre, g.post, g.g, g.over) == (2, 0.0, 100.0, 1.0, (0,))
+    assert results.gain_words(g) == (
+        "⟨g⟩ = (post − pre) / (100 − pre) = (100 − 0) / (100 − 0) = 1.00, over the 2 students who answered question 1 "
+        "of the check before and after (question 2 was not asked both times: it is left out).")
+    pid = open_poll(s, code, secret, {**Q2, "prompt": "Q2", "phase": "post", "check": 1, "check_n": 2})
+    answer(s, code, ana, pid, 1)                                  # Ben has not answered it: Ana alone, both questions
+    g = results.gain(s, code, secret)
+    assert (g.students, g.pre, g.post, g.over) == (1, 50.0, 50.0, (0, 1))
+    assert results.gain_words(g).endswith(", over the 1 student who answered every question of the check before and "
+                                          "after.")
+
+
+def test_a_negative_gain_has_the_formulas_minus_sign():
+    g = results.Gain((), 2, 50.0, 25.0, -0.5)
+    assert "= −0.50, over" in results.gain_words(g) and "-" not in results.gain_words(g)
+
+
 def test_the_csv_rows_and_the_summary_without_names():
     s = classroom.MemoryStore()
     code, secret, (ana, ben, cy) = a_class(s)
@@ -267,6 +305,21 @@ def test_the_own_question_form_on_screen():
     assert "\\*\\*x\\*\\* \\<b\\>y\\<\\/b\\>" in shown and "<b>y</b>" not in shown   # text, not bold, not HTML
 
 
+def test_the_own_question_form_is_not_on_the_projector():
+    """Read NOTES-read-own.md F2: in presenter mode the form showed "The right choice" (and its why) on the
+    projector before the question was asked; the teacher's note is kept off it for the same reason."""
+    from ui.room.own_poll import OWN_PRESENTING
+    s = classroom.MemoryStore()
+    code, secret = open_room(s)
+    at = AppTest.from_function(teacher_panel_script, default_timeout=30)
+    for k, v in {"t.store": s, "room.code": code, "room.secret": secret, "s.presenter": True}.items():
+        at.session_state[k] = v
+    at.run()
+    no_exception(at)
+    assert len(at.radio) == 0 and len(at.text_input) == 0 and len(at.text_area) == 0
+    assert OWN_PRESENTING in [c.value for c in at.caption]
+
+
 def learned_box_run(monkeypatch, presenter: bool) -> AppTest:
     """The room page's box, open, on a_class's room, out of or in presenter mode."""
     import ui.classroom.results_view as view
@@ -301,6 +354,7 @@ def test_the_learned_box_on_the_projector_has_no_names(monkeypatch):
     assert [b.proto.label for b in at.get("download_button")] == [SUMMARY]
     assert any("download them out of presenter mode" in c.value for c in at.caption)
     assert len(at.table) == 2
+    assert not any("The CSV has a row per answer" in c.value for c in at.caption)     # no CSV offered here
 
 
 def check_bar_script():
@@ -337,6 +391,13 @@ def test_the_check_in_the_teachers_bar(monkeypatch):
     no_exception(at)
     assert classroom.state(s, code).poll is None and "room.check" not in at.session_state
     assert [q.phase for q in results.asked(s, code, secret)] == ["pre", "pre"]
+    assert [c.value for c in at.caption] == [check.DONE_WORDS["pre"]]     # not "the room page shows what ... learned"
+    at.button(key="room_check_post").click().run()
+    at.button(key="room_check_next").click().run()
+    at.button(key="room_check_end").click().run()
+    no_exception(at)
+    assert [c.value for c in at.caption] == [check.DONE_WORDS["post"]]
+    assert "after the lesson is over: the room page shows" in check.DONE_WORDS["post"]
 
 
 def what_is_kept_script():

@@ -72,7 +72,8 @@ def learned_box(code: str, secret: str, title: str = "") -> None:
         else:
             left.download_button(CSV_BUTTON, "\ufeff" + results.csv_text(rows), file_name=f"{name}-responses.csv",
                                  mime="text/csv", key="room_csv", on_click="ignore", icon=":material/download:")
-        st.caption("The CSV has a row per answer: nickname, phase (pre: the check before the lesson, post: after "
-                   "it, poll: any other question), question, answer, right or not, seconds. It names each student: "
-                   "keep it off the projector. **End the room** (below) deletes everything the room keeps at once: "
-                   "download first.")
+        st.caption(("" if presenting() else
+                    "The CSV has a row per answer: nickname, phase (pre: the check before the lesson, post: after "
+                    "it, poll: any other question), question, answer, right or not, seconds. It names each student: "
+                    "keep it off the projector. ") + "**End the room** (below) deletes everything the room keeps at "
+                   "once: download first.")

@@ -21,6 +21,11 @@ CHECK = "room.check"                  # session: {"phase": "pre" | "post", "q": 
 START_PRE, START_POST = "Start the check (before the lesson)", "Start the check (after the lesson)"
 NEXT_Q, END_CHECK = "Next check question ▶", "End check"
 PHASE_NAMES = {"pre": "before the lesson", "post": "after the lesson"}
+DONE_WORDS = {"pre": ":material/fact_check: The check before the lesson is over: its answers are kept, not revealed. "
+                     "Start the check again on the last stop, after the lesson: the room page then shows what the "
+                     "class learned.",
+              "post": ":material/fact_check: The check after the lesson is over: the room page shows what the class "
+                      "learned."}
 
 
 def check_poll(question, phase: str, number: int, of: int) -> tuple[dict | None, str]:
@@ -60,13 +65,13 @@ def _ask(code: str, secret: str, lesson, phase: str, number: int) -> None:
     st.session_state["room_poll_box"] = True               # the Class question box opens with its live chart
 
 
-def _end(code: str, secret: str) -> None:
+def _end(code: str, secret: str, phase: str = "post") -> None:
     st.session_state.pop(CHECK, None)
     try:
         classroom.close_poll(store(), code, secret)
     except Exception:
         pass                                              # an ended room, or a store down: nothing is open
-    st.session_state["room.check_done"] = True
+    st.session_state["room.check_done"] = phase
 
 
 def _open(code: str, running: dict) -> bool:
@@ -100,10 +105,11 @@ def check_bar(code: str, secret: str, lesson, i: int) -> None:
             left.button(NEXT_Q, key="room_check_next", type="primary", width="stretch",
                         on_click=_ask, args=(code, secret, lesson, running["phase"], q + 1))
         right.button(END_CHECK, key="room_check_end", width="stretch", type="primary" if q + 1 == n else "secondary",
-                     on_click=_end, args=(code, secret))
+                     on_click=_end, args=(code, secret, running["phase"]))
         return
-    if state.pop("room.check_done", None):
-        st.caption(":material/fact_check: The check is over: the room page shows what the class learned.")
+    done = state.pop("room.check_done", None)
+    if done:
+        st.caption(DONE_WORDS.get(done, DONE_WORDS["post"]))
     cols = st.columns(2)
     if i == 0:
         cols[0].button(START_PRE, key="room_check_pre", icon=":material/fact_check:", width="stretch",

@@ -10,16 +10,23 @@ import streamlit as st
 import classroom
 from classroom.questions import LETTERS, MAX_OWN, own_poll
 
+from ..settings_state import presenting
 from ..text import md_escape
 
 OWN_TITLE = "Or write your own question"
 OWN_PROMPT, OWN_CHOICES, OWN_RIGHT = "Your question", f"Choices, one a line (2 to {MAX_OWN})", "The right choice"
 OWN_WHY = "Why it is right (shown after the reveal; optional)"
 OWN_ASK = "Ask my question"
+OWN_PRESENTING = (":material/lock: Your own question is written out of presenter mode: its form shows the right "
+                  "choice, and the projector must not.")
 
 
 def own_question_form(store, code: str, secret: str) -> bool:
-    """The form; True when the question was opened in the room (the caller redraws its panel)."""
+    """The form; True when the question was opened in the room (the caller redraws its panel). Not in presenter
+    mode (the projector's): the form shows the right choice and its why, as the teacher's note is kept off it."""
+    if presenting():
+        st.caption(OWN_PRESENTING)
+        return False
     with st.form("poll.own_form", border=True, enter_to_submit=False):
         st.markdown(f"**{OWN_TITLE}**")
         prompt = st.text_input(OWN_PROMPT, key="poll.own_prompt", max_chars=300,
