@@ -73,7 +73,7 @@ class Gain:
     pre: float | None                 # their average % right before; None with no such student
     post: float | None
     g: float | None                   # (post − pre) / (100 − pre); None when undefined (pre = 100, or no student)
-    over: tuple[int, ...] = ()        # the check's questions (0-based) asked both times: the gain's questions
+    over: tuple[int, ...] = ()        # the rows of `questions` asked both times: the gain's questions
 
 
 def _int(text) -> int | None:
@@ -104,31 +104,38 @@ def asked(store, code, secret) -> list[Asked]:
 
 def gain(store, code, secret, questions: list[Asked] | None = None) -> Gain:
     """The check before and after: each question's (right, answered) both times, and the class's ⟨g⟩ over the
-    students who answered every question both times. A question asked twice in a phase counts as last asked."""
+    students who answered every question both times. A question asked twice in a phase counts as last asked.
+    Before and after are paired by the question itself (its place in the check, prompt, choices and right one), not
+    by its place alone: another lesson's check in the same room is another question, never this one's "before"."""
     questions = asked(store, code, secret) if questions is None else questions
-    last: dict[tuple[str, int], Asked] = {}
+    last: dict[tuple[str, tuple], Asked] = {}
+    keys: list[tuple] = []                                # each check question once, in the order first asked
     for q in questions:
         if q.phase in ("pre", "post") and q.check is not None:
-            last[(q.phase, q.check)] = q
-    numbers = sorted({n for _, n in last})
-    rows = tuple(CheckQuestion(n, (last.get(("post", n)) or last[("pre", n)]).prompt,
-                               *[(q.right(), len(q.answers)) if q else None
-                                 for q in (last.get(("pre", n)), last.get(("post", n)))]) for n in numbers)
-    both = [n for n in numbers if ("pre", n) in last and ("post", n) in last]
+            key = (q.check, q.prompt, q.choices, q.answer)
+            last[(q.phase, key)] = q
+            if key not in keys:
+                keys.append(key)
+    rows = tuple(CheckQuestion(k[0], k[1], *[(q.right(), len(q.answers)) if q else None
+                                             for q in (last.get(("pre", k)), last.get(("post", k)))]) for k in keys)
+    both = [k for k in keys if ("pre", k) in last and ("post", k) in last]
+    over = tuple(keys.index(k) for k in both)
     if not both:
         return Gain(rows, 0, None, None, None)
-    students = set.intersection(*[set(last[(phase, n)].answers) for n in both for phase in ("pre", "post")])
+    students = set.intersection(*[set(last[(phase, k)].answers) for k in both for phase in ("pre", "post")])
     if not students:
-        return Gain(rows, 0, None, None, None, tuple(both))
+        return Gain(rows, 0, None, None, None, over)
     total = len(students) * len(both)
-    pre, post = (100.0 * sum(last[(phase, n)].answers[m] == last[(phase, n)].answer for n in both for m in students)
+    pre, post = (100.0 * sum(last[(phase, k)].answers[m] == last[(phase, k)].answer for k in both for m in students)
                  / total for phase in ("pre", "post"))
-    return Gain(rows, len(students), pre, post, None if pre >= 100.0 else (post - pre) / (100.0 - pre), tuple(both))
+    return Gain(rows, len(students), pre, post, None if pre >= 100.0 else (post - pre) / (100.0 - pre), over)
 
 
-def _numbers(numbers) -> str:
-    """'question 2', 'questions 1 and 3', 'questions 1, 2 and 4' (counted from 1, as the room shows them)."""
-    words = [str(n + 1) for n in numbers]
+def _numbers(rows, everyone=()) -> str:
+    """'question 2', 'questions 1 and 3', 'questions 1, 2 and 4' (counted from 1, as the room shows them); a number
+    two check questions share (two lessons' checks in one room) comes with its question's words."""
+    taken = [q.number for q in everyone or rows]
+    words = [str(q.number + 1) + (f" (“{q.prompt[:40]}”)" if taken.count(q.number) > 1 else "") for q in rows]
     return ("question " if len(words) == 1 else "questions ") + (
         words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1])
 
@@ -151,11 +158,12 @@ def gain_words(g: Gain) -> str:
         >>> gain_words(Gain(qs, 2, 0.0, 100.0, 1.0, (0,))).split("= 1.00, ")[1]
         'over the 2 students who answered question 1 of the check before and after (question 2 was not asked both times: it is left out).'
     """
-    asked_both = set(g.over) if g.over else {q.number for q in g.questions}
-    missing = [q.number for q in g.questions if q.number not in asked_both]
-    which = f"{_numbers(sorted(asked_both))} of the check" if missing else "every question of the check"
+    rows = set(g.over) if g.over else set(range(len(g.questions)))
+    missing = [q for i, q in enumerate(g.questions) if i not in rows]
+    which = f"{_numbers([q for i, q in enumerate(g.questions) if i in rows], g.questions)} of the check" \
+        if missing else "every question of the check"
     who = f"the {g.students} student{'s' if g.students != 1 else ''} who answered {which} before and after"
-    out = f" ({_numbers(missing)} {'was' if len(missing) == 1 else 'were'} not asked both times: " \
+    out = f" ({_numbers(missing, g.questions)} {'was' if len(missing) == 1 else 'were'} not asked both times: " \
           f"{'it is' if len(missing) == 1 else 'they are'} left out)" if missing else ""
     if not g.students:
         return (f"⟨g⟩ needs the same students before and after: no student has answered {which} both times "

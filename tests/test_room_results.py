@@ -213,6 +213,26 @@ def test_the_gain_while_the_check_after_is_under_way_names_its_questions():
                                           "after.")
 
 
+def test_another_lessons_check_in_the_same_room_is_not_this_ones_before():
+    """Read NOTES-read-own.md F6: lesson A's check before (0 %) and after (100 %), then lesson B's check before in the
+    same room: pre and post were paired by the question's place alone, so B's answers became A's "before" and ⟨g⟩
+    read "undefined (pre = 100%)". They are paired by the question itself now."""
+    s = classroom.MemoryStore()
+    code, secret = open_room(s)
+    ana, ben = join(s, code, "Ana"), join(s, code, "Ben")
+    qa, qb = {**Q2, "prompt": "Lesson A?"}, {**Q1, "prompt": "Lesson B?"}
+    for q, phase, pick in ((qa, "pre", 1), (qa, "post", 0), (qb, "pre", 2)):
+        pid = open_poll(s, code, secret, {**q, "phase": phase, "check": 0, "check_n": 1})
+        answer(s, code, ana, pid, pick), answer(s, code, ben, pid, pick)
+    g = results.gain(s, code, secret)
+    assert [(q.prompt, q.before, q.after) for q in g.questions] == [("Lesson A?", (0, 2), (2, 2)),
+                                                                     ("Lesson B?", (2, 2), None)]
+    assert (g.students, g.pre, g.post, g.g) == (2, 0.0, 100.0, 1.0)
+    assert results.gain_words(g).endswith("over the 2 students who answered question 1 (“Lesson A?”) of the check "
+                                          "before and after (question 1 (“Lesson B?”) was not asked both times: it "
+                                          "is left out).")
+
+
 def test_a_negative_gain_has_the_formulas_minus_sign():
     g = results.Gain((), 2, 50.0, 25.0, -0.5)
     assert "= −0.50, over" in results.gain_words(g) and "-" not in results.gain_words(g)
