@@ -217,7 +217,9 @@ def share(right: int, answered: int) -> str:
 
 def summary_html(title: str, questions: list[Asked], g: Gain) -> str:
     """The lesson on one printable page: each question (as text), its choices with how many chose each, the share
-    right; the check's shares before and after and ⟨g⟩. Counts only: no names, safe for a projector."""
+    right; the check's shares before and after and ⟨g⟩. Counts only: no names, safe for a projector; a question of
+    the check before the lesson has its right choice marked only once the check after has asked it (the students
+    were told its answer is not shown until then)."""
     e = html.escape
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
              "<style>body{font:15px/1.45 system-ui,sans-serif;max-width:46em;margin:2em auto;color:#111}"
@@ -232,12 +234,16 @@ def summary_html(title: str, questions: list[Asked], g: Gain) -> str:
                          f"<td>{share(*q.after) if q.after else '—'}</td></tr>")
         parts.append(f"</table><p>{e(gain_words(g))}</p>")
     parts.append("<h2>Every question asked</h2>")
+    same = lambda q: (q.check, q.prompt, q.choices, q.answer)                      # as gain() pairs them
+    after = {same(q) for q in questions if q.phase == "post"}
     for n, q in enumerate(questions, start=1):
         counts = [sum(a == i for a in q.answers.values()) for i in range(len(q.choices))]
+        hidden = q.phase == "pre" and same(q) not in after      # its answer is not shown before the check after
         parts.append(f"<p><b>{n}. {e(q.prompt)}</b> ({PHASE_WORDS[q.phase]}) · {share(q.right(), len(q.answers))}"
-                     "</p><table><tr><th>Choice</th><th>Students</th></tr>" + "".join(
-                         f"<tr><td>{LETTERS[i]}. {e(c)}{' ✓ right' if i == q.answer else ''}</td><td>{counts[i]}</td>"
-                         "</tr>" for i, c in enumerate(q.choices)) + "</table>")
+                     + (" · the right choice is marked once the check after the lesson has asked it" if hidden else "")
+                     + "</p><table><tr><th>Choice</th><th>Students</th></tr>" + "".join(
+                         f"<tr><td>{LETTERS[i]}. {e(c)}{' ✓ right' if i == q.answer and not hidden else ''}</td>"
+                         f"<td>{counts[i]}</td></tr>" for i, c in enumerate(q.choices)) + "</table>")
     if not questions:
         parts.append("<p>No question has been asked in this room yet.</p>")
     return "".join(parts) + "</body></html>\n"

@@ -233,6 +233,21 @@ def test_another_lessons_check_in_the_same_room_is_not_this_ones_before():
                                           "is left out).")
 
 
+def test_the_summary_keeps_the_check_befores_answer_until_the_check_after():
+    """Read NOTES-read-own.md F7: the summary (offered in presenter mode, "safe for a projector") marked the right
+    choice of a check question asked before the lesson, whose answer the students were told is not shown yet."""
+    s = classroom.MemoryStore()
+    code, secret = open_room(s)
+    ana = join(s, code, "Ana")
+    pid = open_poll(s, code, secret, {**Q1, "phase": "pre", "check": 0, "check_n": 1})
+    answer(s, code, ana, pid, 2)
+    page = lambda: results.summary_html("R", results.asked(s, code, secret), results.gain(s, code, secret))
+    assert "✓ right" not in page() and "the right choice is marked once the check after the lesson" in page()
+    close_poll(s, code, secret)
+    open_poll(s, code, secret, {**Q1, "phase": "post", "check": 0, "check_n": 1})
+    assert page().count("✓ right") == 2 and "is marked once" not in page()
+
+
 def test_a_negative_gain_has_the_formulas_minus_sign():
     g = results.Gain((), 2, 50.0, 25.0, -0.5)
     assert "= −0.50, over" in results.gain_words(g) and "-" not in results.gain_words(g)
