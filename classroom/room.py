@@ -150,9 +150,21 @@ def _teacher(store: Store, code: str, secret) -> dict[str, str]:
 MEMBER_KEYS = ("members", "names", "tokens", "seen", "where", "removed")      # what the room keeps per student: expire together
 
 
+POLL_KEYS = ("answers", "changes", "times")                                    # per question asked
+
+
 def _refresh(store: Store, code: str, *more: str) -> None:
-    for key in (_key(code), _key(code, "log")) + tuple(_key(code, part) for part in MEMBER_KEYS) + more:
+    """The room's keys live TTL from now: the room, its log of questions, what it keeps per student, and every
+    asked question's answers (else a question's answers went TTL after its last answer while the log kept the
+    question, and a long day's check before the lesson lost its answers before the check after)."""
+    polls = _int_or_0(store.hget(_key(code), "polls"))
+    for key in (_key(code), _key(code, "log")) + tuple(_key(code, part) for part in MEMBER_KEYS) + tuple(
+            _key(code, kind, f"p{n}") for n in range(1, polls + 1) for kind in POLL_KEYS) + more:
         store.expire(key, TTL)
+
+
+def _int_or_0(text) -> int:
+    return int(text) if isinstance(text, str) and text.isdigit() else 0
 
 
 def open_room(store: Store, title: str = "") -> tuple[str, str]:
@@ -447,7 +459,7 @@ def end_room(store: Store, code, secret) -> None:
     store.expire(_key(code, "runs"), 0)          # the teacher's runs beside the room (put_run) go too
     polls = int(room.get("polls", "0") or 0)
     for key in [_key(code, part) for part in MEMBER_KEYS + ("log",)] + [
-            _key(code, kind, f"p{n}") for n in range(1, polls + 1) for kind in ("answers", "changes", "times")] + [
+            _key(code, kind, f"p{n}") for n in range(1, polls + 1) for kind in POLL_KEYS] + [
             _key(code)]:
         store.expire(key, 0)
 

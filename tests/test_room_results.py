@@ -299,6 +299,45 @@ def test_ending_the_room_deletes_every_key_of_it(kind, request):
     assert keys(code) == []
 
 
+def test_a_long_days_check_keeps_its_answers_while_the_room_lives():
+    """Read NOTES-read-own.md F8: a question's answers expired ROOM_HOURS after its last answer, while the room and its
+    log lived on (a question every hour): at 5.5 h the check before had '0 answered' and ⟨g⟩ said no student had
+    answered both times. The room's refresh now keeps every asked question's answers as long as the room."""
+    now = [0.0]
+    s = classroom.MemoryStore(clock=lambda: now[0])
+    code, secret = open_room(s)
+    ana = join(s, code, "Ana")
+    pid = open_poll(s, code, secret, {**Q2, "phase": "pre", "check": 0, "check_n": 1})
+    answer(s, code, ana, pid, 1)
+    for hour in range(1, 6):
+        now[0] = hour * 3600.0
+        pid = open_poll(s, code, secret, {**Q2, "prompt": f"hour {hour}"})
+        answer(s, code, ana, pid, 0)
+    now[0] = 5.5 * 3600
+    pid = open_poll(s, code, secret, {**Q2, "phase": "post", "check": 0, "check_n": 1})
+    answer(s, code, ana, pid, 0)
+    g = results.gain(s, code, secret)
+    assert [(q.before, q.after) for q in g.questions] == [((0, 1), (1, 1))] and (g.students, g.g) == (1, 1.0)
+    assert len(results.responses(s, code, secret)) == 7
+
+
+def test_a_push_refreshes_the_answers_on_redis(redis_url):
+    import redis
+    from classroom.redis_store import redis_store
+    s, client = redis_store(redis_url), redis.Redis.from_url(redis_url)
+    try:
+        code, secret = open_room(s)
+        ana = join(s, code, "Ana")
+        pid = open_poll(s, code, secret, {**Q2, "phase": "pre", "check": 0})
+        answer(s, code, ana, pid, 1)
+        for kind in ("answers", "changes", "times"):
+            client.expire(f"room:{code}:{kind}:{pid}", 60)
+        classroom.push(s, code, secret, {"page": "app_pages/10_scores.py", "query": {}})
+        assert all(client.ttl(f"room:{code}:{kind}:{pid}") > 3600 for kind in ("answers", "changes", "times"))
+    finally:
+        client.close()
+
+
 # --- on screen -----------------------------------------------------------------------------------------------
 
 def teacher_panel_script():
