@@ -485,3 +485,5 @@ def test_a_student_is_told_the_teacher_can_download_their_answers():
     said = " ".join(m.value for m in at.markdown)
     assert ("Your teacher can download the answers with the nicknames (a CSV file, out of presenter mode) while the "
             "room lasts; the one-page summary has counts only.") in said
+    # Read NOTES-read-own.md F9: a student who leaves stays in the CSV, row by row, under results.LEFT
+    assert f"as rows of the answers your teacher can download (“{results.LEFT}” instead of a nickname)" in said

@@ -269,7 +269,9 @@ def what_is_kept(teacher: bool = False) -> None:
               "return gives a new one), and not while you are in the room in another tab.")
     leaving = ("**End the room** deletes all of it at once (the cookies then open nothing)." if teacher else
                "**Leave the room** deletes your nickname, rejoin key, last-seen time, your answer to the question "
-               "open now (unless its answer is revealed) and the cookie at once; your other answers stay in their counts, without a name.")
+               "open now (unless its answer is revealed) and the cookie at once; your other answers stay without "
+               "a name: in their counts, and as rows of the answers your teacher can download (“(left the room)” "
+               "instead of a nickname).")
     who = ("your" if teacher else "your teacher's")
     with st.expander("What the room keeps about your students, and who sees it" if teacher else
                      "What a room keeps about you, and who sees it", icon=":material/shield_person:"):
