@@ -1,0 +1,248 @@
+"""What a chart shows, in one or two sentences a screen reader reads (the chart's Vega-Lite `description`, which
+Streamlit's chart puts on its element as aria-label), computed from the chart's own numbers: what it is, its axes,
+its extremes or main pattern. No Streamlit here: plain functions of the numbers, tested in tests/test_chart_words.py.
+
+    heatmap_sentence   a matrix drawn as a heatmap (the extremes; for weights, the largest share of a row)
+    spec_sentence      a line or bar chart from its spec's rows and encoding (each series' ends and extremes)
+    patterns_sentence  a grid of heads' attention patterns (each layer's most focused head and where it looks)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+MINUS = "\u2212"
+
+
+def number(v: float, biggest: float | None = None) -> str:
+    """A number as the heatmaps write it: 2 decimals, 3 under 0.1, one significant digit with an exponent under
+    0.01 or from 10,000; the minus sign a real one.
+
+    >>> number(0.9612), number(-1.5), number(0.0421), number(0.0042), number(123456.0), number(0.0, 0.5)
+    ('0.96', '−1.50', '0.042', '4.2e-3', '1.2e+5', '0.00')
+    """
+    big = abs(v) if biggest is None else biggest
+    if not math.isfinite(v):
+        return "NaN" if math.isnan(v) else (MINUS + "∞" if v < 0 else "∞")
+    if abs(v) >= 1e4 or (0 < big < 0.01 and v != 0):
+        text = f"{v:.1e}".replace("e-0", "e-").replace("e+0", "e+")
+    else:
+        text = f"{v:.{3 if big < 0.1 else 2}f}"
+    return text.replace("-", MINUS, 1) if text.startswith("-") else text
+
+
+def _q(label) -> str:
+    return f"“{label}”"
+
+
+def _ends(labels) -> str:
+    """'“the” … “movie”' for a long axis, all of them for three or fewer."""
+    labels = [str(x) for x in labels]
+    if len(labels) <= 3:
+        return ", ".join(map(_q, labels))
+    return f"{_q(labels[0])} … {_q(labels[-1])}"
+
+
+def _axis(count: int, noun: str, title: str | None, labels) -> str:
+    numbered = [str(x) for x in labels] == [str(k) for k in range(len(labels))]
+    what = f"{count} {noun}{'' if count == 1 else 's'}"
+    about = f"{title}, " if title else ""
+    return f"{what} ({about}{_ends(labels)})" if not numbered else f"{what}" + (f" ({title})" if title else "")
+
+
+def heatmap_sentence(what: str, m: np.ndarray, row_labels, col_labels, row_title: str | None = None,
+                     col_title: str | None = None, scale: str = "diverging", hidden: int = 0) -> str:
+    """The text alternative of a heatmap of matrix m (NaN: a hidden number, never described).
+
+    >>> a = np.array([[0.02, 0.96, 0.02], [0.5, 0.25, 0.25]])
+    >>> heatmap_sentence("weights A", a, ["i", "love"], ["i", "love", "it"], "query (token)", "key (token)",
+    ...                  "sequential")
+    'Heatmap of weights A: 2 rows (query (token), “i”, “love”) by 3 columns (key (token), “i”, “love”, “it”). Each row sums to 1; the largest weight: “love” takes 0.96 of row “i”; the smallest: 0.02, “i” in row “i”.'
+    """
+    rows, cols = m.shape
+    head = (f"Heatmap of {what}: {_axis(rows, 'row', row_title, row_labels)} by "
+            f"{_axis(cols, 'column', col_title, col_labels)}.")
+    shown = ~np.isnan(m)
+    finite = np.isfinite(m)
+    parts = []
+    if scale == "mask":
+        ones = int(((m > 0.5) & finite).sum())
+        parts.append(f"{ones} of {int(shown.sum())} cells are 1 (the query may see the key), the rest 0")
+    elif finite.any():
+        values = np.where(finite, m, np.nan)
+        big = float(np.nanmax(np.abs(values)))
+        hi, lo = np.unravel_index(np.nanargmax(values), m.shape), np.unravel_index(np.nanargmin(values), m.shape)
+        at = lambda ij: f"row {_q(row_labels[ij[0]])}, column {_q(col_labels[ij[1]])}"
+        full_rows = [r for r in range(rows) if shown[r].all()]
+        sums = [float(m[r][finite[r]].sum()) for r in full_rows]
+        weights = (scale == "sequential" and rows > 0 and cols > 1 and full_rows and float(np.nanmin(values)) >= 0
+                   and all(abs(s - 1) < 1e-6 for s in sums))
+        if weights:
+            parts.append(f"Each row sums to 1; the largest weight: {_q(col_labels[hi[1]])} takes "
+                         f"{number(float(m[hi]), big)} of row {_q(row_labels[hi[0]])}; the smallest: "
+                         f"{number(float(m[lo]), big)}, {_q(col_labels[lo[1]])} in row {_q(row_labels[lo[0]])}")
+        elif float(m[hi]) == float(m[lo]):
+            parts.append(f"Every value is {number(float(m[hi]), big)}")
+        else:
+            parts.append(f"Values run from {number(float(m[lo]), big)} ({at(lo)}) to {number(float(m[hi]), big)} "
+                         f"({at(hi)})")
+    masked = int((np.isneginf(m)).sum())
+    if masked:
+        parts.append(f"{masked} cell{'' if masked == 1 else 's'} masked ({MINUS}∞)")
+    if hidden:
+        parts.append(f"{hidden} number{' is' if hidden == 1 else 's are'} hidden until your teacher reveals "
+                     f"{'it' if hidden == 1 else 'them'}")
+    return head + (" " + "; ".join(parts) + "." if parts else "")
+
+
+# ---- line and bar charts from their Vega-Lite spec --------------------------------------------------------
+
+def _title(spec: dict) -> str:
+    t = spec.get("title")
+    if isinstance(t, dict):
+        t = t.get("text")
+    if isinstance(t, (list, tuple)):
+        t = " ".join(map(str, t))
+    return str(t).strip() if t else ""
+
+
+def _rows(spec: dict, top: dict) -> list[dict] | None:
+    for where in (spec, top):
+        data = where.get("data")
+        if isinstance(data, dict):
+            if isinstance(data.get("values"), list):
+                return data["values"]
+            if data.get("name") and isinstance(top.get("datasets", {}).get(data["name"]), list):
+                return top["datasets"][data["name"]]
+    return None
+
+
+def _channels(spec: dict) -> tuple[str | None, dict]:
+    """The mark type and the encoding of a view (or of its layers, merged: the first layer's mark)."""
+    mark = spec.get("mark")
+    enc = dict(spec.get("encoding") or {})
+    for layer in spec.get("layer") or []:
+        mark = mark or layer.get("mark")
+        for k, v in (layer.get("encoding") or {}).items():
+            enc.setdefault(k, v)
+    if isinstance(mark, dict):
+        mark = mark.get("type")
+    return mark, enc
+
+
+def _field(channel) -> tuple[str | None, str | None, str | None]:
+    """(field, title, type) of an encoding channel."""
+    if not isinstance(channel, dict) or "field" not in channel:
+        return None, None, None
+    field = str(channel["field"])
+    kind = channel.get("type")
+    if field.endswith((":Q", ":N", ":O", ":T")):
+        field, kind = field[:-2], {"Q": "quantitative", "N": "nominal", "O": "ordinal", "T": "temporal"}[field[-1]]
+    title = channel.get("title")
+    return field, (str(title) if title else field), kind
+
+
+def _value(row: dict, field: str):
+    v = row.get(field)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _say(v) -> str:
+    if isinstance(v, float):
+        return number(v) if not v.is_integer() or abs(v) >= 1e4 else f"{int(v):,}"
+    return str(v)
+
+
+def spec_sentence(spec: dict, top: dict | None = None, most: int = 4) -> str:
+    """A line or bar chart's text alternative from its rows and encoding: for a line each series' first and last
+    point and its extremes, for bars the largest and the smallest; side-by-side panels one after another.
+
+    >>> spec = {"title": "Loss", "mark": "line", "data": {"values": [{"epoch": 0, "loss": 1.1},
+    ...         {"epoch": 5, "loss": 0.4}, {"epoch": 10, "loss": 0.2}]},
+    ...         "encoding": {"x": {"field": "epoch", "type": "quantitative"},
+    ...                      "y": {"field": "loss", "type": "quantitative", "title": "cross-entropy"}}}
+    >>> spec_sentence(spec)
+    'Line chart “Loss”: cross-entropy against epoch, from 1.10 at epoch 0 to 0.20 at epoch 10 (highest 1.10 at epoch 0, lowest 0.20 at epoch 10).'
+    """
+    top = top or spec
+    panels = spec.get("hconcat") or spec.get("vconcat") or spec.get("concat")
+    if panels:
+        said = [spec_sentence({**p, "data": p.get("data") or spec.get("data")}, top, most) for p in panels]
+        title = _title(spec)
+        return (f"{title}: " if title else "") + " ".join(s for s in said if s)
+    mark, enc = _channels(spec)
+    rows = _rows(spec, top)
+    title = _title(spec)
+    named = f" {_q(title)}" if title else ""
+    x, xt, xk = _field(enc.get("x"))
+    y, yt, yk = _field(enc.get("y"))
+    if not rows or not x or not y or mark not in ("line", "bar", "point", "area"):
+        return f"Chart{named}." if title else ""
+    rows = [r for r in rows if all(_filter_ok(r, f) for f in spec.get("transform") or [])]
+    group, _, _ = _field(enc.get("color") or enc.get("xOffset") or enc.get("yOffset"))
+    if mark == "bar" and xk == "quantitative" and yk != "quantitative":   # horizontal bars: the value is x
+        x, xt, y, yt = y, yt, x, xt
+    series: dict = {}
+    for r in rows:
+        if _value(r, y) is not None:
+            series.setdefault(str(r.get(group)) if group else "", []).append(r)
+    if not series:
+        return f"Chart{named}." if title else ""
+    kind = "Bar chart" if mark == "bar" else "Line chart" if mark in ("line", "area") else "Chart"
+    lines = []
+    for name, pts in list(series.items())[:most]:
+        who = f"{name}: " if name else ""
+        ys = [_value(r, y) for r in pts]
+        k_hi, k_lo = int(np.argmax(ys)), int(np.argmin(ys))
+        if mark == "bar":
+            lines.append(f"{who}largest {_say(ys[k_hi])} ({_say(pts[k_hi].get(x))}), smallest {_say(ys[k_lo])} "
+                         f"({_say(pts[k_lo].get(x))})" if len(pts) > 1 else f"{who}{_say(ys[0])}")
+        else:
+            pts_x = [r.get(x) for r in pts]
+            lines.append(f"{who}from {_say(ys[0])} at {xt} {_say(pts_x[0])} to {_say(ys[-1])} at {xt} "
+                         f"{_say(pts_x[-1])} (highest {_say(ys[k_hi])} at {xt} {_say(pts_x[k_hi])}, lowest "
+                         f"{_say(ys[k_lo])} at {xt} {_say(pts_x[k_lo])})")
+    more = len(series) - most
+    tail = f"; and {more} more series" if more > 0 else ""
+    per = f"{yt} for each {xt}" if mark == "bar" else f"{yt} against {xt}"
+    return f"{kind}{named}: {per}, " + "; ".join(lines) + tail + "."
+
+
+def _filter_ok(row: dict, transform: dict) -> bool:
+    """Altair's simple filter `datum.f === 'v'` (a panel of one measure); any other transform keeps the row."""
+    import re
+    f = transform.get("filter") if isinstance(transform, dict) else None
+    if not isinstance(f, str):
+        return True
+    m = re.fullmatch(r"\(?datum\.(\w+) === '([^']*)'\)?", f.strip())
+    return True if not m else str(row.get(m.group(1))) == m.group(2)
+
+
+def patterns_sentence(named, n_heads_shown: int | None = None) -> str:
+    """Attention patterns of several heads (each (layer, head, n, n), rows queries, only j ≤ i): for each layer
+    the head whose weight is most concentrated on one offset i − j, the offset and its mean weight.
+
+    >>> a = np.zeros((1, 2, 3, 3)); a[0, 0] = np.eye(3); a[0, 1, :, 0] = 1
+    >>> patterns_sentence([("step 0", a)])
+    'Attention patterns, step 0: 2 heads in 1 layer, query position i down, key position j ≤ i across, weights from 0 to 1. Layer 0: head 0 puts 1.00 on average on the token itself (j = i).'
+    """
+    out = []
+    for stage, a in named:
+        n_layers, n_heads, n = a.shape[0], a.shape[1], a.shape[-1]
+        said = []
+        for layer in range(n_layers):
+            best = (-1.0, 0, 0)
+            for h in range(n_heads):
+                for d in range(n - 1 if n > 1 else 1):
+                    share = float(np.mean(np.diagonal(a[layer, h], offset=-d)))
+                    if share > best[0]:
+                        best = (share, h, d)
+            share, h, d = best
+            where = ("the token itself (j = i)" if d == 0 else "the previous token (j = i − 1)" if d == 1
+                     else f"the token {d} back (j = i − {d})")
+            said.append(f"Layer {layer}: head {h} puts {share:.2f} on average on {where}")
+        out.append(f"Attention patterns, {stage}: {n_heads * n_layers if n_layers > 1 else n_heads} heads in "
+                   f"{n_layers} layer{'' if n_layers == 1 else 's'}, query position i down, key position j ≤ i "
+                   f"across, weights from 0 to 1. " + "; ".join(said) + ".")
+    return " ".join(out)
