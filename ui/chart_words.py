@@ -45,7 +45,7 @@ def _ends(labels) -> str:
 
 
 def _axis(count: int, noun: str, title: str | None, labels) -> str:
-    numbered = [str(x) for x in labels] == [str(k) for k in range(len(labels))]
+    numbered = [str(x) for x in labels] in ([str(k) for k in range(len(labels))], [""] * len(labels))
     what = f"{count} {noun}{'' if count == 1 else 's'}"
     about = f"{title}, " if title else ""
     return f"{what} ({about}{_ends(labels)})" if not numbered else f"{what}" + (f" ({title})" if title else "")
@@ -68,20 +68,23 @@ def heatmap_sentence(what: str, m: np.ndarray, row_labels, col_labels, row_title
     parts = []
     if scale == "mask":
         ones = int(((m > 0.5) & finite).sum())
-        parts.append(f"{ones} of {int(shown.sum())} cells are 1 (the query may see the key), the rest 0")
+        parts.append(f"{ones} of {int(shown.sum())} cells are 1, the rest 0")
     elif finite.any():
         values = np.where(finite, m, np.nan)
         big = float(np.nanmax(np.abs(values)))
         hi, lo = np.unravel_index(np.nanargmax(values), m.shape), np.unravel_index(np.nanargmin(values), m.shape)
-        at = lambda ij: f"row {_q(row_labels[ij[0]])}, column {_q(col_labels[ij[1]])}"
+        one = rows == 1 and not str(row_labels[0])            # a vector: its cells are named by their column
+        at = lambda ij: (f"row {_q(row_labels[ij[0]])}, " if not one else "") + f"column {_q(col_labels[ij[1]])}"
+        of = lambda ij: "" if one else f" of row {_q(row_labels[ij[0]])}"
+        in_row = lambda ij: "" if one else f" in row {_q(row_labels[ij[0]])}"
         full_rows = [r for r in range(rows) if shown[r].all()]
         sums = [float(m[r][finite[r]].sum()) for r in full_rows]
         weights = (scale == "sequential" and rows > 0 and cols > 1 and full_rows and float(np.nanmin(values)) >= 0
                    and all(abs(s - 1) < 1e-6 for s in sums))
         if weights:
-            parts.append(f"Each row sums to 1; the largest weight: {_q(col_labels[hi[1]])} takes "
-                         f"{number(float(m[hi]), big)} of row {_q(row_labels[hi[0]])}; the smallest: "
-                         f"{number(float(m[lo]), big)}, {_q(col_labels[lo[1]])} in row {_q(row_labels[lo[0]])}")
+            parts.append(f"{'Each row sums' if not one else 'It sums'} to 1; the largest weight: "
+                         f"{_q(col_labels[hi[1]])} takes {number(float(m[hi]), big)}{of(hi)}; the smallest: "
+                         f"{number(float(m[lo]), big)}, {_q(col_labels[lo[1]])}{in_row(lo)}")
         elif float(m[hi]) == float(m[lo]):
             parts.append(f"Every value is {number(float(m[hi]), big)}")
         else:
@@ -163,7 +166,7 @@ def spec_sentence(spec: dict, top: dict | None = None, most: int = 4) -> str:
     ...         "encoding": {"x": {"field": "epoch", "type": "quantitative"},
     ...                      "y": {"field": "loss", "type": "quantitative", "title": "cross-entropy"}}}
     >>> spec_sentence(spec)
-    'Line chart “Loss”: cross-entropy against epoch, from 1.10 at epoch 0 to 0.20 at epoch 10 (highest 1.10 at epoch 0, lowest 0.20 at epoch 10).'
+    'Line chart “Loss”: cross-entropy against epoch, 1.10 at 0 to 0.20 at 10.'
     """
     top = top or spec
     panels = spec.get("hconcat") or spec.get("vconcat") or spec.get("concat")
@@ -194,15 +197,19 @@ def spec_sentence(spec: dict, top: dict | None = None, most: int = 4) -> str:
     for name, pts in list(series.items())[:most]:
         who = f"{name}: " if name else ""
         ys = [_value(r, y) for r in pts]
+        whole = all(v.is_integer() for v in ys)           # counts (FLOPs, bytes) as counts, measures as measures
+        _y = (lambda v: _say(v)) if whole else (lambda v: number(v))
         k_hi, k_lo = int(np.argmax(ys)), int(np.argmin(ys))
         if mark == "bar":
-            lines.append(f"{who}largest {_say(ys[k_hi])} ({_say(pts[k_hi].get(x))}), smallest {_say(ys[k_lo])} "
-                         f"({_say(pts[k_lo].get(x))})" if len(pts) > 1 else f"{who}{_say(ys[0])}")
+            lines.append(f"{who}largest {_y(ys[k_hi])} ({_say(pts[k_hi].get(x))}), smallest {_y(ys[k_lo])} "
+                         f"({_say(pts[k_lo].get(x))})" if len(pts) > 1 else f"{who}{_y(ys[0])}")
         else:
-            pts_x = [r.get(x) for r in pts]
-            lines.append(f"{who}from {_say(ys[0])} at {xt} {_say(pts_x[0])} to {_say(ys[-1])} at {xt} "
-                         f"{_say(pts_x[-1])} (highest {_say(ys[k_hi])} at {xt} {_say(pts_x[k_hi])}, lowest "
-                         f"{_say(ys[k_lo])} at {xt} {_say(pts_x[k_lo])})")
+            px = [_say(r.get(x)) for r in pts]
+            ends = {0, len(pts) - 1}
+            peaks = [f"{word} {_y(ys[k])} at {px[k]}" for word, k in (("highest", k_hi), ("lowest", k_lo))
+                     if k not in ends]
+            lines.append(f"{who}{_y(ys[0])} at {px[0]} to {_y(ys[-1])} at {px[-1]}"
+                         + (f" ({', '.join(peaks)})" if peaks else ""))
     more = len(series) - most
     tail = f"; and {more} more series" if more > 0 else ""
     per = f"{yt} for each {xt}" if mark == "bar" else f"{yt} against {xt}"
@@ -242,7 +249,7 @@ def patterns_sentence(named, n_heads_shown: int | None = None) -> str:
             where = ("the token itself (j = i)" if d == 0 else "the previous token (j = i − 1)" if d == 1
                      else f"the token {d} back (j = i − {d})")
             said.append(f"Layer {layer}: head {h} puts {share:.2f} on average on {where}")
-        out.append(f"Attention patterns, {stage}: {n_heads * n_layers if n_layers > 1 else n_heads} heads in "
+        out.append(f"Attention patterns, {stage}: {n_heads * n_layers} heads in "
                    f"{n_layers} layer{'' if n_layers == 1 else 's'}, query position i down, key position j ≤ i "
                    f"across, weights from 0 to 1. " + "; ".join(said) + ".")
     return " ".join(out)

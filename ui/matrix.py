@@ -13,6 +13,7 @@ from attention_core import Step, Trace
 from . import page_state
 from .room import hide as room_hide
 from .charts import heatmap_spec
+from .chart_words import spec_sentence
 from .explain_view import explain_cell, in_bounds
 from .presenter import presented
 from .raw_html import anchor_class, fit_css_in_fragment
@@ -169,6 +170,9 @@ def chart(spec: dict, target=None):
         fit_css_in_fragment()
     draw = (target or st).vega_lite_chart
     spec = presented(spec)
+    if "description" not in spec:                 # what it shows, for a screen reader (its aria-label)
+        said = spec_sentence(spec)
+        spec = {**spec, "description": said} if said else spec
     values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
     width = "stretch" if spec.get("width") == "container" else "content"
     if values is None:
