@@ -53,7 +53,8 @@ def _axis(count: int, noun: str, title: str | None, labels) -> str:
 
 def heatmap_sentence(what: str, m: np.ndarray, row_labels, col_labels, row_title: str | None = None,
                      col_title: str | None = None, scale: str = "diverging", hidden: int = 0) -> str:
-    """The text alternative of a heatmap of matrix m (NaN: a hidden number, never described).
+    """The text alternative of a heatmap of matrix m. With hidden numbers (NaN in m: a lesson stop before the
+    reveal), only its axes and how many wait: no extreme or pattern of the rest, which could give them away.
 
     >>> a = np.array([[0.02, 0.96, 0.02], [0.5, 0.25, 0.25]])
     >>> heatmap_sentence("weights A", a, ["i", "love"], ["i", "love", "it"], "query (token)", "key (token)",
@@ -66,7 +67,9 @@ def heatmap_sentence(what: str, m: np.ndarray, row_labels, col_labels, row_title
     shown = ~np.isnan(m)
     finite = np.isfinite(m)
     parts = []
-    if scale == "mask":
+    if hidden:                                 # a stop's predict state: no number of it is said (the extremes of
+        pass                                   # the rest could give the hidden one away), only what waits
+    elif scale == "mask":
         ones = int(((m > 0.5) & finite).sum())
         parts.append(f"{ones} of {int(shown.sum())} cells are 1, the rest 0")
     elif finite.any():
