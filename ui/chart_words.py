@@ -124,17 +124,19 @@ def _rows(spec: dict, top: dict) -> list[dict] | None:
     return None
 
 
-def _channels(spec: dict) -> tuple[str | None, dict]:
-    """The mark type and the encoding of a view (or of its layers, merged: the first layer's mark)."""
-    mark = spec.get("mark")
-    enc = dict(spec.get("encoding") or {})
-    for layer in spec.get("layer") or []:
-        mark = mark or layer.get("mark")
-        for k, v in (layer.get("encoding") or {}).items():
-            enc.setdefault(k, v)
-    if isinstance(mark, dict):
-        mark = mark.get("type")
-    return mark, enc
+def _channels(spec: dict) -> tuple[str | None, dict, dict]:
+    """(mark type, encoding, the view holding the data) of a view, or of a layered view's first layer that draws
+    a line, bars or points (the shaded bands and rules of the others are not its numbers)."""
+    def kind(view):
+        mark = view.get("mark")
+        return mark.get("type") if isinstance(mark, dict) else mark
+    if spec.get("layer"):
+        for layer in spec["layer"]:
+            enc = {**(spec.get("encoding") or {}), **(layer.get("encoding") or {})}
+            if kind(layer) in ("line", "bar", "point", "area") and "x" in enc and "y" in enc:
+                return kind(layer), enc, layer
+        return None, {}, spec
+    return kind(spec), dict(spec.get("encoding") or {}), spec
 
 
 def _field(channel) -> tuple[str | None, str | None, str | None]:
@@ -177,16 +179,18 @@ def spec_sentence(spec: dict, top: dict | None = None, most: int = 4) -> str:
         said = [spec_sentence({**p, "data": p.get("data") or spec.get("data")}, top, most) for p in panels]
         title = _title(spec)
         return (f"{title}: " if title else "") + " ".join(s for s in said if s)
-    mark, enc = _channels(spec)
-    rows = _rows(spec, top)
+    mark, enc, view = _channels(spec)
+    rows = _rows(view, spec) or _rows(spec, top)
     title = _title(spec)
     named = f" {_q(title)}" if title else ""
     x, xt, xk = _field(enc.get("x"))
     y, yt, yk = _field(enc.get("y"))
     if not rows or not x or not y or mark not in ("line", "bar", "point", "area"):
         return f"Chart{named}." if title else ""
-    rows = [r for r in rows if all(_filter_ok(r, f) for f in spec.get("transform") or [])]
-    group, _, _ = _field(enc.get("color") or enc.get("xOffset") or enc.get("yOffset"))
+    rows = [r for r in rows if all(_filter_ok(r, f) for f in (spec.get("transform") or []) + (
+        view.get("transform") or [] if view is not spec else []))]
+    offset = enc.get("xOffset") or enc.get("yOffset")                 # grouped bars; lines: one a colour
+    group, _, _ = _field(offset if mark == "bar" else enc.get("color") or enc.get("stroke") or enc.get("detail"))
     if mark == "bar" and xk == "quantitative" and yk != "quantitative":   # horizontal bars: the value is x
         x, xt, y, yt = y, yt, x, xt
     series: dict = {}
@@ -201,7 +205,8 @@ def spec_sentence(spec: dict, top: dict | None = None, most: int = 4) -> str:
         who = f"{name}: " if name else ""
         ys = [_value(r, y) for r in pts]
         whole = all(v.is_integer() for v in ys)           # counts (FLOPs, bytes) as counts, measures as measures
-        _y = (lambda v: _say(v)) if whole else (lambda v: number(v))
+        top_y = max(abs(v) for v in ys)
+        _y = (lambda v: _say(v)) if whole else (lambda v: number(v, top_y))
         k_hi, k_lo = int(np.argmax(ys)), int(np.argmin(ys))
         if mark == "bar":
             lines.append(f"{who}largest {_y(ys[k_hi])} ({_say(pts[k_hi].get(x))}), smallest {_y(ys[k_lo])} "
