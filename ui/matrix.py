@@ -130,8 +130,8 @@ def _held(chart: str) -> tuple[int, int] | None:
 
 def _picked(chart_key: str, one_row: bool) -> None:
     """A picker changed: with a row and a column chosen, that cell is the one the chart explains (the link's)."""
-    row = 0 if one_row else st.session_state.get(f"{chart_key}.row")
-    col = st.session_state.get(f"{chart_key}.col")
+    row = 0 if one_row else st.session_state.get(f"pick:{chart_key}.row")
+    col = st.session_state.get(f"pick:{chart_key}.col")
     if row is not None and col is not None:
         st.session_state["p.cell"] = (st.session_state.get("s.page"), chart_key, int(row), int(col))
         page_state.sync()                  # the link carries it (page_state's cell), as a click's
@@ -146,11 +146,14 @@ def cell_picker(where, trace: Trace, step: Step, head: int | None, chart_key: st
     cols = trace.labels(col_axis, m.shape[1])
     one_row = m.shape[0] == 1
     state = st.session_state
-    names = (f"{chart_key}.row", f"{chart_key}.col")
+    names = (f"pick:{chart_key}.row", f"pick:{chart_key}.col")      # the cell: carried by a view as its `cell`
     if cell is not None:                   # the pickers show the cell explained (a click's too)
         for name, v in zip(names, cell):
             if state.get(name) != v:
                 state[name] = v
+    elif state.get(names[1]) is not None and (one_row or state.get(names[0]) is not None):
+        for name in names:                 # a whole pick that explains nothing: cleared (a double-click, a push)
+            state[name] = None
     of = f" of {step.title}" + (f", head {head}" if head is not None else "")
     box = where.container(horizontal=True, gap="small", key=f"pick-{anchor_class(chart_key)}")
     say = lambda noun, labels: (lambda k: f"{noun} {k}" + ("" if str(labels[k]) == str(k) else f" · {labels[k]}"))
