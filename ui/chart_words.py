@@ -102,6 +102,25 @@ def heatmap_sentence(what: str, m: np.ndarray, row_labels, col_labels, row_title
     return head + (" " + "; ".join(parts) + "." if parts else "")
 
 
+def cell_words(row_title: str | None, col_title: str | None) -> str:
+    """A heatmap cell's own words (its rect's aria-label), a Vega expression: 'query (token) “i”, key (token) “love”:
+    0.955186' (`exact`: the number, or the words of a hidden one)."""
+    import json
+    said = lambda title, default: json.dumps(f"{title or default} ", ensure_ascii=False)
+    return f"{said(row_title, 'row')} + datum.row + ', ' + {said(col_title, 'column')} + datum.col + ': ' + datum.exact"
+
+
+def unsaid(layers, x: dict, y: dict, row_title, col_title, row_labels, col_labels) -> None:
+    """A heatmap's layers drawn over its cells (the numbers, outlines) say nothing of their own (the cells do), and
+    its axes name their words (Vega would list the indices 0, 1, … the labels are drawn from)."""
+    for layer in layers:
+        layer["mark"]["aria"] = False
+    for axis, title, labels in ((x, col_title, col_labels), (y, row_title, row_labels)):
+        if axis.get("axis") is not None and any(str(v) for v in labels):
+            shown = ", ".join(map(str, labels[:24])) + (f", … ({len(labels)} in all)" if len(labels) > 24 else "")
+            axis["axis"]["description"] = f"{title or 'axis'}: {shown}"
+
+
 # ---- line and bar charts from their Vega-Lite spec --------------------------------------------------------
 
 def _title(spec: dict) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 
 from attention_core import Step, Trace
 
-from .chart_words import heatmap_sentence
+from .chart_words import cell_words, heatmap_sentence, unsaid
 
 _LOCK = threading.Lock()
 MAX_W, MAX_H = 620, 460
@@ -262,9 +262,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                            else "") + "isFinite(datum.v) ? format(datum.v, '.6g') : datum.t", "as": "exact"},
             {"calculate": label_of(row_labels, "i"), "as": "row"},
             {"calculate": label_of(col_labels, "j"), "as": "col"},
-            {"calculate": f"{json.dumps((row_title or 'row') + ' ', ensure_ascii=False)} + datum.row + ', ' + "
-                          f"{json.dumps((col_title or 'column') + ' ', ensure_ascii=False)} + datum.col + ': ' + "
-                          "datum.exact", "as": "say"}]
+            {"calculate": cell_words(row_title, col_title), "as": "say"}]       # a cell's words for a screen reader
     stroke = 0.5 if size >= 8 else 0
     rects = {
         # a hidden cell (v NaN) is still drawn and clickable: Vega-Lite would drop a datum its colour cannot use
@@ -280,7 +278,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                                                    "gradientLength": min(200, max(60, size * rows))})}},
                       "value": "#f0f0f0"},
             "strokeWidth": {"condition": {"param": "cell", "empty": False, "value": 3}, "value": stroke},
-            "description": {"field": "say", "type": "nominal"},     # a cell's words for a screen reader
+            "description": {"field": "say", "type": "nominal"},
             "tooltip": [{"field": "row", "type": "nominal", "title": row_title or "row"},
                         {"field": "col", "type": "nominal", "title": col_title or "column"},
                         {"field": "exact", "type": "nominal", "title": step.title}],
@@ -291,24 +289,25 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
     layers = [rects]
     if highlight:
         layers.append({"transform": [{"filter": "datum.h == 1"}],
-                       "mark": {"type": "rect", "filled": False, "stroke": "#e8590c", "aria": False,
+                       "mark": {"type": "rect", "filled": False, "stroke": "#e8590c",
                                 "strokeWidth": max(1.5, min(3.0, size / 8))},
                        "encoding": {"x": x, "y": y}})
     if marked:
         layers.append({"transform": [{"filter": "datum.m == 1"}],
-                       "mark": {"type": "rect", "filled": False, "stroke": "#6741d9", "strokeDash": [4, 3], "aria": False,
+                       "mark": {"type": "rect", "filled": False, "stroke": "#6741d9", "strokeDash": [4, 3],
                                 "strokeWidth": max(1.5, min(3.0, size / 8))},
                        "encoding": {"x": x, "y": y}})
     if not number_px and secret is not None and size >= 10:  # cells too small for numbers still hold a "?"
         layers.append({"transform": [{"filter": "datum.q == 1"}],
-                       "mark": {"type": "text", "fontSize": min(16, int(size * 0.7)), "fontWeight": "bold", "aria": False},
+                       "mark": {"type": "text", "fontSize": min(16, int(size * 0.7)), "fontWeight": "bold"},
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"value": "#222"}}})
     if number_px:
-        layers.append({"mark": {"type": "text", "fontSize": number_px, "aria": False},
+        layers.append({"mark": {"type": "text", "fontSize": number_px},
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
                                                             "value": "white"}, "value": "#222"}}})
+    unsaid(layers[1:], x, y, row_title, col_title, row_labels, col_labels)   # the cells' words are said once
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
             "description": heatmap_sentence(title or step.title, m, row_labels, col_labels, row_title, col_title,
                                             step.scale, int(secret.sum()) if secret is not None else 0),
