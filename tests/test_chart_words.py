@@ -84,10 +84,25 @@ def test_a_pattern_grid_names_each_layers_most_focused_head_and_where_it_looks()
     a[1, 1, 0, 0] = a[1, 1, 1, 0] = 1
     said = patterns_sentence([("step 100", a)])
     assert "4 heads in 2 layers" in said
-    assert "Layer 0: head 0 puts 1.00 on average on the previous token (j = i − 1)" in said
-    assert "Layer 1: head 1 puts 1.00 on average on the token 2 back (j = i − 2)" in said
+    assert "Most focused: layer 0's head 0 puts 1.00 on average on the previous token (j = i − 1)" in said
+    assert "; layer 1's head 1 puts 1.00 on average on the token 2 back (j = i − 2)." in said
 
 
 def test_numbers_are_written_as_the_cells_write_them():
     assert [number(v) for v in (0.956, -27.413, 0.0421, -0.0085, 8.4e6)] == ["0.96", "−27.41", "0.042", "−8.5e-3",
                                                                               "8.4e+6"]
+
+
+def test_panels_of_one_measure_each_and_many_series_say_the_ones_that_end_highest():
+    rows = [{"step": s, "score": v, "head": f"head {h}", "kind": kind}
+            for kind, ends in (("previous-token", (0.1, 0.2, 0.9, 0.3, 0.4)), ("induction", (0.5, 0.1, 0.1, 0.1, 0.8)))
+            for h, end in enumerate(ends) for s, v in ((0, 0.05), (100, end))]
+    panel = lambda kind: {"transform": [{"filter": {"field": "kind", "equal": kind}}], "mark": "line", "title": kind,
+                          "encoding": {"x": {"field": "step", "type": "quantitative"},
+                                       "y": {"field": "score", "type": "quantitative"},
+                                       "color": {"field": "head", "type": "nominal"}}}
+    said = spec_sentence({"data": {"values": rows}, "hconcat": [panel("previous-token"), panel("induction")]},
+                         most=2)
+    assert said == ("Line chart “previous-token”: score against step, head 2: 0.05 at 0 to 0.90 at 100; head 4: 0.05 "
+                    "at 0 to 0.40 at 100; 3 more series end lower. Line chart “induction”: score against step, "
+                    "head 4: 0.05 at 0 to 0.80 at 100; head 0: 0.05 at 0 to 0.50 at 100; 3 more series end lower.")

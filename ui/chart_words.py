@@ -220,7 +220,10 @@ def spec_sentence(spec: dict, top: dict | None = None, most: int = 4) -> str:
         return f"Chart{named}." if title else ""
     kind = "Bar chart" if mark == "bar" else "Line chart" if mark in ("line", "area") else "Chart"
     lines = []
-    for name, pts in list(series.items())[:most]:
+    chosen = list(series.items())
+    if len(chosen) > most:                         # many series (a line per head): the ones that end highest
+        chosen = sorted(chosen, key=lambda kv: -(_value(kv[1][-1], y) or 0))[:most]
+    for name, pts in chosen:
         who = f"{name}: " if name else ""
         ys = [_value(r, y) for r in pts]
         whole = all(v.is_integer() for v in ys)           # counts (FLOPs, bytes) as counts, measures as measures
@@ -238,7 +241,7 @@ def spec_sentence(spec: dict, top: dict | None = None, most: int = 4) -> str:
             lines.append(f"{who}{_y(ys[0])} at {px[0]} to {_y(ys[-1])} at {px[-1]}"
                          + (f" ({', '.join(peaks)})" if peaks else ""))
     more = len(series) - most
-    tail = f"; and {more} more series" if more > 0 else ""
+    tail = f"; {more} more series end lower" if more > 0 else ""
     per = f"{yt} for each {xt}" if mark == "bar" else f"{yt} against {xt}"
     return f"{kind}{named}: {per}, " + "; ".join(lines) + tail + "."
 
@@ -247,6 +250,8 @@ def _filter_ok(row: dict, transform: dict) -> bool:
     """Altair's simple filter `datum.f === 'v'` (a panel of one measure); any other transform keeps the row."""
     import re
     f = transform.get("filter") if isinstance(transform, dict) else None
+    if isinstance(f, dict) and "field" in f and "equal" in f:             # {"field": "kind", "equal": "…"}
+        return row.get(f["field"]) == f["equal"]
     if not isinstance(f, str):
         return True
     m = re.fullmatch(r"\(?datum\.(\w+) === '([^']*)'\)?", f.strip())
@@ -259,7 +264,7 @@ def patterns_sentence(named, n_heads_shown: int | None = None) -> str:
 
     >>> a = np.zeros((1, 2, 3, 3)); a[0, 0] = np.eye(3); a[0, 1, :, 0] = 1
     >>> patterns_sentence([("step 0", a)])
-    'Attention patterns, step 0: 2 heads in 1 layer, query position i down, key position j ≤ i across, weights from 0 to 1. Layer 0: head 0 puts 1.00 on average on the token itself (j = i).'
+    "Attention patterns, step 0: 2 heads in 1 layer, query position i down, key position j ≤ i across, weights from 0 to 1. Most focused: layer 0's head 0 puts 1.00 on average on the token itself (j = i)."
     """
     out = []
     for stage, a in named:
@@ -275,8 +280,8 @@ def patterns_sentence(named, n_heads_shown: int | None = None) -> str:
             share, h, d = best
             where = ("the token itself (j = i)" if d == 0 else "the previous token (j = i − 1)" if d == 1
                      else f"the token {d} back (j = i − {d})")
-            said.append(f"Layer {layer}: head {h} puts {share:.2f} on average on {where}")
+            said.append(f"layer {layer}'s head {h} puts {share:.2f} on average on {where}")
         out.append(f"Attention patterns, {stage}: {n_heads * n_layers} heads in "
                    f"{n_layers} layer{'' if n_layers == 1 else 's'}, query position i down, key position j ≤ i "
-                   f"across, weights from 0 to 1. " + "; ".join(said) + ".")
+                   f"across, weights from 0 to 1. Most focused: " + "; ".join(said) + ".")
     return " ".join(out)
