@@ -228,7 +228,7 @@ def spec_sentence(spec: dict, top: dict | None = None, most: int = 4) -> str:
         ys = [_value(r, y) for r in pts]
         whole = all(v.is_integer() for v in ys)           # counts (FLOPs, bytes) as counts, measures as measures
         top_y = max(abs(v) for v in ys)
-        _y = (lambda v: _say(v)) if whole else (lambda v: number(v, top_y))
+        _y = (lambda v: _say(v)) if whole else (lambda v, top=top_y: number(v, top))
         k_hi, k_lo = int(np.argmax(ys)), int(np.argmin(ys))
         if mark == "bar":
             lines.append(f"{who}largest {_y(ys[k_hi])} ({_say(pts[k_hi].get(x))}), smallest {_y(ys[k_lo])} "
