@@ -106,3 +106,26 @@ def test_panels_of_one_measure_each_and_many_series_say_the_ones_that_end_highes
     assert said == ("Line chart “previous-token”: score against step, head 2: 0.05 at 0 to 0.90 at 100; head 4: 0.05 "
                     "at 0 to 0.40 at 100; 3 more series end lower. Line chart “induction”: score against step, "
                     "head 4: 0.05 at 0 to 0.80 at 100; head 0: 0.05 at 0 to 0.50 at 100; 3 more series end lower.")
+
+
+# ---- the keyboard's pickers under a heatmap (item 2), through AppTest; tests/e2e/test_keyboard.py does it by keys ----
+
+def test_the_pickers_explain_the_cell_a_click_would_and_the_link_carries_it():
+    from tests.apptest_util import no_exception, open_page
+    at = open_page("app_pages/5_softmax.py")
+    row, col = at.selectbox(key="pick:hm:weights:None.row"), at.selectbox(key="pick:hm:weights:None.col")
+    assert (row.label, col.label) == ("Row of Attention weights to explain", "Column of Attention weights to explain")
+    assert row.options == ["row 0 · i", "row 1 · love", "row 2 · you", "row 3 · today"]
+    row.set_value(3).run()
+    assert not [m for m in at.markdown if "was made" in m.value]          # a row alone explains nothing
+    at.selectbox(key="pick:hm:weights:None.col").set_value(1).run()
+    no_exception(at)
+    shown = [m.value for m in at.markdown if "was made" in m.value]
+    assert shown and shown[0].startswith(r"**How A\[3,1\] was made**"), shown
+    assert dict(at.query_params).get("cell") == "hm:weights:None.3.1"     # the link's cell, as a click's
+    # a shorter sentence: the pick outside the new matrix explains nothing, the pickers are cleared, nothing breaks
+    at.text_input(key="w.sentence").set_value("we miss").run()
+    no_exception(at)
+    assert not [m for m in at.markdown if "was made" in m.value]
+    assert at.selectbox(key="pick:hm:weights:None.row").value is None
+    assert at.selectbox(key="pick:hm:weights:None.row").options == ["row 0 · we", "row 1 · miss"]

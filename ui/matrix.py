@@ -154,6 +154,9 @@ def cell_picker(where, trace: Trace, step: Step, head: int | None, chart_key: st
     elif state.get(names[1]) is not None and (one_row or state.get(names[0]) is not None):
         for name in names:                 # a whole pick that explains nothing: cleared (a double-click, a push)
             state[name] = None
+    for name, size in zip(names, m.shape):
+        if state.get(name) is not None and not 0 <= state[name] < size:
+            state[name] = None             # a half pick from a larger matrix (the sentence got shorter)
     of = f" of {step.title}" + (f", head {head}" if head is not None else "")
     box = where.container(horizontal=True, gap="small", key=f"pick-{anchor_class(chart_key)}")
     say = lambda noun, labels: (lambda k: f"{noun} {k}" + ("" if str(labels[k]) == str(k) else f" · {labels[k]}"))
