@@ -15,6 +15,8 @@ import numpy as np
 
 from attention_core import Step, Trace
 
+from .chart_words import cell_words, heatmap_sentence, unsaid
+
 _LOCK = threading.Lock()
 MAX_W, MAX_H = 620, 460
 # Colour-blind-safe ranges (checked under deuteranopia and protanopia simulation in tests/test_colors.py):
@@ -259,7 +261,8 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
             {"calculate": ("datum.q == 1 ? '? (hidden until your teacher reveals it)' : " if secret is not None
                            else "") + "isFinite(datum.v) ? format(datum.v, '.6g') : datum.t", "as": "exact"},
             {"calculate": label_of(row_labels, "i"), "as": "row"},
-            {"calculate": label_of(col_labels, "j"), "as": "col"}]
+            {"calculate": label_of(col_labels, "j"), "as": "col"},
+            {"calculate": cell_words(row_title, col_title), "as": "say"}]       # a cell's words for a screen reader
     stroke = 0.5 if size >= 8 else 0
     rects = {
         # a hidden cell (v NaN) is still drawn and clickable: Vega-Lite would drop a datum its colour cannot use
@@ -275,6 +278,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                                                    "gradientLength": min(200, max(60, size * rows))})}},
                       "value": "#f0f0f0"},
             "strokeWidth": {"condition": {"param": "cell", "empty": False, "value": 3}, "value": stroke},
+            "description": {"field": "say", "type": "nominal"},
             "tooltip": [{"field": "row", "type": "nominal", "title": row_title or "row"},
                         {"field": "col", "type": "nominal", "title": col_title or "column"},
                         {"field": "exact", "type": "nominal", "title": step.title}],
@@ -303,7 +307,10 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
                                                             "value": "white"}, "value": "#222"}}})
+    unsaid(layers[1:], x, y, row_title, col_title, row_labels, col_labels)   # the cells' words are said once
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "description": heatmap_sentence(title or step.title, m, row_labels, col_labels, row_title, col_title,
+                                            step.scale, int(secret.sum()) if secret is not None else 0),
             "title": title or "", "width": size * cols, "height": row_h * rows, "transform": calc,
             "layer": layers, "config": {"view": {"strokeWidth": 0},
                                         **({"title": {"fontSize": BIG_TITLE_PX}, "legend": {"labelFontSize": 14}}

@@ -29,7 +29,8 @@ def explanation(e: Explanation, stored: float | None = None) -> None:
             source = ("read back from the trace" if not e.independent else
                       "recomputed from the terms above" if e.reads else "made again from its formula or source")
             notes.append(f"{'✓' if same else '✗'} {source}: {e.value:.10g}; the cell holds {stored:.10g}.")
-        notes.append("Click another cell to explain it; double-click the chart to clear.")
+        notes.append("Click another cell (or pick another row or column under the chart) to explain it; "
+                     "double-click the chart to clear.")
         st.caption("  \n".join(notes))
 
 
