@@ -394,7 +394,3 @@ from .nav import NO_HANDOUT, SECTIONS as _SECTIONS  # noqa: E402  (the navigatio
 declare("app_pages/62_handout.py",
         choice("handout.of", "", tuple(e[3] for section, pages in _SECTIONS if section not in NO_HANDOUT for e in pages),
                "the page the handout is of"))
-
-# /real_tokens, /real_heads, /real_roles, /real_next_token: ui/real/state.py (the model, the layer and head, T, top-k, top-p)
-from .real.state import declare_all as _declare_real  # noqa: E402
-_declare_real(declare)

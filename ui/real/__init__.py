@@ -7,6 +7,7 @@ token (73_real_next_token.py). Nothing here imports the real model's code until 
     model        the model picker on every page: the server's model, a listed one (from the Hugging Face cache, or
                  downloaded on a click, its size said first), or a folder; loaded once per process; the Trace of
                  the sidebar's sentence, cached per process
+    tokens_view  the sentence's pieces, ids and texts as a table, and why a piece starts with "Ġ" or "▁"
     heads_view   every head's weights in one grid (a click picks a head), the head's Q, K, V, scores, weights and
                  context, each cell explained with the real numbers
     roles_view   every head's previous-token, induction and sink score, and the strongest head of each

@@ -1,4 +1,5 @@
-"""The real-model pages' own controls, as a link carries them (ui/page_state.py declares them with `declare_all`).
+"""The real-model pages' own controls, as a link carries them: declared into ui/page_state.py when this module is
+imported (app.py imports it, so a link's or a pushed view's values are read on any page a session starts on).
 
 `real.model` names the model: "" is this server's own (ATTENTION_EXPLORER_REAL_MODEL_DIR), one of MODELS, or
 "folder" with `real.folder` a folder on the server. A pushed view carries the name, never the weights: a student's
@@ -6,6 +7,7 @@ server loads it from its own disk or says plainly that it does not have it (mode
 """
 from __future__ import annotations
 
+from .. import page_state
 from ..own import Own, choice, integer, number
 
 SERVER, FOLDER = "", "folder"
@@ -39,3 +41,6 @@ def declare_all(declare) -> None:
     declare(nxt, *model_controls(), number("real.temperature", 0.7, 0.0, 3.0, "the temperature T"),
             integer("real.k", 50, 0, MAX_VOCAB, "top-k"), number("real.p", 0.9, 0.0, 1.0, "top-p"),
             integer("real.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"))
+
+
+declare_all(page_state.declare)      # at import: app.py imports this module, so every session's link reads them
