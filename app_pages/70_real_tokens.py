@@ -22,7 +22,7 @@ st.markdown("A model does not read words. Its tokenizer cuts the text into **pie
             f"({model.config.vocab:,} of them here), learned from text by byte-pair encoding (BPE): the most "
             "frequent pairs of symbols were merged into one piece, again and again.")
 view.pieces_table(trace)
-st.markdown(view.why_marks(trace))
+st.markdown(view.why_marks(trace, config.sentence))
 st.subheader("Then")
 st.markdown("Each id picks a row of the embedding table E: X₀ = E[ids]" +
             (" plus a learned row per position (GPT-2)." if model.config.family == "gpt2" else

@@ -115,3 +115,22 @@ def test_a_folder_in_the_link_and_a_sentence_past_the_context(server_model, fold
     assert any("reads at most 64" in w.value and "were cut off" in w.value for w in at.warning), messages(at)
     assert len(at.dataframe[0].value) == 64
     assert "Why “Ġ”" in " ".join(m.value for m in at.markdown)
+
+
+def test_a_pushed_view_opens_the_same_head_and_says_plainly_when_the_server_lacks_the_model(server_model):
+    import classroom
+    from tests.test_room_page import page_of, room_with_student
+    from tests.test_room_travel import follow, store
+    heads = "app_pages/71_real_heads.py"
+    _, code, secret, ana = room_with_student()
+    classroom.push(store(), code, secret, {"page": heads, "query": {"real.layer": "1", "real.head": "3"}})
+    follow(ana)
+    no_exception(ana)
+    assert page_of(ana) == heads and ana.session_state["room.following"] is True
+    assert (ana.session_state["real.layer"], ana.session_state["real.head"]) == (1, 3)
+    assert any(m.value.startswith("Layer 1, head 3:") for m in ana.markdown)
+    classroom.push(store(), code, secret, {"page": heads, "query": {"real.model": "gpt2"}})
+    follow(ana)
+    no_exception(ana)
+    assert "This server does not have gpt2 yet" in messages(ana) and not ana.error
+    assert ana.session_state["room.following"] is True

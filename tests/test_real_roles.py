@@ -60,6 +60,7 @@ def test_the_repeated_random_tokens_and_the_roles_trace(model):
     body = ids[len(prefix):]
     assert ids[:len(prefix)] == prefix and body[:half] == body[half:] and len(set(body[:half])) == half
     assert len(ids) <= model.config.n_ctx and not set(body) & set(prefix)
+    assert all(model.tokenizer.piece(i) is not None for i in body), "every random token is one the tokenizer has"
     roles = head_roles(model)
     assert roles.facts["ids"] == tuple(ids) and roles.facts["half"] == half
     scores = role_scores(roles.facts["run"])

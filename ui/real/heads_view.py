@@ -37,7 +37,7 @@ def grid_spec(trace) -> tuple[dict, int]:
                     rows.append({"layer": l, "head": h, "x": h * side + j, "x2": h * side + j + 1, "y": l * side + i,
                                  "y2": l * side + i + 1, "A": round(float(w[h, i, j]), 4),
                                  "query": f"{i} {tokens[i]}", "key": f"{j} {tokens[j]}"})
-    cell = max(1.0, min(GRID_PX / (n_heads * side), 120 / side))      # px per token: the grid within GRID_PX
+    cell = max(1.0, min(GRID_PX / (n_heads * side), 180 / side))      # px per token: the grid within GRID_PX
     axis = lambda name: {"values": [k * side + m / 2 for k in range(n_layers if name == "layer" else n_heads)],  # noqa: E731
                          "labelExpr": f"'{name} ' + floor(datum.value / {side})", "grid": False, "ticks": False,
                          "domain": False, "title": None}
@@ -50,7 +50,9 @@ def grid_spec(trace) -> tuple[dict, int]:
                          "y": {"field": "y", "type": "quantitative", "scale": {"domain": [0, n_layers * side - 1],
                                                                                 "reverse": True, "nice": False}, "axis": axis("layer")},
                          "color": {"field": "A", "type": "quantitative", "title": "weight",
-                                   "scale": {"range": SEQUENTIAL, "domain": [0, 1], "interpolate": "lab"}},
+                                   "scale": {"range": SEQUENTIAL, "domain": [0, 1], "interpolate": "lab"},
+                                   "legend": {"gradientLength": max(60, min(200, cell * n_layers * side - 30))}},
+                         "opacity": {"condition": {"param": "head", "value": 1, "empty": True}, "value": 0.35},
                          "tooltip": [{"field": "layer"}, {"field": "head"}, {"field": "query"}, {"field": "key"},
                                      {"field": "A", "format": ".4f"}]}}
     return spec, m

@@ -12,6 +12,12 @@ from ..text import md_escape
 SHOWN = 15                                   # bars: the most probable tokens
 
 
+def piece(tok, j: int) -> str:
+    """Token j's piece as the vocabulary stores it; a row of W_U past the tokenizer's tokens is padding."""
+    found = tok.piece(int(j))
+    return found if found is not None else "(no token: a padding row)"
+
+
 def controls(vocab: int) -> tuple[float, int, float, int]:
     a, b, c, d = st.columns(4)
     if st.session_state.get("real.k", 0) > vocab:
@@ -40,7 +46,7 @@ def bars_spec(trace, out: dict) -> dict:
     order = np.argsort(-out["probs"], kind="stable")[:SHOWN]
     rows, names = [], []
     for j in order:
-        name = f"{int(j)} {tok.piece(int(j))}"
+        name = f"{int(j)} {piece(tok, j)}"
         names.append(name)
         rows += [{"token": name, "which": "p = softmax(z / T)", "probability": float(out["probs"][j])},
                  {"token": name, "which": "p′ (kept, renormalised)", "probability": float(out["renormalised"][j])}]
@@ -48,8 +54,7 @@ def bars_spec(trace, out: dict) -> dict:
             "encoding": {"y": {"field": "token", "type": "nominal", "sort": names, "title": None,
                                "axis": {"labelLimit": 160}},
                          "yOffset": {"field": "which", "type": "nominal"},
-                         "x": {"field": "probability", "type": "quantitative", "scale": {"domain": [0, 1]},
-                               "axis": {"orient": "top"}},
+                         "x": {"field": "probability", "type": "quantitative", "axis": {"orient": "top"}},
                          "color": {"field": "which", "type": "nominal", "title": None,
                                    "scale": {"scheme": "tableau10"}, "legend": {"orient": "top"}},
                          "tooltip": [{"field": "token"}, {"field": "which"},
@@ -63,5 +68,5 @@ def said(trace, out: dict, T: float, k: int, p: float) -> str:
     return (f"After “{text}”, the model's {len(out['z']):,} logits z (the last row of Z) become probabilities "
             f"p = softmax(z / T) with T = {T:g}; top-k = {k} and top-p = {p:g} keep **{kept:,}** of them, "
             f"renormalised to p′. The draw u = {out['u']:.4f} picks the first token whose running total of p′ "
-            f"passes u: **token {j}, “{md_escape(tok.piece(j))}”** (p = {out['probs'][j]:.4f}, p′ = "
+            f"passes u: **token {j}, “{md_escape(piece(tok, j))}”** (p = {out['probs'][j]:.4f}, p′ = "
             f"{out['renormalised'][j]:.4f}).")

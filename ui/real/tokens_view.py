@@ -17,13 +17,22 @@ SPACE_MARKS = {"Ġ": "Why “Ġ”: GPT-2's byte-level BPE first turns every byt
 def pieces_table(trace) -> None:
     """One row per token: its position, its piece as the vocabulary stores it, its id and the text it stands for."""
     f = trace.facts
-    tok = f["tokenizer"]
-    rows = [{"i": i, "piece (as stored)": piece, "id": token_id, "text": repr(tok.decode([token_id]))}
-            for i, (piece, token_id) in enumerate(zip(f["pieces"], f["ids"]))]
+    rows = [{"i": i, "piece (as stored)": piece, "id": token_id, "text": repr(text)}
+            for i, (piece, token_id, text) in enumerate(zip(f["pieces"], f["ids"], texts(trace)))]
     st.dataframe(rows, hide_index=True, width="content", height=min(36 * len(rows) + 40, 420))
 
 
-def why_marks(trace) -> str:
+def texts(trace) -> list[str]:
+    """The text each token adds to the decoded text so far (a lone piece decodes without its leading space)."""
+    tok, ids, out, before = trace.facts["tokenizer"], trace.facts["ids"], [], ""
+    for i in range(len(ids)):
+        now = tok.decode(ids[:i + 1])
+        out.append(now[len(before):] if now.startswith(before) else tok.decode([ids[i]]))
+        before = now
+    return out
+
+
+def why_marks(trace, sentence: str) -> str:
     """Why some pieces start with a mark, for the marks this sentence's pieces carry (and the special tokens)."""
     pieces = trace.facts["pieces"]
     parts = [why for mark, why in SPACE_MARKS.items() if any(mark in p for p in pieces)]
@@ -32,7 +41,7 @@ def why_marks(trace) -> str:
     if specials:
         parts.append(f"“{md_escape(specials[0])}” (id {first}) is not in your text: the tokenizer puts it first, as "
                      "the model saw at the start of every text it was trained on.")
-    n, words = len(pieces), len(trace.facts["tokenizer"].decode(trace.facts["ids"]).split())
+    n, words = len(pieces), len(sentence.split())
     parts.append(f"{n} tokens for {words} words: a common word is one piece, a rare one several. The model never "
                  "sees letters, only these ids: row id of its embedding table E is where each token starts.")
     return " ".join(parts)

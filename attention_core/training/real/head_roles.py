@@ -85,7 +85,8 @@ def repeated_random_ids(model: RealModel, half: int = HALF, seed: int = SEED) ->
     half = max(1, min(half, room))
     added = getattr(getattr(model.tokenizer, "_tok", None), "get_added_tokens_decoder", dict)()
     avoid = set(prefix) | {int(i) for i in added}
-    pool = np.array([i for i in range(model.config.vocab) if i not in avoid])
+    known = min(model.config.vocab, model.tokenizer.vocab_size)     # rows past the tokenizer's are padding (Qwen2.5)
+    pool = np.array([i for i in range(known) if i not in avoid and model.tokenizer.piece(i) is not None])
     segment = np.random.default_rng(seed).choice(pool, size=min(half, len(pool)), replace=False)
     return prefix + [int(i) for i in segment] * 2
 
@@ -97,10 +98,9 @@ def head_roles(model: RealModel, half: int = HALF, seed: int = SEED) -> Trace:
     run = run_real(model, ids=ids)
     scores = role_scores(run)
     c = model.config
-    trace = Trace(tuple(run.tokens))
+    trace = Trace(tuple(run.tokens))          # the rows of its steps are layers, the columns heads: counted from 0
     trace.facts.update(kind=KIND, ids=tuple(ids), half=(len(ids) - len(special_ids(model))) // 2, run=run,
-                       axis_labels={"layer": [f"layer {l}" for l in range(c.n_layers)],
-                                    "head": [f"head {h}" for h in range(c.n_heads)]})
+                       n_layers=c.n_layers, n_heads=c.n_heads)
     trace.add("prev_token", "Previous-token score", scores["prev_token"], ("layer", "head"),
               r"\frac{1}{n-1} \sum_{i \ge 1} A_h[i, i-1]", scale="sequential",
               why="How much of each query's weight goes to the token just before it.")
