@@ -32,8 +32,11 @@ def server_model(folders, monkeypatch, tmp_path):
 
 
 def page(file, **query):
+    """The page with the server's model; every control it drew travels with a pushed view (a declared control)."""
+    from tests.test_room_travel import controls_a_push_leaves
     at = open_page(file, query={"sentence": SENTENCE, **query})
     no_exception(at)
+    assert not controls_a_push_leaves(at, file)
     return at
 
 
@@ -80,7 +83,7 @@ def test_the_strongest_heads_are_the_cores(server_model):
 
 
 def test_the_next_token_is_the_samplers_on_the_last_logits(server_model):
-    at = page("app_pages/73_real_next_token.py", **{"real.temperature": "0.8", "real.k": "20", "real.p": "0.7",
+    at = page("app_pages/70_real_tokens.py", **{"real.temperature": "0.8", "real.k": "20", "real.p": "0.7",
                                                      "real.seed": "3"})
     assert not at.error, messages(at)
     z = run_real(server_model, SENTENCE)["logits"].value[-1].astype(np.float64)

@@ -48,11 +48,9 @@ SECTIONS = [
         ("app_pages/53_block_gradients.py", "Gradients through a block", ":material/call_split:", "block_gradients"),
     ]),
     ("A real model", [
-        ("app_pages/70_real_tokens.py", "Tokens as the model sees them", ":material/token:", "real_tokens"),
+        ("app_pages/70_real_tokens.py", "Tokens in, the next token out", ":material/token:", "real_tokens"),
         ("app_pages/71_real_heads.py", "Every head, one by one", ":material/grid_view:", "real_heads"),
         ("app_pages/72_real_roles.py", "Heads by what they do", ":material/psychology:", "real_roles"),
-        ("app_pages/73_real_next_token.py", "A real model's next token", ":material/keyboard_double_arrow_right:",
-         "real_next_token"),
     ]),
     ("Labs", [
         ("app_pages/30_pitfalls.py", "Pitfalls lab", ":material/bug_report:", "pitfalls"),

@@ -1,4 +1,4 @@
-"""A real model's next token: the last row of its logits through temperature, top-k, top-p and a seeded draw
+"""The real model's next token (on the tokens page): the last row of its logits through temperature, top-k, top-p and a seeded draw
 (attention_core/math/sampling.py, the small model's next-token page's rules), the most probable tokens as bars."""
 from __future__ import annotations
 

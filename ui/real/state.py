@@ -16,8 +16,7 @@ MODELS = {"gpt2": "GPT-2 small (124M parameters)", "distilgpt2": "DistilGPT-2 (8
           "Qwen/Qwen2.5-0.5B": "Qwen2.5-0.5B (Llama-style, Q/K/V biases)",
           "meta-llama/Llama-3.2-1B": "Llama-3.2-1B (gated: needs a Hugging Face token)"}
 CHOICES = (SERVER, *MODELS, FOLDER)
-PAGES = ("app_pages/70_real_tokens.py", "app_pages/71_real_heads.py", "app_pages/72_real_roles.py",
-         "app_pages/73_real_next_token.py")
+PAGES = ("app_pages/70_real_tokens.py", "app_pages/71_real_heads.py", "app_pages/72_real_roles.py")
 MAX_LAYERS, MAX_HEADS, MAX_VOCAB = 128, 128, 1_000_000
 
 
@@ -33,14 +32,13 @@ def model_controls() -> tuple[Own, ...]:
 
 
 def declare_all(declare) -> None:
-    tokens, heads, roles, nxt = PAGES
-    declare(tokens, *model_controls())
+    tokens, heads, roles = PAGES
+    declare(tokens, *model_controls(), number("real.temperature", 0.7, 0.0, 3.0, "the temperature T"),
+            integer("real.k", 50, 0, MAX_VOCAB, "top-k"), number("real.p", 0.9, 0.0, 1.0, "top-p"),
+            integer("real.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"))
     declare(heads, *model_controls(), integer("real.layer", 0, 0, MAX_LAYERS - 1, "the layer l"),
             integer("real.head", 0, 0, MAX_HEADS - 1, "the head h"))
     declare(roles, *model_controls())
-    declare(nxt, *model_controls(), number("real.temperature", 0.7, 0.0, 3.0, "the temperature T"),
-            integer("real.k", 50, 0, MAX_VOCAB, "top-k"), number("real.p", 0.9, 0.0, 1.0, "top-p"),
-            integer("real.seed", 0, 0, 2 ** 31 - 1, "the sampling seed"))
 
 
 declare_all(page_state.declare)      # at import: app.py imports this module, so every session's link reads them
