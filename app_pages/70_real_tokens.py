@@ -13,12 +13,7 @@ st.markdown(
     "language model, a checkpoint published on Hugging Face, through the same arithmetic: the project reads its "
     "weights and computes every step itself, in numpy, so every number can be clicked and explained. The sidebar's "
     "sentence is the text it reads; of the sidebar, only the sentence is used here.")
-model = real.picker()
-if model is None:
-    st.stop()
-trace = real.sentence_trace(model, config.sentence)
-if trace is None:
-    st.stop()
+model, trace = real.model_and_trace(config.sentence)
 st.subheader("In: your sentence, as token ids")
 st.markdown("A model does not read words. Its tokenizer cuts the text into **pieces** from a fixed vocabulary "
             f"({model.config.vocab:,} of them here), learned from text by byte-pair encoding (BPE): the most "

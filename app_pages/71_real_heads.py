@@ -10,12 +10,7 @@ st.markdown(
     "Every layer of the model has its heads, and each head computes exactly what the attention pages compute: "
     "queries, keys and values from the layer's input, scores QKᵀ / √d_k, a causal mask, softmax, and the weighted "
     "values. Here they are for the sidebar's sentence, with the model's own trained weights.")
-model = real.picker()
-if model is None:
-    st.stop()
-trace = real.sentence_trace(model, config.sentence)
-if trace is None:
-    st.stop()
+model, trace = real.model_and_trace(config.sentence)
 c = model.config
 st.subheader(f"All {c.n_layers * c.n_heads} heads at a glance")
 picked = view.grid(trace)

@@ -195,3 +195,14 @@ def sentence_trace(model, sentence: str):
     for notice in trace.notices:
         st.warning(md_escape(notice), icon=":material/content_cut:")
     return trace
+
+
+def model_and_trace(sentence: str):
+    """The page's model (the picker) and the sentence's Trace; the page stops, said why, when there is neither."""
+    model = picker()
+    if model is None:
+        st.stop()
+    trace = sentence_trace(model, sentence)
+    if trace is None:
+        st.stop()
+    return model, trace
