@@ -96,7 +96,8 @@ def one_head(trace, layer: int, head: int) -> None:
     att = trace.facts["attention"][layer]
     for key, h, what in head_steps(trace, layer, head):
         s = att[key]
-        sub = rf"\;(h = {h})" if key in ("scaled_scores", "weights", "context", "q_rot", "q_heads") else rf"\;(u = {h})"
+        shared = att.facts["n_heads"] != att.facts["n_kv_heads"] and key in ("k_rot", "k_heads", "v_heads")
+        sub = rf"\;(u = {h})" if shared else rf"\;(h = {h})"       # u: a KV head (docs/notation.md), with GQA only
         st.markdown(heading(what, s, s.formula + sub))
         st.caption(s.why)
         explained_heatmap_box(att, s, key=f"real.l{layer}.{key}", head=h, max_w=620)
