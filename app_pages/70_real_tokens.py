@@ -9,9 +9,9 @@ from ui.real import tokens_view as view
 PAGE = "app_pages/70_real_tokens.py"
 config, _ = ui.page(PAGE, "Tokens in, the next token out")
 st.markdown(
-    "The attention pages compute on a toy model: word vectors and weights the project made. These pages run a **real** "
-    "language model, a checkpoint published on Hugging Face, through the same arithmetic: the project reads its "
-    "weights and computes every step itself, in numpy, so every number can be clicked and explained. The sidebar's "
+    "The attention pages compute on a toy model: GloVe word vectors and weights the project trained. These pages run "
+    "a **real** language model, a checkpoint published on Hugging Face, through the same arithmetic: the project reads "
+    "its weights and computes every step itself, in numpy, so every number can be clicked and explained. The sidebar's "
     "sentence is the text it reads; of the sidebar, only the sentence is used here.")
 model, trace = real.model_and_trace(config.sentence)
 st.subheader("In: your sentence, as token ids")

@@ -7,7 +7,7 @@ from ui.real import roles_view as view
 PAGE = "app_pages/72_real_roles.py"
 config, _ = ui.page(PAGE, "Heads by what they do")
 st.markdown(
-    "Nobody tells a head what to do: training finds it. Some jobs are found again and again, in every model, and "
+    "Nobody tells a head what to do: training finds it. Some jobs are found again and again, in model after model, and "
     "each can be read off a head's attention weights as one number between 0 and 1:\n"
     "- a **previous-token head** sends its weight to the token just before (the mean of A[i, i−1]);\n"
     "- an **induction head** looks for an earlier copy of the current token and attends to the token that came "

@@ -109,8 +109,8 @@ def numpy_checkpoint(folder: Path, family: str = "llama", seed: int = 0) -> Path
 
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
-    r = lambda *shape: (0.2 * rng.standard_normal(shape)).astype(np.float32)   # noqa: E731
-    one = lambda n: (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)     # noqa: E731
+    r = lambda *shape: (0.2 * rng.standard_normal(shape)).astype(np.float32)
+    one = lambda n: (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
     t = {}
     if family == "gpt2":
         d, f, L = 48, 192, 2

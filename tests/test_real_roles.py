@@ -6,8 +6,16 @@ import numpy as np
 import pytest
 
 from attention_core.training.real import load_model, run_real
-from attention_core.training.real.head_roles import (head_roles, induction, previous_token, repeated_random_ids,
-                                                     role_scores, sink, special_ids, targets)
+from attention_core.training.real.head_roles import (
+    head_roles,
+    induction,
+    previous_token,
+    repeated_random_ids,
+    role_scores,
+    sink,
+    special_ids,
+    targets,
+)
 from tests.real_checkpoints import SENTENCE, numpy_checkpoint
 
 pytest.importorskip("tokenizers")

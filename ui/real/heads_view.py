@@ -38,7 +38,7 @@ def grid_spec(trace) -> tuple[dict, int]:
                                  "y2": l * side + i + 1, "A": round(float(w[h, i, j]), 4),
                                  "query": f"{i} {tokens[i]}", "key": f"{j} {tokens[j]}"})
     cell = max(1.0, min(GRID_PX / (n_heads * side), 180 / side))      # px per token: the grid within GRID_PX
-    axis = lambda name: {"values": [k * side + m / 2 for k in range(n_layers if name == "layer" else n_heads)],  # noqa: E731
+    axis = lambda name: {"values": [k * side + m / 2 for k in range(n_layers if name == "layer" else n_heads)],
                          "labelExpr": f"'{name} ' + floor(datum.value / {side})", "grid": False, "ticks": False,
                          "domain": False, "title": None}
     spec = {"data": {"values": rows}, "mark": {"type": "rect", "cursor": "pointer"},

@@ -18,7 +18,7 @@ from pathlib import Path
 import streamlit as st
 
 from ..text import md_escape
-from .state import FOLDER, MODELS, SERVER
+from .state import CHOICES, FOLDER, MODELS, SERVER
 
 ENV = "ATTENTION_EXPLORER_REAL_MODEL_DIR"
 GOOD = "real.good"                  # the session's last model that loaded: (choice, folder text)
@@ -110,7 +110,7 @@ def picker():
     from attention_core.training.real import RealModelError
     with st.container(border=True):
         left, right = st.columns([2, 3])
-        choice = left.selectbox("Model", list((SERVER, *MODELS, FOLDER)), key="real.model", format_func=label,
+        choice = left.selectbox("Model", list(CHOICES), key="real.model", format_func=label,
                                 help="Hugging Face checkpoints the project runs itself, in numpy: GPT-2 and "
                                      "Llama-style models. Loaded once on this server, shared by every student.")
         folder_text = ""

@@ -20,7 +20,7 @@ def sequence_text(roles) -> str:
             f"{half} random tokens of the vocabulary, then the same {half} again"
             + (f", after “{md_escape(tokens[0])}”, which the tokenizer puts first" if start else "")
             + f" ({len(tokens)} tokens: {shown} … and again). Random tokens mean nothing, so a head that scores "
-            "here does its job on any text. In the repeat, a model that has induction heads can predict every token: "
+            "here does its job on any text. In the repeat, a model with induction heads can predict each token: "
             "it looks up what followed the same token the first time.")
 
 
