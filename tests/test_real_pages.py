@@ -80,6 +80,11 @@ def test_the_strongest_heads_are_the_cores(server_model):
         v = roles[key].value
         l, h = np.unravel_index(int(np.argmax(v)), v.shape)
         assert f"**The strongest {what}**: layer {l}, head {h}, score {v[l, h]:.2f}." in said
+    v = roles["induction"].value
+    l, h = np.unravel_index(int(np.argmax(v)), v.shape)
+    at.button(key="real.go.induction").click().run()                 # one click to step through it
+    no_exception(at)
+    assert any(m.value.startswith(f"Layer {l}, head {h}:") for m in at.markdown)
 
 
 def test_the_next_token_is_the_samplers_on_the_last_logits(server_model):
