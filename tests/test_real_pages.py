@@ -142,3 +142,4 @@ def test_a_pushed_view_opens_the_same_head_and_says_plainly_when_the_server_lack
     no_exception(ana)
     assert "This server does not have gpt2 yet" in messages(ana) and not ana.error
     assert ana.session_state["room.following"] is True
+
