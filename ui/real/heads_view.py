@@ -21,47 +21,61 @@ def grid_tokens(n_layers: int, n_heads: int, n: int) -> int:
     return max(1, min(n, int((GRID_CELLS / (n_layers * n_heads)) ** 0.5)))
 
 
-def grid_spec(trace) -> tuple[dict, int]:
-    """(the Vega-Lite spec of every head's weights in one chart, m the tokens each pattern shows)."""
+def grid_rows(trace, m: int) -> dict:
+    """The grid's cells as columns (the causal half of each head's first m × m weights), built with numpy."""
     atts = trace.facts["attention"]
-    n_layers, n_heads, n = len(atts), trace.facts["n_heads"], trace.facts["n"]
+    n_layers, n_heads, side = len(atts), trace.facts["n_heads"], m + 1
+    i, j = np.tril_indices(m)                                                  # (c,) each: the causal half
+    w = np.stack([att["weights"].value[:, :m, :m] for att in atts])            # (L, H, m, m)
+    l, h = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    l, h = l.reshape(-1, 1), h.reshape(-1, 1)                                  # (L·H, 1): one row per head
+    label = [f"{k} {t}" for k, t in enumerate(trace.tokens[:m])]
+    shape = (n_layers * n_heads, len(i))
+    return {"layer": np.broadcast_to(l, shape).ravel(), "head": np.broadcast_to(h, shape).ravel(),
+            "x": (h * side + j).ravel(), "x2": (h * side + j + 1).ravel(),
+            "y": (l * side + i).ravel(), "y2": (l * side + i + 1).ravel(),
+            "A": np.round(w[:, :, i, j].reshape(-1), 4),
+            "query": [label[k] for k in np.broadcast_to(i, shape).ravel()],
+            "key": [label[k] for k in np.broadcast_to(j, shape).ravel()]}
+
+
+def grid_spec(trace) -> tuple[dict, object, int]:
+    """(the Vega-Lite spec of every head's weights in one chart, its cells as a pyarrow Table, m the tokens each
+    pattern shows): built once per Trace (kept in its facts: the Trace is cached per process and every rerun of
+    every session that shows it draws the same grid)."""
+    if "grid" in trace.facts:
+        return trace.facts["grid"]
+    import pyarrow as pa
+    n_layers, n_heads, n = len(trace.facts["attention"]), trace.facts["n_heads"], trace.facts["n"]
     m = grid_tokens(n_layers, n_heads, n)
     side = m + 1                                    # a pattern and a gap
-    tokens = trace.tokens
-    rows = []
-    for l, att in enumerate(atts):
-        w = att["weights"].value[:, :m, :m]         # (H, m, m)
-        for h in range(n_heads):
-            for i in range(m):
-                for j in range(i + 1):              # the causal half: the rest is 0
-                    rows.append({"layer": l, "head": h, "x": h * side + j, "x2": h * side + j + 1, "y": l * side + i,
-                                 "y2": l * side + i + 1, "A": round(float(w[h, i, j]), 4),
-                                 "query": f"{i} {tokens[i]}", "key": f"{j} {tokens[j]}"})
+    table = pa.table(grid_rows(trace, m))
     cell = max(1.0, min(GRID_PX / (n_heads * side), 180 / side))      # px per token: the grid within GRID_PX
     axis = lambda name: {"values": [k * side + m / 2 for k in range(n_layers if name == "layer" else n_heads)],
                          "labelExpr": f"'{name} ' + floor(datum.value / {side})", "grid": False, "ticks": False,
                          "domain": False, "title": None}
-    spec = {"data": {"values": rows}, "mark": {"type": "rect", "cursor": "pointer"},
+    spec = {"mark": {"type": "rect", "cursor": "pointer"},
             "width": cell * n_heads * side, "height": cell * n_layers * side,
             "params": [{"name": "head", "select": {"type": "point", "fields": ["layer", "head"], "on": "click"}}],
-            "encoding": {"x": {"field": "x", "type": "quantitative", "scale": {"domain": [0, n_heads * side - 1], "nice": False},
-                               "axis": {**axis("head"), "orient": "top"}},
+            "encoding": {"x": {"field": "x", "type": "quantitative", "axis": {**axis("head"), "orient": "top"},
+                               "scale": {"domain": [0, n_heads * side - 1], "nice": False}},
                          "x2": {"field": "x2"}, "y2": {"field": "y2"},
-                         "y": {"field": "y", "type": "quantitative", "scale": {"domain": [0, n_layers * side - 1],
-                                                                                "reverse": True, "nice": False}, "axis": axis("layer")},
+                         "y": {"field": "y", "type": "quantitative", "axis": axis("layer"),
+                               "scale": {"domain": [0, n_layers * side - 1], "reverse": True, "nice": False}},
                          "color": {"field": "A", "type": "quantitative", "title": "weight",
                                    "scale": {"range": SEQUENTIAL, "domain": [0, 1], "interpolate": "lab"},
                                    "legend": {"gradientLength": max(60, min(200, cell * n_layers * side - 30))}},
                          "opacity": {"condition": {"param": "head", "value": 1, "empty": True}, "value": 0.35},
                          "tooltip": [{"field": "layer"}, {"field": "head"}, {"field": "query"}, {"field": "key"},
                                      {"field": "A", "format": ".4f"}]}}
-    return spec, m
+    trace.facts["grid"] = (spec, table, m)
+    return trace.facts["grid"]
 
 
 def grid(trace) -> tuple[int, int] | None:
     """The grid chart; the (layer, head) a click picked this run, if a new one."""
-    spec, m = grid_spec(trace)
-    state = st.vega_lite_chart(spec, key="real.grid", on_select="rerun", selection_mode="head", width="content")
+    spec, table, m = grid_spec(trace)
+    state = st.vega_lite_chart(table, spec=spec, key="real.grid", on_select="rerun", selection_mode="head", width="content")
     n = trace.facts["n"]
     st.caption(f"Each square is one head's attention weights A (rows: the queries, the first {m} tokens"
                + (f" of {n}" if m < n else "") + "; columns: the keys they look at), layer 0 at the top. "
