@@ -110,9 +110,18 @@ def test_a_bad_folder_says_so_and_keeps_the_model_it_had(server_model, tmp_path)
 
 
 def test_a_listed_model_the_server_lacks_is_said_plainly(server_model):
-    at = page("app_pages/70_real_tokens.py", **{"real.model": "gpt2"})
+    at = page("app_pages/70_real_tokens.py")                         # the server's model first: the previous state
+    at.selectbox(key="real.model").set_value("gpt2").run()
     assert "This server does not have gpt2 yet" in messages(at)
-    assert not at.dataframe and not at.error
+    assert any("the last model that loaded" in c.value for c in at.caption) and not at.error
+    at.button(key="real.size").click().run()                          # offline: the hub cannot say, and says why
+    no_exception(at)
+    assert any("gpt2 is not in the Hugging Face cache" in e.value and "HF\\_HUB\\_OFFLINE is set" in e.value
+               for e in at.error), messages(at)
+    at.button(key="real.fetch").click().run()                         # the download: the same clear message
+    no_exception(at)
+    assert any("gpt2 is not in the Hugging Face cache" in e.value for e in at.error), messages(at)
+    assert at.dataframe, "the model it had stays on the page"
 
 
 def test_a_folder_in_the_link_and_a_sentence_past_the_context(server_model, folders):
