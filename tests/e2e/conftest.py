@@ -141,7 +141,8 @@ class DeepLinks:
 def real_model_dir(tmp_path_factory):
     """Every server the browser tests start shows the "A real model" pages on a tiny Llama-style checkpoint (RoPE,
     2 query heads per KV head) laid out here in about a second (tests/real_checkpoints.py, numpy and safetensors):
-    ATTENTION_EXPLORER_REAL_MODEL_DIR names it, and HF_HUB_OFFLINE keeps a listed model's lookup off the network."""
+    ATTENTION_EXPLORER_REAL_MODEL_DIR names it. (A listed model is looked up in the cache only, never on the network,
+    unless a download button is pressed: the walk never presses one.)"""
     from tests.real_checkpoints import numpy_checkpoint
 
     if os.environ.get("ATTENTION_EXPLORER_REAL_MODEL_DIR"):
@@ -155,7 +156,6 @@ def real_model_dir(tmp_path_factory):
         return
     folder = numpy_checkpoint(tmp_path_factory.mktemp("real") / "tiny-llama", "llama")
     os.environ["ATTENTION_EXPLORER_REAL_MODEL_DIR"] = str(folder)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     yield str(folder)
 
 
