@@ -126,9 +126,8 @@ def picker():
             fetch = go_col.button(f"Download {choice} and load", key="real.fetch", icon=":material/download:")
         try:
             model, why = _try(choice, folder_text, fetch)
-        except RealModelError as error:
-            model, why = None, str(error)
-            st.error(md_escape(why), icon=":material/error:")
+        except (RealModelError, OSError) as error:        # OSError: a disk full or unreadable mid-download
+            st.error(md_escape(str(error)), icon=":material/error:")
             return _previous()
         if model is None:
             st.info(md_escape(why), icon=":material/info:")
