@@ -104,16 +104,31 @@ def head_steps(trace, layer: int, head: int) -> list[tuple[str, int, str]]:
             ("context", head, "Its output: the context vectors")]
 
 
+def kv_formula(key: str, formula: str, why: str, head: int, g: int, d_k: int) -> tuple[str, str]:
+    """With GQA, a key or value block is KV head u = ⌊h / g⌋'s (docs/notation.md's u), not query head h's: the block's
+    formula and why written with u; a rotated key keeps its formula, u named after it."""
+    u = head // g
+    which = rf"\;(u = \lfloor {head} / {g} \rfloor = {u})"
+    if key in ("k_heads", "v_heads"):
+        big = key[0].upper()
+        return (rf"{big}_u = {big}_{{[:,\, u \cdot d_k : (u+1) \cdot d_k]}}" + which,
+                (f"KV head u takes its own block of {d_k} columns of {big}; query heads {u * g}–{u * g + g - 1} all "
+                 "read it."))
+    return formula + which, why
+
+
 @st.fragment
 def one_head(trace, layer: int, head: int) -> None:
     """The head's steps, one explained heatmap each; a click on a cell reruns this part only."""
     att = trace.facts["attention"][layer]
+    g = att.facts["n_heads"] // att.facts["n_kv_heads"]
     for key, h, what in head_steps(trace, layer, head):
         s = att[key]
-        shared = att.facts["n_heads"] != att.facts["n_kv_heads"] and key in ("k_rot", "k_heads", "v_heads")
-        sub = rf"\;(u = {h})" if shared else rf"\;(h = {h})"       # u: a KV head (docs/notation.md), with GQA only
-        st.markdown(heading(what, s, s.formula + sub))
-        st.caption(s.why)
+        formula, why = s.formula + rf"\;(h = {h})", s.why
+        if g > 1 and key in ("k_rot", "k_heads", "v_heads"):       # u: a KV head (docs/notation.md), with GQA only
+            formula, why = kv_formula(key, s.formula, s.why, head, g, att.facts["d_k"])
+        st.markdown(heading(what, s, formula))
+        st.caption(why)
         explained_heatmap_box(att, s, key=f"real.l{layer}.{key}", head=h, max_w=620)
 
 
