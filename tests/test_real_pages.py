@@ -243,3 +243,11 @@ def test_a_gqa_key_or_value_cell_is_explained_as_its_kv_heads():
     trace = run_forward(config)
     assert explain(trace, "v_heads", (1, 0, 2), config=config).note.startswith("KV head 1 (heads counted from 0)")
     assert explain(trace, "q_heads", (1, 0, 2), config=config).note.startswith("Head 1 (heads counted from 0)")
+
+
+def test_a_one_token_sentence_is_said_in_the_singular(models):
+    from ui.real.heads_view import shapes_line, top_weights
+    trace = run_real(models["gpt2"], "cat")                   # GPT-2 puts nothing first: one token
+    assert trace.n == 1
+    assert "n = 1 token," in shapes_line(trace, 0, 0)
+    assert top_weights(trace, 0, 0) == "The only token, “cat”, can look only at itself: all of its weight, 1.00."

@@ -77,8 +77,9 @@ def grid(trace) -> tuple[int, int] | None:
     spec, table, m = grid_spec(trace)
     state = st.vega_lite_chart(table, spec=spec, key="real.grid", on_select="rerun", selection_mode="head", width="content")
     n = trace.facts["n"]
-    st.caption(f"Each square is one head's attention weights A (rows: the queries, the first {m} tokens"
-               + (f" of {n}" if m < n else "") + "; columns: the keys they look at), layer 0 at the top. "
+    first = "the only token" if n == 1 else f"the first {m} tokens" + (f" of {n}" if m < n else "")
+    st.caption(f"Each square is one head's attention weights A (rows: the queries, {first}"
+               "; columns: the keys they look at), layer 0 at the top. "
                "Click a head to step through it below.")
     points = ((state or {}).get("selection") or {}).get("head") or []
     if not points:
@@ -134,7 +135,7 @@ def one_head(trace, layer: int, head: int) -> None:
 
 def shapes_line(trace, layer: int, head: int) -> str:
     f = trace.facts["attention"][layer].facts
-    return (f"Layer {layer}, head {head}: n = {f['n']} tokens, d_k = {f['d_k']} columns per head, "
+    return (f"Layer {layer}, head {head}: n = {f['n']} token{'' if f['n'] == 1 else 's'}, d_k = {f['d_k']} columns per head, "
             f"{f['n_heads']} query heads" + (f" over {f['n_kv_heads']} KV heads (query head h reads KV head ⌊h / "
                                              f"{f['n_heads'] // f['n_kv_heads']}⌋)" if f["n_kv_heads"] != f["n_heads"]
                                              else "") + ".")
@@ -145,5 +146,7 @@ def top_weights(trace, layer: int, head: int) -> str:
     a = trace.facts["attention"][layer]["weights"].value[head]
     i = a.shape[0] - 1
     j = int(np.argmax(a[i]))
+    if i == 0:                                      # one token: a causal row sees only itself
+        return f"The only token, “{md_escape(trace.tokens[0])}”, can look only at itself: all of its weight, {a[0, 0]:.2f}."
     return (f"The last token, “{md_escape(trace.tokens[i])}”, gives {a[i, j]:.2f} of its weight to token {j}, "
             f"“{md_escape(trace.tokens[j])}”.")

@@ -27,7 +27,7 @@ def controls(vocab: int) -> tuple[float, int, float, int]:
     k = b.number_input("top-k", 0, vocab, step=1, key="real.k",
                        help=f"Keep only the k tokens with the largest logits. 0 or {vocab:,} (the vocabulary): off.")
     p = c.slider("top-p", 0.0, 1.0, step=0.05, key="real.p",
-                 help="Keep the fewest most probable tokens whose probabilities add up to p_top. 1: off.")
+                 help="Keep the fewest most probable tokens whose probabilities add up to at least top-p. 1: off.")
     seed = d.number_input("Seed", 0, 2 ** 31 - 1, step=1, key="real.seed",
                           help="Seeds the uniform draw u: the same seed draws the same token.")
     return float(T), int(k), float(p), int(seed)
