@@ -217,6 +217,8 @@ def test_the_vocabulary_counts_the_tokenizers_pieces_not_the_padding_rows(models
 def test_the_rotation_names_the_scaled_frequency_only_when_scaled(folders, tmp_path):
     import json
     import shutil
+
+    from attention_core import explain
     plain = tmp_path / "plain"
     shutil.copytree(folders["llama"], plain)
     config = json.loads((plain / "config.json").read_text())
@@ -228,6 +230,8 @@ def test_the_rotation_names_the_scaled_frequency_only_when_scaled(folders, tmp_p
             formula, why = att[key].formula, att[key].why
             assert "rotate" not in formula and (r"\theta_i'" in formula) == scaled, formula
             assert ("θ_i'" in why) == scaled, why
+            e = explain(att, key, (0, 3, 2))                  # a clicked cell's angle: p·θ_2' only when scaled
+            assert (r"\theta_{2}'" in e.symbolic) == scaled and ("p·θ_2'" in e.note) == scaled, (e.symbolic, e.note)
 
 
 def test_a_float32_check_that_fails_does_not_say_the_same():
