@@ -16,7 +16,7 @@ st.markdown(
 model, trace = real.model_and_trace(config.sentence)
 st.subheader("In: your sentence, as token ids")
 st.markdown("A model does not read words. Its tokenizer cuts the text into **pieces** from a fixed vocabulary "
-            f"({model.config.vocab:,} of them here), learned from text by byte-pair encoding (BPE): the most "
+            f"(here {real.vocabulary(model)}), learned from text by byte-pair encoding (BPE): the most "
             "frequent pairs of symbols were merged into one piece, again and again.")
 view.pieces_table(trace)
 st.markdown(view.why_marks(trace, config.sentence))
@@ -37,8 +37,9 @@ except ConfigError as err:
     st.error(str(err), icon=":material/error:")
     st.stop()
 st.markdown(next_view.said(trace, out, T, k, p))
-st.latex(r"p = \mathrm{softmax}(z / T) \;\to\; \text{top-}k \;\to\; \text{top-}p \;\to\; "
+st.latex(r"T = 0:\; \text{the next token is } \arg\max_j z_j \text{ (the first, at a tie)}" if T == 0 else
+         r"p = \mathrm{softmax}(z / T) \;\to\; \text{top-}k \;\to\; \text{top-}p \;\to\; "
          r"p'_j = \frac{p_j\,\text{kept}_j}{\sum_i p_i\,\text{kept}_i} \;\to\; "
          r"\text{the first } j \text{ with } p'_0 + \dots + p'_j > u")
 st.caption(f"The {next_view.SHOWN} most probable tokens (a token's id, then its piece as the vocabulary stores it).")
-ui.chart(next_view.bars_spec(trace, out))
+ui.chart(next_view.bars_spec(trace, out, T))

@@ -68,7 +68,10 @@ def test_every_head_in_the_grid_and_a_linked_heads_cell_explained(server_model):
     assert made and made[0].startswith("**How A\\_3\\[5,2\\] was made**") and "(A_{3})_{5,2}" in made[0], made
     notes = " ".join(c.value for c in at.caption)
     assert "✓ recomputed from the terms above" in notes and f"the cell holds {want:.10g} (the model computed it in " \
-        "float32: the same to 1e-05)" in notes, notes
+        "float32: the same within 10⁻⁵ × max(1, |cell|))" in notes, notes
+    v = next(h for h in headings if h.startswith("##### The values it mixes"))     # KV head u's block, not h's
+    assert r"V_u = V_{[:,\, u \cdot d_k : (u+1) \cdot d_k]}" in v and r"u = \lfloor 3 / 2 \rfloor = 1" in v, v
+    assert "V_h" not in v
 
 
 def test_the_strongest_heads_are_the_cores(server_model):
@@ -109,10 +112,22 @@ def test_a_bad_folder_says_so_and_keeps_the_model_it_had(server_model, tmp_path)
     assert any("real.grid" in c.proto.id for c in at.get("vega_lite_chart")), "the previous model's heads stay"
 
 
+def order(node) -> list:
+    """The page's elements in the order they are drawn (top to bottom)."""
+    out = [node]
+    for child in (node.children.values() if isinstance(getattr(node, "children", None), dict) else []):
+        out += order(child)
+    return out
+
+
 def test_a_listed_model_the_server_lacks_is_said_plainly(server_model):
     at = page("app_pages/70_real_tokens.py")                         # the server's model first: the previous state
     at.selectbox(key="real.model").set_value("gpt2").run()
     assert "This server does not have gpt2 yet" in messages(at)
+    drawn = order(at.main)                                            # the message points at the buttons: above it
+    info = next(i for i, e in enumerate(drawn) if e.type == "info" and "does not have gpt2" in str(e.value))
+    fetch = next(i for i, e in enumerate(drawn) if getattr(e, "key", None) == "real.fetch")
+    assert fetch < info and "the buttons above" in str(drawn[info].value)
     assert any("the last model that loaded" in c.value for c in at.caption) and not at.error
     at.button(key="real.size").click().run()                          # offline: the hub cannot say, and says why
     no_exception(at)
@@ -152,3 +167,91 @@ def test_a_pushed_view_opens_the_same_head_and_says_plainly_when_the_server_lack
     assert "This server does not have gpt2 yet" in messages(ana) and not ana.error
     assert ana.session_state["room.following"] is True
 
+
+
+# What a fresh read of the pages' text found (NOTES-read-real.md): each sentence true under the settings that show it.
+
+@pytest.fixture(scope="module")
+def models(folders):
+    return {family: load_model(folder) for family, folder in folders.items()}
+
+
+def test_t_0_is_said_as_the_argmax_not_as_a_softmax_top_k_and_top_p_keep(models):
+    from ui.real.next_view import bars_spec, said, sample
+    trace = run_real(models["gpt2"], SENTENCE)
+    out = sample(trace, 0.0, 50, 0.9, 0)
+    text = said(trace, out, 0.0, 50, 0.9)
+    j = int(np.argmax(trace["logits"].value[-1]))
+    assert f"**token {j}," in text and "argmax" in text and "softmax" not in text and "keep" not in text, text
+    assert {r["which"] for r in bars_spec(trace, out, 0.0)["data"]["values"]} == {"T = 0: argmax",
+                                                                                 "p′ (kept, renormalised)"}
+    off = said(trace, sample(trace, 0.7, 0, 1.0, 0), 0.7, 0, 1.0)
+    assert "top-k = 0 (off) and top-p = 1 (off) keep **320**" in off, off
+
+
+def test_counts_and_special_tokens_are_said_as_they_are(models):
+    from ui.real.tokens_view import why_marks
+    one = why_marks(run_real(models["gpt2"], "cat"), "cat")
+    assert "1 token for 1 word:" in one, one                                            # not "1 tokens for 1 words"
+    typed = why_marks(run_real(models["gpt2"], "<|endoftext|> the cat"), "<|endoftext|> the cat")
+    assert "is a special token typed in your text" in typed and "not in your text" not in typed, typed
+    llama = why_marks(run_real(models["llama"], "I sat."), "I sat.")
+    assert "“\\<s\\>” (id 1) is not in your text" in llama and "(“\\<s\\>” counts too)" in llama, llama
+    assert "“\\<unk\\>” (id 0) stands for text this vocabulary has no piece for" in llama     # not typed: unknown
+    long = " ".join(["the cat sat on the mat"] * 20)
+    cut = run_real(models["gpt2"], long)
+    words = len(models["gpt2"].tokenizer.decode(cut.facts["ids"]).split())
+    assert cut.facts["truncated"] and f"64 tokens for {words} words" in why_marks(cut, long) and words < 120
+
+
+def test_the_vocabulary_counts_the_tokenizers_pieces_not_the_padding_rows(models):
+    from ui.real.model import facts_line, vocabulary
+    llama = models["llama"]                                   # 320 rows of E, fewer pieces: as Qwen2.5's padding
+    pieces = llama.tokenizer.vocab_size
+    assert pieces < llama.config.vocab
+    assert vocabulary(llama).startswith(f"{pieces:,} pieces; its embedding table E has {llama.config.vocab:,} rows")
+    assert f"a vocabulary of {pieces:,} pieces ({llama.config.vocab:,} rows of E)" in facts_line(llama)
+    assert vocabulary(models["gpt2"]) == "320 pieces"
+
+
+def test_the_rotation_names_the_scaled_frequency_only_when_scaled(folders, tmp_path):
+    import json
+    import shutil
+
+    from attention_core import explain
+    plain = tmp_path / "plain"
+    shutil.copytree(folders["llama"], plain)
+    config = json.loads((plain / "config.json").read_text())
+    config.pop("rope_scaling")                                # as SmolLM2-135M and Qwen2.5-0.5B: no rope_scaling
+    (plain / "config.json").write_text(json.dumps(config))
+    for folder, scaled in ((folders["llama"], True), (plain, False)):
+        att = run_real(load_model(folder), SENTENCE).facts["attention"][0]
+        for key in ("q_rot", "k_rot"):
+            formula, why = att[key].formula, att[key].why
+            assert "rotate" not in formula and (r"\theta_i'" in formula) == scaled, formula
+            assert ("θ_i'" in why) == scaled, why
+            e = explain(att, key, (0, 3, 2))                  # a clicked cell's angle: p·θ_2' only when scaled
+            assert (r"\theta_{2}'" in e.symbolic) == scaled and ("p·θ_2'" in e.note) == scaled, (e.symbolic, e.note)
+
+
+def test_a_float32_check_that_fails_does_not_say_the_same():
+    from ui.explain_view import check_note
+    assert "differ by more than 10⁻⁵" in check_note(1.0, 1.1, False, "recomputed", 1e-5)
+    assert "the same" not in check_note(1.0, 1.1, False, "recomputed", 1e-5)
+    assert check_note(1.0, 1.0, True, "recomputed") == "✓ recomputed: 1; the cell holds 1."
+
+
+def test_a_gqa_key_or_value_cell_is_explained_as_its_kv_heads():
+    from attention_core import Config, explain, run_forward
+    config = Config(n_heads=4, n_kv_heads=2)
+    trace = run_forward(config)
+    assert explain(trace, "v_heads", (1, 0, 2), config=config).note.startswith("KV head 1 (heads counted from 0)")
+    assert explain(trace, "q_heads", (1, 0, 2), config=config).note.startswith("Head 1 (heads counted from 0)")
+
+
+def test_a_one_token_sentence_is_said_in_the_singular(models):
+    from ui.real.heads_view import shapes_line, top_weights
+    trace = run_real(models["gpt2"], "cat")                   # GPT-2 puts nothing first: one token
+    assert trace.n == 1
+    assert "n = 1 token," in shapes_line(trace, 0, 0)
+    assert top_weights(trace, 0, 0) == "The only token, “cat”, can look only at itself: all of its weight, 1.00."

@@ -2,6 +2,8 @@
 explanation with the live numbers (or its value where no explainer exists), scrolled into view."""
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 from attention_core import Step, Trace
@@ -12,6 +14,19 @@ from .raw_html import anchor_class, scroll_into_view
 from .text import md_escape
 
 FLOAT32_RTOL = 1e-5      # a real model's cells are float32 sums; an explanation recomputes them in float64
+
+
+def check_note(value: float, stored: float, same: bool, source: str, rtol: float = 1e-9) -> str:
+    """The recomputation against the cell: ✓ or ✗, and, for a real model's float32 cell, the tolerance it was
+    held to (said as met only when it is)."""
+    line = f"{'✓' if same else '✗'} {source}: {value:.10g}; the cell holds {stored:.10g}"
+    if rtol <= 1e-9:
+        return line + "."
+    exp = round(math.log10(rtol))
+    tol = f"10{str(exp).translate(str.maketrans('-0123456789', '⁻⁰¹²³⁴⁵⁶⁷⁸⁹'))}" if 10.0 ** exp == rtol else f"{rtol:g}"
+    within = f"{tol} × max(1, |cell|)"
+    return line + (f" (the model computed it in float32: the same within {within})." if same else
+                   f" (the model computed it in float32, but they differ by more than {within}).")
 
 
 def explanation(e: Explanation, stored: float | None = None, rtol: float = 1e-9) -> None:
@@ -30,8 +45,7 @@ def explanation(e: Explanation, stored: float | None = None, rtol: float = 1e-9)
             same = abs(e.value - stored) <= rtol * max(1.0, abs(stored)) or e.value == stored
             source = ("read back from the trace" if not e.independent else
                       "recomputed from the terms above" if e.reads else "made again from its formula or source")
-            notes.append(f"{'✓' if same else '✗'} {source}: {e.value:.10g}; the cell holds {stored:.10g}"
-                         + (f" (the model computed it in float32: the same to {rtol:g})." if rtol > 1e-9 else "."))
+            notes.append(check_note(e.value, stored, same, source, rtol))
         notes.append("Click another cell (or pick another row or column under the chart) to explain it; "
                      "double-click the chart to clear.")
         st.caption("  \n".join(notes))

@@ -51,12 +51,16 @@ def _head_split(ctx: Context, key: str, cell) -> Explanation:
     lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
     d_name = "d_v" if src == "v" else "d_k"
     big = src.upper()
+    f, c = ctx.trace.facts, ctx.config               # grouped-query attention: K and V are split into KV heads
+    n_heads = f.get("n_heads") or getattr(c, "n_heads", 1)
+    n_kv = f.get("n_kv_heads") or getattr(c, "n_kv_heads", 0) or n_heads
+    who = "KV head" if src != "q" and n_kv < n_heads else "Head"
     return Explanation(key, cell, rf"{lhs} = {big}_{{{i},\, {h} \cdot {d_name} + {m}}}",
                        rf"{big}_{{{i},\, {h} \cdot {width} + {m}}} = {ctx.ref(src, (i, col))}",
                        f"{lhs} = {ctx.num(value)}", value,
                        f"{lhs_text} = {big}[{i}, {h}·{d_name} + {m}]\n  = {big}[{i}, {h}·{width} + {m}] = "
                        f"{ctx.ref_text(src, (i, col))}\n  = {ctx.num_text(value)}",
-                       note=f"Head {h} (heads counted from 0) owns columns {h * width}…{(h + 1) * width - 1} of "
+                       note=f"{who} {h} (heads counted from 0) owns columns {h * width}…{(h + 1) * width - 1} of "
                             f"{big}; its column {m} is column {col} of {big}.", reads=((src, (i, col)),))
 
 

@@ -77,8 +77,9 @@ def grid(trace) -> tuple[int, int] | None:
     spec, table, m = grid_spec(trace)
     state = st.vega_lite_chart(table, spec=spec, key="real.grid", on_select="rerun", selection_mode="head", width="content")
     n = trace.facts["n"]
-    st.caption(f"Each square is one head's attention weights A (rows: the queries, the first {m} tokens"
-               + (f" of {n}" if m < n else "") + "; columns: the keys they look at), layer 0 at the top. "
+    first = "the only token" if n == 1 else f"the first {m} tokens" + (f" of {n}" if m < n else "")
+    st.caption(f"Each square is one head's attention weights A (rows: the queries, {first}"
+               "; columns: the keys they look at), layer 0 at the top. "
                "Click a head to step through it below.")
     points = ((state or {}).get("selection") or {}).get("head") or []
     if not points:
@@ -104,22 +105,37 @@ def head_steps(trace, layer: int, head: int) -> list[tuple[str, int, str]]:
             ("context", head, "Its output: the context vectors")]
 
 
+def kv_formula(key: str, formula: str, why: str, head: int, g: int, d_k: int) -> tuple[str, str]:
+    """With GQA, a key or value block is KV head u = ⌊h / g⌋'s (docs/notation.md's u), not query head h's: the block's
+    formula and why written with u; a rotated key keeps its formula, u named after it."""
+    u = head // g
+    which = rf"\;(u = \lfloor {head} / {g} \rfloor = {u})"
+    if key in ("k_heads", "v_heads"):
+        big = key[0].upper()
+        return (rf"{big}_u = {big}_{{[:,\, u \cdot d_k : (u+1) \cdot d_k]}}" + which,
+                (f"KV head u takes its own block of {d_k} columns of {big}; query heads {u * g}–{u * g + g - 1} all "
+                 "read it."))
+    return formula + which, why
+
+
 @st.fragment
 def one_head(trace, layer: int, head: int) -> None:
     """The head's steps, one explained heatmap each; a click on a cell reruns this part only."""
     att = trace.facts["attention"][layer]
+    g = att.facts["n_heads"] // att.facts["n_kv_heads"]
     for key, h, what in head_steps(trace, layer, head):
         s = att[key]
-        shared = att.facts["n_heads"] != att.facts["n_kv_heads"] and key in ("k_rot", "k_heads", "v_heads")
-        sub = rf"\;(u = {h})" if shared else rf"\;(h = {h})"       # u: a KV head (docs/notation.md), with GQA only
-        st.markdown(heading(what, s, s.formula + sub))
-        st.caption(s.why)
+        formula, why = s.formula + rf"\;(h = {h})", s.why
+        if g > 1 and key in ("k_rot", "k_heads", "v_heads"):       # u: a KV head (docs/notation.md), with GQA only
+            formula, why = kv_formula(key, s.formula, s.why, head, g, att.facts["d_k"])
+        st.markdown(heading(what, s, formula))
+        st.caption(why)
         explained_heatmap_box(att, s, key=f"real.l{layer}.{key}", head=h, max_w=620)
 
 
 def shapes_line(trace, layer: int, head: int) -> str:
     f = trace.facts["attention"][layer].facts
-    return (f"Layer {layer}, head {head}: n = {f['n']} tokens, d_k = {f['d_k']} columns per head, "
+    return (f"Layer {layer}, head {head}: n = {f['n']} token{'' if f['n'] == 1 else 's'}, d_k = {f['d_k']} columns per head, "
             f"{f['n_heads']} query heads" + (f" over {f['n_kv_heads']} KV heads (query head h reads KV head ⌊h / "
                                              f"{f['n_heads'] // f['n_kv_heads']}⌋)" if f["n_kv_heads"] != f["n_heads"]
                                              else "") + ".")
@@ -130,5 +146,7 @@ def top_weights(trace, layer: int, head: int) -> str:
     a = trace.facts["attention"][layer]["weights"].value[head]
     i = a.shape[0] - 1
     j = int(np.argmax(a[i]))
+    if i == 0:                                      # one token: a causal row sees only itself
+        return f"The only token, “{md_escape(trace.tokens[0])}”, can look only at itself: all of its weight, {a[0, 0]:.2f}."
     return (f"The last token, “{md_escape(trace.tokens[i])}”, gives {a[i, j]:.2f} of its weight to token {j}, "
             f"“{md_escape(trace.tokens[j])}”.")

@@ -101,7 +101,7 @@ def _try(choice: str, folder_text: str, fetch: bool = False):
         folder = download(choice)
     if folder is None:
         return None, (f"This server does not have {choice} yet: it is not in the server's Hugging Face cache. "
-                      "Download it once (below), or pick this server's model or another one.")
+                      "Download it once (the buttons above), or pick this server's model or another one.")
     return load(choice, folder), None
 
 
@@ -161,12 +161,23 @@ def _previous():
     return model
 
 
+def vocabulary(model, short: bool = False) -> str:
+    """The tokenizer's pieces, and the embedding table's rows when it has more (Qwen2.5: rows past the tokenizer's
+    pieces are padding, no token of text)."""
+    rows, pieces = model.config.vocab, min(model.config.vocab, model.tokenizer.vocab_size)
+    if rows == pieces:
+        return f"{pieces:,} pieces"
+    return (f"{pieces:,} pieces ({rows:,} rows of E)" if short else
+            f"{pieces:,} pieces; its embedding table E has {rows:,} rows, the {rows - pieces:,} past them padding that "
+            "no text becomes")
+
+
 def facts_line(model) -> str:
     c = model.config
     family = "GPT-2" if c.family == "gpt2" else f"Llama-style ({c.model_type})"
     kv = f" over {c.n_kv_heads} KV heads" if c.n_kv_heads != c.n_heads else ""
     return (f"{model.name}: {family}, {c.n_layers} layers of {c.n_heads} heads{kv}, d_model = {c.d_model}, "
-            f"d_k = {c.d_head}, a vocabulary of {c.vocab:,} tokens, a context of {c.n_ctx:,}, "
+            f"d_k = {c.d_head}, a vocabulary of {vocabulary(model, short=True)}, a context of {c.n_ctx:,}, "
             f"{model.n_parameters:,} parameters, run here in float32.")
 
 

@@ -27,7 +27,7 @@ def controls(vocab: int) -> tuple[float, int, float, int]:
     k = b.number_input("top-k", 0, vocab, step=1, key="real.k",
                        help=f"Keep only the k tokens with the largest logits. 0 or {vocab:,} (the vocabulary): off.")
     p = c.slider("top-p", 0.0, 1.0, step=0.05, key="real.p",
-                 help="Keep the fewest most probable tokens whose probabilities add up to p_top. 1: off.")
+                 help="Keep the fewest most probable tokens whose probabilities add up to at least top-p. 1: off.")
     seed = d.number_input("Seed", 0, 2 ** 31 - 1, step=1, key="real.seed",
                           help="Seeds the uniform draw u: the same seed draws the same token.")
     return float(T), int(k), float(p), int(seed)
@@ -40,15 +40,15 @@ def sample(trace, T: float, k: int, p: float, seed: int) -> dict:
     return {**next_token(z, T, k, p, u), "u": u, "z": z}
 
 
-def bars_spec(trace, out: dict) -> dict:
-    """The SHOWN most probable tokens (by p), p and p′ side by side."""
+def bars_spec(trace, out: dict, T: float = 1.0) -> dict:
+    """The SHOWN most probable tokens (by p), p and p′ side by side (T = 0: the argmax's 1 in place of p)."""
     tok = trace.facts["tokenizer"]
     order = np.argsort(-out["probs"], kind="stable")[:SHOWN]
     rows, names = [], []
     for j in order:
         name = f"{int(j)} {piece(tok, j)}"
         names.append(name)
-        rows += [{"token": name, "which": "p = softmax(z / T)", "probability": float(out["probs"][j])},
+        rows += [{"token": name, "which": "p = softmax(z / T)" if T else "T = 0: argmax", "probability": float(out["probs"][j])},
                  {"token": name, "which": "p′ (kept, renormalised)", "probability": float(out["renormalised"][j])}]
     return {"data": {"values": rows}, "mark": {"type": "bar"}, "width": "container", "height": 24 * len(names) + 40,
             "encoding": {"y": {"field": "token", "type": "nominal", "sort": names, "title": None,
@@ -65,8 +65,14 @@ def said(trace, out: dict, T: float, k: int, p: float) -> str:
     tok, j = trace.facts["tokenizer"], int(out["token"])
     kept = int(out["kept"].sum())
     text = md_escape(tok.decode(trace.facts["ids"]))
+    picked = f"**token {j}, “{md_escape(piece(tok, j))}”**"
+    if T == 0:                                  # greedy: no division by T, top-k and top-p do not act (sampling.py)
+        return (f"After “{text}”, the model's {len(out['z']):,} logits z (the last row of Z) are not divided: T = 0 "
+                f"takes the argmax, the token with the largest logit, whatever top-k, top-p and the draw u: {picked} "
+                "(p′ = 1).")
+    k_said = f"top-k = {k}" + (" (off)" if k == 0 or k >= len(out["z"]) else "")
+    p_said = f"top-p = {p:g}" + (" (off)" if p >= 1 else "")
     return (f"After “{text}”, the model's {len(out['z']):,} logits z (the last row of Z) become probabilities "
-            f"p = softmax(z / T) with T = {T:g}; top-k = {k} and top-p = {p:g} keep **{kept:,}** of them, "
+            f"p = softmax(z / T) with T = {T:g}; {k_said} and {p_said} keep **{kept:,}** of them, "
             f"renormalised to p′. The draw u = {out['u']:.4f} picks the first token whose running total of p′ "
-            f"passes u: **token {j}, “{md_escape(piece(tok, j))}”** (p = {out['probs'][j]:.4f}, p′ = "
-            f"{out['renormalised'][j]:.4f}).")
+            f"passes u: {picked} (p = {out['probs'][j]:.4f}, p′ = {out['renormalised'][j]:.4f}).")

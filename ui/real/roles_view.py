@@ -16,12 +16,13 @@ def sequence_text(roles) -> str:
     f, tokens = roles.facts, roles.tokens
     half, start = f["half"], len(f["ids"]) - 2 * f["half"]
     shown = " ".join(md_escape(t) for t in tokens[start:start + 8])
-    return (f"The scores are measured as the small model's induction page measures them (Olsson et al. 2022): on "
-            f"{half} random tokens of the vocabulary, then the same {half} again"
+    return (f"The previous-token and induction scores are measured as the small model's induction page measures "
+            f"them (Olsson et al. 2022), the sink score alongside: on {half} random tokens of the vocabulary, then the "
+            f"same {half} again"
             + (f", after “{md_escape(tokens[0])}”, which the tokenizer puts first" if start else "")
             + f" ({len(tokens)} tokens: {shown} … and again). Random tokens mean nothing, so a head that scores "
-            "here does its job on any text. In the repeat, a model with induction heads can predict each token: "
-            "it looks up what followed the same token the first time.")
+            "here does its job without the meaning of the words. In the repeat, a model with induction heads can "
+            "predict each token after the first: it looks up what followed the same token the first time.")
 
 
 def strongest(roles) -> list[tuple[str, int, int, float]]:

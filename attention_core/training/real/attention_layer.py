@@ -71,12 +71,16 @@ def layer_attention(c: CheckpointConfig, params: dict, l: int, x: np.ndarray, to
         for name in ("q", "k"):
             heads[name] = heads[name] * cos + rotate_half(heads[name]) * sin    # (count, n, d_k)
             big = name.upper()
+            prime, half = "'" if c.rope_scaling else "", d_k // 2                  # θ_i': llama3-scaled
+            th = rf"\theta_i{prime}"
             trace.add(f"{name}_rot", f"{big} rotated (RoPE)", heads[name], ("head", "n", "d_k"),
-                      rf"{big}^R_{{p}} = {big}_{{p}} \odot \cos(p\theta') + \mathrm{{rotate\_half}}({big}_{{p}}) \odot "
-                      rf"\sin(p\theta'),\ \ \theta_i = {c.rope_theta:g}^{{-2i/{d_k}}}"
-                      + (r"\ \text{(llama3-scaled)}" if c.rope_scaling else ""),
+                      rf"({big}^R)_{{p,i}} = {big}_{{p,i}} \cos(p{th}) - {big}_{{p,i+{half}}} \sin(p{th}),\ "
+                      rf"({big}^R)_{{p,i+{half}}} = {big}_{{p,i+{half}}} \cos(p{th}) + {big}_{{p,i}} \sin(p{th})\ (i < {half}),\ \ "
+                      rf"\theta_i = {c.rope_theta:g}^{{-2i/{d_k}}}"
+                      + (r",\ \theta_i' \text{ its llama3 scaling}" if c.rope_scaling else ""),
                       (f"{name}_heads",), why="Each row turned by its position p: pair i (columns i and i + d_k/2, "
-                      "the half pairing Hugging Face stores Llama in) by the angle p·θ_i'. Lengths do not change.")
+                      f"the half pairing Hugging Face stores Llama in) by the angle p·θ_i{prime}. "
+                      "Lengths do not change.")
         q_key, k_key = "q_rot", "k_rot"
     k_all, v_all = expand_kv(heads["k"], h), expand_kv(heads["v"], h)          # (H, n, d_k): head h reads ⌊h/g⌋
     scores = heads["q"] @ np.swapaxes(k_all, -1, -2)                           # (H, n, n)

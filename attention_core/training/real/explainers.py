@@ -71,19 +71,20 @@ def _rotation(ctx: Context, key: str, cell) -> Explanation:
     lhs, lhs_text = ctx.ref(key, cell), ctx.ref_text(key, cell)
     x0, x1 = ctx.ref(src, (h, p, m)), ctx.ref(src, (h, p, partner))
     t0, t1 = ctx.ref_text(src, (h, p, m)), ctx.ref_text(src, (h, p, partner))
-    symbolic = rf"{lhs} = {x0} \cos(p\theta_{{{i}}}) {sign} {x1} \sin(p\theta_{{{i}}})"
+    prime = "'" if block.rope_scaling else ""          # the angle uses the scaled frequency θ_i' when there is one
+    symbolic = rf"{lhs} = {x0} \cos(p\theta_{{{i}}}{prime}) {sign} {x1} \sin(p\theta_{{{i}}}{prime})"
     shown = rf"{ctx.factor(a)} \cdot {ctx.factor(c)} {sign} {ctx.factor(b)} \cdot {ctx.factor(s)}"
     scaled = (f" Llama 3's scaling (factor {fmt(block.rope_scaling['factor'], 3, False)}, original context "
               f"{int(block.rope_scaling['original_max_position_embeddings'])}) gives θ_{i}' = "
               f"{fmt(theta, ctx.precision, False)}." if block.rope_scaling else "")
     note = (f"Token {p} (“{ctx.word(p)}”) at position p = {p}. Columns {i} and {i + half} are pair {i} (the half "
             f"pairing: column m pairs with m ± d_k/2, as Hugging Face stores Llama's W_Q and W_K), turned by "
-            f"p·θ_{i}, θ_{i} = {fmt(block.rope_theta, 6, False)}^(−2·{i}/{d}).{scaled} The angle is "
+            f"p·θ_{i}{prime}, θ_{i} = {fmt(block.rope_theta, 6, False)}^(−2·{i}/{d}).{scaled} The angle is "
             f"{fmt(angle, ctx.precision, False)} radians: cos = {fmt(c, ctx.precision, False)}, "
             f"sin = {fmt(s, ctx.precision, False)}.")
     return Explanation(key, cell, symbolic, shown, f"{lhs} = {ctx.num(value)}", value,
-                       f"{lhs_text} = {t0}·cos(pθ_{i}) {sign_text} {t1}·sin(pθ_{i})\n  = {ctx.factor_text(a)}·"
-                       f"{ctx.factor_text(c)} {sign_text} {ctx.factor_text(b)}·{ctx.factor_text(s)}\n  = "
+                       f"{lhs_text} = {t0}·cos(pθ_{i}{prime}) {sign_text} {t1}·sin(pθ_{i}{prime})\n"
+                       f"  = {ctx.factor_text(a)}·{ctx.factor_text(c)} {sign_text} {ctx.factor_text(b)}·{ctx.factor_text(s)}\n  = "
                        f"{ctx.num_text(value)}", note=note, n_terms=2, reads=((src, (h, p, m)), (src, (h, p, partner))))
 
 

@@ -105,7 +105,7 @@ def head_roles(model: RealModel, half: int = HALF, seed: int = SEED) -> Trace:
               r"\frac{1}{n-1} \sum_{i \ge 1} A_h[i, i-1]", scale="sequential",
               why="How much of each query's weight goes to the token just before it.")
     trace.add("induction", "Induction score", scores["induction"], ("layer", "head"),
-              r"\operatorname{mean}_{i} \sum_{j \le i:\ x_{j-1} = x_i} A_h[i, j]", scale="sequential",
+              r"\operatorname{mean}_{i\ \text{with a target}} \sum_{j \le i:\ x_{j-1} = x_i} A_h[i, j]", scale="sequential",
               why="In the repeat, how much of each query's weight goes to the token that followed its own token "
                   "the first time: the head that lets a model continue what it has seen.")
     trace.add("sink", "Sink score", scores["sink"], ("layer", "head"), r"\frac{1}{n-1} \sum_{i \ge 1} A_h[i, 0]",
