@@ -146,20 +146,20 @@ for _key in ("b_q", "b_k", "b_v", "b_o"):
 
 
 def _looked_up(ctx: Context, key: str, cell) -> Explanation:
-    """x_embed[i, j] = E[id_i, j]; pe[p, j] = P[p, j]: a row of the checkpoint's table, looked up again."""
+    """x_embed[i, j] = E[id_i, j]; pe[p, j] = E^pos[p, j]: a row of the checkpoint's table, looked up again."""
     i, j = cell
     if key == "x_embed":
         row, table, what = ctx.trace.facts["ids"][i], "tok_emb", f"token {i} (“{ctx.word(i)}”, id {ctx.trace.facts['ids'][i]})"
     else:
         row, table, what = i, "pos_emb", f"position {i}"
     value = float(ctx.trace.facts["params"][table][row, j])
-    name = "E" if table == "tok_emb" else "P"
-    return ctx.leaf(key, cell, rf"{name}_{{{row},{j}}}", f"{name}[{row},{j}]", value, ctx.num(value),
+    name, tex = ("E", "E") if table == "tok_emb" else ("E^pos", r"E^{\mathrm{pos}}")
+    return ctx.leaf(key, cell, rf"{tex}_{{{row},{j}}}", f"{name}[{row},{j}]", value, ctx.num(value),
                     ctx.num_text(value), f"Column {j} of row {row} of the checkpoint's table {name}, for {what}.")
 
 
 def _x0(ctx: Context, cell) -> Explanation:
-    """X_0 = E[ids] (+ P[0:n]): the looked-up row, plus GPT-2's learned position."""
+    """X_0 = E[ids] (+ E^pos[0:n]): the looked-up row, plus GPT-2's learned position."""
     parts = [k for k in ("x_embed", "pe") if k in ctx.trace]
     values = [float(ctx.value(k)[cell]) for k in parts]
     value = math.fsum(values)

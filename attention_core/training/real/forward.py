@@ -5,8 +5,8 @@ positions, GELU-tanh MLP; Llama-style: RMSNorm, RoPE inside attention, SwiGLU ML
 (as the model runs on a CPU) rather than the toy pages' float64. A Trace of kind "real", step keys:
 
     x_embed (n, d)        E[ids]: the token embeddings
-    pe (n, d)             GPT-2: P[0:n], the learned positions (Llama-style: none, RoPE turns Q and K instead)
-    x (n, d)              X_0 = E[ids] (+ P[0:n])
+    pe (n, d)             GPT-2: E^pos[0:n], the learned positions (Llama-style: none, RoPE turns Q and K instead)
+    x (n, d)              X_0 = E[ids] (+ E^pos[0:n])
     l{l}.ln1              N(X_l)                                   (each layer l)
     l{l}.attn             MHA(N(X_l)): the layer's attention Trace is trace.facts["attention"][l] (its every
                           head's Q, K, V, rotated Q^R, K^R, scores, weights, context: attention_layer.py)
@@ -90,12 +90,12 @@ def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: in
     inputs = ("x_embed",)
     if c.family == "gpt2":
         pe = p["pos_emb"][:n]                                                  # (n, d)
-        trace.add("pe", "Learned positions", pe, ("n", "d_model"), r"P_{[0:n]}",
+        trace.add("pe", "Learned positions", pe, ("n", "d_model"), r"E^{\mathrm{pos}}_{[0:n]}",
                   why=f"GPT-2 learned one row per position (up to {c.n_ctx}) and adds it to the token's row.")
         x = x + pe
         inputs += ("pe",)
     trace.add("x", "The residual stream X₀", x, ("n", "d_model"),
-              r"X_0 = E[\mathrm{ids}] + P_{[0:n]}" if c.family == "gpt2" else r"X_0 = E[\mathrm{ids}]", inputs,
+              r"X_0 = E[\mathrm{ids}] + E^{\mathrm{pos}}_{[0:n]}" if c.family == "gpt2" else r"X_0 = E[\mathrm{ids}]", inputs,
               why="What the first block reads." + ("" if c.family == "gpt2" else " No position is added: RoPE turns "
                                                    "each query and key by its position inside attention."))
     cos_sin = rope_cos_sin(n, c.d_head, c.rope_theta, c.rope_scaling) if c.rope else None
