@@ -15,6 +15,7 @@ from attention_core.forward.claims import say
 from attention_core.forward.transformer import Arch, sidebar_block
 from ui import nav, page_state
 from ui.cache import get_trace
+from ui.colours import SERIES
 from ui.views import step_box, step_boxes
 
 NEXT_TOKEN = "app_pages/51_next_token.py"
@@ -38,7 +39,7 @@ def bars_spec(rows: list[dict], x: str, y: str, order: list[str], group: str | N
     if group:
         enc.update(xOffset={"field": group, "type": "nominal", "sort": list(groups)},
                    color={"field": group, "type": "nominal", "sort": list(groups),
-                          "scale": {"domain": list(groups), "scheme": "tableau10"}, "title": None,
+                          "scale": {"domain": list(groups), "range": SERIES}, "title": None,
                           "legend": {"orient": "right"}})
     return {"data": {"values": rows}, "mark": {"type": "bar"}, "encoding": enc, "width": width, "height": height,
             "autosize": {"type": "pad", "contains": "padding"}}
@@ -66,7 +67,7 @@ def stream_bars_spec(rows: list[dict], order: list[str], groups: list[str], top:
                          "x": {"field": "‖row‖", "type": "quantitative", "scale": {"domain": list(domain)},
                                "axis": {"orient": "top"}},
                          "color": {"field": "written by", "type": "nominal", "sort": list(groups), "title": None,
-                                   "scale": {"domain": list(groups), "scheme": "tableau10"},
+                                   "scale": {"domain": list(groups), "range": SERIES},
                                    "legend": {"orient": "top", "columns": 3}},
                          "tooltip": [{"field": "token", "type": "nominal"}, {"field": "written by", "type": "nominal"},
                                      {"field": "‖row‖", "type": "quantitative", "format": ".4f"}]},
