@@ -292,11 +292,11 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
             layers += [{"transform": [{"filter": f"datum.{flag} == 1"}],
                         "mark": {"type": "rect", "filled": False, "strokeWidth": line, **part},
                         "encoding": {"x": x, "y": y}} for part in (under, over)]
-    glyph = min(size, row_h)
-    if not number_px and glyph >= 8:
+    glyph, signed = min(size, row_h), step.scale not in ("sequential", "mask")
+    if not number_px and glyph >= 8 and (signed or secret is not None or not np.isfinite(m).all()):
         # cells too small for their number still say what colour alone would: "?" (hidden), "×" (−∞, masked) and,
         # on a signed scale, "−" on a value below −10% of the largest (a number's sign: positive ones go unmarked)
-        sign = f"datum.v < {-0.1 * bound!r} ? '−' : ''" if step.scale not in ("sequential", "mask") else "''"
+        sign = f"datum.v < {-0.1 * bound!r} ? '−' : ''" if signed else "''"
         mark = (("datum.q == 1 ? '?' : " if secret is not None else "")
                 + f"!isFinite(datum.v) ? (isNaN(datum.v) ? '' : '×') : {sign}")
         layers.append({"transform": [{"calculate": mark, "as": "g"}, {"filter": "datum.g != ''"}],
