@@ -38,6 +38,7 @@ VISIONS = list(MACHADO)
 
 
 def hex_rgb(h: str) -> np.ndarray:
+    h = "#" + "".join(c * 2 for c in h[1:]) if len(h) == 4 else h          # "#222" is "#222222"
     return np.array([int(h[i:i + 2], 16) / 255 for i in (1, 3, 5)])
 
 
@@ -271,3 +272,47 @@ def test_small_cells_say_sign_and_mask_without_colour():
     texts = _svg_texts(spec, frame)
     assert texts.count("×") == 12 * 11 // 2
     assert texts.count("−") == 1                                  # −1.0 only: −0.01 is within 10% of the largest
+
+
+def mark_colours(spec) -> list[str]:
+    """Every hex colour a spec gives a mark (a mark's color/stroke/fill, a colour or stroke scale's range), leaving
+    out marks drawn faint on purpose (opacity under 0.5: the loss chart's shaded phases, behind their labels)."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, list):
+            for v in node:
+                walk(v)
+            return
+        if not isinstance(node, dict):
+            return
+        mark = node.get("mark") if isinstance(node.get("mark"), dict) else {}
+        if mark.get("opacity", 1) >= 0.5:
+            found.extend(v for k, v in mark.items() if k in ("color", "stroke", "fill") and str(v).startswith("#"))
+            for channel in ("color", "stroke", "fill"):
+                enc = node.get("encoding", {}).get(channel, {})
+                found.extend(c for c in enc.get("scale", {}).get("range", []) if str(c).startswith("#"))
+        for k, v in node.items():
+            if k not in ("data", "datasets"):
+                walk(v)
+    walk(spec)
+    return found
+
+
+def test_the_pages_charts_draw_marks_at_3_to_1():
+    """The induction page's loss, scores and ablation charts and the block page's bars, built on small numbers: each
+    colour they give a line, bar or point is at least 3:1 on the page (the normal and the presenter theme)."""
+    from types import SimpleNamespace
+
+    from ui.transformer.block_view import bars_spec
+    from ui.transformer.induction_charts import ablation_spec, loss_spec, scores_spec
+    steps = np.array([0, 100, 200])
+    history = {"step": steps, "loss": np.array([3.4, 3.0, 1.0]), "copy_loss": np.array([3.5, 3.1, 0.9]),
+               "prev": np.zeros((3, 2, 4)), "induction": np.zeros((3, 2, 4))}
+    phases = SimpleNamespace(found=True, plateau=(0, 100), drop=(100, 200))
+    specs = [loss_spec(history, phases, at=100), scores_spec(history), ablation_spec(np.ones((2, 4)), (1, 0), 0.9),
+             bars_spec([{"t": "a", "v": 1.0, "g": "x"}], "t", "v", ["a"], "g", ["x", "y", "z"])]
+    colours_used = [c for s in specs for c in mark_colours(s)]
+    assert len(colours_used) >= 10
+    for page in backgrounds().values():
+        assert [c for c in colours_used if contrast(c, page) < 3] == []

@@ -19,7 +19,7 @@ from ui.colours import SERIES
 from ui.views import step_box, step_boxes
 
 NEXT_TOKEN = "app_pages/51_next_token.py"
-HI = "#d9480f"                     # the norm's colour in the pre/post formulas: where they differ
+HI = "#c2410c"                     # the norm's colour in the pre/post formulas (5.2:1 on white): where they differ
 
 
 @functools.lru_cache(maxsize=32)

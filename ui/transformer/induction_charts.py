@@ -7,6 +7,7 @@ import numpy as np
 from ..colours import DASHES, SEQUENTIAL, SERIES
 
 HEAD_COLORS = SERIES        # a head's colour; its layer is its dash (solid: layer 0, dashed: layer 1)
+OTHER = "#868e96"           # the heads not picked in the ablation's bars: grey, 3.3:1 on white (a bar is a mark)
 
 
 def head_label(layer: int, head: int) -> str:
@@ -70,8 +71,11 @@ def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230, a
                                       "scale": {"nice": False}},
                                 "y": {"field": "nats", "type": "quantitative", "title": "loss (nats)"},
                                 "stroke": {"field": "curve", "type": "nominal", "title": None,
-                                           "scale": {"range": ["#1f5fa8", "#c2560b"]},
+                                           "scale": {"range": SERIES[:2]},
                                            "legend": {"orient": "bottom", "direction": "horizontal"}},
+                                "strokeDash": {"field": "curve", "type": "nominal", "title": None,
+                                               "scale": {"range": DASHES[:2]},
+                                               "legend": {"orient": "bottom", "direction": "horizontal"}},
                                 "tooltip": [{"field": "curve"}, {"field": "step", "type": "quantitative"},
                                             {"field": "nats", "type": "quantitative", "format": ".3f"}]}})
     if at is not None:
@@ -217,7 +221,7 @@ def ablation_spec(change: np.ndarray, chosen: tuple[int, int] | None, intact: fl
                                                "title": "change in copy loss (nats)"},
                                          "color": {"field": "picked", "type": "nominal", "legend": None,
                                                    "scale": {"domain": ["picked", "other"],
-                                                             "range": ["#1f5fa8", "#c6d4e6"]}},
+                                                             "range": [SERIES[0], OTHER]}},
                                          "tooltip": [{"field": "head"},
                                                      {"field": "change", "type": "quantitative", "format": "+.3f"}]}},
                            {"mark": {"type": "text", "dy": -7, "fontSize": 11},
