@@ -1,7 +1,6 @@
 """Heatmaps of Steps: an Altair spec built once per (trace, step, head) and reused by every rerun.
 
-Rows are the first axis (tokens where the axis is a token axis), columns the second.
-Signed values: a diverging, colour-blind-safe scale centred at 0. Weights: a sequential one.
+Rows are the first axis (tokens where the axis is a token axis), columns the second. Colours: ui/colours.py.
 """
 from __future__ import annotations
 
@@ -283,8 +282,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
         "params": [{"name": "cell", "select": {"type": "point", "fields": ["i", "j"], "on": "click",
                                                 "clear": "dblclick"}}],
     }
-    layers = [rects]
-    line = max(1.5, min(3.0, size / 8))
+    layers, line = [rects], max(1.5, min(3.0, size / 8))
     # outlines seen on any cell's colour: black with a white line inside (highlighted), purple dashes on white (marked)
     for flag, under, over in (("h", {"stroke": TEXT_DARK}, {"stroke": "white", "strokeWidth": max(1.0, line / 3)}),
                               ("m", {"stroke": "white"}, {"stroke": MARKED, "strokeDash": [4, 3]})):
@@ -292,15 +290,17 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
             layers += [{"transform": [{"filter": f"datum.{flag} == 1"}],
                         "mark": {"type": "rect", "filled": False, "strokeWidth": line, **part},
                         "encoding": {"x": x, "y": y}} for part in (under, over)]
-    glyph, signed = min(size, row_h), step.scale not in ("sequential", "mask")
-    if not number_px and glyph >= 8 and (signed or secret is not None or not np.isfinite(m).all()):
-        # cells too small for their number still say what colour alone would: "?" (hidden), "×" (−∞, masked) and,
-        # on a signed scale, "−" on a value below −10% of the largest (a number's sign: positive ones go unmarked)
+    signed, glyph_px = step.scale not in ("sequential", "mask"), min(BIG_NUMBER_MAX_PX if big else 16,
+                                                                      int(min(size, row_h) * 0.8))
+    if not number_px and glyph_px >= (BIG_NUMBER_PX if big and secret is None else 6) and (   # big: none < 16 px
+            signed or secret is not None or not np.isfinite(m).all()):
+        # cells too small for their number still say what colour alone would: "?" (hidden), "×" (−∞, masked),
+        # "−" on a signed scale's value below −10% of the largest (a sign: positive ones go unmarked)
         sign = f"datum.v < {-0.1 * bound!r} ? '−' : ''" if signed else "''"
         mark = (("datum.q == 1 ? '?' : " if secret is not None else "")
                 + f"!isFinite(datum.v) ? (isNaN(datum.v) ? '' : '×') : {sign}")
         layers.append({"transform": [{"calculate": mark, "as": "g"}, {"filter": "datum.g != ''"}],
-                       "mark": {"type": "text", "fontSize": min(16, int(glyph * 0.8)), "fontWeight": "bold"},
+                       "mark": {"type": "text", "fontSize": glyph_px, "fontWeight": "bold"},
                        "encoding": {"x": x, "y": y, "text": {"field": "g", "type": "nominal"},
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
                                                             "value": TEXT_LIGHT}, "value": TEXT_DARK}}})
