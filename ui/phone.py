@@ -4,7 +4,9 @@ raw_html's chart CSS, in the same style element) and a labelled scroll region fo
 - Streamlit stacks columns below 640 px (PHONE_PX); from there down, markdown tables (the block page's steps) set
   smaller and may break a long word, so they fit the screen;
 - the pattern grids of the induction page (a canvas: every head side by side) are scaled to the screen's width in
-  their "fit-" containers: every head is on the screen, not a sliver of the first;
+  their "fit-" containers: every head is on the screen, not a sliver of the first. Vega maps a pointer on a canvas
+  without the CSS scale (measured: a hover at 20%/30% of the scaled grid named query 4 for the unscaled grid's
+  query 22), so there the scaled grid takes no pointer: no tooltip rather than a wrong cell's;
 - the Overview's pipeline is drawn twice, five boxes a row (wide screens) and two a row (phones), one shown;
 - a thumb's targets: buttons and a radio's options at least 44 px high (the room's join and its poll);
 - a wide matrix that must keep its columns (the handout's tables) scrolls sideways inside a region with a name
@@ -21,7 +23,8 @@ PHONE_PX = 640
 PHONE_CSS = (
     f"@media (max-width:{PHONE_PX}px){{"
     "[class*='st-key-fit-'] [data-testid='stVegaLiteChart']{max-width:100%}"
-    "[class*='st-key-fit-'] [data-testid='stVegaLiteChart'] canvas.marks{max-width:100%;height:auto !important}"
+    "[class*='st-key-fit-'] [data-testid='stVegaLiteChart'] canvas.marks{max-width:100%;height:auto !important;"
+    "pointer-events:none}"
     "[data-testid='stMarkdownContainer'] table{font-size:.875rem}"
     "[data-testid='stMarkdownContainer'] th,[data-testid='stMarkdownContainer'] td{padding:.25rem .375rem;"
     "overflow-wrap:anywhere}"
