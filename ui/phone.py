@@ -50,3 +50,15 @@ def scroll_region(inner_html: str, label: str) -> str:
     """
     return (f'<div class="ae-scroll" role="region" tabindex="0" aria-label="{html.escape(label, quote=True)}">'
             f"{inner_html}</div>")
+
+
+def fill_width(spec: dict) -> dict:
+    """As wide as its column (ui.chart draws a "container" width stretched): a curve or bar chart has no square
+    cells to keep, so it fills a narrow column or a phone's screen instead of being scaled down to small words."""
+    title = spec.get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    if isinstance(text, str) and len(text) > 28:                    # a narrow column cuts long titles: 2 lines
+        cut = text.rfind(" ", 0, len(text) // 2 + 6)
+        title = {**(title if isinstance(title, dict) else {}), "text": [text[:cut], text[cut + 1:]]}
+    return {**spec, "width": "container", "autosize": {"type": "fit-x", "contains": "padding"},
+            **({"title": title} if title else {})}

@@ -16,6 +16,7 @@ from attention_core.forward.transformer import Arch, sidebar_block
 from ui import nav, page_state
 from ui.cache import get_trace
 from ui.colours import SERIES
+from ui.phone import fill_width
 from ui.views import step_box, step_boxes
 
 NEXT_TOKEN = "app_pages/51_next_token.py"
@@ -282,7 +283,7 @@ def gelu_chart(trace: Trace, layer: int) -> None:
     st.markdown(f"GELU keeps the share Φ(h) of h, Φ the standard normal CDF: almost all of a large positive h, almost "
                 f"none of a large negative one, smoothly between. This layer's {h.size} hidden values run from "
                 f"{h.min():.2f} to {h.max():.2f}; {100 * float((h < 0).mean()):.0f}% are negative.")
-    ui.chart(ui.line_spec(rows, "h", "value", color="curve", width=420, height=200))
+    ui.chart(fill_width(ui.line_spec(rows, "h", "value", color="curve", width=420, height=200)))
 
 
 def logits(trace: Trace) -> None:
