@@ -354,8 +354,8 @@ def line_spec(data: list[dict], x: str, y: str, color: str | None = None, title:
     x_scale = alt.Scale(type="log", nice=False) if log else alt.Scale(nice=False)   # the axis ends with the data
     enc = {"x": alt.X(f"{x}:Q", title=x_title or x, scale=x_scale),
            "y": alt.Y(f"{y}:Q", title=y_title or y, scale=scale)}
-    if color:                   # a series is told by its colour and its dash (one legend shows both)
-        legend = alt.Legend(orient="bottom", direction="vertical", symbolStrokeWidth=2.5, symbolSize=300)
+    if color:                   # a series is told by its colour and its dash (one legend, a line sample each)
+        legend = alt.Legend(orient="bottom", direction="vertical", symbolType="stroke", symbolStrokeWidth=2.5)
         enc["color"] = alt.Color(f"{color}:N", scale=alt.Scale(range=SERIES), title=None, legend=legend)
         enc["strokeDash"] = alt.StrokeDash(f"{color}:N", scale=alt.Scale(range=DASHES), title=None, legend=legend)
     chart = alt.Chart(alt.Data(values=data)).mark_line(point=len(data) <= 60).encode(
