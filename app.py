@@ -6,6 +6,7 @@ previous / next links.
 import streamlit as st
 
 from ui import fragment_guard, nav, page_state, raw_html
+from ui.real import state as _real_state  # noqa: F401  (declares the real-model pages' own controls, as page_state's)
 
 fragment_guard.install()    # once per process: a fragment rerun naming a page no longer shown is dropped (issue 29)
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")

@@ -15,8 +15,12 @@ holds plain JSON-able dicts.
                  who is here now (present: the students whose screens checked the room in the last few seconds)
     pacing       the teacher paces and sees the class: lock to the teacher's view, remove a student, and the
                  roster (each student following, stepped out and where, or gone; their answer and its seconds)
-    lesson       a lesson: a title and its stops (a view, the question to ask, a note only the teacher sees);
-                 read and written as a JSON file or a link; the shipped lessons in classroom/lessons/
+    lesson       a lesson: a title and its stops (a view, the question to ask, a note only the teacher sees) and
+                 its check (the same questions before and after); read and written as a JSON file or a link; the
+                 shipped lessons in classroom/lessons/
+    questions    the teacher's own question (the question, 2 to 6 choices, the right one), checked with clear words
+    results      what the class learned, from the room's log of every question asked: shares of right answers, the
+                 check's normalised gain ⟨g⟩, the responses as CSV, a one-page summary without names
 
 May import: the standard library; redis only inside redis_store's functions. Never ui, never streamlit.
 """

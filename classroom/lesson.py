@@ -13,6 +13,22 @@ A lesson is saved as a JSON file and shared as a link (`lesson=` and the JSON, d
 reading either never raises anything but LessonError, whose message says what is wrong. The lessons that
 ship with the app are classroom/lessons/*.json.
 
+A lesson may carry a check (`"check"`: a list of questions), asked before its first stop ("pre") and again after its
+last ("post"), so the room can say what the class learned (classroom/results.py: each question's share of right
+answers before and after, the normalised gain). A check question is either a question of the bank computed on a
+view's settings, as a stop's poll is (`page`, `query`, `poll`, `poll_at`), or the teacher's own (`prompt`, 2 to 6
+`choices`, the index of the right one as `answer`; classroom/questions.py checks it):
+
+    >>> lesson = from_dict({"title": "T", "stops": [{"title": "S"}], "check": [
+    ...     {"page": "scores", "query": {"d_k": "4"}, "poll": "scaled_score", "poll_at": {"row": "0", "col": "1"}},
+    ...     {"prompt": "Which row sums to 1?", "choices": ["a row of A", "a column of A"], "answer": 0}]})
+    >>> [(q.poll or "own", q.prompt) for q in lesson.check]
+    [('scaled_score', ''), ('own', 'Which row sums to 1?')]
+    >>> from_dict({"title": "T", "stops": [{"title": "S"}], "check": [{"prompt": "?", "choices": ["a"], "answer": 0}]})
+    Traceback (most recent call last):
+    ...
+    classroom.lesson.LessonError: Check question 1: give 2 to 6 “choices” (this one has 1).
+
     >>> stop = Stop("Scores", "scores", {"d_k": "8"}, ask="Which word does 'love' score highest?", note="Wait.")
     >>> lesson = Lesson("Tiny", "One stop.", (stop,))
     >>> from_json(to_json(lesson)) == lesson, from_link(to_link(lesson)) == lesson
@@ -34,6 +50,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "lessons"
 MAX_STOPS = 40
+MAX_CHECK = 10                         # questions in a lesson's check
 MAX_TEXT = 2000
 MAX_BYTES = 200_000
 MAX_PINS, MAX_PIN = 16, 80             # poll_at: entries, characters of a key or a value
@@ -76,16 +93,45 @@ def parse_hide(entry: str) -> tuple[str, tuple[int | None, int, int] | None] | N
 
 
 @dataclass(frozen=True)
+class Check:
+    """One question of a lesson's check: the bank's (`poll` computed on the view `page` + `query`, pinned by
+    `poll_at`) or the teacher's own (`prompt`, `choices`, `answer`)."""
+    page: str = ""
+    query: dict = field(default_factory=dict)
+    poll: str = ""
+    poll_at: dict = field(default_factory=dict)
+    prompt: str = ""
+    choices: tuple[str, ...] = ()
+    answer: int | None = None
+
+    def __hash__(self):
+        return hash((self.page, tuple(sorted(self.query.items())), self.poll, tuple(sorted(self.poll_at.items())),
+                     self.prompt, self.choices, self.answer))
+
+    @property
+    def own(self) -> bool:
+        return not self.poll
+
+
+@dataclass(frozen=True)
 class Lesson:
     title: str
     about: str
     stops: tuple[Stop, ...]
+    check: tuple[Check, ...] = ()
 
 
 def to_dict(lesson: Lesson) -> dict:
     return {"title": lesson.title, "about": lesson.about,
             "stops": [{"title": s.title, "page": s.page, "query": dict(s.query), "ask": s.ask, "poll": s.poll,
-                       "poll_at": dict(s.poll_at), "hide": list(s.hide), "note": s.note} for s in lesson.stops]}
+                       "poll_at": dict(s.poll_at), "hide": list(s.hide), "note": s.note} for s in lesson.stops],
+            **({"check": [check_dict(q) for q in lesson.check]} if lesson.check else {})}
+
+
+def check_dict(q: Check) -> dict:
+    if q.own:
+        return {"prompt": q.prompt, "choices": list(q.choices), "answer": q.answer}
+    return {"page": q.page, "query": dict(q.query), "poll": q.poll, "poll_at": dict(q.poll_at)}
 
 
 def to_json(lesson: Lesson) -> str:
@@ -138,21 +184,66 @@ def from_dict(d) -> Lesson:
     stops = d.get("stops")
     if not isinstance(stops, list) or not stops:
         raise LessonError("A lesson needs at least one stop.")
-    if len(stops) > MAX_STOPS:
-        raise LessonError(f"A lesson has at most {MAX_STOPS} stops; this one has {len(stops)}.")
     out = []
-    for n, s in enumerate(stops, start=1):
-        where = f"Stop {n}"
-        if not isinstance(s, dict):
-            raise LessonError(f"{where} is not an object.")
-        query = s.get("query", {})
-        if not isinstance(query, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float))
-                                                  for k, v in query.items()):
-            raise LessonError(f"{where}: “query” must map parameter names to values.")
-        out.append(Stop(_text(s, "title", where, True), _text(s, "page", where), {k: str(v) for k, v in query.items()},
+    for where, s in _objects(stops, MAX_STOPS, "A lesson has at most {most} stops", "Stop"):
+        out.append(Stop(_text(s, "title", where, True), _text(s, "page", where), _query(s, where),
                         _text(s, "ask", where), _text(s, "poll", where), _text(s, "note", where), _poll_at(s, where),
                         _hide(s, where)))
-    return Lesson(_text(d, "title", "The lesson", True), _text(d, "about", "The lesson"), tuple(out))
+    return Lesson(_text(d, "title", "The lesson", True), _text(d, "about", "The lesson"), tuple(out),
+                  _check(d))
+
+
+def _query(s: dict, where: str) -> dict:
+    query = s.get("query", {})
+    if not isinstance(query, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float))
+                                              for k, v in query.items()):
+        raise LessonError(f"{where}: “query” must map parameter names to values.")
+    return {k: str(v) for k, v in query.items()}
+
+
+def _objects(items: list, most: int, too_many: str, name: str):
+    """(where, item) for each item of a lesson's list (its stops, its check), numbered from 1 in `where`; a
+    LessonError for too many items or one that is not an object."""
+    if len(items) > most:
+        raise LessonError(too_many.format(most=most) + f"; this one has {len(items)}.")
+    for n, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise LessonError(f"{name} {n} is not an object.")
+        yield f"{name} {n}", item
+
+
+def _check(d: dict) -> tuple[Check, ...]:
+    """The lesson's check: a list of at most MAX_CHECK questions, each the bank's or the teacher's own."""
+    from .questions import MAX_OWN, MIN_OWN, choices_of, problem
+    items = d.get("check", [])
+    if not isinstance(items, list):
+        raise LessonError("The lesson's “check” must be a list of questions.")
+    out = []
+    for where, q in _objects(items, MAX_CHECK, "A lesson's check has at most {most} questions", "Check question"):
+        bank, own = bool(q.get("poll")), any(k in q for k in ("prompt", "choices", "answer"))
+        if bank == own:
+            raise LessonError(f"{where}: give either a question of the bank (“page”, “query”, “poll”, “poll_at”) or "
+                              "your own (“prompt”, “choices”, “answer”)" + (", not both." if bank else "."))
+        if bank:
+            out.append(Check(_text(q, "page", where), _query(q, where), _text(q, "poll", where, True),
+                             _poll_at(q, where)))
+            continue
+        prompt, choices, answer = q.get("prompt"), q.get("choices"), q.get("answer")
+        if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+            raise LessonError(f"{where}: “choices” must be a list of texts, e.g. [\"yes\", \"no\"].")
+        if len(choices_of(choices)) != len(choices):            # first: an empty choice would change the count
+            raise LessonError(f"{where}: a choice is empty: write it or remove it.")
+        if not MIN_OWN <= len(choices) <= MAX_OWN:
+            raise LessonError(f"{where}: give {MIN_OWN} to {MAX_OWN} “choices” (this one has {len(choices)}).")
+        if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < len(choices):
+            raise LessonError(f"{where}: “answer” must be the place of the right choice in “choices”, counted from "
+                              f"0: 0 to {len(choices) - 1} here" + ("" if answer is None else
+                                                                  f" (it is {json.dumps(answer, default=str)[:20]})") + ".")
+        wrong = problem(prompt, choices, answer)                # the question's text, a long or repeated choice
+        if wrong:
+            raise LessonError(f"{where}: {wrong}")
+        out.append(Check(prompt=_text(q, "prompt", where, True), choices=tuple(choices_of(choices)), answer=answer))
+    return tuple(out)
 
 
 def from_json(text) -> Lesson:

@@ -31,6 +31,9 @@ Keys (every one expires ROOM_HOURS after the teacher's last push or poll, or at 
     room:<code>:where              member id -> what their screen shows: "following" or "out:<page file>"
                                    (classroom/pacing.py report; written only when it changes)
     room:<code>:removed            member id -> when the teacher removed them (pacing.remove; their cookie is dead)
+    room:<code>:log                poll id -> the question as asked (JSON: prompt, choices, answer, "phase": "pre",
+                                   "post" or "poll", a check's question number): every question the room asked, for
+                                   what the class learned (classroom/results.py: shares, the gain, the CSV)
     room:<code>:runs               a run's digest -> its bytes as base64 text; "order": the digests, oldest first
                                    (at most MAX_RUNS runs of at most MAX_RUN_BYTES; put_run, get_run)
 
@@ -147,9 +150,21 @@ def _teacher(store: Store, code: str, secret) -> dict[str, str]:
 MEMBER_KEYS = ("members", "names", "tokens", "seen", "where", "removed")      # what the room keeps per student: expire together
 
 
+POLL_KEYS = ("answers", "changes", "times")                                    # per question asked
+
+
 def _refresh(store: Store, code: str, *more: str) -> None:
-    for key in (_key(code),) + tuple(_key(code, part) for part in MEMBER_KEYS) + more:
+    """The room's keys live TTL from now: the room, its log of questions, what it keeps per student, and every
+    asked question's answers (else a question's answers went TTL after its last answer while the log kept the
+    question, and a long day's check before the lesson lost its answers before the check after)."""
+    polls = _int_or_0(store.hget(_key(code), "polls"))
+    for key in (_key(code), _key(code, "log")) + tuple(_key(code, part) for part in MEMBER_KEYS) + tuple(
+            _key(code, kind, f"p{n}") for n in range(1, polls + 1) for kind in POLL_KEYS) + more:
         store.expire(key, TTL)
+
+
+def _int_or_0(text) -> int:
+    return int(text) if isinstance(text, str) and text.isdigit() else 0
 
 
 def open_room(store: Store, title: str = "") -> tuple[str, str]:
@@ -313,9 +328,12 @@ def open_poll(store: Store, code, secret, poll: dict) -> str:
     if (not isinstance(choices, (list, tuple)) or not 2 <= len(choices) <= MAX_CHOICES
             or not isinstance(poll.get("answer"), int) or not 0 <= poll["answer"] < len(choices)):
         raise BadMessage(f"A poll needs 2 to {MAX_CHOICES} choices and the index of the right one.")
+    if poll.get("phase", "poll") not in ("pre", "post", "poll"):
+        raise BadMessage("A question is asked before the lesson (pre), after it (post) or on its own (poll).")
     poll_id = f"p{store.hincrby(_key(code), 'polls', 1)}"
     body = {**poll, "choices": [str(c) for c in choices], "id": poll_id, "revealed": False, "at": time.time()}
     store.hset(_key(code), {"poll": json.dumps(body)})
+    store.hset(_key(code, "log"), {poll_id: json.dumps(body)})      # every question asked: classroom/results.py
     _refresh(store, code)
     return poll_id
 
@@ -369,6 +387,9 @@ def reveal(store: Store, code, secret, poll_id) -> None:
     code = _code(code)
     _teacher(store, code, secret)
     poll = _poll(store, code, poll_id)
+    if poll.get("phase") == "pre":
+        raise BadMessage("A question of the check before the lesson is not revealed: the same question comes back "
+                         "after the lesson.")
     store.hset(_key(code), {"poll": json.dumps({**poll, "revealed": True})})
 
 
@@ -437,8 +458,9 @@ def end_room(store: Store, code, secret) -> None:
     room = _teacher(store, code, secret)
     store.expire(_key(code, "runs"), 0)          # the teacher's runs beside the room (put_run) go too
     polls = int(room.get("polls", "0") or 0)
-    for key in [_key(code, part) for part in MEMBER_KEYS] + [_key(code, kind, f"p{n}") for n in range(1, polls + 1)
-                                          for kind in ("answers", "changes", "times")] + [_key(code)]:
+    for key in [_key(code, part) for part in MEMBER_KEYS + ("log",)] + [
+            _key(code, kind, f"p{n}") for n in range(1, polls + 1) for kind in POLL_KEYS] + [
+            _key(code)]:
         store.expire(key, 0)
 
 

@@ -96,3 +96,50 @@ def reference(folder: Path, ids):
     with torch.no_grad():
         out = model(torch.tensor([list(ids)]), output_hidden_states=True, output_attentions=True)
     return ([h[0].numpy() for h in out.hidden_states], [a[0].numpy() for a in out.attentions], out.logits[0].numpy())
+
+
+def numpy_checkpoint(folder: Path, family: str = "llama", seed: int = 0) -> Path:
+    """The same tiny shapes as make_checkpoint's, random numbers written with numpy and safetensors alone (no torch,
+    no transformers: a second to make): for the pages' tests and the browser's servers, which show a checkpoint
+    rather than check one (the parity tests check the loader on make_checkpoint's)."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    r = lambda *shape: (0.2 * rng.standard_normal(shape)).astype(np.float32)
+    one = lambda n: (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+    t = {}
+    if family == "gpt2":
+        d, f, L = 48, 192, 2
+        config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": VOCAB, "n_embd": d,
+                  "n_layer": L, "n_head": 3, "n_positions": 64, "bos_token_id": 0, "eos_token_id": 0}
+        t.update({"wte.weight": r(VOCAB, d), "wpe.weight": r(64, d), "ln_f.weight": one(d), "ln_f.bias": r(d)})
+        for l in range(L):
+            h = f"h.{l}."
+            t.update({h + "attn.c_attn.weight": r(d, 3 * d), h + "attn.c_attn.bias": r(3 * d),
+                      h + "attn.c_proj.weight": r(d, d), h + "attn.c_proj.bias": r(d), h + "ln_1.weight": one(d),
+                      h + "ln_1.bias": r(d), h + "ln_2.weight": one(d), h + "ln_2.bias": r(d),
+                      h + "mlp.c_fc.weight": r(d, f), h + "mlp.c_fc.bias": r(f), h + "mlp.c_proj.weight": r(f, d),
+                      h + "mlp.c_proj.bias": r(d)})
+    else:
+        d, f, L, H, H_kv = 64, 96, 2, 4, 2
+        k = H_kv * d // H
+        config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": VOCAB,
+                  "hidden_size": d, "intermediate_size": f, "num_hidden_layers": L, "num_attention_heads": H,
+                  "num_key_value_heads": H_kv, "max_position_embeddings": 256, "rope_theta": 10000.0,
+                  "rope_scaling": dict(LLAMA3), "rms_norm_eps": 1e-6, "hidden_act": "silu",
+                  "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}
+        t.update({"model.embed_tokens.weight": r(VOCAB, d), "model.norm.weight": one(d), "lm_head.weight": r(VOCAB, d)})
+        for l in range(L):
+            a, m = f"model.layers.{l}.self_attn.", f"model.layers.{l}.mlp."
+            t.update({a + "q_proj.weight": r(d, d), a + "k_proj.weight": r(k, d), a + "v_proj.weight": r(k, d),
+                      a + "o_proj.weight": r(d, d), m + "gate_proj.weight": r(f, d), m + "up_proj.weight": r(f, d),
+                      m + "down_proj.weight": r(d, f), f"model.layers.{l}.input_layernorm.weight": one(d),
+                      f"model.layers.{l}.post_attention_layernorm.weight": one(d)})
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    save_file(t, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    train_tokenizer(folder, "gpt2" if family == "gpt2" else "sentencepiece")
+    return folder

@@ -188,7 +188,8 @@ def settings_grid() -> list[Config]:
 
 GRID = settings_grid()
 PAGES = [f for _, pages in __import__("ui.nav", fromlist=["SECTIONS"]).SECTIONS for f, *_ in pages if (ROOT / f).exists()]
-OWN_SETTINGS = [p for p in PAGES if "settings=False" in (ROOT / p).read_text(encoding="utf-8")]   # not the sidebar's
+OWN_SETTINGS = [p for p in PAGES if "settings=False" in (ROOT / p).read_text(encoding="utf-8")   # not the sidebar's
+                or "from ui.real import" in (ROOT / p).read_text(encoding="utf-8")]   # a real model: the sentence only
 TABBED = [p for p in PAGES if "word_tabs(" in (ROOT / p).read_text(encoding="utf-8")]        # One word / All words
 LAZY_OPEN = {"scores.compare": True, "notation.open": True, "grp.position": True, "grp.score": True,
              "grp.display": True}

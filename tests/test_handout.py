@@ -13,7 +13,7 @@ from ui import nav
 from apptest_util import messages, no_exception, open_page
 
 HANDOUT = "app_pages/62_handout.py"
-SHOWN = [e[3] for section, pages in nav.SECTIONS if section != "Classroom" for e in pages]
+SHOWN = [e[3] for section, pages in nav.SECTIONS if section not in nav.NO_HANDOUT for e in pages]
 CLASS = Config(n_heads=2, positional="rope", mask="causal")        # heads 2, RoPE, causal
 
 

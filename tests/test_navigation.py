@@ -32,7 +32,7 @@ def test_the_overview_links_every_page_of_the_navigation():
 
 def test_the_order_is_the_navigation_section_after_section():
     assert ORDER == [e[0] for _, pages in nav.SECTIONS for e in nav.existing(pages)]
-    assert len(ORDER) == len(set(ORDER)) == 28
+    assert len(ORDER) == len(set(ORDER)) == 31
 
 
 @pytest.mark.parametrize("page", [ORDER[0], "app_pages/7_multi_head.py", "app_pages/11_train.py",

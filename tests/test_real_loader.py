@@ -219,7 +219,10 @@ def test_every_error_is_one_class_a_page_can_catch():
 
 
 def test_nothing_of_it_is_imported_until_asked():
+    """Nor by the real-model pages' views (app.py imports ui.real.state): only a page asking for a model loads it."""
     code = ("import sys, attention_core, attention_core.training, attention_core.explanations; "
+            "import ui.real.state, ui.real.model, ui.real.heads_view, ui.real.roles_view, ui.real.tokens_view, "
+            "ui.real.next_view; "
             "print(sorted(m for m in sys.modules if m.startswith(('attention_core.training.real', 'tokenizers', "
             "'huggingface_hub', 'safetensors', 'transformers'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

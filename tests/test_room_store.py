@@ -205,7 +205,6 @@ def test_thirty_answers_in_the_same_instant_all_count(store):
     assert results == [None] * 30, [r for r in results if r is not None][:3]
     assert tally(store, code, poll) == [8, 8, 7, 7]
     assert [my_answer(store, code, poll, m) for m in ids] == [i % 4 for i in range(30)]
-    assert seconds < 5
     print(f"30 simultaneous answers on {store.name}: {seconds * 1000:.0f} ms")
 
 

@@ -27,7 +27,8 @@ KINDS = ("selectbox", "slider", "number_input", "toggle", "checkbox", "radio", "
 
 def controls_a_push_leaves(at, page: str) -> list[str]:
     """The walk (tests/test_app_pages.py runs it on every page at its defaults): each control the page drew that a
-    view does not carry (not a setting, not a declared control of the page, not a step's table switch) and that
+    view does not carry (not a setting, not a declared control of the page, not a step's table switch, not a
+    heatmap's cell pickers: the view carries their cell) and that
     the room bar's caption does not name (ui/room/travel.py STAYS)."""
     from ui import page_state
     from ui.room.travel import STAYS
@@ -36,7 +37,7 @@ def controls_a_push_leaves(at, page: str) -> list[str]:
     for kind in KINDS:
         for element in at.get(kind):
             key = getattr(element, "key", None) or ""
-            if key in declared or key.startswith(("w.", "room")) or "tbl:" in key:
+            if key in declared or key.startswith(("w.", "room", "pick:")) or "tbl:" in key:   # pick: a cell
                 continue
             left.append(f"{kind} “{getattr(element, 'label', '')}” ({key or 'no key'})")
     return [] if page in STAYS else left

@@ -14,8 +14,9 @@ import numpy as np
 
 from attention_core import Step, Trace
 
-from .colours import (DARK_FROM, DASHES, DIVERGING, MARKED, MASK, NO_NUMBER, SEQUENTIAL,  # noqa: F401
-                      SERIES, TEXT_DARK, TEXT_LIGHT)
+from .chart_words import cell_words, heatmap_sentence, unsaid
+from .colours import (DARK_FROM, DASHES, DIVERGING, MASK, NO_NUMBER, SEQUENTIAL, SERIES, TEXT_DARK,  # noqa: F401
+                      TEXT_LIGHT, over_cells)
 
 MAX_W, MAX_H = 620, 460
 AXIS_TITLES = {"n": "token", "n_q": "query (token)", "n_k": "key (token)"}
@@ -258,7 +259,8 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
             {"calculate": ("datum.q == 1 ? '? (hidden until your teacher reveals it)' : " if secret is not None
                            else "") + "isFinite(datum.v) ? format(datum.v, '.6g') : datum.t", "as": "exact"},
             {"calculate": label_of(row_labels, "i"), "as": "row"},
-            {"calculate": label_of(col_labels, "j"), "as": "col"}]
+            {"calculate": label_of(col_labels, "j"), "as": "col"},
+            {"calculate": cell_words(row_title, col_title), "as": "say"}]       # a cell's words for a screen reader
     stroke = 0.5 if size >= 8 else 0
     rects = {
         # a hidden cell (v NaN) is still drawn and clickable: Vega-Lite would drop a datum its colour cannot use
@@ -275,6 +277,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
             # the clicked cell: a black outline (white is lost on a light cell)
             "stroke": {"condition": {"param": "cell", "empty": False, "value": TEXT_DARK}, "value": "white"},
             "strokeWidth": {"condition": {"param": "cell", "empty": False, "value": 3}, "value": stroke},
+            "description": {"field": "say", "type": "nominal"},
             "tooltip": [{"field": "row", "type": "nominal", "title": row_title or "row"},
                         {"field": "col", "type": "nominal", "title": col_title or "column"},
                         {"field": "exact", "type": "nominal", "title": step.title}],
@@ -282,34 +285,19 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
         "params": [{"name": "cell", "select": {"type": "point", "fields": ["i", "j"], "on": "click",
                                                 "clear": "dblclick"}}],
     }
-    layers, line = [rects], max(1.5, min(3.0, size / 8))
-    # outlines seen on any cell's colour: black with a white line inside (highlighted), purple dashes on white (marked)
-    for flag, under, over in (("h", {"stroke": TEXT_DARK}, {"stroke": "white", "strokeWidth": max(1.0, line / 3)}),
-                              ("m", {"stroke": "white"}, {"stroke": MARKED, "strokeDash": [4, 3]})):
-        if (highlight if flag == "h" else marked):
-            layers += [{"transform": [{"filter": f"datum.{flag} == 1"}],
-                        "mark": {"type": "rect", "filled": False, "strokeWidth": line, **part},
-                        "encoding": {"x": x, "y": y}} for part in (under, over)]
-    signed, glyph_px = step.scale not in ("sequential", "mask"), min(BIG_NUMBER_MAX_PX if big else 16,
-                                                                      int(min(size, row_h) * 0.8))
-    if not number_px and glyph_px >= (BIG_NUMBER_PX if big and secret is None else 6) and (   # big: none < 16 px
-            signed or secret is not None or not np.isfinite(m).all()):
-        # cells too small for their number still say what colour alone would: "?" (hidden), "×" (−∞, masked),
-        # "−" on a signed scale's value below −10% of the largest (a sign: positive ones go unmarked)
-        sign = f"datum.v < {-0.1 * bound!r} ? '−' : ''" if signed else "''"
-        mark = (("datum.q == 1 ? '?' : " if secret is not None else "")
-                + f"!isFinite(datum.v) ? (isNaN(datum.v) ? '' : '×') : {sign}")
-        layers.append({"transform": [{"calculate": mark, "as": "g"}, {"filter": "datum.g != ''"}],
-                       "mark": {"type": "text", "fontSize": glyph_px, "fontWeight": "bold"},
-                       "encoding": {"x": x, "y": y, "text": {"field": "g", "type": "nominal"},
-                                    "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
-                                                            "value": TEXT_LIGHT}, "value": TEXT_DARK}}})
+    signed = step.scale not in ("sequential", "mask")
+    glyph_px = 0 if number_px else min(BIG_NUMBER_MAX_PX if big else 16, int(min(size, row_h) * 0.8))
+    layers = [rects] + over_cells(x, y, size, glyph_px, highlight, marked, dark_test, signed and bound,
+                                  secret is not None, not np.isfinite(m).all(), BIG_NUMBER_PX if big else 6)
     if number_px:
         layers.append({"mark": {"type": "text", "fontSize": number_px},
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
                                                             "value": TEXT_LIGHT}, "value": TEXT_DARK}}})
+    unsaid(layers[1:], x, y, row_title, col_title, row_labels, col_labels)   # the cells' words are said once
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "description": heatmap_sentence(title or step.title, m, row_labels, col_labels, row_title, col_title,
+                                            step.scale, int(secret.sum()) if secret is not None else 0),
             "title": title or "", "width": size * cols, "height": row_h * rows, "transform": calc,
             "layer": layers, "config": {"view": {"strokeWidth": 0},
                                         **({"title": {"fontSize": BIG_TITLE_PX}, "legend": {"labelFontSize": 14}}

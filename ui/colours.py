@@ -21,3 +21,32 @@ MARKED = "#4b2bb0"                     # the teacher's dashed outline of a cell 
 # three apart under every simulated colour vision; a line chart's series differ by their dash as well.
 SERIES = ["#1f5fa8", "#a84a0a", "#212529", "#2b8a3e", "#862e9c", "#0b7285", "#c92a2a", "#946800"]
 DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3], [1, 0], [6, 3], [2, 2], [8, 3, 2, 3]]
+
+
+def over_cells(x: dict, y: dict, size: float, glyph_px: int, highlight, marked, dark_test: str, signed_bound,
+               hidden: bool, infinite: bool, least_px: int) -> list[dict]:
+    """A heatmap's layers over its cells that say what colour alone would (ui/charts.py's _build).
+
+    Outlines seen on any cell's colour: black with a white line inside (highlighted), dark purple dashes on white
+    (marked). Cells too small for their number (glyph_px: the font a glyph would get, 0 where numbers are written)
+    get glyphs: "?" (hidden), "×" (−∞, masked) and, on a signed scale (signed_bound: the colour bar's end, else
+    False), "−" on a value below −10% of it (a sign: positive ones go unmarked); none under least_px (presenter
+    mode: 16 px), but a "?" down to 6 px."""
+    layers, line = [], max(1.5, min(3.0, size / 8))
+    for flag, cells, under, over in (
+            ("h", highlight, {"stroke": TEXT_DARK}, {"stroke": "white", "strokeWidth": max(1.0, line / 3)}),
+            ("m", marked, {"stroke": "white"}, {"stroke": MARKED, "strokeDash": [4, 3]})):
+        if cells:
+            layers += [{"transform": [{"filter": f"datum.{flag} == 1"}],
+                        "mark": {"type": "rect", "filled": False, "strokeWidth": line, **part},
+                        "encoding": {"x": x, "y": y}} for part in (under, over)]
+    if glyph_px >= (6 if hidden else least_px) and (signed_bound or hidden or infinite):
+        sign = f"datum.v < {-0.1 * signed_bound!r} ? '−' : ''" if signed_bound else "''"
+        glyph = (("datum.q == 1 ? '?' : " if hidden else "")
+                 + f"!isFinite(datum.v) ? (isNaN(datum.v) ? '' : '×') : {sign}")
+        layers.append({"transform": [{"calculate": glyph, "as": "g"}, {"filter": "datum.g != ''"}],
+                       "mark": {"type": "text", "fontSize": glyph_px, "fontWeight": "bold"},
+                       "encoding": {"x": x, "y": y, "text": {"field": "g", "type": "nominal"},
+                                    "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
+                                                            "value": TEXT_LIGHT}, "value": TEXT_DARK}}})
+    return layers

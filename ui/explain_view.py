@@ -11,8 +11,10 @@ from .room import hide as room_hide
 from .raw_html import anchor_class, scroll_into_view
 from .text import md_escape
 
+FLOAT32_RTOL = 1e-5      # a real model's cells are float32 sums; an explanation recomputes them in float64
 
-def explanation(e: Explanation, stored: float | None = None) -> None:
+
+def explanation(e: Explanation, stored: float | None = None, rtol: float = 1e-9) -> None:
     """Its title and formula as one Markdown, its notes as one caption: it stays on the page
     while the student moves a setting, and every element costs each rerun."""
     with st.container(border=True):
@@ -25,11 +27,13 @@ def explanation(e: Explanation, stored: float | None = None) -> None:
         elif e.n_elided:
             notes.append(f"{e.n_terms} terms in all; the middle {e.n_elided} are left out above (the total uses all).")
         if stored is not None:
-            same = abs(e.value - stored) <= 1e-9 * max(1.0, abs(stored)) or e.value == stored
+            same = abs(e.value - stored) <= rtol * max(1.0, abs(stored)) or e.value == stored
             source = ("read back from the trace" if not e.independent else
                       "recomputed from the terms above" if e.reads else "made again from its formula or source")
-            notes.append(f"{'✓' if same else '✗'} {source}: {e.value:.10g}; the cell holds {stored:.10g}.")
-        notes.append("Click another cell to explain it; double-click the chart to clear.")
+            notes.append(f"{'✓' if same else '✗'} {source}: {e.value:.10g}; the cell holds {stored:.10g}"
+                         + (f" (the model computed it in float32: the same to {rtol:g})." if rtol > 1e-9 else "."))
+        notes.append("Click another cell (or pick another row or column under the chart) to explain it; "
+                     "double-click the chart to clear.")
         st.caption("  \n".join(notes))
 
 
@@ -66,7 +70,7 @@ def explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None) -> 
                 st.info(f"{s.title} {list(cell)} is made from a number hidden until your teacher reveals it: its "
                         "arithmetic is shown after the reveal.", icon=":material/visibility_off:")
             else:
-                explanation(e, stored)
+                explanation(e, stored, FLOAT32_RTOL if str(trace.facts.get("kind", "")).startswith("real") else 1e-9)
         else:
             rows, cols = _labels_of(trace, s, head)
             where = f" (row {i} “{rows[i]}”, column {j} “{cols[j]}”)" if rows and cols else ""

@@ -13,9 +13,10 @@ from attention_core import Step, Trace
 from . import page_state
 from .room import hide as room_hide
 from .charts import heatmap_spec
+from .chart_words import spec_sentence
 from .explain_view import explain_cell, in_bounds
 from .presenter import presented
-from .raw_html import fit_css_in_fragment
+from .raw_html import anchor_class, fit_css_in_fragment
 from .settings_state import presenting
 
 
@@ -77,8 +78,12 @@ def _shape(step: Step, head: int | None) -> tuple[int, int]:
 
 
 def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
-            key: str | None = None, domain=None, max_w: float = 620, explain: bool = False, highlight=None):
+            key: str | None = None, domain=None, max_w: float = 620, explain: bool = False, highlight=None,
+            keys: bool = False):
     """Draw one heatmap; returns the clicked cell (i, j) or None (or shows its arithmetic if `explain`).
+
+    keys: a cell can be chosen without a mouse too: a row and a column picker under the chart (cell_picker), which
+    set the same cell a click sets (the link's). Give it to a heatmap whose returned cell is explained.
 
     highlight: (row, col) cells to outline. In presenter mode a small multiple gets at least PRESENTER_MIN_W px:
     room for numbers a back row can read (its column is as wide from 1100 px, and stacks under it)."""
@@ -93,7 +98,7 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     fit_css_in_fragment()
     # with hidden or marked cells, the chart and its caption share one box (a step's row keeps the place beside
     # the chart for a clicked cell's explanation)
-    where = st.container(width="content") if hidden or marked else st
+    where = st.container(width="content") if hidden or marked or keys else st
     state = where.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
                                   selection_mode="cell", width="content")
     if hidden or marked:
@@ -104,15 +109,64 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     if cell is not None and not in_bounds(step, head, cell):
         cell = None            # a selection the chart kept from a matrix of another shape (the settings changed)
     page_state.click(chart_key, cell)                  # the link carries the last clicked cell
-    if cell is None:
-        cell = page_state.restored(chart_key)          # … and opens it again
-        if cell is not None and not in_bounds(step, head, cell):
-            cell = None                                # a link's cell outside this matrix: none opened
+    held = _held(chart_key)                  # … or the one picked with the keyboard, or a link's
+    if held is not None and in_bounds(step, head, held):    # (a link's cell outside this matrix: none opened)
+        cell = held
+    if keys:
+        cell_picker(where, trace, step, head, chart_key, cell)
     if cell is None:
         return None
     if explain:
         explain_cell(trace, step.key, (head, cell), anchor=key)
     return cell
+
+
+def _held(chart: str) -> tuple[int, int] | None:
+    """The link's cell (page_state's "p.cell") when it is this chart's: clicked, picked with the keyboard or opened
+    by a link; it wins over the chart's own selection, which a pick does not change."""
+    cell = st.session_state.get("p.cell")
+    return (cell[2], cell[3]) if cell is not None and cell[:2] == (st.session_state.get("s.page"), chart) else None
+
+
+def _picked(chart_key: str, one_row: bool) -> None:
+    """A picker changed: with a row and a column chosen, that cell is the one the chart explains (the link's)."""
+    row = 0 if one_row else st.session_state.get(f"pick:{chart_key}.row")
+    col = st.session_state.get(f"pick:{chart_key}.col")
+    if row is not None and col is not None:
+        st.session_state["p.cell"] = (st.session_state.get("s.page"), chart_key, int(row), int(col))
+        page_state.sync()                  # the link carries it (page_state's cell), as a click's
+
+
+def cell_picker(where, trace: Trace, step: Step, head: int | None, chart_key: str, cell) -> None:
+    """The arithmetic without a mouse: a row and a column picker under a heatmap (Tab to them, arrows and Enter),
+    showing the cell the chart explains; choosing one explains it as a click does and the link carries it."""
+    from .charts import _matrix
+    m, (row_axis, col_axis) = _matrix(step, head)
+    rows = trace.labels(row_axis, m.shape[0]) if row_axis else [""]
+    cols = trace.labels(col_axis, m.shape[1])
+    one_row = m.shape[0] == 1
+    state = st.session_state
+    names = (f"pick:{chart_key}.row", f"pick:{chart_key}.col")      # the cell: carried by a view as its `cell`
+    if cell is not None:                   # the pickers show the cell explained (a click's too)
+        for name, v in zip(names, cell):
+            if state.get(name) != v:
+                state[name] = v
+    elif state.get(names[1]) is not None and (one_row or state.get(names[0]) is not None):
+        for name in names:                 # a whole pick that explains nothing: cleared (a double-click, a push)
+            state[name] = None
+    for name, size in zip(names, m.shape):
+        if state.get(name) is not None and not 0 <= state[name] < size:
+            state[name] = None             # a half pick from a larger matrix (the sentence got shorter)
+    of = f" of {step.title}" + (f", head {head}" if head is not None else "")
+    box = where.container(horizontal=True, gap="small", key=f"pick-{anchor_class(chart_key)}")
+    say = lambda noun, labels: (lambda k: f"{noun} {k}" + ("" if str(labels[k]) == str(k) else f" · {labels[k]}"))
+    if not one_row:
+        box.selectbox(f"Row{of} to explain", range(m.shape[0]), index=None, format_func=say("row", rows),
+                      key=names[0], placeholder="Row…", label_visibility="collapsed", width=150,
+                      on_change=_picked, args=(chart_key, one_row))
+    box.selectbox(f"Column{of} to explain", range(m.shape[1]), index=None, format_func=say("column", cols),
+                  key=names[1], placeholder="Column…", label_visibility="collapsed", width=150,
+                  on_change=_picked, args=(chart_key, one_row))
 
 
 def chart(spec: dict, target=None):
@@ -122,6 +176,9 @@ def chart(spec: dict, target=None):
         fit_css_in_fragment()
     draw = (target or st).vega_lite_chart
     spec = presented(spec)
+    if "description" not in spec:                 # what it shows, for a screen reader (its aria-label)
+        said = spec_sentence(spec)
+        spec = {**spec, "description": said} if said else spec
     values = spec.get("data", {}).get("values") if isinstance(spec.get("data"), dict) else None
     width = "stretch" if spec.get("width") == "container" else "content"
     if values is None:

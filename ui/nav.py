@@ -47,6 +47,11 @@ SECTIONS = [
         ("app_pages/52_induction_heads.py", "Induction heads", ":material/content_copy:", "induction_heads"),
         ("app_pages/53_block_gradients.py", "Gradients through a block", ":material/call_split:", "block_gradients"),
     ]),
+    ("A real model", [
+        ("app_pages/70_real_tokens.py", "Tokens in, the next token out", ":material/token:", "real_tokens"),
+        ("app_pages/71_real_heads.py", "Every head, one by one", ":material/grid_view:", "real_heads"),
+        ("app_pages/72_real_roles.py", "Heads by what they do", ":material/psychology:", "real_roles"),
+    ]),
     ("Labs", [
         ("app_pages/30_pitfalls.py", "Pitfalls lab", ":material/bug_report:", "pitfalls"),
         ("app_pages/31_quiz.py", "Predict, then reveal", ":material/quiz:", "quiz"),
@@ -62,8 +67,11 @@ SECTIONS = [
 # Each section's folder in ui/, holding the views of that section's pages only (what several sections use
 # stays at ui/'s top). tests/test_house.py: one folder a section, and no other.
 FOLDERS = {"Forward pass": "forward", "Training": "training", "Attention variants": "variants",
-           "Today's attention": "today", "Inside a transformer": "transformer", "Labs": "labs",
-           "Classroom": "classroom"}
+           "Today's attention": "today", "Inside a transformer": "transformer", "A real model": "real",
+           "Labs": "labs", "Classroom": "classroom"}
+# Sections whose pages have no handout: the Classroom's show no Steps; a real model's are a checkpoint's, not the
+# sidebar's Trace (ui/classroom/handout_view.py lists the others).
+NO_HANDOUT = ("Classroom", "A real model")
 
 FORWARD = [f for f, _, _, _ in SECTIONS[0][1]]
 HOME = FORWARD[0]

@@ -389,8 +389,8 @@ declare("app_pages/52_induction_heads.py",
         Own("induction.sentence", INDUCTION_SENTENCE, _sentence, str, "the sentence of “Your sentence”"))
 
 # /handout (the page whose handout is drawn, by its URL path: "" is the Overview; the Classroom's pages have none)
-from .nav import SECTIONS as _SECTIONS  # noqa: E402  (the navigation holds no page state: no circle)
+from .nav import NO_HANDOUT, SECTIONS as _SECTIONS  # noqa: E402  (the navigation holds no page state: no circle)
 
 declare("app_pages/62_handout.py",
-        choice("handout.of", "", tuple(e[3] for section, pages in _SECTIONS if section != "Classroom" for e in pages),
+        choice("handout.of", "", tuple(e[3] for section, pages in _SECTIONS if section not in NO_HANDOUT for e in pages),
                "the page the handout is of"))

@@ -59,7 +59,8 @@ def side_info(row, anchor: str):
 
 def click_hint(explainable: bool, as_table: bool = False, here: bool = False) -> str:
     """here: the hint stands where the answer will (beside the chart); else in the card's notes."""
-    return (":material/touch_app: Click a cell" + (" or select one in the table" if as_table else "")
+    return (":material/touch_app: Click a cell" + (" or select one in the table" if as_table else
+                                                    " (or pick its row and column under the chart)")
             + (f" to see {'here ' if here else ''}the arithmetic behind its number." if explainable
                else f" to see its value{' here' if here else ''}."))
 
@@ -121,7 +122,7 @@ def step_box(trace: Trace, key: str, *, title: str | None = None, why: bool | st
                             cell = table(trace, s, h, key=f"{key_prefix}tb:{key}:{h}")
                         else:
                             cell = heatmap(trace, s, h, title=label, key=f"{key_prefix}hm:{key}:{h}", domain=domain,
-                                           max_w=max_w / per_row - 60 * (per_row > 1))
+                                           max_w=max_w / per_row - 60 * (per_row > 1), keys=True)
                         if cell is not None:
                             clicked = (h, cell)
         if clicked is not None:
@@ -151,7 +152,7 @@ def explained_heatmap_box(trace: Trace, step: Step, key: str, max_w: float = 620
     from attention_core.explanations import can_explain
     row = side_row(key)
     with row:
-        cell = heatmap(trace, step, head, title=title, key=key, max_w=max_w)
+        cell = heatmap(trace, step, head, title=title, key=key, max_w=max_w, keys=True)
     with side_info(row, key):
         if cell is not None:
             explain_cell(trace, step.key, (head, cell), anchor=key)

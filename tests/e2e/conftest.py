@@ -137,6 +137,28 @@ class DeepLinks:
         self.servers.clear()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def real_model_dir(tmp_path_factory):
+    """Every server the browser tests start shows the "A real model" pages on a tiny Llama-style checkpoint (RoPE,
+    2 query heads per KV head) laid out here in about a second (tests/real_checkpoints.py, numpy and safetensors):
+    ATTENTION_EXPLORER_REAL_MODEL_DIR names it. (A listed model is looked up in the cache only, never on the network,
+    unless a download button is pressed: the walk never presses one.)"""
+    from tests.real_checkpoints import numpy_checkpoint
+
+    if os.environ.get("ATTENTION_EXPLORER_REAL_MODEL_DIR"):
+        yield os.environ["ATTENTION_EXPLORER_REAL_MODEL_DIR"]
+        return
+    try:
+        import safetensors  # noqa: F401
+        import tokenizers  # noqa: F401
+    except ImportError:                      # the pages then say there is no model (tests/test_real_pages.py: the rest)
+        yield None
+        return
+    folder = numpy_checkpoint(tmp_path_factory.mktemp("real") / "tiny-llama", "llama")
+    os.environ["ATTENTION_EXPLORER_REAL_MODEL_DIR"] = str(folder)
+    yield str(folder)
+
+
 @pytest.fixture(scope="session")
 def playwright_session():
     require_browser()

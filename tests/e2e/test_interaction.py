@@ -239,3 +239,31 @@ def test_the_table_view_explains_a_cell_from_the_keyboard(app_server, student):
     expect(tab.get_by_text("was made", exact=False).first).not_to_have_text(before, timeout=15_000)
     expect(tab.get_by_text("✓ recomputed from the terms above", exact=False).first).to_be_visible()
     no_exception(tab)
+
+
+def test_a_real_models_head_is_one_click_away_and_explains_its_weights(app_server, student):
+    """The real heads page (the servers' tiny Llama-style checkpoint, conftest.real_model_dir): a click on a head of
+    the grid of every head steps through that head (the layer and head boxes follow), and a click on a cell of its
+    weights shows the softmax with the model's numbers, checked against the cell in float32."""
+    sentence = "the cat sat on the mat"
+    tab = student()
+    open_page(tab, app_server, "real_heads", {"sentence": sentence})
+    grid = tab.locator(CHART).first.locator("svg.marks g.mark-rect.role-mark path")
+    grid.first.wait_for(state="attached", timeout=30_000)                # the chart component mounts lazily
+    per_head = grid.count() // 8                          # 2 layers × 4 heads, each the causal half of n × n
+    assert per_head > 0 and grid.count() == 8 * per_head, grid.count()
+    after_run(tab, lambda: grid.nth((1 * 4 + 2) * per_head).click())      # layer 1, head 2: its first cell
+    expect(tab.get_by_text("Layer 1, head 2:", exact=False).first).to_be_visible(timeout=30_000)
+    expect(tab.get_by_label("Layer l")).to_have_value("1")
+    expect(tab.get_by_label("Head h")).to_have_value("2")
+    weights = tab.get_by_text("Its attention weights", exact=False).first
+    weights.scroll_into_view_if_needed()
+    cells = tab.locator(f"{CHART}:below(:text('Its attention weights'))").first.locator(
+        "svg.marks g.mark-rect.role-mark path")
+    cells.first.wait_for(state="attached", timeout=30_000)
+    n = round(cells.count() ** 0.5)                       # n × n: the head's weights, row by row
+    assert n * n == cells.count() and n > 2, cells.count()
+    after_run(tab, lambda: cells.nth(2 * n + 1).click())                  # query 2, key 1
+    expect(tab.get_by_text("✓ recomputed from the terms above", exact=False).first).to_be_visible(timeout=30_000)
+    assert "float32" in tab.get_by_text("✓ recomputed from the terms above", exact=False).first.inner_text()
+    no_exception(tab)

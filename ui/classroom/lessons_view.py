@@ -119,6 +119,11 @@ def stops_list(lesson: Lesson) -> None:
                     + (md_escape(stop.ask) if stop.ask else ":gray[no question]"))
         if file:
             st.page_link(file, label="Open this view", icon=":material/open_in_new:", query_params=stop.query or None)
+    if lesson.check:
+        n = len(lesson.check)
+        st.caption(f":material/fact_check: A check of {n} question{'s' if n != 1 else ''}, asked before the first "
+                   "stop and again after the last (“Start the check” in the room bar): the room page then shows what "
+                   "the class learned.")
 
 
 def teach(lesson: Lesson, key: str) -> None:

@@ -18,6 +18,7 @@ from classroom.room import ROOM_HOURS
 from classroom import pacing
 
 from ..room.bar import class_words, here_words
+from .results_view import learned_box
 from ..settings_state import presenting
 from ..room.rejoin import COOKIE_HOURS
 from ..room.session import ROOM_PAGE, code as room_code, join, leave, open_room, reclaim, store, teaching
@@ -146,6 +147,7 @@ def teacher_panel() -> None:
         st.image(qr_png(link), caption="Scan to join", width=360)
     if state.get("room.lesson") is not None:
         stops_list()
+    learned_box(code, secret, state.get("room.title") or "")
     st.markdown("Go to any page and press **Show this to the class** in the room bar under its title: every "
                 "following student's screen changes to your page, settings, open tab and highlighted cell.")
     what_is_kept(teacher=True)
@@ -256,8 +258,9 @@ def what_is_kept(teacher: bool = False) -> None:
             f"another page (which one); whether the teacher removed {'them' if teacher else 'you'}; and a digest "
             f"of {your} rejoin key. Nothing else: no account, no e-mail.")
     if teacher:
-        what += (" About the room: its title, a digest of your secret, the view you last showed, the question in "
-                 "progress, and a model you trained and showed to the class (your last 4 at most).")
+        what += (" About the room: its title, a digest of your secret, the view you last showed, every question "
+                 "asked in it (for what the class learned), and a model you trained and showed to the class (your "
+                 "last 4 at most).")
     cookie = ("Your browser keeps the room's code and your secret in a cookie for this site only (what your "
               "teacher's link holds), so that a reload keeps your controls; each student's browser keeps the code "
               "and their rejoin key the same way." if teacher else
@@ -266,7 +269,9 @@ def what_is_kept(teacher: bool = False) -> None:
               "return gives a new one), and not while you are in the room in another tab.")
     leaving = ("**End the room** deletes all of it at once (the cookies then open nothing)." if teacher else
                "**Leave the room** deletes your nickname, rejoin key, last-seen time, your answer to the question "
-               "open now (unless its answer is revealed) and the cookie at once; your other answers stay in their counts, without a name.")
+               "open now (unless its answer is revealed) and the cookie at once; your other answers stay without "
+               "a name: in their counts, and as rows of the answers your teacher can download (“(left the room)” "
+               "instead of a nickname).")
     who = ("your" if teacher else "your teacher's")
     with st.expander("What the room keeps about your students, and who sees it" if teacher else
                      "What a room keeps about you, and who sees it", icon=":material/shield_person:"):
@@ -283,7 +288,9 @@ def what_is_kept(teacher: bool = False) -> None:
             "on the list of each student, out of presenter mode too: never in presenter mode (the projector's) or on "
             "a student's screen. "
             f"After the answer is revealed every student sees the counts; only {'each student' if teacher else 'you'} "
-            f"see{'s' if teacher else ''} {'their' if teacher else 'your'} own answer. Whoever runs this app's "
+            f"see{'s' if teacher else ''} {'their' if teacher else 'your'} own answer. "
+            f"{'You' if teacher else 'Your teacher'} can download the answers with the nicknames (a CSV file, out of "
+            "presenter mode) while the room lasts; the one-page summary has counts only. Whoever runs this app's "
             "server can read what it keeps.")
 
 

@@ -7,6 +7,8 @@ The rooms, their stores and the pacing are the classroom package's (no Streamlit
                  stops and the class at a glance; a student's bar (follow)
     follow       a student's bar: following the teacher's view, stepping out, locked, removed
     poll         a room's class question: the teacher's live chart and reveal, a student's answer card
+    own_poll     the teacher's own question, written in the room (the question, 2 to 6 choices, the right one)
+    check        a lesson's check in the teacher's bar: the same questions before the first stop and after the last
     rejoin       a reload is not a goodbye: the cookie, the welcome back, the tick that sees the room
     travel       what a push carries beside the view (a trained run) and what it cannot, said first
     hide         a lesson stop's answers hidden on a student's screen until the reveal ("?" cells, waiting text)

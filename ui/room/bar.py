@@ -9,7 +9,7 @@ the settings). In no room it returns at once: nothing drawn, no store read.
   (the question to ask, the teacher's note: on this screen only, never in presenter mode or on the room and
   Lessons pages, which may be on the projector) with ◀ / ▶; a stop is shown to predict (ui/room/hide.py: its
   answer hidden on the students' screens, no explanation open) and "Reveal" shows it again with its cell's
-  explanation open.
+  explanation open; a lesson's check (ui/room/check.py) is started on its first stop and again on its last.
 - A student: ui/room/follow.py (following, stepping out and back, the poll card).
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ import classroom
 from classroom import pacing
 
 from ..page_state import CELL, view_of
+from .check import check_bar
 from .follow import student_bar
 from .poll import ask_poll, teacher_poll_panel
 from .rejoin import keep_cookie, resume, waiting, welcome
@@ -282,6 +283,7 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
         target = i + 1
     if target is not None:
         step_to(code, secret, target)
+    check_bar(code, secret, lesson, i)
     if stop.poll and st.button(ASK_STOP, key="room_ask_stop", icon=":material/campaign:"):
         if ask_poll(store(), code, secret, stop.poll, trace, at=stop.poll_at or None) is not None:
             state["room_poll_box"] = True          # the question box opens with its live chart
@@ -326,7 +328,8 @@ def reveal_stop(code: str, secret: str, i: int) -> None:
     state["room.staged"] = None
     try:
         poll = classroom.state(store(), code).poll
-        if poll and not poll.get("revealed") and stop.poll and poll.get("kind") == stop.poll:
+        if (poll and not poll.get("revealed") and stop.poll and poll.get("kind") == stop.poll
+                and poll.get("phase", "poll") == "poll"):        # never a check's question (classroom/results.py)
             classroom.reveal(store(), code, secret, poll["id"])
     except classroom.RoomError as err:
         st.session_state["room.notices"] = [f"The view was revealed, not the poll: {err}"]

@@ -4,7 +4,8 @@ reveal, sees their answer beside the class's.
 
 At ui's top because the room bar (ui/room/bar.py) draws it on every page for a room's teacher and students:
 
-    teacher_poll_panel(store, code, secret, trace)      the question bank, "Ask the class", the live chart, reveal
+    teacher_poll_panel(store, code, secret, trace)      the question bank, the teacher's own question (own_poll.py),
+                                                        "Ask the class", the live chart, reveal
     ask_poll(store, code, secret, kind, trace, seed, at)  open one question of the bank (a stop's: at = its poll_at)
     student_poll_card(store, code, member, room_state)  the question, "Send my answer", then the reveal
 
@@ -15,7 +16,8 @@ was revealed, closed or replaced still gets the room's message. The teacher's ch
 second in a fragment, only while a question is open and unrevealed.
 
 Before the reveal nothing marks the right choice, not even in the chart's data (the projector shows it).
-Choices and prompts are the app's own text, escaped for Markdown anyway; nicknames are never shown here.
+Prompts and choices (the bank's, or the teacher's own as typed) are shown as text, escaped for Markdown; nicknames
+are never shown here.
 
     >>> spec = poll_bars_spec(["2", "4"], [1, 3])
     >>> [(v["label"], v["count"], v["role"], v["tag"]) for v in spec["data"]["values"]]
@@ -32,6 +34,7 @@ from classroom import RoomError
 
 from ..settings_state import presenting
 from ..text import md_escape
+from .own_poll import own_question_form
 
 LETTERS = "ABCDEFGH"                                   # classroom.room.MAX_CHOICES = 8
 ANSWER, RIGHT, YOU, OTHER = "#5c7cfa", "#1f5fa8", "#c2560b", "#ced4da"   # before the reveal all bars alike
@@ -90,6 +93,14 @@ def _bars(poll: dict, counts, right=None, you=None) -> None:
 
 def _prompt(poll: dict) -> None:
     st.markdown(f":material/quiz: **{md_escape(poll.get('prompt', ''))}**")
+    if poll.get("phase") in CHECK_WORDS and isinstance(poll.get("check"), int):
+        st.caption(CHECK_WORDS[poll["phase"]].format(n=poll["check"] + 1, of=poll.get("check_n", "?")))
+
+
+CHECK_WORDS = {"pre": ":material/fact_check: The check before the lesson, question {n} of {of}: answer what you "
+                      "think now. The answer is not shown now: the same questions come back after the lesson.",
+               "post": ":material/fact_check: The check after the lesson, question {n} of {of}: the same question "
+                       "as before the lesson."}
 
 
 def _explanation(poll: dict) -> None:
@@ -139,6 +150,8 @@ def teacher_poll_panel(store, code, secret, trace) -> None:
         return
     if poll is None:
         _ask_form(store, code, secret, trace)
+        if own_question_form(store, code, secret):
+            st.rerun(scope="app")
     elif not poll.get("revealed"):
         _live_poll(store, code, secret, poll["id"])
     else:
@@ -154,8 +167,8 @@ def _ask_form(store, code, secret, trace) -> None:
     kinds, available, make_poll = _bank() if trace is not None else ({}, None, None)
     fits = available(trace) if trace is not None else []
     if not fits:
-        st.caption("Class questions are made from the sentence and settings of the forward pass: open a page "
-                   "with those settings to ask one.")
+        st.caption("The question bank's questions are made from the sentence and settings of the forward pass: "
+                   "open a page with those settings to ask one, or write your own below.")
         return
     if st.session_state.get("poll.kind") not in fits:          # kept from settings where other kinds fit
         st.session_state.pop("poll.kind", None)
@@ -200,12 +213,15 @@ def _live_poll(store, code, secret, poll_id: str) -> None:
     with st.container(border=True):
         _prompt(poll)
         _bars(poll, counts)
-        st.caption(f":material/how_to_vote: {_answered_line(counts, joined)} · answers arrive live; "
-                   "students can change theirs until you reveal" + (
-                       "; you may reveal before everyone has answered: answers then close, and whoever has not "
-                       "answered sees the answer" if sum(counts) < joined else ""))
+        before = poll.get("phase") == "pre"           # the check before the lesson: never revealed (it comes back)
+        st.caption(f":material/how_to_vote: {_answered_line(counts, joined)} · answers arrive live; " + (
+            "students can change theirs until you move on. No reveal before the lesson: the same question comes "
+            "back after it" if before else "students can change theirs until you reveal" + (
+                "; you may reveal before everyone has answered: answers then close, and whoever has not "
+                "answered sees the answer" if sum(counts) < joined else "")))
         left, right = st.columns(2)
-        if left.button("Reveal the answer", icon=":material/visibility:", type="primary", key="poll.reveal"):
+        if not before and left.button("Reveal the answer", icon=":material/visibility:", type="primary",
+                                      key="poll.reveal"):
             _act(lambda: classroom.reveal(store, code, secret, poll_id))
         if right.button("Close the question", icon=":material/close:", key="poll.close"):
             _act(lambda: classroom.close_poll(store, code, secret))
@@ -323,8 +339,9 @@ def student_poll_card(store, code, member, room_state) -> None:
         if mine is not None:
             final = st.session_state.get(FINAL) == _poll_key(code, poll)
             st.info(md_escape(f"Your answer: {choice_text(poll, mine)} — " + (
-                "it stands until the teacher reveals." if final else
-                "you can change it until the teacher reveals.")), icon=":material/how_to_vote:")
+                "it stands" if final else "you can change it") + (
+                " until your teacher moves on." if poll.get("phase") == "pre" else " until the teacher reveals.")),
+                icon=":material/how_to_vote:")
 
 
 def _revealed_for_student(store, code, member, poll) -> None:

@@ -114,7 +114,7 @@ def group_box(trace, keys: tuple[str, ...], title: str, note: str, new_rows: lis
                     bound = float(np.abs(finite).max()) if finite.size and s.scale == "diverging" else 0.0
                     cell = heatmap(trace, s, h, title=name if len(charts) > 1 else None, key=f"kv_cache.hm.{s.key}.{h}",
                                    max_w=900 if len(row) == 1 else 280, highlight=outline,
-                                   domain=(-bound, bound) if bound > 0 else None)
+                                   domain=(-bound, bound) if bound > 0 else None, keys=True)
                     if cell is not None:
                         clicked = (s.key, h, cell)
         if clicked is not None:

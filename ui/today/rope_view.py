@@ -164,6 +164,10 @@ def pair_chart(a: float, b: float, theta: float, p: int, i: int, word: int, colu
     import pyarrow as pa
     path = pair_path(np.array([a, b]), theta, p)
     spec = pair_spec(path, math.hypot(a, b), f"pair {i} of q_{word} (columns {columns[0]}, {columns[1]})", columns)
+    end = path[-1]                                  # what the picture shows, for a screen reader (its aria-label)
+    spec["description"] = (f"Pair {i} of q_{word} as a point in the plane: ({a:.2f}, {b:.2f}) turned by p·θ_{i} = "
+                           f"{p * theta:.2f} rad to ({end['x']:.2f}, {end['y']:.2f}); its length "
+                           f"{math.hypot(a, b):.2f} stays.").replace("(-", "(−").replace(", -", ", −")
     return pa.Table.from_pylist(spec.pop("data")["values"]), spec
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..chart_words import patterns_sentence
 from ..colours import DASHES, SEQUENTIAL, SERIES
 
 HEAD_COLORS = SERIES        # a head's colour; its layer is its dash (solid: layer 0, dashed: layer 1)
@@ -15,12 +16,12 @@ def head_label(layer: int, head: int) -> str:
 
 
 def _pad(spec: dict, what: str = "") -> dict:
-    """Padding that fits the card; `what` (the run it shows) goes into the spec's description, so another run's
+    """Padding that fits the card; `what` (the run it shows) goes into the spec's usermeta, so another run's
     chart is a new chart in the browser, not the old one with its data swapped (which left a facet grid's rows
-    empty after a live run)."""
+    empty after a live run). The description is a screen reader's (ui/chart_words.py)."""
     spec["autosize"] = {"type": "pad", "contains": "padding"}
     if what:
-        spec["description"] = what
+        spec["usermeta"] = {"shows": what}
     return spec
 
 
@@ -183,6 +184,7 @@ def patterns_spec(named: list[tuple[str, np.ndarray]], tokens, size: int = 150) 
     axis = {"values": list(range(0, n, 10 if n > 15 else 2)), "labelFontSize": 10, "titleFontSize": 11,
             "labelAngle": 0}
     return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": rows},
+                 "description": patterns_sentence(named),       # a screen reader's words for the grid
                  "facet": {"row": {"field": "stage", "type": "nominal", "title": None,
                                    "sort": {"field": "order", "op": "min"},
                                    "header": {"labelFontSize": 12, "labelAngle": 0, "labelAlign": "left",

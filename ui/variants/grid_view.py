@@ -123,6 +123,8 @@ def channels_spec(scene_name: str, cells: int) -> tuple[dict, object]:
     bound = max(abs(lo), abs(hi)) or 1.0
     spec = {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+        "description": (f"The image as {len(g.FEATURE_NAMES)} feature maps ({', '.join(g.FEATURE_NAMES)}), each a "
+                        f"{cells} × {cells} heatmap of the cells' values, from {lo:.2f} to {hi:.2f}."),
         "transform": [{"calculate": "format(datum.v, '.6g')", "as": "value"}],
         "facet": {"field": "feature", "type": "nominal", "title": None,
                   "sort": {"field": "order", "op": "min"},

@@ -1,0 +1,44 @@
+import streamlit as st
+
+import ui
+from attention_core import ConfigError
+from ui.real import model as real
+from ui.real import next_view
+from ui.real import tokens_view as view
+
+PAGE = "app_pages/70_real_tokens.py"
+config, _ = ui.page(PAGE, "Tokens in, the next token out")
+st.markdown(
+    "The attention pages compute on a toy model: GloVe word vectors and weights the project trained. These pages run "
+    "a **real** language model, a checkpoint published on Hugging Face, through the same arithmetic: the project reads "
+    "its weights and computes every step itself, in numpy, so every number can be clicked and explained. The sidebar's "
+    "sentence is the text it reads; of the sidebar, only the sentence is used here.")
+model, trace = real.model_and_trace(config.sentence)
+st.subheader("In: your sentence, as token ids")
+st.markdown("A model does not read words. Its tokenizer cuts the text into **pieces** from a fixed vocabulary "
+            f"({model.config.vocab:,} of them here), learned from text by byte-pair encoding (BPE): the most "
+            "frequent pairs of symbols were merged into one piece, again and again.")
+view.pieces_table(trace)
+st.markdown(view.why_marks(trace, config.sentence))
+st.markdown("Each id picks a row of the embedding table E: X₀ = E[ids]" +
+            (" plus a learned row per position (GPT-2)." if model.config.family == "gpt2" else
+             ", with no position added: RoPE turns each query and key by its position inside attention.") +
+            " The next pages follow X₀ through every head of every layer.")
+
+st.subheader("Out: the next token")
+st.markdown("At the last position the model scores every token of its vocabulary: one logit z_j each, the last row "
+            "of Z = N_f(X_L) W_U. The next token is drawn from them exactly as on the small model's next-token page: "
+            "temperature before softmax, then top-k, then top-p, renormalised, and a seeded draw.")
+with st.container(border=True):
+    T, k, p, seed = next_view.controls(model.config.vocab)
+try:
+    out = next_view.sample(trace, T, k, p, seed)
+except ConfigError as err:
+    st.error(str(err), icon=":material/error:")
+    st.stop()
+st.markdown(next_view.said(trace, out, T, k, p))
+st.latex(r"p = \mathrm{softmax}(z / T) \;\to\; \text{top-}k \;\to\; \text{top-}p \;\to\; "
+         r"p'_j = \frac{p_j\,\text{kept}_j}{\sum_i p_i\,\text{kept}_i} \;\to\; "
+         r"\text{the first } j \text{ with } p'_0 + \dots + p'_j > u")
+st.caption(f"The {next_view.SHOWN} most probable tokens (a token's id, then its piece as the vocabulary stores it).")
+ui.chart(next_view.bars_spec(trace, out))

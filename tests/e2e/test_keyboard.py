@@ -1,0 +1,148 @@
+"""A keyboard is enough (issue 32 items 2 and 6), in chromium, with the keyboard alone (Tab, Shift-Tab, arrows, Enter):
+
+- on every page whose heatmaps explain their cells, a cell is explained from the keyboard: Tab from the top of the
+  page to the first row and column pickers under a heatmap, choose a row and a column with the arrows and Enter, and
+  the cell's explanation is on the page and its cell in the link (as a click makes it);
+- one page walked: the skip link is the first stop, the page's own controls a few stops after it, every stop shows
+  where the focus is (the pixels of the element change when the focus arrives), Shift-Tab goes back the way Tab came
+  and Tab leaves the page's content at its end (no trap).
+
+One server (the shared one), one browser context, the pages in sequence.
+"""
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import parse_qs, urlparse
+
+from tests.e2e.conftest import open_page
+
+# every page with a heatmap whose cells explain themselves at the defaults (a step's box, explained_heatmap, the KV
+# cache's). CI walks one page of each way a heatmap gets its pickers (a page costs ~4 s of a worker: the 15 would
+# cost 60 s, over this test's budget); ATTENTION_EXPLORER_KEYBOARD_ALL=1 walks all 15 (run before a release).
+ALL = ["embeddings", "positional", "softmax", "multi_head", "training_step", "alignment", "grid", "pytorch_mha",
+       "rope", "masks", "kv_cache", "online_softmax", "block", "next_token", "block_gradients"]
+EACH_WAY = ["embeddings",          # explained_heatmap (a fragment of its own)
+            "softmax",             # a step's box, one heatmap (ui.step)
+            "multi_head",          # a step's box, a heatmap per head
+            "online_softmax",      # explained_heatmap_box inside the page's fragment
+            "kv_cache"]            # the KV cache's own heatmaps; its first is one row: a column picker alone
+PAGES = ALL if os.environ.get("ATTENTION_EXPLORER_KEYBOARD_ALL") == "1" else EACH_WAY
+
+FOCUSED = """() => { const e = document.activeElement; if (!e || e === document.body) return null;
+  const host = e.closest('[data-testid]');
+  return {label: e.getAttribute('aria-label') || '', testid: host ? host.getAttribute('data-testid') : '',
+          main: !!e.closest('#stMain'), side: !!e.closest('[data-testid=stSidebar]'),
+          text: (e.innerText || '').slice(0, 60)}; }"""
+PICKER = re.compile(r"^(Row|Column) of .+ to explain$")
+
+
+def focused(tab) -> dict | None:
+    return tab.evaluate(FOCUSED)
+
+
+def tab_to(tab, want, most: int = 80) -> tuple[dict, int]:
+    """Press Tab until the focused element satisfies `want`; (it, how many presses)."""
+    for k in range(1, most + 1):
+        tab.keyboard.press("Tab")
+        now = focused(tab)
+        if now and want(now):
+            return now, k
+    raise AssertionError(f"no element as wanted within {most} Tab presses (last: {focused(tab)})")
+
+
+def choose(tab, downs: int) -> None:
+    """The focused picker: open it (Enter), move down the options (arrows), take one (Enter); wait for the run."""
+    from bench._common import after_run
+    tab.keyboard.press("Enter")
+    for _ in range(downs):
+        tab.keyboard.press("ArrowDown")
+    after_run(tab, lambda: tab.keyboard.press("Enter"), timeout_ms=30_000)
+
+
+def test_every_explaining_heatmap_page_explains_a_cell_from_the_keyboard(app_server, laptop):
+    tab = laptop()
+    for path in PAGES:
+        open_page(tab, app_server, path)
+        tab.keyboard.press("Tab")
+        assert focused(tab)["testid"] == "stSkipToContent", path
+        picker, _ = tab_to(tab, lambda f: bool(PICKER.match(f["label"])))
+        row = picker["label"].startswith("Row")
+        explained = tab.locator("[class*='st-key-xp-']")
+        before = explained.count()                                 # (a page may explain something of its own)
+        if row:
+            choose(tab, 2)                                         # row 1
+            assert focused(tab)["label"] == picker["label"], f"{path}: the focus stays on the picker"
+            assert explained.count() == before, f"{path}: a row alone explains nothing"
+            tab_to(tab, lambda f: f["label"].startswith("Column of"), most=3)
+        choose(tab, 1)                                             # column 0
+        cell = parse_qs(urlparse(tab.url).query).get("cell", [""])[0]
+        want = (1, 0) if row else (0, 0)
+        assert cell.endswith(f".{want[0]}.{want[1]}"), f"{path}: the link carries the cell picked ({cell!r})"
+        assert explained.count() == before + 1, f"{path}: the cell's explanation is on the page"
+
+
+# Streamlit's own chrome whose focus shows no change of pixels in 1.67 (measured here): a chart's toolbar buttons
+# (Show data, Download as PNG, …: the toolbar appears, the button in focus is not marked) and a heading's anchor link
+CHROME = {"stBaseButton-elementToolbar", "stHeaderActionElements"}
+
+
+def _pixels(tab, box) -> bytes:
+    clip = {"x": max(0, box["x"] - 4), "y": max(0, box["y"] - 4), "width": box["width"] + 8,
+            "height": box["height"] + 8}
+    return tab.screenshot(clip=clip, animations="disabled")
+
+
+def test_a_page_walked_with_the_keyboard_alone(app_server, laptop):
+    """/rope with Tab, Shift-Tab, arrows and Enter only."""
+    tab = laptop()
+    open_page(tab, app_server, "rope")
+    tab.keyboard.press("Tab")
+    assert focused(tab)["testid"] == "stSkipToContent"            # the first stop: past the sidebar's settings
+    tab.keyboard.press("Enter")
+    assert tab.evaluate("document.activeElement.id") == "stMain"
+    # the page's own controls (the RoPE page's buttons) a few stops after the skip link
+    tab.locator("#stMain [data-testid=stBaseButton-secondary]").first.wait_for(timeout=20_000)
+    _, stops = tab_to(tab, lambda f: f["main"] and f["testid"] == "stBaseButton-secondary", most=8)
+    assert stops <= 5, f"the page's first own control is {stops} Tab stops after the skip link"
+    # every stop shows where the focus is: its pixels change when the focus arrives (compared with the same place
+    # once the focus moved on), up to the first heatmap's row picker
+    seen, unseen = [], []
+    for _ in range(40):
+        now, handle = focused(tab), tab.evaluate_handle("document.activeElement")
+        box = handle.bounding_box()
+        with_focus = _pixels(tab, box) if box and box["width"] > 0 else None
+        tab.keyboard.press("Tab")
+        after = handle.bounding_box()
+        shown = with_focus is not None and after == box and _pixels(tab, box) != with_focus
+        (seen if shown else unseen).append(now)
+        if now["label"].startswith("Row of"):
+            break
+    picker = seen[-1]
+    assert picker["label"].startswith("Row of"), (seen, unseen)
+    assert not [u for u in unseen if u["testid"] not in CHROME], f"no visible focus: {unseen}"
+    assert len(seen) >= 8, seen
+    # the arithmetic: back to the picker, choose with the arrows and Enter
+    tab.keyboard.press("Shift+Tab")
+    assert focused(tab)["label"] == picker["label"]
+    choose(tab, 2)
+    back = []
+    for _ in range(3):                                             # Shift-Tab goes back the way Tab came
+        tab.keyboard.press("Shift+Tab")
+        back.append(focused(tab))
+    forth = []
+    for _ in range(3):
+        tab.keyboard.press("Tab")
+        forth.append(focused(tab))
+    assert forth[-1]["label"] == picker["label"] and forth[:2] == back[:2][::-1], (back, forth)
+    # no trap: Tab goes on through the page and out of its content
+    labels, left = [], False
+    for _ in range(150):
+        tab.keyboard.press("Tab")
+        now = focused(tab)
+        if now is None or not now["main"]:
+            left = True
+            break
+        labels.append((now["testid"], now["label"]))
+    assert left, f"Tab never left the page's content: the last stops {labels[-8:]}"
+    assert len(set(labels)) > 10, labels

@@ -1,0 +1,131 @@
+"""Every chart says what it shows (issue 32 item 3): the text alternative a screen reader reads (a Vega-Lite chart's
+`description`, which Streamlit puts on the chart's element as aria-label; seen in chromium: tests/e2e/test_keyboard.py)
+is computed from the chart's own numbers, checked here against numbers worked out by hand, and never states a number
+a lesson stop hides."""
+from __future__ import annotations
+
+import numpy as np
+
+from attention_core import Config, run_forward
+from ui.chart_words import heatmap_sentence, number, patterns_sentence, spec_sentence
+from ui.charts import grouped_bars_spec, heatmap_spec, line_spec
+
+
+def test_a_weights_heatmap_names_the_largest_share_of_a_row():
+    a = np.array([[0.02, 0.96, 0.02], [0.50, 0.25, 0.25], [0.10, 0.30, 0.60]])
+    said = heatmap_sentence("weights A", a, ["i", "love", "it"], ["i", "love", "it"], "query (token)", "key (token)",
+                            "sequential")
+    assert said == ("Heatmap of weights A: 3 rows (query (token), “i”, “love”, “it”) by 3 columns (key (token), “i”, "
+                    "“love”, “it”). Each row sums to 1; the largest weight: “love” takes 0.96 of row “i”; the "
+                    "smallest: 0.02, “i” in row “i”.")
+
+
+def test_signed_values_give_their_extremes_and_where_they_are_and_the_masked_cells():
+    s = np.array([[1.5, -np.inf, -np.inf], [-2.25, 0.5, -np.inf], [0.0, 3.125, -1.0]])
+    said = heatmap_sentence("scores S̃", s, list("abc"), list("abc"), "query (token)", "key (token)")
+    assert "Values run from −2.25 (row “b”, column “a”) to 3.12 (row “c”, column “b”)" in said   # .2f of 3.125
+    assert said.endswith("; 3 cells masked (−∞).")
+
+
+def test_a_vector_is_described_by_its_columns_and_numbered_axes_by_their_count():
+    p = np.array([[0.2, 0.5, 0.3]])
+    said = heatmap_sentence("probabilities p", p, [""], ["neg", "neu", "pos"], None, "class", "sequential")
+    assert said == ("Heatmap of probabilities p: 1 row by 3 columns (class, “neg”, “neu”, “pos”). It sums to 1; the "
+                    "largest weight: “neu” takes 0.50; the smallest: 0.20, “neg”.")
+    w = np.arange(12.0).reshape(4, 3) - 5
+    said = heatmap_sentence("W_Q", w, [str(k) for k in range(4)], ["0", "1", "2"], "d_model", "d_k")
+    assert said.startswith("Heatmap of W_Q: 4 rows (d_model) by 3 columns (d_k). Values run from −5.00 (row “0”, "
+                           "column “0”) to 6.00 (row “3”, column “2”).")
+
+
+def test_the_forward_pass_weights_chart_carries_its_sentence_and_each_cell_its_words():
+    trace = run_forward(Config())
+    a = trace["weights"].value
+    spec, _ = heatmap_spec(trace, trace["weights"])
+    i, j = np.unravel_index(np.argmax(a), a.shape)
+    tokens = trace.token_labels()
+    assert f"“{tokens[j]}” takes {a[i, j]:.2f} of row “{tokens[i]}”" in spec["description"]
+    rects = spec["layer"][0]
+    assert rects["encoding"]["description"] == {"field": "say", "type": "nominal"}
+    assert all(layer["mark"].get("aria") is False for layer in spec["layer"][1:])      # the numbers: said once
+
+
+def test_a_hidden_number_is_not_in_the_words():
+    trace = run_forward(Config())
+    step = trace["weights"]
+    a = step.value
+    j = int(np.unravel_index(np.argmax(a), a.shape)[1])
+    column = [(i, j) for i in range(a.shape[0])]          # the column of the largest weight (0.96 in every row)
+    spec, _ = heatmap_spec(trace, step, hidden=column)
+    said = spec["description"]
+    assert said.endswith(f"“today”). {a.shape[0]} numbers are hidden until your teacher reveals them.")
+    assert not any(ch.isdigit() for ch in said.split(").", 1)[1].replace(str(a.shape[0]), "", 1))   # no number
+
+
+def test_line_and_bar_charts_say_each_series_ends_and_extremes():
+    rows = [{"step": s, "loss": v, "set": "train"} for s, v in ((0, 2.0), (10, 0.5), (20, 0.75))]
+    said = spec_sentence(line_spec(rows, "step", "loss", color="set", title="Loss"))
+    assert said == "Line chart “Loss”: loss against step, train: 2.00 at 0 to 0.75 at 20 (lowest 0.50 at 10)."
+    bars = [{"key": k, "weight": w, "softmax of": g} for g, ws in (("q·k", (0.7, 0.2, 0.1)), ("q·k/√d", (0.4, 0.35,
+                                                                                                            0.25)))
+            for k, w in enumerate(ws)]
+    said = spec_sentence(grouped_bars_spec(bars, "key", "weight", "softmax of", title="One query"))
+    assert said == ("Bar chart “One query”: weight for each key, q·k: largest 0.70 (0), smallest 0.10 (2); q·k/√d: "
+                    "largest 0.40 (0), smallest 0.25 (2).")
+
+
+def test_a_pattern_grid_names_each_layers_most_focused_head_and_where_it_looks():
+    n = 6
+    a = np.full((2, 2, n, n), 0.0)
+    a[0, 0] = np.eye(n, k=-1)                 # previous-token head (row 0 looks at itself)
+    a[0, 0, 0, 0] = 1
+    a[0, 1] = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]     # spread evenly
+    a[1, 1] = np.eye(n, k=-2)
+    a[1, 1, 0, 0] = a[1, 1, 1, 0] = 1
+    said = patterns_sentence([("step 100", a)])
+    assert "4 heads in 2 layers" in said
+    assert "Most focused: layer 0's head 0 puts 1.00 on average on the previous token (j = i − 1)" in said
+    assert "; layer 1's head 1 puts 1.00 on average on the token 2 back (j = i − 2)." in said
+
+
+def test_numbers_are_written_as_the_cells_write_them():
+    assert [number(v) for v in (0.956, -27.413, 0.0421, -0.0085, 8.4e6)] == ["0.96", "−27.41", "0.042", "−8.5e-3",
+                                                                              "8.4e+6"]
+
+
+def test_panels_of_one_measure_each_and_many_series_say_the_ones_that_end_highest():
+    rows = [{"step": s, "score": v, "head": f"head {h}", "kind": kind}
+            for kind, ends in (("previous-token", (0.1, 0.2, 0.9, 0.3, 0.4)), ("induction", (0.5, 0.1, 0.1, 0.1, 0.8)))
+            for h, end in enumerate(ends) for s, v in ((0, 0.05), (100, end))]
+    panel = lambda kind: {"transform": [{"filter": {"field": "kind", "equal": kind}}], "mark": "line", "title": kind,
+                          "encoding": {"x": {"field": "step", "type": "quantitative"},
+                                       "y": {"field": "score", "type": "quantitative"},
+                                       "color": {"field": "head", "type": "nominal"}}}
+    said = spec_sentence({"data": {"values": rows}, "hconcat": [panel("previous-token"), panel("induction")]},
+                         most=2)
+    assert said == ("Line chart “previous-token”: score against step, head 2: 0.05 at 0 to 0.90 at 100; head 4: 0.05 "
+                    "at 0 to 0.40 at 100; 3 more series end lower. Line chart “induction”: score against step, "
+                    "head 4: 0.05 at 0 to 0.80 at 100; head 0: 0.05 at 0 to 0.50 at 100; 3 more series end lower.")
+
+
+# ---- the keyboard's pickers under a heatmap (item 2), through AppTest; tests/e2e/test_keyboard.py does it by keys ----
+
+def test_the_pickers_explain_the_cell_a_click_would_and_the_link_carries_it():
+    from tests.apptest_util import no_exception, open_page
+    at = open_page("app_pages/5_softmax.py")
+    row, col = at.selectbox(key="pick:hm:weights:None.row"), at.selectbox(key="pick:hm:weights:None.col")
+    assert (row.label, col.label) == ("Row of Attention weights to explain", "Column of Attention weights to explain")
+    assert row.options == ["row 0 · i", "row 1 · love", "row 2 · you", "row 3 · today"]
+    row.set_value(3).run()
+    assert not [m for m in at.markdown if "was made" in m.value]          # a row alone explains nothing
+    at.selectbox(key="pick:hm:weights:None.col").set_value(1).run()
+    no_exception(at)
+    shown = [m.value for m in at.markdown if "was made" in m.value]
+    assert shown and shown[0].startswith(r"**How A\[3,1\] was made**"), shown
+    assert dict(at.query_params).get("cell") == "hm:weights:None.3.1"     # the link's cell, as a click's
+    # a shorter sentence: the pick outside the new matrix explains nothing, the pickers are cleared, nothing breaks
+    at.text_input(key="w.sentence").set_value("we miss").run()
+    no_exception(at)
+    assert not [m for m in at.markdown if "was made" in m.value]
+    assert at.selectbox(key="pick:hm:weights:None.row").value is None
+    assert at.selectbox(key="pick:hm:weights:None.row").options == ["row 0 · we", "row 1 · miss"]

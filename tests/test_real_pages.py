@@ -1,0 +1,154 @@
+"""The "A real model" pages under AppTest, on tiny checkpoints laid out here (numpy + safetensors, no torch): what
+each page shows is the model's own numbers (recomputed here with the core), a bad folder or a model the server lacks
+is a clear message with the previous model kept, and a link (or a pushed view) opens the same model and head."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention_core.math.sampling import next_token, uniforms
+from attention_core.training.real import load_model, run_real
+from attention_core.training.real.head_roles import head_roles
+from tests.apptest_util import charts, messages, no_exception, open_page
+from tests.real_checkpoints import numpy_checkpoint
+
+pytest.importorskip("tokenizers")
+pytest.importorskip("safetensors")
+ENV = "ATTENTION_EXPLORER_REAL_MODEL_DIR"
+SENTENCE = "the cat sat on the mat and the cat sat on the"
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    return {family: numpy_checkpoint(tmp_path_factory.mktemp(family), family) for family in ("llama", "gpt2")}
+
+
+@pytest.fixture
+def server_model(folders, monkeypatch, tmp_path):
+    monkeypatch.setenv(ENV, str(folders["llama"]))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")              # a listed model is looked up in this empty cache only
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    return load_model(folders["llama"])
+
+
+def page(file, **query):
+    """The page with the server's model; every control it drew travels with a pushed view (a declared control)."""
+    from tests.test_room_travel import controls_a_push_leaves
+    at = open_page(file, query={"sentence": SENTENCE, **query})
+    no_exception(at)
+    assert not controls_a_push_leaves(at, file)
+    return at
+
+
+def test_the_tokens_are_the_models_pieces_and_ids(server_model):
+    at = page("app_pages/70_real_tokens.py")
+    assert not at.error, messages(at)
+    enc = server_model.tokenizer.encode(SENTENCE)
+    table = at.dataframe[0].value
+    assert list(table["piece (as stored)"]) == list(enc.pieces) and list(table["id"]) == list(enc.ids)
+    said = " ".join(m.value for m in at.markdown)
+    assert "Why “▁”" in said and "“\\<s\\>” (id 1) is not in your text" in said and "Why “Ġ”" not in said
+
+
+def test_every_head_in_the_grid_and_a_linked_heads_cell_explained(server_model):
+    trace = run_real(server_model, SENTENCE)
+    at = page("app_pages/71_real_heads.py", **{"real.layer": "1", "real.head": "3", "cell": "real.l1.weights.5.2"})
+    assert not at.error, messages(at)
+    grid = next(c for c in charts(at) if any(p.get("name") == "head" for p in c.get("params", [])))
+    rows = grid["data"]["values"] if "values" in grid["data"] else grid["datasets"][grid["data"]["name"]]
+    n, c = trace.n, server_model.config
+    assert len(rows) == c.n_layers * c.n_heads * n * (n + 1) // 2          # every head, the causal half
+    cell = next(r for r in rows if (r["layer"], r["head"], r["y"] - (n + 1), r["x"] - 3 * (n + 1)) == (1, 3, 5, 2))
+    assert cell["A"] == pytest.approx(trace.facts["attention"][1]["weights"].value[3, 5, 2], abs=1e-4)
+    headings = [m.value for m in at.markdown if m.value.startswith("#####")]
+    assert any("KV head 1, shared by query heads 2–3" in h for h in headings), headings   # g = 2: ⌊3 / 2⌋ = 1
+    assert any("Q rotated" in h or "queries, rotated by RoPE" in h for h in headings)
+    want = trace.facts["attention"][1]["weights"].value[3, 5, 2]
+    made = [m.value for m in at.markdown if m.value.startswith("**How A")]
+    assert made and made[0].startswith("**How A\\_3\\[5,2\\] was made**") and "(A_{3})_{5,2}" in made[0], made
+    notes = " ".join(c.value for c in at.caption)
+    assert "✓ recomputed from the terms above" in notes and f"the cell holds {want:.10g} (the model computed it in " \
+        "float32: the same to 1e-05)" in notes, notes
+
+
+def test_the_strongest_heads_are_the_cores(server_model):
+    at = page("app_pages/72_real_roles.py")
+    assert not at.error, messages(at)
+    roles = head_roles(server_model)
+    said = " ".join(m.value for m in at.markdown)
+    for key, what in (("prev_token", "previous-token head"), ("induction", "induction head"), ("sink", "attention sink")):
+        v = roles[key].value
+        l, h = np.unravel_index(int(np.argmax(v)), v.shape)
+        assert f"**The strongest {what}**: layer {l}, head {h}, score {v[l, h]:.2f}." in said
+    v = roles["induction"].value
+    l, h = np.unravel_index(int(np.argmax(v)), v.shape)
+    at.button(key="real.go.induction").click().run()                 # one click to step through it
+    no_exception(at)
+    assert any(m.value.startswith(f"Layer {l}, head {h}:") for m in at.markdown)
+
+
+def test_the_next_token_is_the_samplers_on_the_last_logits(server_model):
+    at = page("app_pages/70_real_tokens.py", **{"real.temperature": "0.8", "real.k": "20", "real.p": "0.7",
+                                                     "real.seed": "3"})
+    assert not at.error, messages(at)
+    z = run_real(server_model, SENTENCE)["logits"].value[-1].astype(np.float64)
+    out = next_token(z, 0.8, 20, 0.7, float(uniforms(3, 1)[0]))
+    j = out["token"]
+    said = next(m.value for m in at.markdown if m.value.startswith("After"))
+    assert f"keep **{int(out['kept'].sum())}**" in said and f"**token {j}," in said
+    assert f"p = {out['probs'][j]:.4f}, p′ = {out['renormalised'][j]:.4f}" in said
+
+
+def test_a_bad_folder_says_so_and_keeps_the_model_it_had(server_model, tmp_path):
+    at = page("app_pages/71_real_heads.py")
+    at.selectbox(key="real.model").set_value("folder").run()
+    at.text_input(key="real.folder").set_value(str(tmp_path / "nowhere")).run()
+    no_exception(at)
+    assert any("There is no folder" in e.value for e in at.error), messages(at)
+    assert any("the last model that loaded" in c.value for c in at.caption)
+    assert any("real.grid" in c.proto.id for c in at.get("vega_lite_chart")), "the previous model's heads stay"
+
+
+def test_a_listed_model_the_server_lacks_is_said_plainly(server_model):
+    at = page("app_pages/70_real_tokens.py")                         # the server's model first: the previous state
+    at.selectbox(key="real.model").set_value("gpt2").run()
+    assert "This server does not have gpt2 yet" in messages(at)
+    assert any("the last model that loaded" in c.value for c in at.caption) and not at.error
+    at.button(key="real.size").click().run()                          # offline: the hub cannot say, and says why
+    no_exception(at)
+    assert any("gpt2 is not in the Hugging Face cache" in e.value and "HF\\_HUB\\_OFFLINE is set" in e.value
+               for e in at.error), messages(at)
+    at.button(key="real.fetch").click().run()                         # the download: the same clear message
+    no_exception(at)
+    assert any("gpt2 is not in the Hugging Face cache" in e.value for e in at.error), messages(at)
+    assert at.dataframe, "the model it had stays on the page"
+
+
+def test_a_folder_in_the_link_and_a_sentence_past_the_context(server_model, folders):
+    long = " ".join(["the cat sat on the mat"] * 20)
+    at = open_page("app_pages/70_real_tokens.py", query={"sentence": long, "real.model": "folder",
+                                                          "real.folder": str(folders["gpt2"])})
+    no_exception(at)
+    assert any("reads at most 64" in w.value and "were cut off" in w.value for w in at.warning), messages(at)
+    assert len(at.dataframe[0].value) == 64
+    assert "Why “Ġ”" in " ".join(m.value for m in at.markdown)
+
+
+def test_a_pushed_view_opens_the_same_head_and_says_plainly_when_the_server_lacks_the_model(server_model):
+    import classroom
+    from tests.test_room_page import page_of, room_with_student
+    from tests.test_room_travel import follow, store
+    heads = "app_pages/71_real_heads.py"
+    _, code, secret, ana = room_with_student()
+    classroom.push(store(), code, secret, {"page": heads, "query": {"real.layer": "1", "real.head": "3"}})
+    follow(ana)
+    no_exception(ana)
+    assert page_of(ana) == heads and ana.session_state["room.following"] is True
+    assert (ana.session_state["real.layer"], ana.session_state["real.head"]) == (1, 3)
+    assert any(m.value.startswith("Layer 1, head 3:") for m in ana.markdown)
+    classroom.push(store(), code, secret, {"page": heads, "query": {"real.model": "gpt2"}})
+    follow(ana)
+    no_exception(ana)
+    assert "This server does not have gpt2 yet" in messages(ana) and not ana.error
+    assert ana.session_state["room.following"] is True
+
