@@ -1,6 +1,7 @@
 import streamlit as st
 
 import ui
+from ui.forward.pipeline import pipeline
 from ui.room import hide as room_hide
 
 PAGE = "app_pages/overview.py"
@@ -26,32 +27,14 @@ boxes = [
     ("output", "Output", f"n={n} × d_model={f['d_model']}", "app_pages/7_multi_head.py"),
 ]
 
-
-def dot_label(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
-dot = ['digraph { rankdir=TB; nodesep=0.3; ranksep=0.45; '
-       'node [shape=box, style="rounded,filled", fillcolor="#eef2ff", color="#3b5bdb", '
-       'fontname="sans-serif", fontsize=13, margin="0.15,0.08"]; edge [color="#868e96"];']
 url_query = "&".join(f"{k}={v}" for k, v in ui.query(config).items() if k != "sentence")
-for key, title, shape, page in boxes:
-    link = ""
-    if page:   # a click on a box opens its page (same tab)
-        path = ui.nav.url_path_of(page)
-        link = f', URL="./{path}{"?" + url_query if url_query else ""}", target="_self"'
-    dot.append(f'{key} [label="{dot_label(title)}\\n{dot_label(shape)}"{link}];')
-top, bottom = [b[0] for b in boxes[:5]], [b[0] for b in boxes[5:]]
-dot.append("{ rank=same; " + " -> ".join(top) + "; }")
-dot.append("{ rank=same; " + " -> ".join(bottom) + "; }")
-dot.append(f"{top[0]} -> {bottom[0]} [style=invis];")          # the second row sits below the first
-dot.append(f"{top[-1]} -> {bottom[0]} [constraint=false];")
-dot.append("}")
-st.graphviz_chart("\n".join(dot), width="content")
+pipeline(boxes, url_query)
 
 st.subheader("Walk through it")
-cols = st.columns(4)
-for i, (key, title, shape, page) in enumerate(b for b in boxes if b[3]):
+steps = [b for b in boxes if b[3]]
+for i, (key, title, shape, page) in enumerate(steps):
+    if i % 4 == 0:                      # a row of four at a time: a phone stacks them in reading order
+        cols = st.columns(4)
     with cols[i % 4]:
         with st.container(border=True):
             st.page_link(page, label=title, icon=":material/arrow_forward:", query_params=ui.query(config))

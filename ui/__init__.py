@@ -10,7 +10,9 @@ shows a room's bar):
     page_state       a page's own controls, open tab and clicked cell, kept and carried in the link (own: the
                      kinds of control a link can carry)
     views            the shared views: a Step's box (matrix, widgets, explain_view, raw_html: its parts)
-    charts           Vega-Lite specs: heatmaps of Steps, lines, bars
+    charts           Vega-Lite specs: heatmaps of Steps, lines, bars (colours: their colours, checked for every
+                     colour vision)
+    phone            the CSS that makes a phone a first-class screen, a labelled scroll region for a wide matrix
     cache            process-wide caches: one Trace per Config, neighbours, pitfalls, exports
     text             user text made safe for Markdown
     links            the app's root URL as the browser sees it, a full link to a page with its settings

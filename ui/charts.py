@@ -1,7 +1,6 @@
 """Heatmaps of Steps: an Altair spec built once per (trace, step, head) and reused by every rerun.
 
-Rows are the first axis (tokens where the axis is a token axis), columns the second.
-Signed values: a diverging, colour-blind-safe scale centred at 0. Weights: a sequential one.
+Rows are the first axis (tokens where the axis is a token axis), columns the second. Colours: ui/colours.py.
 """
 from __future__ import annotations
 
@@ -16,13 +15,10 @@ import numpy as np
 from attention_core import Step, Trace
 
 from .chart_words import cell_words, heatmap_sentence, unsaid
+from .colours import (DARK_FROM, DASHES, DIVERGING, MASK, NO_NUMBER, SEQUENTIAL, SERIES, TEXT_DARK,  # noqa: F401
+                      TEXT_LIGHT, over_cells)
 
-_LOCK = threading.Lock()
 MAX_W, MAX_H = 620, 460
-# Colour-blind-safe ranges (checked under deuteranopia and protanopia simulation in tests/test_colors.py):
-# signed values run blue - near white - orange, centred at 0; weights run from near white to dark blue.
-DIVERGING = ["#1f5fa8", "#f7f7f7", "#c2560b"]
-SEQUENTIAL = ["#f7fbff", "#08306b"]
 AXIS_TITLES = {"n": "token", "n_q": "query (token)", "n_k": "key (token)"}
 
 
@@ -221,19 +217,21 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
     chars = (1 if step.scale == "mask" else number_chars(biggest, digits, bool((finite < 0).any())) if big
              else 5 if digits == 2 else 6)
     number_px = number_font(size, chars, big) if rows * cols <= 400 else None
+    bound = 1.0
     if step.scale == "sequential":
         lo, hi = domain or (0.0, 1.0)
         scale = {"range": SEQUENTIAL, "domain": [lo, hi], "interpolate": "lab"}
-        dark_test = f"datum.v > {0.55 * hi!r}"
+        dark_test = f"datum.v > {lo + DARK_FROM['sequential'] * (hi - lo)!r}"
     elif step.scale == "mask":
-        scale = {"domain": [0, 1], "range": ["#d9d9d9", "#3b5bdb"]}
+        scale = {"domain": [0, 1], "range": MASK}
         dark_test = "datum.v > 0.5"
     else:
         bound = biggest if biggest > 0 else 1.0
         if domain:
             bound = max(abs(domain[0]), abs(domain[1]))
         scale = {"range": DIVERGING, "domain": [-bound, 0.0, bound], "interpolate": "lab"}
-        dark_test = f"abs(datum.v) > {0.6 * bound!r}"
+        dark_test = (f"(datum.v < {-DARK_FROM['negative'] * bound!r} || datum.v > "
+                     f"{DARK_FROM['positive'] * bound!r})")
     row_title = AXIS_TITLES.get(row_axis, row_axis)
     col_title = AXIS_TITLES.get(col_axis, col_axis)
     fits = max(len(str(c)) for c in col_labels) * 6 <= size     # ~6 px a character at 11 px
@@ -266,8 +264,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
     stroke = 0.5 if size >= 8 else 0
     rects = {
         # a hidden cell (v NaN) is still drawn and clickable: Vega-Lite would drop a datum its colour cannot use
-        "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke, **({"invalid": None} if secret is not None
-                                                                               else {})},
+        "mark": {"type": "rect", "strokeWidth": stroke, **({"invalid": None} if secret is not None else {})},
         "encoding": {
             "x": x, "y": y,
             "color": {"condition": {"test": "isFinite(datum.v)", "field": "v", "type": "quantitative", "scale": scale,
@@ -276,7 +273,9 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                                                    "gradientLength": max(60, min(160, size * cols))} if narrow else
                                                   {"orient": "right",
                                                    "gradientLength": min(200, max(60, size * rows))})}},
-                      "value": "#f0f0f0"},
+                      "value": NO_NUMBER},
+            # the clicked cell: a black outline (white is lost on a light cell)
+            "stroke": {"condition": {"param": "cell", "empty": False, "value": TEXT_DARK}, "value": "white"},
             "strokeWidth": {"condition": {"param": "cell", "empty": False, "value": 3}, "value": stroke},
             "description": {"field": "say", "type": "nominal"},
             "tooltip": [{"field": "row", "type": "nominal", "title": row_title or "row"},
@@ -286,27 +285,15 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
         "params": [{"name": "cell", "select": {"type": "point", "fields": ["i", "j"], "on": "click",
                                                 "clear": "dblclick"}}],
     }
-    layers = [rects]
-    if highlight:
-        layers.append({"transform": [{"filter": "datum.h == 1"}],
-                       "mark": {"type": "rect", "filled": False, "stroke": "#e8590c",
-                                "strokeWidth": max(1.5, min(3.0, size / 8))},
-                       "encoding": {"x": x, "y": y}})
-    if marked:
-        layers.append({"transform": [{"filter": "datum.m == 1"}],
-                       "mark": {"type": "rect", "filled": False, "stroke": "#6741d9", "strokeDash": [4, 3],
-                                "strokeWidth": max(1.5, min(3.0, size / 8))},
-                       "encoding": {"x": x, "y": y}})
-    if not number_px and secret is not None and size >= 10:  # cells too small for numbers still hold a "?"
-        layers.append({"transform": [{"filter": "datum.q == 1"}],
-                       "mark": {"type": "text", "fontSize": min(16, int(size * 0.7)), "fontWeight": "bold"},
-                       "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
-                                    "color": {"value": "#222"}}})
+    signed = step.scale not in ("sequential", "mask")
+    glyph_px = 0 if number_px else min(BIG_NUMBER_MAX_PX if big else 16, int(min(size, row_h) * 0.8))
+    layers = [rects] + over_cells(x, y, size, glyph_px, highlight, marked, dark_test, signed and bound,
+                                  secret is not None, not np.isfinite(m).all(), BIG_NUMBER_PX if big else 6)
     if number_px:
         layers.append({"mark": {"type": "text", "fontSize": number_px},
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
-                                                            "value": "white"}, "value": "#222"}}})
+                                                            "value": TEXT_LIGHT}, "value": TEXT_DARK}}})
     unsaid(layers[1:], x, y, row_title, col_title, row_labels, col_labels)   # the cells' words are said once
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
             "description": heatmap_sentence(title or step.title, m, row_labels, col_labels, row_title, col_title,
@@ -355,9 +342,10 @@ def line_spec(data: list[dict], x: str, y: str, color: str | None = None, title:
     x_scale = alt.Scale(type="log", nice=False) if log else alt.Scale(nice=False)   # the axis ends with the data
     enc = {"x": alt.X(f"{x}:Q", title=x_title or x, scale=x_scale),
            "y": alt.Y(f"{y}:Q", title=y_title or y, scale=scale)}
-    if color:
-        enc["color"] = alt.Color(f"{color}:N", scale=alt.Scale(scheme="tableau10"), title=None,
-                                 legend=alt.Legend(orient="bottom", direction="vertical"))
+    if color:                   # a series is told by its colour and its dash (one legend, a line sample each)
+        legend = alt.Legend(orient="bottom", direction="vertical", symbolType="stroke", symbolStrokeWidth=2.5)
+        enc["color"] = alt.Color(f"{color}:N", scale=alt.Scale(range=SERIES), title=None, legend=legend)
+        enc["strokeDash"] = alt.StrokeDash(f"{color}:N", scale=alt.Scale(range=DASHES), title=None, legend=legend)
     chart = alt.Chart(alt.Data(values=data)).mark_line(point=len(data) <= 60).encode(
         **enc, tooltip=[f"{x}:Q", f"{y}:Q"] + ([f"{color}:N"] if color else [])).properties(width=width, height=height, title=title)
     spec = chart.to_dict()
@@ -372,7 +360,7 @@ def grouped_bars_spec(data: list[dict], x: str, y: str, group: str, title: str =
     chart = alt.Chart(alt.Data(values=data)).mark_bar().encode(
         x=alt.X(f"{x}:O", title=x), xOffset=alt.XOffset(f"{group}:N"),
         y=alt.Y(f"{y}:Q", title=y, scale=alt.Scale(domain=list(y_domain))),
-        color=alt.Color(f"{group}:N", scale=alt.Scale(scheme="tableau10"), title=None,
+        color=alt.Color(f"{group}:N", scale=alt.Scale(range=SERIES), title=None,
                         legend=alt.Legend(orient="bottom", direction="vertical")),
         tooltip=[f"{x}:O", f"{group}:N", alt.Tooltip(f"{y}:Q", format=".4f")],
     ).properties(width=width, height=height, title=title)
@@ -387,7 +375,8 @@ def training_curves_spec(history: list[dict]) -> dict:
     rows = [{"epoch": h["epoch"], "value": h[k], "set": k.split()[0], "measure": k.split()[1]}
             for h in history for k in h if k != "epoch"]
     base = alt.Chart(alt.Data(values=rows)).mark_line(point=len(history) <= 40).encode(
-        x=alt.X("epoch:Q", title="epoch"), color=alt.Color("set:N", title=None, scale=alt.Scale(scheme="tableau10")),
+        x=alt.X("epoch:Q", title="epoch"), color=alt.Color("set:N", title=None, scale=alt.Scale(range=SERIES)),
+        strokeDash=alt.StrokeDash("set:N", title=None, scale=alt.Scale(range=DASHES)),
         tooltip=["epoch:Q", "set:N", alt.Tooltip("value:Q", format=".4f")])
     loss = base.transform_filter(alt.datum.measure == "loss").encode(
         y=alt.Y("value:Q", title="loss")).properties(width=300, height=200, title="Cross-entropy loss")

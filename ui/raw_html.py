@@ -10,6 +10,8 @@ import re
 
 import streamlit as st
 
+from .phone import PHONE_CSS
+
 # Charts never wider than their card: an SVG chart wider than its container is scaled down with
 # its aspect ratio kept (Vega's SVG carries a viewBox; clicks still hit their cell, as Vega's SVG
 # renderer finds the item from the event's target). Sent with every chart: a style-only st.html
@@ -34,6 +36,8 @@ FIT_CSS = ("<style>.stElementContainer:has([data-testid='stVegaLiteChart']){max-
            "@keyframes ae-more{from,97%{mask-image:linear-gradient(to right,#000 calc(100% - 40px),transparent)}"
            "to{mask-image:none}}</style>")
 
+PAGE_CSS = FIT_CSS.replace("</style>", PHONE_CSS + "</style>")
+
 
 def trusted_html(body: str, script: bool = False) -> None:
     """The app's one door to raw HTML (tests/test_bad_input.py allows exactly this call): constant
@@ -43,8 +47,9 @@ def trusted_html(body: str, script: bool = False) -> None:
 
 
 def fit_css() -> None:
-    """Once per page run (ui.page); a fragment that reruns alone sends it again with its charts."""
-    trusted_html(FIT_CSS)
+    """Once per page run (ui.page); a fragment that reruns alone sends it again with its charts. With it, the phone's
+    CSS (ui/phone.py), in the same style element."""
+    trusted_html(PAGE_CSS)
 
 
 def fit_css_in_fragment() -> None:

@@ -14,6 +14,7 @@ from attention_core.labs.handout import PAGES, Handout, Section, make_handout, t
 from .. import nav, page_state
 from ..room import hide as room_hide
 from ..cache import get_trace
+from ..phone import scroll_region
 from ..raw_html import trusted_html
 
 KEY = "handout.of"                       # the page control (ui/page_state.py) and the link's parameter
@@ -166,7 +167,8 @@ def section(s: Section, i: int) -> None:
         if room_hide.any_hidden(s.key):            # a lesson stop's numbers, on a student's screen before the reveal
             st.caption(HIDDEN_TABLE)
         else:
-            trusted_html(_table(s.table))          # every label html-escaped; a tint per cell, the cut's note
+            # every label html-escaped; a tint per cell, the cut's note; sideways in a named region on a phone
+            trusted_html(scroll_region(_table(s.table), f"{s.title}: its numbers as a table"))
 
 
 def print_tools(doc: Handout, page_file: str) -> None:

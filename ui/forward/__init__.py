@@ -5,4 +5,5 @@ These pages draw mostly the shared views (ui.views: a Step's box, heatmaps, word
 
     page_text     sentences that depend on the settings (the positional page's intro, swap hint, similarity note)
     demo_charts   the scores and positional pages' experiments as charts (spread, saturation, PE curves)
+    pipeline      the overview's pipeline of boxes, drawn for a wide screen and for a phone
 """

@@ -7,19 +7,8 @@ import functools
 from attention_core.math.demos import dot_product_spread, saturation
 
 from ..charts import grouped_bars_spec, line_spec
+from ..phone import fill_width
 from ..page_state import SCORES_DK as D_VALUES      # the experiment's d_k: a control a view carries
-
-
-def fill_width(spec: dict) -> dict:
-    """As wide as its column (ui.chart draws a "container" width stretched): a curve or bar chart
-    has no square cells to keep, so it fills a narrow column instead of being scaled down."""
-    title = spec.get("title")
-    text = title.get("text") if isinstance(title, dict) else title
-    if isinstance(text, str) and len(text) > 28:                    # a narrow column cuts long titles: 2 lines
-        cut = text.rfind(" ", 0, len(text) // 2 + 6)
-        title = {**(title if isinstance(title, dict) else {}), "text": [text[:cut], text[cut + 1:]]}
-    return {**spec, "width": "container", "autosize": {"type": "fit-x", "contains": "padding"},
-            **({"title": title} if title else {})}
 
 
 @functools.lru_cache(maxsize=1)

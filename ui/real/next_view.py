@@ -7,6 +7,7 @@ import streamlit as st
 
 from attention_core.math.sampling import next_token, uniforms
 
+from ..colours import SERIES
 from ..text import md_escape
 
 SHOWN = 15                                   # bars: the most probable tokens
@@ -56,7 +57,7 @@ def bars_spec(trace, out: dict, T: float = 1.0) -> dict:
                          "yOffset": {"field": "which", "type": "nominal"},
                          "x": {"field": "probability", "type": "quantitative", "axis": {"orient": "top"}},
                          "color": {"field": "which", "type": "nominal", "title": None,
-                                   "scale": {"scheme": "tableau10"}, "legend": {"orient": "top"}},
+                                   "scale": {"range": SERIES}, "legend": {"orient": "top"}},
                          "tooltip": [{"field": "token"}, {"field": "which"},
                                      {"field": "probability", "type": "quantitative", "format": ".4f"}]}}
 

@@ -13,6 +13,7 @@ from attention_core.forward.claims import say
 from attention_core.explanations import can_explain, explain
 
 from ..room import hide as room_hide
+from ..colours import SERIES
 from ..explain_view import explanation
 from ..page_state import KV_CACHE_TABS
 from ..settings import MASK_LABELS, SCORE_LABELS, sidebar_button
@@ -226,7 +227,7 @@ def memory_chart(bytes_per_value: int, max_tokens: int, chosen: str, waiting: tu
         x=alt.X("tokens:Q", title="context length (tokens)", scale=alt.Scale(domain=[0, max_tokens])),
         y=alt.Y("GiB:Q", title="KV cache, GiB (one sequence)"),
         color=alt.Color("preset:N", title=None, sort=list(kv.PRESETS), legend=alt.Legend(orient="right"),
-                        scale=alt.Scale(scheme="tableau10")),
+                        scale=alt.Scale(range=SERIES)),
         strokeDash=alt.StrokeDash("cache:N", title=None, sort=["as published", "MHA"]),
         strokeWidth=alt.condition(chosen_test, alt.value(3), alt.value(1.5)),
         opacity=alt.condition(chosen_test, alt.value(1.0), alt.value(0.45)),

@@ -15,10 +15,12 @@ from attention_core.forward.claims import say
 from attention_core.forward.transformer import Arch, sidebar_block
 from ui import nav, page_state
 from ui.cache import get_trace
+from ui.colours import SERIES
+from ui.phone import fill_width
 from ui.views import step_box, step_boxes
 
 NEXT_TOKEN = "app_pages/51_next_token.py"
-HI = "#d9480f"                     # the norm's colour in the pre/post formulas: where they differ
+HI = "#c2410c"                     # the norm's colour in the pre/post formulas (5.2:1 on white): where they differ
 
 
 @functools.lru_cache(maxsize=32)
@@ -38,7 +40,7 @@ def bars_spec(rows: list[dict], x: str, y: str, order: list[str], group: str | N
     if group:
         enc.update(xOffset={"field": group, "type": "nominal", "sort": list(groups)},
                    color={"field": group, "type": "nominal", "sort": list(groups),
-                          "scale": {"domain": list(groups), "scheme": "tableau10"}, "title": None,
+                          "scale": {"domain": list(groups), "range": SERIES}, "title": None,
                           "legend": {"orient": "right"}})
     return {"data": {"values": rows}, "mark": {"type": "bar"}, "encoding": enc, "width": width, "height": height,
             "autosize": {"type": "pad", "contains": "padding"}}
@@ -66,7 +68,7 @@ def stream_bars_spec(rows: list[dict], order: list[str], groups: list[str], top:
                          "x": {"field": "‖row‖", "type": "quantitative", "scale": {"domain": list(domain)},
                                "axis": {"orient": "top"}},
                          "color": {"field": "written by", "type": "nominal", "sort": list(groups), "title": None,
-                                   "scale": {"domain": list(groups), "scheme": "tableau10"},
+                                   "scale": {"domain": list(groups), "range": SERIES},
                                    "legend": {"orient": "top", "columns": 3}},
                          "tooltip": [{"field": "token", "type": "nominal"}, {"field": "written by", "type": "nominal"},
                                      {"field": "‖row‖", "type": "quantitative", "format": ".4f"}]},
@@ -281,7 +283,7 @@ def gelu_chart(trace: Trace, layer: int) -> None:
     st.markdown(f"GELU keeps the share Φ(h) of h, Φ the standard normal CDF: almost all of a large positive h, almost "
                 f"none of a large negative one, smoothly between. This layer's {h.size} hidden values run from "
                 f"{h.min():.2f} to {h.max():.2f}; {100 * float((h < 0).mean()):.0f}% are negative.")
-    ui.chart(ui.line_spec(rows, "h", "value", color="curve", width=420, height=200))
+    ui.chart(fill_width(ui.line_spec(rows, "h", "value", color="curve", width=420, height=200)))
 
 
 def logits(trace: Trace) -> None:

@@ -110,7 +110,7 @@ def flow(s: TrainingStep) -> None:
     for number, key in enumerate(gradient_keys(s), 1):
         g = s.trace[key]
         lines.append(f"{number}. $\\displaystyle {g.formula}$ &nbsp; :blue-badge[{g.shape_text}]")
-    with st.container(height=420, border=True):
+    with st.container(height=420, border=True, key="formulas-gradients"):   # a phone: formulas set smaller (ui/phone.py)
         st.markdown("\n".join(lines))
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..charts import SEQUENTIAL
 from ..chart_words import patterns_sentence
+from ..colours import DASHES, SEQUENTIAL, SERIES
 
-HEAD_COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7"]
+HEAD_COLORS = SERIES        # a head's colour; its layer is its dash (solid: layer 0, dashed: layer 1)
+OTHER = "#868e96"           # the heads not picked in the ablation's bars: grey, 3.3:1 on white (a bar is a mark)
 
 
 def head_label(layer: int, head: int) -> str:
@@ -71,8 +72,11 @@ def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230, a
                                       "scale": {"nice": False}},
                                 "y": {"field": "nats", "type": "quantitative", "title": "loss (nats)"},
                                 "stroke": {"field": "curve", "type": "nominal", "title": None,
-                                           "scale": {"range": ["#1f5fa8", "#c2560b"]},
+                                           "scale": {"range": SERIES[:2]},
                                            "legend": {"orient": "bottom", "direction": "horizontal"}},
+                                "strokeDash": {"field": "curve", "type": "nominal", "title": None,
+                                               "scale": {"range": DASHES[:2]},
+                                               "legend": {"orient": "bottom", "direction": "horizontal"}},
                                 "tooltip": [{"field": "curve"}, {"field": "step", "type": "quantitative"},
                                             {"field": "nats", "type": "quantitative", "format": ".3f"}]}})
     if at is not None:
@@ -124,6 +128,8 @@ def kcomp_spec(history: dict, head: int, names: list[str], at: int | None = None
                             "y": {"field": "by", "type": "quantitative", "title": "singles out j + 1 by"},
                             "color": {"field": "piece", "type": "nominal", "title": None, "sort": names,
                                       "scale": {"range": HEAD_COLORS}, "legend": {"orient": "bottom", "columns": 4}},
+                            "strokeDash": {"field": "piece", "type": "nominal", "title": None, "sort": names,
+                                           "scale": {"range": DASHES}, "legend": {"orient": "bottom", "columns": 4}},
                             "tooltip": [{"field": "piece"}, {"field": "step", "type": "quantitative"},
                                         {"field": "by", "type": "quantitative", "format": "+.2f"}]}}]
     if at is not None:
@@ -135,7 +141,8 @@ def kcomp_spec(history: dict, head: int, names: list[str], at: int | None = None
 
 def scores_spec(history: dict, width: int = 250, height: int = 200) -> dict:
     """Two panels: every head's previous-token score and induction score per logged step."""
-    rows = [{"step": int(s), "score": float(history[key][k, l, h]), "head": head_label(l, h), "kind": title}
+    rows = [{"step": int(s), "score": float(history[key][k, l, h]), "head": head_label(l, h), "kind": title,
+             "layer": f"layer {l}"}
             for key, title in (("prev", "previous-token score"), ("induction", "induction score"))
             for k, s in enumerate(history["step"]) for l in range(history[key].shape[1])
             for h in range(history[key].shape[2])]
@@ -150,6 +157,9 @@ def scores_spec(history: dict, width: int = 250, height: int = 200) -> dict:
                                         "color": {"field": "head", "type": "nominal", "title": None,
                                                   "scale": {"domain": heads, "range": HEAD_COLORS[: len(heads)]},
                                                   "legend": {"orient": "bottom", "columns": 4}},
+                                        "strokeDash": {"field": "layer", "type": "nominal", "title": None,
+                                                       "scale": {"range": DASHES[:2]},
+                                                       "legend": {"orient": "bottom", "symbolStrokeWidth": 2.5}},
                                         "tooltip": [{"field": "head"}, {"field": "step", "type": "quantitative"},
                                                     {"field": "score", "type": "quantitative", "format": ".3f"}]}}
     return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": rows},
@@ -213,7 +223,7 @@ def ablation_spec(change: np.ndarray, chosen: tuple[int, int] | None, intact: fl
                                                "title": "change in copy loss (nats)"},
                                          "color": {"field": "picked", "type": "nominal", "legend": None,
                                                    "scale": {"domain": ["picked", "other"],
-                                                             "range": ["#1f5fa8", "#c6d4e6"]}},
+                                                             "range": [SERIES[0], OTHER]}},
                                          "tooltip": [{"field": "head"},
                                                      {"field": "change", "type": "quantitative", "format": "+.3f"}]}},
                            {"mark": {"type": "text", "dy": -7, "fontSize": 11},

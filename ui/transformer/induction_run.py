@@ -173,7 +173,8 @@ def train_live(seed: int, steps: int) -> None:
     from ..matrix import chart
 
     bar = st.progress(0.0, text="Starting: torch is loading…")
-    pattern_box = st.empty()                        # first: the heads forming are what the page is about
+    with st.container(key="fit-live-patterns"):     # a phone: every head scaled to the screen (ui/phone.py)
+        pattern_box = st.empty()                    # first: the heads forming are what the page is about
     c1, c2 = st.columns([1, 1.2])
     loss_box, score_box = c1.empty(), c2.empty()
     rows: list[tuple] = []

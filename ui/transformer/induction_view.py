@@ -171,7 +171,8 @@ def patterns_panel(run: dict, an: dict, row: int) -> None:
     st.markdown(text)
     a = pattern_weights(h, row)
     make = lambda: patterns_spec([(f"step {step:,}", a)], an["names"])
-    chart(built(an, "patterns", make) if row == len(h["step"]) - 1 else make())
+    with st.container(key="fit-patterns"):          # a phone: every head scaled to the screen (ui/phone.py)
+        chart(built(an, "patterns", make) if row == len(h["step"]) - 1 else make())
     st.caption(f"Each pattern as the run kept it: to the nearest 1/{PATTERN_LEVELS} (the scores above are computed "
                "from the full weights).")
 
@@ -365,5 +366,6 @@ def sentence_panel(run: dict, an: dict, sentence: str) -> None:
                     f"at the word after {'each of ' if len(after) > 1 else ''}the last word's earlier "
                     f"occurrence{'s' if len(after) > 1 else ''}: " +
                     ", ".join(f"“{md_safe(tokens[j])}” ({j})" for j in after) + ".")
-    chart(word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170),
-                    len(ids)))
+    with st.container(key="fit-sentence-patterns"):
+        chart(word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170),
+                        len(ids)))

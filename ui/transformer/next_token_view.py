@@ -10,6 +10,7 @@ from attention_core.math.sampling import softmax_t
 from attention_core.training.lm.model import ARCH, N_CTX, N_HEADS, VOCAB
 
 from .. import nav
+from ..colours import SERIES
 from ..text import md_escape as md_safe
 
 EXAMPLE = "the cat sat on the mat and the cat sat on the"
@@ -114,7 +115,7 @@ def _bars(trace: Trace) -> dict:
                       "axis": {"labelAngle": -40, "labelOverlap": False, "labelLimit": 90}},
                 "xOffset": nominal("series"),
                 "y": {"field": "probability", "type": "quantitative", "scale": {"domain": [0, min(1, top * 1.1)]}},
-                "color": {**nominal("series"), "scale": {"scheme": "tableau10"}, "title": None,
+                "color": {**nominal("series"), "scale": {"range": SERIES}, "title": None,
                           "legend": {"orient": "top", "direction": "horizontal", "labelLimit": 260}},
                 "opacity": {"condition": {"test": "datum.kept === 'kept'", "value": 1.0}, "value": 0.35},
                 "tooltip": [nominal("token"), nominal("series"),

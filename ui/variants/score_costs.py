@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from ..charts import line_spec
+from ..phone import fill_width
 
 
 @functools.lru_cache(maxsize=64)
@@ -15,8 +16,9 @@ def cost_chart(d_k: int, d_a: int, names: tuple[tuple[str, str], ...]) -> dict:
     label = dict(names)
     data = [{"n": m, "FLOPs": c["flops"], "score": label[c["name"]]}
             for m in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) for c in score_costs(m, m, d_k, d_a)]
-    return line_spec(data, "n", "FLOPs", "score", log=True, width=520, x_title="tokens n (= n_q = n_k)",
-                     y_title="FLOPs per head", title=f"Score FLOPs against sentence length (d_k = d_a = {d_k})")
+    return fill_width(line_spec(data, "n", "FLOPs", "score", log=True, width=520, x_title="tokens n (= n_q = n_k)",
+                                y_title="FLOPs per head",
+                                title=f"Score FLOPs against sentence length (d_k = d_a = {d_k})"))
 
 
 @functools.lru_cache(maxsize=64)
