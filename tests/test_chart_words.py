@@ -167,6 +167,7 @@ def test_a_vectors_cell_is_named_by_its_column_alone():
     import subprocess
 
     import pytest
+
     from ui.chart_words import cell_words
     if not shutil.which("node"):
         pytest.skip("node evaluates the Vega expression")
@@ -203,7 +204,25 @@ def test_the_rope_pair_and_the_grids_feature_maps_write_numbers_as_the_heatmaps_
     said = pair_chart(2.21, -0.001, 1.0, 3, 0, 0, (0, 2))[1]["description"]
     assert said == ("Pair 0 of q_0 as a point in the plane: (2.21, 0.00) at position 0, turned to position p = 3 by "
                     "p·θ_0 = 3.00 rad: (−2.19, 0.31); its length 2.21 stays.")
-    from ui.variants.grid_view import channels_spec
     from attention_core import grid as g
+    from ui.variants.grid_view import channels_spec
     spec, _ = channels_spec(next(iter(g.SCENES)), 6)
     assert spec["description"].endswith("from −1.00 to 1.00."), spec["description"]        # was "from -1.00"
+
+
+def test_the_colour_bar_says_it_is_a_colour_key_not_the_values():
+    """Vega's words were "Gradient legend for fill color with values from −27 to 27" on scores that are all negative."""
+    trace = run_forward(Config())
+    legend = lambda key: heatmap_spec(trace, trace[key])[0]["layer"][0]["encoding"]["color"]["condition"]["legend"]
+    bound = float(np.abs(trace["scaled_scores"].value).max())
+    assert legend("scaled_scores")["description"] == f"Colour key from −{bound:.2f} to {bound:.2f}, palest at 0"
+    assert legend("weights")["description"] == "Colour key from 0.00 to 1.00"
+
+
+def test_with_hidden_numbers_the_colour_key_gives_no_end():
+    """The ends are the visible cells' extremes; a visible −27.4059 reads as the hidden −27.4066 (both −27.41)."""
+    trace = run_forward(Config())
+    step = trace["scaled_scores"]
+    top = tuple(map(int, np.unravel_index(np.abs(step.value).argmax(), step.value.shape)))
+    spec, _ = heatmap_spec(trace, step, hidden=[top])
+    assert spec["layer"][0]["encoding"]["color"]["condition"]["legend"]["description"] == "Colour key, palest at 0"

@@ -126,10 +126,20 @@ def cell_words(row_title: str | None, col_title: str | None) -> str:
 
 
 def unsaid(layers, x: dict, y: dict, row_title, col_title, row_labels, col_labels) -> None:
-    """A heatmap's layers drawn over its cells (the numbers, outlines) say nothing of their own (the cells do), and
-    its axes name their words (Vega would list the indices 0, 1, … the labels are drawn from)."""
-    for layer in layers:
+    """A heatmap's layers drawn over its cells (layers[1:]: the numbers, outlines) say nothing of their own (the cells
+    do), its axes name their words (Vega would list the indices 0, 1, … the labels are drawn from), and its colour bar
+    says what it is (Vega: "Gradient legend for fill color with values from −27 to 27", the scale's ends, which read
+    as values where every score is negative)."""
+    for layer in layers[1:]:
         layer["mark"]["aria"] = False
+    colour = layers[0]["encoding"]["color"].get("condition", {})
+    if colour.get("legend") is not None:
+        ends = colour["scale"]["domain"]
+        big = max(abs(float(v)) for v in ends)
+        secret = "invalid" in layers[0]["mark"]       # hidden cells (drawn as "?"): the ends are the visible cells'
+        colour["legend"]["description"] = ("Colour key" + ("" if secret else     # extremes, which could equal a
+                                           f" from {number(float(ends[0]), big)} to {number(float(ends[-1]), big)}")
+                                           + (", palest at 0" if len(ends) == 3 else ""))         # hidden one: unsaid
     for axis, title, labels in ((x, col_title, col_labels), (y, row_title, row_labels)):
         if axis.get("axis") is not None and any(str(v) for v in labels):
             shown = ", ".join(map(str, labels[:24])) + (f", … ({len(labels)} in all)" if len(labels) > 24 else "")

@@ -307,7 +307,7 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
                                                             "value": "white"}, "value": "#222"}}})
-    unsaid(layers[1:], x, y, row_title, col_title, row_labels, col_labels)   # the cells' words are said once
+    unsaid(layers, x, y, row_title, col_title, row_labels, col_labels)   # the cells' words are said once
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
             "description": heatmap_sentence(chart_name(step.title, title), m, row_labels, col_labels, row_title, col_title,
                                             step.scale, int(secret.sum()) if secret is not None else 0),
