@@ -757,11 +757,18 @@ CHARTS_JS = f"""() => Array.from(document.querySelectorAll("{CHART}")).map(el =>
   const svg = el.querySelector('svg.marks');
   if (svg) {{
     out.rendered = true;
+    // which axis is which by where its labels are drawn (its aria-label is the app's own words, not Vega's
+    // "Y-axis ..."): a y axis's labels stand one under another, an x axis's side by side; a single label: left
+    // of the plot (y) or under it (x)
+    const plot = (svg.querySelector('g.role-scope, g.mark-rect') || svg).getBoundingClientRect();
     for (const g of svg.querySelectorAll('g.role-axis')) {{
-      const label = g.getAttribute('aria-label') || '';
-      const texts = Array.from(g.querySelectorAll('.role-axis-label text')).map(t => t.textContent);
-      if (label.startsWith('Y-axis') && out.y === null) out.y = texts;
-      if (label.startsWith('X-axis') && out.x === null) out.x = texts;
+      const nodes = Array.from(g.querySelectorAll('.role-axis-label text'));
+      const texts = nodes.map(t => t.textContent), boxes = nodes.map(t => t.getBoundingClientRect());
+      if (!boxes.length) continue;
+      const spread = k => Math.max(...boxes.map(b => b[k])) - Math.min(...boxes.map(b => b[k]));
+      const vertical = boxes.length > 1 ? spread('y') > spread('x') : boxes[0].right <= plot.left + 1;
+      if (vertical && out.y === null) out.y = texts;
+      if (!vertical && out.x === null) out.x = texts;
     }}
     out.texts = Array.from(svg.querySelectorAll('text')).map(t => t.textContent);
   }} else {{

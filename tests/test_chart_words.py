@@ -23,7 +23,7 @@ def test_a_weights_heatmap_names_the_largest_share_of_a_row():
 def test_signed_values_give_their_extremes_and_where_they_are_and_the_masked_cells():
     s = np.array([[1.5, -np.inf, -np.inf], [-2.25, 0.5, -np.inf], [0.0, 3.125, -1.0]])
     said = heatmap_sentence("scores S̃", s, list("abc"), list("abc"), "query (token)", "key (token)")
-    assert "Values run from −2.25 (row “b”, column “a”) to 3.12 (row “c”, column “b”)" in said   # .2f of 3.125
+    assert "Unmasked values run from −2.25 (row “b”, column “a”) to 3.12 (row “c”, column “b”)" in said   # .2f of 3.125
     assert said.endswith("; 3 cells masked (−∞).")
 
 
@@ -129,3 +129,100 @@ def test_the_pickers_explain_the_cell_a_click_would_and_the_link_carries_it():
     assert not [m for m in at.markdown if "was made" in m.value]
     assert at.selectbox(key="pick:hm:weights:None.row").value is None
     assert at.selectbox(key="pick:hm:weights:None.row").options == ["row 0 · we", "row 1 · miss"]
+
+
+# ---- a fresh reader's findings (NOTES-read-keys.md): each a sentence that was false or noise under some settings ----
+
+def test_a_heads_small_multiple_names_its_step_not_only_its_head():
+    """/multi_head drew three charts named "Heatmap of head 0" (Q split into heads, weights, context)."""
+    trace = run_forward(Config(n_heads=2))
+    said = {key: heatmap_spec(trace, trace[key], 0, title="head 0")[0]["description"]
+            for key in ("weights", "context")}
+    assert said["weights"].startswith(f"Heatmap of {trace['weights'].title}, head 0: ")
+    assert said["context"].startswith(f"Heatmap of {trace['context'].title}, head 0: ")
+    assert heatmap_spec(trace, trace["weights"], 0)[0]["description"].startswith(
+        f"Heatmap of {trace['weights'].title}: ")
+
+
+def test_a_number_that_rounds_to_zero_is_said_as_its_cell_writes_it():
+    """The cell writes 0.00 (or 0 in a matrix under 0.01); the words said −0.00 and 0.000."""
+    assert number(-0.004, 0.5) == "0.00" and number(-0.0004, 0.05) == "0.000" and number(0.0, 0.005) == "0"
+    said = heatmap_sentence("x", np.array([[0.5, -0.003], [0.2, 0.1]]), ["a", "b"], ["c", "d"])
+    assert "Values run from 0.00 (row “a”, column “d”) to 0.50" in said and "−0.00" not in said
+
+
+def test_with_masked_cells_the_range_is_said_to_be_of_the_unmasked_ones():
+    """−∞ is below any number: "Values run from −27.41" or "Every value is 1.00" was false beside masked cells."""
+    s = np.array([[1.0, -np.inf], [2.0, 2.0]])
+    assert "Unmasked values run from 1.00" in heatmap_sentence("S̃", s, list("ab"), list("ab"))
+    assert "Every unmasked value is 1.00; 1 cell masked (−∞)." in heatmap_sentence(
+        "S̃", np.array([[1.0, -np.inf], [1.0, 1.0]]), list("ab"), list("ab"))
+    assert "Values run from" in heatmap_sentence("S", np.array([[1.0, 3.0]]), ["a"], list("ab"))
+
+
+def test_a_vectors_cell_is_named_by_its_column_alone():
+    """A one-row vector's cells were read "row , d_model 0: 0.527923"; evaluated as Vega would, by node."""
+    import json
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from ui.chart_words import cell_words
+    if not shutil.which("node"):
+        pytest.skip("node evaluates the Vega expression")
+    expr = cell_words(None, "d_model")
+    rows = [{"row": "", "col": "0", "exact": "0.527923"}, {"row": "i", "col": "love", "exact": "0.955186"}]
+    said = subprocess.run(["node", "-e", f"for (const datum of {json.dumps(rows)}) console.log({expr})"],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    assert said == ["d_model 0: 0.527923", "row i, d_model love: 0.955186"]
+
+
+def test_a_tables_explanation_does_not_send_the_learner_to_a_chart():
+    """Selected in a table ("Numbers as a table", the online-softmax and KV-cache tables) there is no chart and no
+    picker: its last line said "pick another row or column under the chart … double-click the chart"."""
+    from streamlit.testing.v1 import AppTest
+
+    def page(table: bool):
+        from attention_core import Config, run_forward
+        from attention_core.explanations import explain
+        from ui.explain_view import explanation
+        trace = run_forward(Config())
+        explanation(explain(trace, "weights", (1, 2)), float(trace["weights"].value[1, 2]), table=table)
+
+    for table, says in ((True, "Select another cell of the table to explain it."),
+                        (False, "double-click the chart to clear.")):
+        at = AppTest.from_function(page, kwargs={"table": table}).run()
+        captions = " ".join(c.value for c in at.caption)
+        assert captions.endswith(says), captions
+        assert ("under the chart" in captions) is not table
+
+
+def test_the_rope_pair_and_the_grids_feature_maps_write_numbers_as_the_heatmaps_do():
+    """A real minus, never −0.00, and the position p the pair is turned to."""
+    from ui.today.rope_view import pair_chart
+    said = pair_chart(2.21, -0.001, 1.0, 3, 0, 0, (0, 2))[1]["description"]
+    assert said == ("Pair 0 of q_0 as a point in the plane: (2.21, 0.00) at position 0, turned to position p = 3 by "
+                    "p·θ_0 = 3.00 rad: (−2.19, 0.31); its length 2.21 stays.")
+    from attention_core import grid as g
+    from ui.variants.grid_view import channels_spec
+    spec, _ = channels_spec(next(iter(g.SCENES)), 6)
+    assert spec["description"].endswith("from −1.00 to 1.00."), spec["description"]        # was "from -1.00"
+
+
+def test_the_colour_bar_says_it_is_a_colour_key_not_the_values():
+    """Vega's words were "Gradient legend for fill color with values from −27 to 27" on scores that are all negative."""
+    trace = run_forward(Config())
+    legend = lambda key: heatmap_spec(trace, trace[key])[0]["layer"][0]["encoding"]["color"]["condition"]["legend"]
+    bound = float(np.abs(trace["scaled_scores"].value).max())
+    assert legend("scaled_scores")["description"] == f"Colour key from −{bound:.2f} to {bound:.2f}, palest at 0"
+    assert legend("weights")["description"] == "Colour key from 0.00 to 1.00"
+
+
+def test_with_hidden_numbers_the_colour_key_gives_no_end():
+    """The ends are the visible cells' extremes; a visible −27.4059 reads as the hidden −27.4066 (both −27.41)."""
+    trace = run_forward(Config())
+    step = trace["scaled_scores"]
+    top = tuple(map(int, np.unravel_index(np.abs(step.value).argmax(), step.value.shape)))
+    spec, _ = heatmap_spec(trace, step, hidden=[top])
+    assert spec["layer"][0]["encoding"]["color"]["condition"]["legend"]["description"] == "Colour key, palest at 0"

@@ -167,7 +167,7 @@ def test_every_step_box_offers_the_click_and_sends_the_fit_style():
     no_exception(at)
     # the hint shares the step's notes caption (why, inputs, hint: one element); the explanation
     # takes its place beside the chart once a cell is clicked
-    assert "Click a cell (or pick its row and column under the chart) to see the arithmetic behind its number." in captions(at)
+    assert "Click a cell (or pick it under the chart) to see the arithmetic behind its number." in captions(at)
     assert any("svg.marks{max-width:100%" in h.proto.body for h in at.get("html"))
 
 
@@ -207,7 +207,7 @@ def test_score_function_panels_explain_their_clicked_cell_in_place():
     at.session_state["scores.compare"] = True                # opened, as a click on it does (on_change="rerun")
     at.run()
     no_exception(at)
-    assert sum("Click a cell (or pick its row and column under the chart) to see here the arithmetic behind its number." in c.value for c in at.caption) >= 4
+    assert sum("Click a cell (or pick it under the chart) to see here the arithmetic behind its number." in c.value for c in at.caption) >= 4
     import pyarrow as pa                                     # each panel: its own score function's numbers
     drawn = {c.proto.id.split("hm:cmp:")[1].split("-")[0]: pa.ipc.open_stream(c.proto.data.data).read_all()
              for c in at.get("vega_lite_chart") if "hm:cmp:" in c.proto.id}

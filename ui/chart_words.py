@@ -21,14 +21,20 @@ def number(v: float, biggest: float | None = None) -> str:
 
     >>> number(0.9612), number(-1.5), number(0.0421), number(0.0042), number(123456.0), number(0.0, 0.5)
     ('0.96', '−1.50', '0.042', '4.2e-3', '1.2e+5', '0.00')
+    >>> number(-0.004, 0.5), number(0.0, 0.005)
+    ('0.00', '0')
     """
     big = abs(v) if biggest is None else biggest
     if not math.isfinite(v):
         return "NaN" if math.isnan(v) else (MINUS + "∞" if v < 0 else "∞")
+    if 0 < big < 0.01 and v == 0:
+        return "0"                                 # as a cell of a matrix this small writes it
     if abs(v) >= 1e4 or (0 < big < 0.01 and v != 0):
         text = f"{v:.1e}".replace("e-0", "e-").replace("e+0", "e+")
     else:
         text = f"{v:.{3 if big < 0.1 else 2}f}"
+    if not text.strip("-0."):                      # rounds to zero: the cell writes 0.00, never −0.00
+        return text.lstrip("-")
     return text.replace("-", MINUS, 1) if text.startswith("-") else text
 
 
@@ -89,10 +95,10 @@ def heatmap_sentence(what: str, m: np.ndarray, row_labels, col_labels, row_title
                          f"{_q(col_labels[hi[1]])} takes {number(float(m[hi]), big)}{of(hi)}; the smallest: "
                          f"{number(float(m[lo]), big)}, {_q(col_labels[lo[1]])}{in_row(lo)}")
         elif float(m[hi]) == float(m[lo]):
-            parts.append(f"Every value is {number(float(m[hi]), big)}")
-        else:
-            parts.append(f"Values run from {number(float(m[lo]), big)} ({at(lo)}) to {number(float(m[hi]), big)} "
-                         f"({at(hi)})")
+            parts.append(f"Every {'unmasked ' if np.isneginf(m).any() else ''}value is {number(float(m[hi]), big)}")
+        else:                                  # −∞ cells are below any value: the range is of the others
+            parts.append(f"{'Unmasked values' if np.isneginf(m).any() else 'Values'} run from "
+                         f"{number(float(m[lo]), big)} ({at(lo)}) to {number(float(m[hi]), big)} ({at(hi)})")
     masked = int((np.isneginf(m)).sum())
     if masked:
         parts.append(f"{masked} cell{'' if masked == 1 else 's'} masked ({MINUS}∞)")
@@ -102,19 +108,38 @@ def heatmap_sentence(what: str, m: np.ndarray, row_labels, col_labels, row_title
     return head + (" " + "; ".join(parts) + "." if parts else "")
 
 
+def chart_name(step_title: str, title: str | None) -> str:
+    """What a heatmap shows: its step's title, with the chart's own title when it adds to it ('head 0' of
+    Attention weights: three charts of one page are each "head 0")."""
+    if not title or title == step_title or step_title in title:
+        return title or step_title
+    return f"{step_title}, {title}"
+
+
 def cell_words(row_title: str | None, col_title: str | None) -> str:
     """A heatmap cell's own words (its rect's aria-label), a Vega expression: 'query (token) “i”, key (token) “love”:
     0.955186' (`exact`: the number, or the words of a hidden one)."""
     import json
     said = lambda title, default: json.dumps(f"{title or default} ", ensure_ascii=False)
-    return f"{said(row_title, 'row')} + datum.row + ', ' + {said(col_title, 'column')} + datum.col + ': ' + datum.exact"
+    row = f"(datum.row ? {said(row_title, 'row')} + datum.row + ', ' : '')"    # a vector's cells: by column only
+    return f"{row} + {said(col_title, 'column')} + datum.col + ': ' + datum.exact"
 
 
 def unsaid(layers, x: dict, y: dict, row_title, col_title, row_labels, col_labels) -> None:
-    """A heatmap's layers drawn over its cells (the numbers, outlines) say nothing of their own (the cells do), and
-    its axes name their words (Vega would list the indices 0, 1, … the labels are drawn from)."""
-    for layer in layers:
+    """A heatmap's layers drawn over its cells (layers[1:]: the numbers, outlines) say nothing of their own (the cells
+    do), its axes name their words (Vega would list the indices 0, 1, … the labels are drawn from), and its colour bar
+    says what it is (Vega: "Gradient legend for fill color with values from −27 to 27", the scale's ends, which read
+    as values where every score is negative)."""
+    for layer in layers[1:]:
         layer["mark"]["aria"] = False
+    colour = layers[0]["encoding"]["color"].get("condition", {})
+    if colour.get("legend") is not None:
+        ends = colour["scale"]["domain"]
+        big = max(abs(float(v)) for v in ends)
+        secret = "invalid" in layers[0]["mark"]       # hidden cells (drawn as "?"): the ends are the visible cells'
+        colour["legend"]["description"] = ("Colour key" + ("" if secret else     # extremes, which could equal a
+                                           f" from {number(float(ends[0]), big)} to {number(float(ends[-1]), big)}")
+                                           + (", palest at 0" if len(ends) == 3 else ""))         # hidden one: unsaid
     for axis, title, labels in ((x, col_title, col_labels), (y, row_title, row_labels)):
         if axis.get("axis") is not None and any(str(v) for v in labels):
             shown = ", ".join(map(str, labels[:24])) + (f", … ({len(labels)} in all)" if len(labels) > 24 else "")

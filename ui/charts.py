@@ -14,7 +14,7 @@ import numpy as np
 
 from attention_core import Step, Trace
 
-from .chart_words import cell_words, heatmap_sentence, unsaid
+from .chart_words import cell_words, chart_name, heatmap_sentence, unsaid
 from .colours import (DARK_FROM, DASHES, DIVERGING, MASK, NO_NUMBER, SEQUENTIAL, SERIES, TEXT_DARK,  # noqa: F401
                       TEXT_LIGHT, over_cells)
 
@@ -294,9 +294,9 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                        "encoding": {"x": x, "y": y, "text": {"field": "t", "type": "nominal"},
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
                                                             "value": TEXT_LIGHT}, "value": TEXT_DARK}}})
-    unsaid(layers[1:], x, y, row_title, col_title, row_labels, col_labels)   # the cells' words are said once
+    unsaid(layers, x, y, row_title, col_title, row_labels, col_labels)   # the cells' words are said once
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
-            "description": heatmap_sentence(title or step.title, m, row_labels, col_labels, row_title, col_title,
+            "description": heatmap_sentence(chart_name(step.title, title), m, row_labels, col_labels, row_title, col_title,
                                             step.scale, int(secret.sum()) if secret is not None else 0),
             "title": title or "", "width": size * cols, "height": row_h * rows, "transform": calc,
             "layer": layers, "config": {"view": {"strokeWidth": 0},

@@ -29,9 +29,10 @@ def check_note(value: float, stored: float, same: bool, source: str, rtol: float
                    f" (the model computed it in float32, but they differ by more than {within}).")
 
 
-def explanation(e: Explanation, stored: float | None = None, rtol: float = 1e-9) -> None:
+def explanation(e: Explanation, stored: float | None = None, rtol: float = 1e-9, table: bool = False) -> None:
     """Its title and formula as one Markdown, its notes as one caption: it stays on the page
-    while the student moves a setting, and every element costs each rerun."""
+    while the student moves a setting, and every element costs each rerun. table: the cell was selected in a
+    table (no chart, no pickers: the last line says how to choose another there)."""
     with st.container(border=True):
         cell = e.text.split(" = ", 1)[0]              # the cell in the notation: Ŝ_1[0,2], dL/dW_Q[0,1]
         st.markdown(f"**How {md_escape(cell)} was made**\n\n$$\n{e.latex}\n$$")
@@ -46,7 +47,8 @@ def explanation(e: Explanation, stored: float | None = None, rtol: float = 1e-9)
             source = ("read back from the trace" if not e.independent else
                       "recomputed from the terms above" if e.reads else "made again from its formula or source")
             notes.append(check_note(e.value, stored, same, source, rtol))
-        notes.append("Click another cell (or pick another row or column under the chart) to explain it; "
+        notes.append("Select another cell of the table to explain it." if table else
+                     "Click another cell (or pick another row or column under the chart) to explain it; "
                      "double-click the chart to clear.")
         st.caption("  \n".join(notes))
 
@@ -61,8 +63,9 @@ def in_bounds(step: Step, head: int | None, cell: tuple[int, int]) -> bool:
     return 0 <= cell[0] < rows and 0 <= cell[1] < cols
 
 
-def explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None) -> None:
-    """The clicked cell's arithmetic, with the live numbers (or its value where no explainer exists)."""
+def explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None, table: bool = False) -> None:
+    """The clicked cell's arithmetic, with the live numbers (or its value where no explainer exists); table: it
+    was selected in a table, not on a chart."""
     from attention_core.explanations import can_explain, explain
 
     head, (i, j) = clicked
@@ -84,7 +87,8 @@ def explain_cell(trace: Trace, key: str, clicked, anchor: str | None = None) -> 
                 st.info(f"{s.title} {list(cell)} is made from a number hidden until your teacher reveals it: its "
                         "arithmetic is shown after the reveal.", icon=":material/visibility_off:")
             else:
-                explanation(e, stored, FLOAT32_RTOL if str(trace.facts.get("kind", "")).startswith("real") else 1e-9)
+                explanation(e, stored, FLOAT32_RTOL if str(trace.facts.get("kind", "")).startswith("real") else 1e-9,
+                            table)
         else:
             rows, cols = _labels_of(trace, s, head)
             where = f" (row {i} “{rows[i]}”, column {j} “{cols[j]}”)" if rows and cols else ""

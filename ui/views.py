@@ -60,7 +60,7 @@ def side_info(row, anchor: str):
 def click_hint(explainable: bool, as_table: bool = False, here: bool = False) -> str:
     """here: the hint stands where the answer will (beside the chart); else in the card's notes."""
     return (":material/touch_app: Click a cell" + (" or select one in the table" if as_table else
-                                                    " (or pick its row and column under the chart)")
+                                                    " (or pick it under the chart)")
             + (f" to see {'here ' if here else ''}the arithmetic behind its number." if explainable
                else f" to see its value{' here' if here else ''}."))
 
@@ -127,7 +127,7 @@ def step_box(trace: Trace, key: str, *, title: str | None = None, why: bool | st
                             clicked = (h, cell)
         if clicked is not None:
             with under[clicked[0]].container() if clicked[0] in under else side_info(row, anchor):
-                explain_cell(trace, key, clicked, anchor=anchor)
+                explain_cell(trace, key, clicked, anchor=anchor, table=as_table)
 
 
 # ui.step: one box, a fragment (its toggle and clicks rerun this box only). A fragment costs a

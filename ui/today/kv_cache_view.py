@@ -277,7 +277,7 @@ def calculator_cells(trace) -> None:
                 icon=":material/visibility_off:")
         return
     e = explain(trace, "cache_bytes", (int(cells[0][0]), quantity))
-    explanation(e, float(trace["cache_bytes"].value[e.cell]))
+    explanation(e, float(trace["cache_bytes"].value[e.cell]), table=True)
 
 
 def calculator_text(s: kv.CalcSettings, per_value: int) -> str:

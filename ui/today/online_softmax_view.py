@@ -168,7 +168,7 @@ def _clickable(lesson: Trace, which: str, key: str) -> None:
             st.info(f"{columns[cell[1]][0]} of row {cell[0]} is hidden until your teacher reveals it: predict it first.",
                     icon=":material/visibility_off:")
             return
-        explanation(explain(lesson, step, at), float(lesson[step].value[at]))
+        explanation(explain(lesson, step, at), float(lesson[step].value[at]), table=True)
 
 
 @st.fragment

@@ -18,6 +18,7 @@ from attention_core.lessons.rope import (BASES, FAMILIES, RopeSettings, base_tex
 from .. import page_state, views
 from ..room import hide as room_hide
 from ..cache import get_trace
+from ..chart_words import number
 from ..presenter import presented
 from ..settings import POSITIONAL_LABELS, sidebar_button
 from ..text import md_escape
@@ -165,9 +166,11 @@ def pair_chart(a: float, b: float, theta: float, p: int, i: int, word: int, colu
     path = pair_path(np.array([a, b]), theta, p)
     spec = pair_spec(path, math.hypot(a, b), f"pair {i} of q_{word} (columns {columns[0]}, {columns[1]})", columns)
     end = path[-1]                                  # what the picture shows, for a screen reader (its aria-label)
-    spec["description"] = (f"Pair {i} of q_{word} as a point in the plane: ({a:.2f}, {b:.2f}) turned by p·θ_{i} = "
-                           f"{p * theta:.2f} rad to ({end['x']:.2f}, {end['y']:.2f}); its length "
-                           f"{math.hypot(a, b):.2f} stays.").replace("(-", "(−").replace(", -", ", −")
+    r = math.hypot(a, b)
+    num = lambda v: number(v, max(r, 0.1))          # as the heatmaps write numbers (a real minus, no −0.00)
+    spec["description"] = (f"Pair {i} of q_{word} as a point in the plane: ({num(a)}, {num(b)}) at position 0, turned "
+                           f"to position p = {p} by p·θ_{i} = {p * theta:.2f} rad: ({num(end['x'])}, {num(end['y'])}); "
+                           f"its length {num(r)} stays.")
     return pa.Table.from_pylist(spec.pop("data")["values"]), spec
 
 

@@ -14,6 +14,7 @@ import streamlit as st
 
 from attention_core import grid as g
 
+from ..chart_words import number
 from ..charts import DIVERGING
 from ..presenter import presented
 
@@ -124,7 +125,7 @@ def channels_spec(scene_name: str, cells: int) -> tuple[dict, object]:
     spec = {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
         "description": (f"The image as {len(g.FEATURE_NAMES)} feature maps ({', '.join(g.FEATURE_NAMES)}), each a "
-                        f"{cells} × {cells} heatmap of the cells' values, from {lo:.2f} to {hi:.2f}."),
+                        f"{cells} × {cells} heatmap of the cells' values, from {number(lo, bound)} to {number(hi, bound)}."),
         "transform": [{"calculate": "format(datum.v, '.6g')", "as": "value"}],
         "facet": {"field": "feature", "type": "nominal", "title": None,
                   "sort": {"field": "order", "op": "min"},
