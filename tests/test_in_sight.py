@@ -224,7 +224,7 @@ def test_the_raw_html_door_only_takes_constants_and_sanitized_keys(monkeypatch):
     scroll script whose variable parts are letters, digits, _ and - only, whatever key it is given."""
     import re
 
-    from ui import views
+    from ui import raw_html, views
     calls = []
     monkeypatch.setattr(views.st, "html", lambda body, **kw: calls.append((body, kw)))
     hostile = "x'</script><img src=x onerror=alert(1)>\\\"; }"
@@ -232,7 +232,7 @@ def test_the_raw_html_door_only_takes_constants_and_sanitized_keys(monkeypatch):
     views.fit_css()
     (script, kw), (css, css_kw) = calls
     assert kw == {"unsafe_allow_javascript": True} and css_kw == {"unsafe_allow_javascript": False}
-    assert css == views.FIT_CSS
+    assert css == raw_html.PAGE_CSS                  # the fit CSS with the phone's (ui/phone.py), constants both
     assert script.count("<script>") == 1 and script.count("</script>") == 1 and "<img" not in script
     cls = re.search(r"\.st-key-([^']*)'", script).group(1)
     assert re.fullmatch(r"[A-Za-z0-9_-]+", cls) and cls.startswith("xp-x--")
