@@ -79,8 +79,8 @@ def _sentence(f: dict) -> str:
 def _residual_wrong(b: Trace, i: int, j: int) -> list[str]:
     """O₀ alone, N(X₀) + O₀, N(X₀ + O₀) (γ = 1, β = 0 at the block's start), X₀ alone."""
     x, o, n = b["x"].value, b["l0.attn"].value, b["l0.ln1"].value
-    centred, _, inv = layer_norm_parts((x + o)[i:i + 1], BLOCK.eps)
-    return [num(o[i, j]), num(n[i, j] + o[i, j]), num(float((centred * inv)[0, j])), num(x[i, j])]
+    normalised = layer_norm_parts((x + o)[i], BLOCK.eps)[0]
+    return [num(o[i, j]), num(n[i, j] + o[i, j]), num(normalised[j]), num(x[i, j])]
 
 
 def residual_add_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
