@@ -18,7 +18,7 @@ ship with the app are classroom/lessons/*.json.
     >>> from_json(to_json(lesson)) == lesson, from_link(to_link(lesson)) == lesson
     (True, True)
     >>> sorted(shipped())
-    ['forward_pass', 'todays_attention']
+    ['forward_pass', 'inside_a_transformer', 'todays_attention']
     >>> parse_hide("scaled_scores:None.0.1"), parse_hide("weights:2.1.3"), parse_hide("cosine_tokens")
     (('scaled_scores', (None, 0, 1)), ('weights', (2, 1, 3)), ('cosine_tokens', None))
 """

@@ -32,11 +32,21 @@ def softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def lm_by_hand():
+def block_by_hand(trace) -> tuple[np.ndarray, np.ndarray]:
+    """(X₀, O₀ = MHA(N(X₀))): a pre-norm block's layer 0 on the forward pass's X, with its W_Q … W_O (one head)."""
+    x = trace["x"].value
+    n = ln(x)
+    q, k, v = (n @ trace[w].value for w in ("w_q", "w_k", "w_v"))
+    assert q.shape[1] == trace.facts["config"].d_k                           # one head
+    o = softmax(q @ k.T / math.sqrt(q.shape[1])) @ v
+    return x, (o @ trace["w_o"].value if "w_o" in trace else o)
+
+
+def lm_by_hand(sentence: str = SENTENCE):
     """The small model on the sentence: its last position's logits and every layer's attention weights."""
     from attention_core.training.lm.model import lm_trace, sentence_ids
     from attention_core.lessons.next_token import lm_params
-    ids, _, labels, _ = sentence_ids(SENTENCE)
+    ids, _, labels, _ = sentence_ids(sentence)
     block = lm_trace(lm_params(), ids, labels)
     return ids, labels, block["logits"].value[-1], [a["weights"].value for a in block.facts["attention"]]
 
@@ -46,12 +56,8 @@ def right(poll) -> str:
 
 
 def test_residual_add_is_x_plus_the_attentions_output(trace):
-    x = trace["x"].value                                                    # X₀: the attention pages' X
-    w = {k: trace[k].value for k in ("w_q", "w_k", "w_v")}
+    x, o = block_by_hand(trace)                                             # X₀: the attention pages' X
     n = ln(x)
-    q, k, v = n @ w["w_q"], n @ w["w_k"], n @ w["w_v"]
-    o = softmax(q @ k.T / math.sqrt(q.shape[1])) @ v                        # one head: C
-    o = o @ trace["w_o"].value if "w_o" in trace else o                      # C W_O
     poll = make_poll("residual_add", trace, 0, at={"row": "5", "col": "0"})
     assert right(poll) == num(x[5, 0] + o[5, 0]) == "−0.7539"
     assert set(poll.choices) == {num(x[5, 0] + o[5, 0]), num(o[5, 0]), num(n[5, 0] + o[5, 0]),
