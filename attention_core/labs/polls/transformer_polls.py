@@ -140,7 +140,7 @@ def temperature_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | Non
                    f"{num(wrong[0])} is p at T = 1: dividing the probabilities by T and renormalising gives them back "
                    f"unchanged; {num(wrong[1])} is p / T (not a probability of a distribution); {num(wrong[2])} "
                    f"multiplies the logits by T instead of dividing.")
-    return make("temperature_prob", prompt, num(right), [num(w) for w in wrong], explanation, rng, "probs")
+    return make("temperature_prob", prompt, num(right), [num(w) for w in wrong], explanation, rng, None)
 
 
 def top_k_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
@@ -172,7 +172,7 @@ def top_k_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | None = No
                    f"{num(kept)} = {num(right)}. {num(wrong[0])} is p before renormalising (the kept p′ must add up "
                    f"to 1); {num(wrong[1])} = 1/{k} makes the kept tokens equally likely (they keep their ratios); "
                    f"{num(wrong[2])} = {k} · p.")
-    return make("top_k_prob", prompt, num(right), [num(w) for w in wrong], explanation, rng, "renormalised")
+    return make("top_k_prob", prompt, num(right), [num(w) for w in wrong], explanation, rng, None)
 
 
 # ---- copy_head ---------------------------------------------------------------------------------------------------
