@@ -234,17 +234,17 @@ def answer_of(stop: Stop, config: Config, t) -> tuple[str, list[str], tuple | No
         from tests.test_transformer_polls import lm_by_hand, softmax
         ids, words, z, (a0, a1) = lm_by_hand(config.sentence)
         p = softmax(z)
-        if stop.poll == "temperature_prob":                           # the page shows the asked T, top-k, top-p off
+        if stop.poll == "temperature_prob":                           # the page shows the asked T (p: top-k aside)
             T = at["temperature"]
-            assert (stop.query["next_token.temperature"], stop.query["next_token.k"], stop.query["next_token.p"]) \
-                == (T, "0", "1")
+            assert stop.query["next_token.temperature"] == T
             j = int(np.argmax(z))
             return num(softmax(z / float(T))[j]), [f"t = {T}", f"“{words[j]}”", num(p[j]), f"z = {num(z[j])}"], \
                 ("probs", None)
-        if stop.poll == "top_k_prob":                                 # the page shows the asked k at T = 1, top-p off
-            k = int(at["k"])
+        if stop.poll == "top_k_prob":                                 # the page shows the asked k and T, top-p off
+            k, T = int(at["k"]), at.get("temperature", "1")
             assert (stop.query["next_token.temperature"], stop.query["next_token.k"], stop.query["next_token.p"]) \
-                == ("1", at["k"], "1")
+                == (T, at["k"], "1")
+            p = softmax(z / float(T))
             top = np.argsort(-p)[:k]
             return num(p[top[0]] / p[top].sum()), [f"top-k = {k}"] + [f"“{words[j]}” {num(p[j])}" for j in top], \
                 ("renormalised", None)
@@ -494,7 +494,9 @@ def test_inside_a_transformers_notes_quote_its_numbers():
     assert softmax(z * 0.5)[top[0]] == pytest.approx(softmax(z / 2)[top[0]])       # “that is T = 2's answer”
     assert f"1/31 = {1 / 31:.3f}" in text and len(p) == 31
     text = note("inside_a_transformer", 2)
-    for value in (*p[top], p[top].sum(), p[top[0]] / p[top].sum(), 1 / 3, 3 * p[top[0]]):
+    half = softmax(z / 0.5)                                                          # the stop's T = 0.5
+    assert [words[j] for j in np.argsort(-half)[:3]] == ["mat", "cat", "the"]
+    for value in (*half[top], half[top].sum(), half[top[0]] / half[top].sum(), 1 / 3, 3 * half[top[0]]):
         assert f"{value:.4g}" in text, value
     assert f"The other {31 - 3} tokens" in text
     n = len(ids)

@@ -83,7 +83,7 @@ PINS: dict[str, tuple[str, ...]] = {
     "kv_cache_size": ("model", "tokens", "bytes"), "online_max": ("block_size", "block", "row", "head"),
     "similar": ("step",), "reorder": ("row", "col", "head", "order"), "closest_value": ("row", "head"),
     "alibi_bias": ("head", "row", "col"), "residual_add": ("row", "col"), "temperature_prob": ("temperature",),
-    "top_k_prob": ("k",), "copy_head": ("role",)}
+    "top_k_prob": ("k", "temperature"), "copy_head": ("role",)}
 
 
 def make_poll(kind: str, trace: Trace, seed: int = 0, at: dict | None = None) -> Poll | None:

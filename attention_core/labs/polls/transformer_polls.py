@@ -7,8 +7,8 @@ sentence, each distinct word one token), the distractors what wrong mental model
                      made to the normalised copy), not N(X₀ + O₀) (post-norm's)
     temperature_prob p(token) = softmax(z / T) at a pinned T, for the token most probable at T = 1: not p itself
                      (dividing the probabilities by T and renormalising gives them back), not p / T, not softmax(z·T)
-    top_k_prob       p′ of the most probable token after top-k (T = 1, top-p off): p′ = p / (the kept tokens' p
-                     summed); not p (not renormalised), not 1/k (the kept tokens equally likely), not k·p
+    top_k_prob       p′ of the most probable token after top-k (at T = 1 or a pinned T, top-p off): p′ = p / (the
+                     kept tokens' p summed); not p (not renormalised), not 1/k (the kept tokens equally likely), not k·p
     copy_head        role "previous": the layer-0 head with the largest mean weight on the token just before (Olsson
                      et al.'s previous-token score); role "induction": the layer-1 head that puts the most of the last
                      position's attention on the tokens right after the last word's earlier occurrences
@@ -144,11 +144,13 @@ def temperature_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | Non
 
 
 def top_k_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
-    """at: {"k": k}: p′ of the most probable token when top-k keeps k tokens (T = 1, top-p off)."""
+    """at: {"k": k, "temperature": T}: p′ of the most probable token when top-k keeps k tokens (T = 1 unless
+    pinned, top-p off)."""
     lm = _lm(trace)
     if lm is None:
         return None
-    f, p = lm.facts, lm["probs"].value
+    temperature = pin_text(at, "temperature", TEMPERATURES) or "1"
+    f, p = lm.facts, softmax_t(lm["logits"].value, float(temperature))
     order = sorted(range(p.size), key=lambda j: (-p[j], j))
     ks = [pin_int(at, "k", TOP_KS[0], TOP_KS[-1])] if at and "k" in at else \
         [int(k) for k in rng.permutation(list(TOP_KS))]
@@ -165,7 +167,7 @@ def top_k_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | None = No
         return None
     listed = ", ".join(f"{_quoted(f, t)} {num(p[t])}" for t in order[:k])
     token = _quoted(f, j)
-    prompt = (f"The small language model reads “{_sentence(f)}”. At T = 1 its {k} most probable next tokens are "
+    prompt = (f"The small language model reads “{_sentence(f)}”. At T = {temperature} its {k} most probable next tokens are "
               f"{listed}. With top-k = {k} (top-p off), what is p′({token}), the probability the next token is "
               f"drawn with?")
     explanation = (f"Top-k keeps the {k} largest and renormalises: p′ = p / (the kept p summed) = {num(p[j])} / "
