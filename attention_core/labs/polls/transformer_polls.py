@@ -33,7 +33,7 @@ from ...math.limits import ConfigError
 from ...math.norms import layer_norm_parts
 from ...math.sampling import softmax_t
 from ..quiz.notation import config_of, num
-from .pins import Unfit, pin_int, pin_text, pinned
+from .pins import Unfit, pin_int, pin_text
 from .poll import Poll, count_choices, make
 
 TEMPERATURES = ("0.25", "0.5", "2", "3")      # T a temperature question may pin (the page's slider reaches 0 … 3)
@@ -76,11 +76,10 @@ def _sentence(f: dict) -> str:
 
 # ---- residual_add ---------------------------------------------------------------------------------------------
 
-def _residual_wrong(b: Trace, i: int, j: int) -> list[str]:
-    """O₀ alone, N(X₀) + O₀, N(X₀ + O₀) (γ = 1, β = 0 at the block's start), X₀ alone."""
+def _residual_wrong(b: Trace) -> list[np.ndarray]:
+    """O₀ alone, N(X₀) + O₀, N(X₀ + O₀) (γ = 1, β = 0 at the block's start), X₀ alone: each the whole matrix."""
     x, o, n = b["x"].value, b["l0.attn"].value, b["l0.ln1"].value
-    normalised = layer_norm_parts((x + o)[i], BLOCK.eps)[0]
-    return [num(o[i, j]), num(n[i, j] + o[i, j]), num(normalised[j]), num(x[i, j])]
+    return [o, n + o, layer_norm_parts(x + o, BLOCK.eps)[0], x]
 
 
 def residual_add_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
@@ -91,16 +90,21 @@ def residual_add_poll(trace: Trace, rng: np.random.Generator, at: dict | None = 
     b = _block(config)
     x, o, mid = b["x"].value, b["l0.attn"].value, b["l0.mid"].value
     n, d = x.shape
-    cells = [(i, j) for i in range(n) for j in range(d)
-             if count_choices(num(mid[i, j]), _residual_wrong(b, i, j)) >= 4]
+    wrong = _residual_wrong(b)
+    fits = lambda c: count_choices(num(mid[c]), [num(w[c]) for w in wrong]) >= 4
     if at:
         i, j = pin_int(at, "row", 0, n - 1), pin_int(at, "col", 0, d - 1)
-        cells = pinned(cells, lambda c: (i is None or c[0] == i) and (j is None or c[1] == j))
-    if not cells:
+        cells = [(r, c) for r in range(n) for c in range(d) if (i is None or r == i) and (j is None or c == j)]
+    else:
+        cells = [(int(k) // d, int(k) % d) for k in rng.permutation(n * d)]
+    cell = next((c for c in cells if fits(c)), None)       # the first whose four choices differ (a drawn order)
+    if cell is None:
+        if at:
+            raise Unfit("the pinned cell leaves too few choices")
         return None
-    i, j = cells[int(rng.integers(len(cells)))]
+    i, j = cell
     word = b.token_labels()[i]
-    wrong = _residual_wrong(b, i, j)
+    wrong = [num(w[i, j]) for w in wrong]
     prompt = (f"In a pre-norm block (one layer, LayerNorm, the MLP on), layer 0's attention reads the normalised copy "
               f"N(X₀) and writes O₀ = MHA(N(X₀)). For token {i} (“{word}”), X₀[{i},{j}] = {num(x[i, j])} and "
               f"O₀[{i},{j}] = {num(o[i, j])}. What is X₀′[{i},{j}], the residual stream after the attention?")
