@@ -1,5 +1,6 @@
 """Each shipped stop's poll asks its own question, in real browsers: a teacher and a student, each in a chromium
-context of their own, on one app process (its own server, its memory store).
+context of their own, on the room tests' app processes (conftest.room_processes: the teacher on one, the student on
+the other, sharing the session's redis-server; without one, both on the one process with its memory store).
 
 The teacher opens the first shipped lesson from its link, teaches it in a new room the student joins, and for each
 stop in turn shows it ("Show this stop", then "Next stop ▶") and asks its question ("Ask this stop's question");
@@ -11,7 +12,7 @@ line asking to predict first.
 
 Every lesson in one room, one join, one pair of contexts, and the teacher asking a stop's question without waiting
 for the student's screen to follow (the student's checks come after, the follow overlapping the teacher's click):
-three lessons cost less than two did (NOTES-lesson3.md: 47 + 43 s for two before, at load 6–15).
+three lessons cost less than two did (NOTES-lesson3.md gives the figures before and after, with the load).
 """
 from __future__ import annotations
 
@@ -77,7 +78,15 @@ def _stop(teacher, ana, n: int, stop, prompt: str, paths: set) -> None:
     assert ana.locator(EXCEPTION).count() == 0, stop.title
 
 
-def test_each_stops_poll_asks_its_own_question(own_server, chromium):
+@pytest.fixture(scope="module")
+def servers(room_processes):
+    """(the teacher's server, the student's): two processes sharing Redis when there is one (their page runs
+    overlap), else the one process with its memory store; both already booted for the room tests."""
+    group = room_processes.get("redis") or room_processes["memory"]
+    return group[0], group[-1]
+
+
+def test_each_stops_poll_asks_its_own_question(servers, chromium):
     from classroom.lesson import shipped, to_link
     from ui.nav import SECTIONS
     lessons = shipped()
@@ -86,18 +95,19 @@ def test_each_stops_poll_asks_its_own_question(own_server, chromium):
     prompts = {name: [_prompt(stop) for stop in lessons[name].stops] for name in names}
     every = [p for name in names for p in prompts[name]]
     assert len(set(every)) == len(every)                 # each stop its own question: a wrong one cannot pass
+    teacher_server, student_server = servers
     contexts = [new_context(chromium) for _ in range(2)]
     teacher, ana = (ctx.new_page() for ctx in contexts)
     try:
         for k, name in enumerate(names):
             lesson = lessons[name]
-            after_run(teacher, lambda: teacher.goto(f"{own_server.url}/lessons?lesson={to_link(lesson)}",
+            after_run(teacher, lambda: teacher.goto(f"{teacher_server.url}/lessons?lesson={to_link(lesson)}",
                                                     wait_until="domcontentloaded"), timeout_ms=90_000)
             click(teacher, "Teach this lesson")
             if k == 0:
                 click(teacher, "Open a room")
                 code = room_code(teacher)
-                join(ana, own_server, code, "Ana")
+                join(ana, student_server, code, "Ana")
                 expect(ana.get_by_text("Ana", exact=True).first).to_be_visible(timeout=10_000)
             else:                                         # back in the same room (its cookie), the new lesson's stops
                 expect(teacher.get_by_text(f"Stop 1 of {len(lesson.stops)}", exact=False).first).to_be_visible(
@@ -110,7 +120,8 @@ def test_each_stops_poll_asks_its_own_question(own_server, chromium):
                     shot(ana, f"stop_polls_{name}_{n}_student")
                     raise AssertionError(f"{lesson.title}, stop {n + 1}, {stop.title}: {err}") from err
         assert teacher.locator(EXCEPTION).count() == 0
-        assert "Traceback" not in own_server.log_tail(50_000), own_server.log_tail(3000)
+        for server in {teacher_server, student_server}:
+            assert "Traceback" not in server.log_tail(50_000), server.log_tail(3000)
     finally:
         for ctx in contexts:
             ctx.close()
