@@ -117,6 +117,18 @@ def residual_add_poll(trace: Trace, rng: np.random.Generator, at: dict | None = 
 
 # ---- temperature_prob, top_k_prob ------------------------------------------------------------------------------
 
+def _first_asked(candidates, numbers, at, what: str):
+    """(candidate, right, wrong) for the first candidate whose numbers(c) -> (right, [wrong …]) make four choices
+    that differ as displayed (numbers gives None to skip one); None, or Unfit when the question is pinned."""
+    for c in candidates:
+        got = numbers(c)
+        if got is not None and count_choices(num(got[0]), [num(w) for w in got[1]]) >= 4:
+            return c, *got
+    if at:
+        raise Unfit(f"the pinned {what} leaves too few choices")
+    return None
+
+
 def temperature_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | None = None) -> Poll | None:
     """at: {"temperature": T}: p of the token most probable at T = 1, at temperature T."""
     lm = _lm(trace)
@@ -127,15 +139,11 @@ def temperature_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | Non
     f, z = lm.facts, lm["logits"].value
     p1 = softmax_t(z, 1.0)
     j = int(np.argmax(p1))
-    for text in temps:
-        t = float(text)
-        right, wrong = softmax_t(z, t)[j], [p1[j], p1[j] / t, softmax_t(z * t, 1.0)[j]]
-        if count_choices(num(right), [num(w) for w in wrong]) >= 4:
-            break
-    else:
-        if at:
-            raise Unfit("the pinned temperature leaves too few choices")
+    asked = _first_asked(temps, lambda text: (softmax_t(z, float(text))[j], [
+        p1[j], p1[j] / float(text), softmax_t(z * float(text), 1.0)[j]]), at, "temperature")
+    if asked is None:
         return None
+    text, right, wrong = asked
     token = _quoted(f, j)
     prompt = (f"The small language model reads “{_sentence(f)}”. At T = 1 its most probable next token is {token}: "
               f"logit z = {num(z[j])}, the largest, and p = softmax(z) = {num(p1[j])}. At temperature T = {text}, "
@@ -158,22 +166,19 @@ def top_k_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | None = No
     order = sorted(range(p.size), key=lambda j: (-p[j], j))
     ks = [pin_int(at, "k", TOP_KS[0], TOP_KS[-1])] if at and "k" in at else \
         [int(k) for k in rng.permutation(list(TOP_KS))]
-    for k in ks:
-        if p[order[k - 1]] == p[order[k]]:                   # a tie at the k-th: top-k keeps both, not k tokens
-            continue
-        j, kept = order[0], float(sum(p[order[:k]]))
-        right, wrong = p[j] / kept, [p[j], 1 / k, k * p[j]]
-        if count_choices(num(right), [num(w) for w in wrong]) >= 4:
-            break
-    else:
-        if at:
-            raise Unfit("the pinned k leaves too few choices")
+    j = order[0]
+    kept_of = lambda k: float(sum(p[order[:k]]))
+    asked = _first_asked(ks, lambda k: None if p[order[k - 1]] == p[order[k]] else   # a tie at the k-th: top-k
+                         (p[j] / kept_of(k), [p[j], 1 / k, k * p[j]]), at, "k")     # keeps both, not k tokens
+    if asked is None:
         return None
+    k, right, wrong = asked
+    kept = kept_of(k)
     listed = ", ".join(f"{_quoted(f, t)} {num(p[t])}" for t in order[:k])
     token = _quoted(f, j)
-    prompt = (f"The small language model reads “{_sentence(f)}”. At T = {temperature} its {k} most probable next tokens are "
-              f"{listed}. With top-k = {k} (top-p off), what is p′({token}), the probability the next token is "
-              f"drawn with?")
+    prompt = (f"The small language model reads “{_sentence(f)}”. At T = {temperature} its {k} most probable next "
+              f"tokens are {listed}. With top-k = {k} (top-p off), what is p′({token}), the probability the next "
+              f"token is drawn with?")
     explanation = (f"Top-k keeps the {k} largest and renormalises: p′ = p / (the kept p summed) = {num(p[j])} / "
                    f"{num(kept)} = {num(right)}. {num(wrong[0])} is p before renormalising (the kept p′ must add up "
                    f"to 1); {num(wrong[1])} = 1/{k} makes the kept tokens equally likely (they keep their ratios); "
