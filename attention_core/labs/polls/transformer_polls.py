@@ -150,8 +150,8 @@ def temperature_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | Non
               f"what is p({token}) = softmax(z / T)?")
     explanation = (f"The logits are divided by T before softmax: p = softmax(z / {text}) gives {token} {num(right)}. "
                    f"{num(wrong[0])} is p at T = 1: dividing the probabilities by T and renormalising gives them back "
-                   f"unchanged; {num(wrong[1])} is p / T (not a probability of a distribution); {num(wrong[2])} "
-                   f"multiplies the logits by T instead of dividing.")
+                   f"unchanged; {num(wrong[1])} is p / T (the probabilities would add up to 1 / T, not 1); "
+                   f"{num(wrong[2])} multiplies the logits by T instead of dividing them.")
     return make("temperature_prob", prompt, num(right), [num(w) for w in wrong], explanation, rng, None)
 
 
@@ -182,7 +182,7 @@ def top_k_prob_poll(trace: Trace, rng: np.random.Generator, at: dict | None = No
     explanation = (f"Top-k keeps the {k} largest and renormalises: p′ = p / (the kept p summed) = {num(p[j])} / "
                    f"{num(kept)} = {num(right)}. {num(wrong[0])} is p before renormalising (the kept p′ must add up "
                    f"to 1); {num(wrong[1])} = 1/{k} makes the kept tokens equally likely (they keep their ratios); "
-                   f"{num(wrong[2])} = {k} · p.")
+                   f"{num(wrong[2])} = {k} · p multiplies instead of renormalising.")
     return make("top_k_prob", prompt, num(right), [num(w) for w in wrong], explanation, rng, None)
 
 
@@ -215,7 +215,7 @@ def copy_head_poll(trace: Trace, rng: np.random.Generator, at: dict | None = Non
                   f"“{_sentence(f)}”. Its last word, {last}, came before; the tokens right after its earlier "
                   f"occurrences are at positions {where}. Which head of layer 1 is an induction head: the one that puts "
                   f"the most of the last position's attention on those positions?")
-        said = "weight of the last position on those positions, summed"
+        said = "attention from the last position on those positions, summed"
     ranked = sorted(range(len(scores)), key=lambda h: (-scores[h], h))
     explanation = (f"Each head's {said}: " + ", ".join(f"head {h} {scores[h]:.2f}" for h in range(len(scores)))
                    + f". The largest is head {ranked[0]}'s.")
