@@ -34,7 +34,7 @@ view's settings, as a stop's poll is (`page`, `query`, `poll`, `poll_at`), or th
     >>> from_json(to_json(lesson)) == lesson, from_link(to_link(lesson)) == lesson
     (True, True)
     >>> sorted(shipped())
-    ['forward_pass', 'todays_attention']
+    ['forward_pass', 'inside_a_transformer', 'todays_attention']
     >>> parse_hide("scaled_scores:None.0.1"), parse_hide("weights:2.1.3"), parse_hide("cosine_tokens")
     (('scaled_scores', (None, 0, 1)), ('weights', (2, 1, 3)), ('cosine_tokens', None))
 """
@@ -55,7 +55,7 @@ MAX_TEXT = 2000
 MAX_BYTES = 200_000
 MAX_PINS, MAX_PIN = 16, 80             # poll_at: entries, characters of a key or a value
 MAX_HIDE, MAX_HIDE_TEXT = 64, 80       # hide: entries, characters of one
-STEP_KEY = r"[A-Za-z_][A-Za-z0-9_]*"     # a step's key; a view's (trace.view) without its "view:" prefix
+STEP_KEY = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*"   # a step's key ("weights", the block's "l0.mid"); a view's without "view:"
 HIDE_CELL = re.compile(rf"({STEP_KEY}):(None|\d{{1,4}})\.(\d{{1,5}})\.(\d{{1,5}})")
 HIDE_STEP = re.compile(STEP_KEY)
 

@@ -70,7 +70,7 @@ MAX_CHOICES = 8
 JOINERS = "\u200c\u200d"
 MAX_HIDE, MAX_HIDE_CHARS = 64, 80       # a view's hidden numbers: at most this many names, each this long
 # a step's key (a page's own view of the trace: "view:<key>") and, for one cell, ":<head or None>.<i>.<j>"
-HIDE = re.compile(r"(?:view:)?[A-Za-z_][A-Za-z0-9_]*(?::(?:None|[0-9]{1,4})\.[0-9]{1,5}\.[0-9]{1,5})?")
+HIDE = re.compile(r"(?:view:)?[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*(?::(?:None|[0-9]{1,4})\.[0-9]{1,5}\.[0-9]{1,5})?")
 STAGES = ("predict", "revealed")                # zero-width non-joiner and joiner: kept in a name
 
 

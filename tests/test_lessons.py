@@ -1,6 +1,6 @@
 """The lessons that ship with the app and the Lessons page.
 
-- both shipped lessons read, with about eight and six stops, and survive their JSON file and their link;
+- the three shipped lessons read, with eight, six and five stops, and survive their JSON file and their link;
 - every stop's view opens its page with no exception and no link notice, its settings and own controls in force;
 - every poll a stop names is in the question bank and can be made on that stop's settings;
 - each stop's poll, pinned by its poll_at, asks the stop's own question (its cell, row, head in both) and marks
@@ -45,13 +45,15 @@ def trace_of(query: dict):
 
 # ---- the shipped lessons --------------------------------------------------------------------------------------
 
-def test_both_lessons_ship_with_about_eight_and_six_stops():
-    assert sorted(LESSONS) == ["forward_pass", "todays_attention"]
+def test_three_lessons_ship_with_eight_six_and_five_stops():
+    assert sorted(LESSONS) == ["forward_pass", "inside_a_transformer", "todays_attention"]
     assert LESSONS["forward_pass"].title == "The forward pass" and len(LESSONS["forward_pass"].stops) == 8
     assert LESSONS["todays_attention"].title == "Today's attention" and len(LESSONS["todays_attention"].stops) == 6
     forward_pages = [s.page for s in LESSONS["forward_pass"].stops]
     assert forward_pages == ["", "embeddings", "softmax", "qkv", "scores", "softmax", "context", "multi_head"]
     assert {s.page for s in LESSONS["todays_attention"].stops} == {"rope", "masks", "kv_cache", "online_softmax"}
+    inside = LESSONS["inside_a_transformer"]
+    assert inside.title == "Inside a transformer" and [s.page for s in inside.stops] == ["block"] + ["next_token"] * 4
     for _, _, stop in STOPS:
         assert stop.ask.endswith("?") and len(stop.note) > 100, stop.title
         assert not any(w in stop.ask + stop.note for w in (".py", "run_forward", "trace[", "_view")), stop.title
@@ -62,7 +64,11 @@ def test_a_lesson_survives_its_file_and_its_link(name):
     lesson = LESSONS[name]
     assert from_json(to_json(lesson)) == lesson
     assert from_link(to_link(lesson)) == lesson
-    assert (HERE / f"{name}.json").read_text(encoding="utf-8") == to_json(lesson)     # the file as the page saves it
+    text = (HERE / f"{name}.json").read_text(encoding="utf-8")
+    if hasattr(lesson, "check") or "check" not in json.loads(text):
+        assert text == to_json(lesson)                                               # the file as the page saves it
+    else:       # a pre/post check (the `own` branch reads it into Lesson.check): the rest as the page saves it
+        assert {k: v for k, v in json.loads(text).items() if k != "check"} == json.loads(to_json(lesson))
 
 
 @pytest.mark.parametrize("name, n, stop", STOPS, ids=[f"{name}-{n}" for name, n, _ in STOPS])
@@ -217,6 +223,40 @@ def answer_of(stop: Stop, config: Config, t) -> tuple[str, list[str], tuple | No
         seen = s[i, :(b + 1) * size]
         return num(seen.max()), [f"b_c = {size}", f"m_{i}", f"block {b}", num(s[i, b * size:(b + 1) * size].max())], \
             ("m", (None, i, 0))
+    if stop.poll == "residual_add":                                   # the block page's defaults: pre-norm, one layer
+        from tests.test_transformer_polls import block_by_hand
+        assert not {"block.layers", "block.placement", "block.norm", "block.mlp"} & set(stop.query)
+        i, j = int(at["row"]), int(at["col"])
+        x, o = block_by_hand(t)
+        return num(x[i, j] + o[i, j]), [f"x₀[{i},{j}] = {num(x[i, j])}", f"o₀[{i},{j}] = {num(o[i, j])}",
+                                        f"x₀′[{i},{j}]", f"“{labels[i]}”", "pre-norm"], ("l0.mid", (None, i, j))
+    if stop.poll in ("temperature_prob", "top_k_prob", "copy_head"):
+        from tests.test_transformer_polls import lm_by_hand, softmax
+        ids, words, z, (a0, a1) = lm_by_hand(config.sentence)
+        p = softmax(z)
+        if stop.poll == "temperature_prob":                           # the page shows the asked T (p: top-k aside)
+            T = at["temperature"]
+            assert stop.query["next_token.temperature"] == T
+            j = int(np.argmax(z))
+            return num(softmax(z / float(T))[j]), [f"t = {T}", f"“{words[j]}”", num(p[j]), f"z = {num(z[j])}"], \
+                ("probs", None)
+        if stop.poll == "top_k_prob":                                 # the page shows the asked k and T, top-p off
+            k, T = int(at["k"]), at.get("temperature", "1")
+            assert (stop.query["next_token.temperature"], stop.query["next_token.k"], stop.query["next_token.p"]) \
+                == (T, at["k"], "1")
+            p = softmax(z / float(T))
+            top = np.argsort(-p)[:k]
+            return num(p[top[0]] / p[top].sum()), [f"top-k = {k}"] + [f"“{words[j]}” {num(p[j])}" for j in top], \
+                ("renormalised", None)
+        n = len(ids)
+        if at["role"] == "previous":
+            previous = [np.mean([a0[h, i, i - 1] for i in range(1, n)]) for h in range(a0.shape[0])]
+            return f"head {int(np.argmax(previous))}", ["layer 0", "previous-token head", "token just before"], \
+                ("previous", None)
+        targets = [j for j in range(1, n - 1) if ids[j - 1] == ids[-1]]
+        on_targets = [a1[h, -1, targets].sum() for h in range(a1.shape[0])]
+        return f"head {int(np.argmax(on_targets))}", ["layer 1", "induction head", f"positions {targets[0]}"] + \
+            [f"“{words[ids[j]]}”" for j in targets], ("heads", None)
     raise AssertionError(f"no independent answer for {stop.title}'s {stop.poll}")
 
 
@@ -242,6 +282,20 @@ def page_traces(stop: Stop, config: Config, t) -> list:
         q = stop.query
         out.append(online_softmax_trace(config, int(q["online_softmax.block_size"]), int(q["online_softmax.block"]), 0,
                                         forward=t))
+    if stop.page == "block":
+        from attention_core.forward.transformer import Arch, sidebar_block
+        out.append(sidebar_block(config, Arch(), t))
+    if stop.page == "next_token":                                         # the page's trace at its controls
+        from attention_core.forward.trace import Trace
+        from attention_core.lessons.next_token import next_token_trace
+        own = {**{c.key: c.default for c in page_state.controls_of("app_pages/51_next_token.py")}, **stop.query}
+        lm = next_token_trace(config.sentence, float(own["next_token.temperature"]), int(own["next_token.k"]),
+                              float(own["next_token.p"]), int(own["next_token.seed"]), int(own["next_token.n_new"]))
+        out.append(lm)
+        words = Trace(tokens=lm.tokens)                                   # what the page writes in words: layer 0's
+        words.add("previous", "Each layer-0 head's mean weight on the token before", np.array([lm.facts["previous"]]),
+                  ("row", "h"), r"\tfrac{1}{n-1} \textstyle\sum_i A_{h,i,i-1}")   # previous-token scores
+        out.append(words)
     return out
 
 
@@ -290,7 +344,8 @@ def test_each_stops_poll_asks_its_question_and_marks_the_recomputed_answer_right
         (stop.title, key, cell, stop.hide)
 
 
-NUMBER_ANSWERS = ("shape", "scaled_score", "reorder", "rope_shift", "alibi_bias", "online_max", "kv_cache_size")
+NUMBER_ANSWERS = ("shape", "scaled_score", "reorder", "rope_shift", "alibi_bias", "online_max", "kv_cache_size",
+                  "residual_add", "temperature_prob", "top_k_prob")
 
 
 @pytest.mark.parametrize("name, n, stop", [s for s in STOPS if s[2].poll in NUMBER_ANSWERS],
@@ -415,6 +470,72 @@ def test_todays_attention_notes_quote_its_numbers():
     _, rope = trace_of({"positional": "rope"})
     from attention_core.lessons.rope import rope_lesson
     assert f"{rope_lesson(rope, 0)['scaled_scores'].value[3, 1]:.2f}".replace("-", "−") in note("todays_attention", 0)
+
+
+def test_inside_a_transformers_notes_quote_its_numbers():
+    from attention_core.forward.transformer import Arch, sidebar_block
+    from tests.test_transformer_polls import ln, lm_by_hand, softmax
+    config, t = trace_of(LESSONS["inside_a_transformer"].stops[0].query)
+    block = sidebar_block(config, Arch(), t)
+    x, o, n0 = block["x"].value[5, 0], block["l0.attn"].value[5, 0], block["l0.ln1"].value[5, 0]
+    post = ln(block["x"].value + block["l0.attn"].value)[5, 0]
+    assert block["l0.mid"].value[5, 0] == pytest.approx(x + o)
+    text = note("inside_a_transformer", 0)
+    for value in (x, o, x + o, n0 + o, post, n0):
+        assert minus(value) in text, value
+    assert "X₁ = X₀′ + the MLP's output" in text and block["l0.out"].inputs == ("l0.mid", "l0.mlp")
+    ids, words, z, (a0, a1) = lm_by_hand(config.sentence)
+    p = softmax(z)
+    top = np.argsort(-p)[:3]
+    assert [words[j] for j in top] == ["mat", "cat", "the"]
+    text = note("inside_a_transformer", 1)
+    for value in (softmax(z / 0.5)[top[0]], p[top[0]], p[top[0]] / 0.5, softmax(z * 0.5)[top[0]]):
+        assert f"{value:.4g}" in text, value
+    assert softmax(z * 0.5)[top[0]] == pytest.approx(softmax(z / 2)[top[0]])       # “that is T = 2's answer”
+    assert f"1/31 = {1 / 31:.3f}" in text and len(p) == 31
+    text = note("inside_a_transformer", 2)
+    half = softmax(z / 0.5)                                                          # the stop's T = 0.5
+    assert [words[j] for j in np.argsort(-half)[:3]] == ["mat", "cat", "the"]
+    for value in (*half[top], half[top].sum(), half[top[0]] / half[top].sum(), 1 / 3, 3 * half[top[0]]):
+        assert f"{value:.4g}" in text, value
+    assert f"The other {31 - 3} tokens" in text
+    n = len(ids)
+    previous = [np.mean([a0[h, i, i - 1] for i in range(1, n)]) for h in range(4)]
+    assert ", ".join(f"{v:.2f}" for v in previous[1:]) in note("inside_a_transformer", 3)
+    assert f"on average {previous[0]:.2f}" in note("inside_a_transformer", 3)
+    targets = [j for j in range(1, n - 1) if ids[j - 1] == ids[-1]]
+    last = a1[:, -1]
+    on = [last[h, targets].sum() for h in range(4)]
+    text = note("inside_a_transformer", 4)
+    assert f"Head 2: {on[2]:.2f}" in text and f"(head 3 {on[3]:.2f}, head 0 {on[0]:.2f}, head 1 {on[1]:.2f})" in text
+    assert f"5 (“mat”, {last[2, 5]:.2f})" in text and f"8 (“cat”, {last[2, 8]:.2f})" in text
+    assert f"({last[3, 5]:.2f} on “mat”)" in text and f"({last[1, 0]:.2f}) on position 0" in text
+    assert int(last[3].argmax()) == 5 and int(last[1].argmax()) == 0
+
+
+def test_the_pre_post_checks_questions_are_asked_on_their_settings():
+    """A lesson's pre/post check ("check" in its file; the Lesson reads it once the `own` branch lands): each
+    question of the bank is made on its view's settings, pinned as a stop's is, and asks another question than the
+    lesson's stops; each of the teacher's own has 2–6 distinct choices and the index of the right one."""
+    from attention_core.labs.polls import PINS, POLL_KINDS, make_poll
+    checks = {name: json.loads((HERE / f"{name}.json").read_text(encoding="utf-8")).get("check")
+              for name in LESSONS}
+    assert checks["inside_a_transformer"]
+    for name, check in checks.items():
+        stops = {make_poll(s.poll, trace_of(s.query)[1], 0, at=s.poll_at).prompt for s in LESSONS[name].stops}
+        for q in check or ():
+            if "poll" in q:
+                assert q["page"] in {s.page for s in LESSONS[name].stops} and q["poll"] in POLL_KINDS
+                assert set(q["poll_at"]) <= set(PINS[q["poll"]])
+                _, t = trace_of(q["query"])
+                poll = make_poll(q["poll"], t, 0, at=q["poll_at"])
+                assert poll is not None and poll.prompt not in stops, q
+                if q["poll"] == "temperature_prob":                     # the view shows the asked T
+                    assert q["query"]["next_token.temperature"] == q["poll_at"]["temperature"]
+            else:
+                assert set(q) == {"prompt", "choices", "answer"} and q["prompt"].endswith("?")
+                assert 2 <= len(q["choices"]) <= 6 and len(set(q["choices"])) == len(q["choices"])
+                assert isinstance(q["answer"], int) and 0 <= q["answer"] < len(q["choices"])
 
 
 # ---- bad files and links ---------------------------------------------------------------------------------------
@@ -710,6 +831,14 @@ def tells(stop: Stop, config: Config, t) -> tuple[list[str], list[tuple[float, i
         return [rf"(?<![\d.,]){re.escape(right)}"], [], "all"
     if kind == "online_max":
         return [r"finds a larger score", r"maximum rose", r"e\^\(m_i − m_i′\) = 1"], [rounded(right)], "table"
+    if kind in ("residual_add", "temperature_prob", "top_k_prob"):
+        return [], [rounded(right)], "all"
+    if kind == "copy_head":                 # the page's sentence naming the head, and its score (2 decimals)
+        h = int(right.split()[1])
+        lm = page_traces(stop, config, t)[1]
+        if at["role"] == "previous":
+            return [rf"head {h} puts on average"], [(lm.facts["previous"][h], 2)], "all"
+        return [r"in all on those positions"], [(lm.facts["heads"][h]["on_targets"], 2)], "all"
     raise AssertionError(f"no tells for {stop.title}'s {kind}: add a branch")
 
 

@@ -13,6 +13,7 @@ import torch
 
 from attention_core import Config, run_forward
 from attention_core.labs.polls import POLL_KINDS, Poll, available, make_poll
+from tests.test_transformer_polls import block_by_hand, lm_by_hand, softmax    # the hand computations
 from attention_core.labs.polls.kv_polls import cache_size_poll_for
 from attention_core.labs.quiz.notation import num
 from attention_core.lessons.kv_cache import PRESETS, Preset, human
@@ -353,6 +354,19 @@ def closest(config: Config, trace, h: int, i: int) -> int:
     return int(torch.linalg.vector_norm(torch_values(config, trace, h) - c, dim=1).argmin())
 
 
+def top_two_renormalised(sentence: str) -> str:
+    """p′ of the small model's most probable next token when top-k keeps 2 (T = 1)."""
+    p = np.sort(softmax(lm_by_hand(sentence)[2]))
+    return num(p[-1] / p[-2:].sum())
+
+
+def previous_token_head(sentence: str) -> str:
+    """The layer-0 head with the largest mean weight on the token just before."""
+    a0 = lm_by_hand(sentence)[3][0]
+    n = a0.shape[-1]
+    return f"head {int(np.argmax([np.mean([a0[h, i, i - 1] for i in range(1, n)]) for h in range(a0.shape[0])]))}"
+
+
 PINNED = [  # (kind, setting, at, what the prompt says, the right choice computed here)
     ("attends", "heads 4", {"row": "2", "head": "1"}, "row 2 of A_1",
      lambda c, t: t.token_labels()[int(torch_weights(c, t, 1)[2].argmax())]),
@@ -382,7 +396,16 @@ PINNED = [  # (kind, setting, at, what the prompt says, the right choice compute
      lambda c, t: f"v_{closest(c, t, 3, 2)} (“{t.token_labels()[closest(c, t, 3, 2)]}”)"),
     ("alibi_bias", "ALiBi, causal", {"head": "2", "row": "3", "col": "1"}, "B_2[3,1]",
      lambda c, t: num(by_hand_alibi(2, 4, 3, 1))),
+    # inside a transformer: by hand in tests/test_transformer_polls.py (the block's layer 0, the small model)
+    ("residual_add", "default", {"row": "2", "col": "3"}, "X₀′[2,3]", lambda c, t: num(sum(
+        m[2, 3] for m in block_by_hand(t)))),
+    ("temperature_prob", "short", {"temperature": "2"}, "T = 2",
+     lambda c, t: num(max(softmax(lm_by_hand(c.sentence)[2] / 2)))),
+    ("top_k_prob", "default", {"k": "2"}, "top-k = 2", lambda c, t: top_two_renormalised(c.sentence)),
+    ("copy_head", "default", {"role": "previous"}, "layer 0", lambda c, t: previous_token_head(c.sentence)),
 ]
+
+
 
 
 def test_every_kind_has_a_pinned_case():
@@ -435,6 +458,10 @@ BAD_PINS = [  # (kind, setting, at): a value these settings cannot ask
     ("alibi_bias", "default", {"row": "1", "col": "0"}),                          # no ALiBi in these settings
     ("alibi_bias", "ALiBi, causal", {"row": "1", "col": "2"}),                    # a key the mask hides
     ("alibi_bias", "ALiBi, causal", {"row": "2", "col": "2"}),                    # distance 0: nothing added
+    ("residual_add", "default", {"row": "4"}), ("residual_add", "default", {"col": "50"}),
+    ("temperature_prob", "default", {"temperature": "1"}), ("top_k_prob", "default", {"k": "11"}),
+    ("copy_head", "default", {"role": "induction"}),                               # its last word comes only once
+    ("copy_head", "two words", {"role": "previous"}), ("copy_head", "default", {"role": "nope"}),
 ]
 
 

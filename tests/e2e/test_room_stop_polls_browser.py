@@ -1,11 +1,17 @@
 """Each shipped stop's poll asks its own question, in real browsers: a teacher and a student, each in a chromium
-context of their own, on one app process (its own server, its memory store).
+context of their own, on the room tests' app processes (conftest.room_processes: the teacher on one, the student on
+the other, sharing the session's redis-server; without one, both on the one process with its memory store).
 
-The teacher opens a shipped lesson from its link, teaches it in a new room, and for each stop in turn shows it
-("Show this stop", then "Next stop ▶") and asks its question ("Ask this stop's question"). The following student's
-screen shows the stop's page and a poll whose prompt is the stop's pinned question, made here from the stop's own
-view: make_poll(stop.poll, the view's trace, 0, at=stop.poll_at).prompt. The stop's predict state (no cell, its
-hide list) is checked in the address bar and by the line asking to predict first.
+The teacher opens the first shipped lesson from its link, teaches it in a new room the student joins, and for each
+stop in turn shows it ("Show this stop", then "Next stop ▶") and asks its question ("Ask this stop's question");
+then opens the next lesson's link (the room's cookie brings the teacher back into the same room) and teaches it in
+the same room, to the same student. The following student's screen shows the stop's page and a poll whose prompt
+is the stop's pinned question, made here from the stop's own view: make_poll(stop.poll, the view's trace, 0,
+at=stop.poll_at).prompt. The stop's predict state (no cell, its hide list) is checked in the address bar and by the
+line asking to predict first.
+
+Every lesson in one room, one join, one pair of contexts, on processes the room tests boot anyway: three lessons for
+about the price of two (NOTES-lesson3.md gives the figures before and after, with the load).
 """
 from __future__ import annotations
 
@@ -24,9 +30,8 @@ from bench._common import EXCEPTION, after_run, new_context
 from tests.e2e.test_room_browser import click, join, room_code, shot, wait_url
 
 FOLLOW_S = 10.0                # a generous bound: this test is about which question arrives, not how fast
-# both shipped lessons (the forward pass 23–39 s, today's attention 19 s at load 8–12, on one server);
-# ATTENTION_EXPLORER_STOP_LESSONS=forward_pass for one
-LESSONS = os.environ.get("ATTENTION_EXPLORER_STOP_LESSONS", "forward_pass,todays_attention").split(",")
+# every shipped lesson, in one room; ATTENTION_EXPLORER_STOP_LESSONS=forward_pass (names, commas between) for some
+LESSONS = os.environ.get("ATTENTION_EXPLORER_STOP_LESSONS", "")
 
 
 def _prompt(stop) -> str:
@@ -58,7 +63,10 @@ def _student_shows(tab, prompt: str, timeout_s: float = FOLLOW_S) -> None:
 
 
 def _stop(teacher, ana, n: int, stop, prompt: str, paths: set) -> None:
-    """The teacher shows stop n (to predict) and asks its question; the student's screen follows and asks it."""
+    """The teacher shows stop n (to predict) and asks its question; the student's screen follows and asks it. The
+    question is asked once the student's screen has followed: asked at once after a "Next stop ▶" to the same page,
+    the teacher's click could run on the previous stop's settings (NOTES-lesson3: "does not fit the current
+    settings")."""
     click(teacher, "Show this stop" if n == 0 else "Next stop ▶")
     path = stop.page or ""
     assert path in paths, path
@@ -68,36 +76,54 @@ def _stop(teacher, ana, n: int, stop, prompt: str, paths: set) -> None:
     assert "cell=" not in ana.url, (stop.title, ana.url)
     click(teacher, "Ask this stop's question")
     _student_shows(ana, prompt)
+    assert "You stepped out" not in ana.evaluate("() => document.body.innerText"), "the student follows no more"
     assert ana.locator(EXCEPTION).count() == 0, stop.title
 
 
-@pytest.mark.parametrize("name", LESSONS)
-def test_each_stops_poll_asks_its_own_question(own_server, chromium, name):
+@pytest.fixture(scope="module")
+def servers(room_processes):
+    """(the teacher's server, the student's): two processes sharing Redis when there is one (their page runs
+    overlap), else the one process with its memory store; both already booted for the room tests."""
+    group = room_processes.get("redis") or room_processes["memory"]
+    return group[0], group[-1]
+
+
+def test_each_stops_poll_asks_its_own_question(servers, chromium):
     from classroom.lesson import shipped, to_link
     from ui.nav import SECTIONS
-    lesson = shipped()[name]
+    lessons = shipped()
+    names = LESSONS.split(",") if LESSONS else list(lessons)
     paths = {path for _, pages in SECTIONS for _, _, _, path in pages}
-    prompts = [_prompt(stop) for stop in lesson.stops]
-    assert len(set(prompts)) == len(prompts)             # each stop its own question: a wrong one cannot pass
+    prompts = {name: [_prompt(stop) for stop in lessons[name].stops] for name in names}
+    every = [p for name in names for p in prompts[name]]
+    assert len(set(every)) == len(every)                 # each stop its own question: a wrong one cannot pass
+    teacher_server, student_server = servers
     contexts = [new_context(chromium) for _ in range(2)]
     teacher, ana = (ctx.new_page() for ctx in contexts)
     try:
-        after_run(teacher, lambda: teacher.goto(f"{own_server.url}/lessons?lesson={to_link(lesson)}",
-                                                wait_until="domcontentloaded"), timeout_ms=90_000)
-        click(teacher, "Teach this lesson")
-        click(teacher, "Open a room")
-        code = room_code(teacher)
-        join(ana, own_server, code, "Ana")
-        expect(ana.get_by_text("Ana", exact=True).first).to_be_visible(timeout=10_000)
-        for n, (stop, prompt) in enumerate(zip(lesson.stops, prompts)):
-            try:
-                _stop(teacher, ana, n, stop, prompt, paths)
-            except Exception as err:          # which stop; both screens with ATTENTION_EXPLORER_SHOTS=<folder>
-                shot(teacher, f"stop_polls_{name}_{n}_teacher")
-                shot(ana, f"stop_polls_{name}_{n}_student")
-                raise AssertionError(f"stop {n + 1}, {stop.title}: {err}") from err
+        for k, name in enumerate(names):
+            lesson = lessons[name]
+            after_run(teacher, lambda: teacher.goto(f"{teacher_server.url}/lessons?lesson={to_link(lesson)}",
+                                                    wait_until="domcontentloaded"), timeout_ms=90_000)
+            click(teacher, "Teach this lesson")
+            if k == 0:
+                click(teacher, "Open a room")
+                code = room_code(teacher)
+                join(ana, student_server, code, "Ana")
+                expect(ana.get_by_text("Ana", exact=True).first).to_be_visible(timeout=10_000)
+            else:                                         # back in the same room (its cookie), the new lesson's stops
+                expect(teacher.get_by_text(f"Stop 1 of {len(lesson.stops)}", exact=False).first).to_be_visible(
+                    timeout=10_000)
+            for n, (stop, prompt) in enumerate(zip(lesson.stops, prompts[name])):
+                try:
+                    _stop(teacher, ana, n, stop, prompt, paths)
+                except Exception as err:      # which stop; both screens with ATTENTION_EXPLORER_SHOTS=<folder>
+                    shot(teacher, f"stop_polls_{name}_{n}_teacher")
+                    shot(ana, f"stop_polls_{name}_{n}_student")
+                    raise AssertionError(f"{lesson.title}, stop {n + 1}, {stop.title}: {err}") from err
         assert teacher.locator(EXCEPTION).count() == 0
-        assert "Traceback" not in own_server.log_tail(50_000), own_server.log_tail(3000)
+        for server in {teacher_server, student_server}:
+            assert "Traceback" not in server.log_tail(50_000), server.log_tail(3000)
     finally:
         for ctx in contexts:
             ctx.close()

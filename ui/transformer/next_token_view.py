@@ -11,12 +11,14 @@ from attention_core.training.lm.model import ARCH, N_CTX, N_HEADS, VOCAB
 
 from .. import nav
 from ..colours import SERIES
+from ..room import hide as room_hide
 from ..text import md_escape as md_safe
 
 EXAMPLE = "the cat sat on the mat and the cat sat on the"
 KEYS = ("next_token.temperature", "next_token.k", "next_token.p", "next_token.seed", "next_token.n_new")
 GOOD = "next_token.good"
 SHOWN = 15                                        # bars drawn: the most probable tokens
+PROBABILITIES = ("probs", "renormalised")         # a lesson stop that hides them: the bars and p′ wait too
 
 
 def token_text(f: dict, j: int) -> str:
@@ -125,6 +127,9 @@ def _bars(trace: Trace) -> dict:
 
 def bars(trace: Trace) -> None:
     from ..views import chart
+    if room_hide.waits(*PROBABILITIES):              # the bars are p and p′ themselves
+        st.caption(room_hide.WAITS)
+        return
     f = trace.facts
     n_kept = int(trace["kept"].value.sum())
     st.markdown(f"The {SHOWN} most probable of the {trace['logits'].shape[0]} tokens after T. ✓ marks a token "
@@ -140,6 +145,9 @@ def bars(trace: Trace) -> None:
 def sample(trace: Trace) -> None:
     f, q, F = trace.facts, trace["renormalised"].value, trace["cdf"].value
     j = f["token"]
+    if room_hide.waits(*PROBABILITIES, "cdf"):        # u's stretch F_{j−1} … F_j is p′_j
+        st.caption(room_hide.WAITS)
+        return
     before = F[j - 1] if j > 0 else 0.0
     if f["temperature"] == 0:
         st.markdown(f"T = 0: the next token is the argmax, **{quoted(f, j)}** (p′ = 1), whatever the "
@@ -183,7 +191,8 @@ def generated(trace: Trace) -> None:
                 f"model run again on the longer input: {same}: see {kv}.]")
     import pyarrow as pa
     st.dataframe(pa.table({"step": [g["t"] + 1 for g in gen], "u": [round(g["u"], 4) for g in gen],
-                           "token drawn": [token_text(f, g["token"]) for g in gen], "its p′": [round(g["p"], 4) for g in gen],
+                           "token drawn": [token_text(f, g["token"]) for g in gen],
+                           **({} if room_hide.waits(*PROBABILITIES) else {"its p′": [round(g["p"], 4) for g in gen]}),
                            "tokens kept": [g["n_kept"] for g in gen], "argmax": [token_text(f, g["argmax_id"]) for g in gen]}),
                  hide_index=True, width="content")
     n_words = len(f["words"])
@@ -208,7 +217,9 @@ def heads(trace: Trace) -> None:
                     f"after its earlier occurrence{'s are at positions' if many else ' is at position'} {where}. An "
                     "induction head looks there, and copies what it finds.")
     prev = f["previous"]
-    if trace.n == 2:
+    if trace.n > 1 and room_hide.waits("previous"):   # a lesson stop asks which head is the previous-token head
+        st.caption(room_hide.WAITS)
+    elif trace.n == 2:
         st.markdown("In layer 0, " + ", ".join(f"head {h} puts **{w:.2f}**" for h, w in enumerate(prev)) + " of the "
                     "second word's attention on the first. With two words the token just before is also the first "
                     "token, so a previous-token head cannot be told from a head that looks at the first token: "
@@ -218,6 +229,10 @@ def heads(trace: Trace) -> None:
         others = ", ".join(f"head {h} {w:.2f}" for h, w in enumerate(prev) if h != best)
         st.markdown(f"In layer 0, head {best} puts on average **{prev[best]:.2f}** of each position's attention on "
                     f"the token just before it (the others: {others}): the previous-token head.")
+    if room_hide.waits("heads"):                     # a lesson stop asks which head copies: its weights wait
+        st.caption(room_hide.WAITS)
+        step(trace, "heads", key_prefix="nt:")
+        return
     lines = []
     for h in f["heads"]:
         on = f" ({h['on_targets']:.2f} in all on those positions)" if targets else ""

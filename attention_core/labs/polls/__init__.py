@@ -23,6 +23,8 @@ the kind does not fit; `at` pins the question, PINS[kind] its keys). A Poll's to
     reorder_polls    reorder: a weight after the sentence's words are reordered (with and without positions)
     context_polls    closest_value: the value row a context vector c_i = Σ_j A[i,j] v_j is closest to
     alibi_polls      alibi_bias: what ALiBi adds to the score of query i for key j in head h
+    transformer_polls  inside a transformer: residual_add (the block's residual add), temperature_prob and
+                     top_k_prob (the next token), copy_head (the small model's previous-token and induction heads)
     pins             what pins a poll to one question (a lesson stop's poll_at); Unfit when it cannot be asked
 """
 from __future__ import annotations
@@ -42,6 +44,7 @@ from .online_polls import online_max_poll
 from .reorder_polls import reorder_poll
 from .rope_polls import rope_shift_poll
 from .similar_polls import similar_poll
+from .transformer_polls import copy_head_poll, residual_add_poll, temperature_prob_poll, top_k_prob_poll
 
 POLL_KINDS: dict[str, str] = {
     "attends": "the word a row attends to most",
@@ -58,13 +61,19 @@ POLL_KINDS: dict[str, str] = {
     "reorder": "a weight after the words are reordered",
     "closest_value": "the value row a context vector is closest to",
     "alibi_bias": "what ALiBi adds to a score",
+    "residual_add": "the residual stream after a block's attention",
+    "temperature_prob": "a next-token probability at a temperature T",
+    "top_k_prob": "a next-token probability after top-k",
+    "copy_head": "the small model's previous-token or induction head",
 }
 
 MAKERS = {"attends": attends_poll, "shape": shape_poll, "which_head": which_head_poll,
           "scaled_score": scaled_score_poll, "masked_weight": masked_weight_poll,
           "rope_shift": rope_shift_poll, "window_keys": window_keys_poll, "kv_head": kv_head_poll,
           "kv_cache_size": kv_cache_size_poll, "online_max": online_max_poll, "similar": similar_poll,
-          "reorder": reorder_poll, "closest_value": closest_value_poll, "alibi_bias": alibi_bias_poll}
+          "reorder": reorder_poll, "closest_value": closest_value_poll, "alibi_bias": alibi_bias_poll,
+          "residual_add": residual_add_poll, "temperature_prob": temperature_prob_poll, "top_k_prob": top_k_prob_poll,
+          "copy_head": copy_head_poll}
 
 # What pins each kind's question (a lesson stop's poll_at): the keys its maker reads.
 PINS: dict[str, tuple[str, ...]] = {
@@ -73,7 +82,8 @@ PINS: dict[str, tuple[str, ...]] = {
     "rope_shift": ("row", "col", "head", "shift"), "window_keys": ("row",), "kv_head": ("head", "model"),
     "kv_cache_size": ("model", "tokens", "bytes"), "online_max": ("block_size", "block", "row", "head"),
     "similar": ("step",), "reorder": ("row", "col", "head", "order"), "closest_value": ("row", "head"),
-    "alibi_bias": ("head", "row", "col")}
+    "alibi_bias": ("head", "row", "col"), "residual_add": ("row", "col"), "temperature_prob": ("temperature",),
+    "top_k_prob": ("k", "temperature"), "copy_head": ("role",)}
 
 
 def make_poll(kind: str, trace: Trace, seed: int = 0, at: dict | None = None) -> Poll | None:
