@@ -937,3 +937,21 @@ def test_a_stops_answer_is_nowhere_on_a_students_screen_until_the_reveal(name, n
         return
     words, frames, rows = _student_sees(stop, "revealed")
     assert _found(stop, config, t, words, frames, rows), (stop.title, "revealed, the answer should be there")
+
+
+def _same_view_later_stops(name: str):
+    stops = LESSONS[name].stops
+    return [(n, m) for n in range(len(stops)) for m in range(n + 1, len(stops))
+            if stops[m].page == stops[n].page and stops[m].query == stops[n].query]
+
+
+@pytest.mark.parametrize("n, m", _same_view_later_stops("inside_a_transformer"))
+def test_a_later_stops_answer_is_not_on_an_earlier_stop_of_the_same_view(n, m):
+    """Inside a transformer's next-token stops share one view: a student who sees stop n (predict) must not read
+    stop m's answer there before m is asked (stops 2-4 printed the layer-1 heads' sentence, head 2 0.98 in all on
+    those positions, and stops 2-3 layer 0's “head 0 puts on average 0.94 …”, the answers of stops 5 and 4)."""
+    stops = LESSONS["inside_a_transformer"].stops
+    later = stops[m]
+    config, t = trace_of({k: v for k, v in later.query.items() if k != "cell"})
+    words, frames, rows = _student_sees(stops[n], "predict")
+    assert _found(later, config, t, words, frames, rows) == [], (n, m)
