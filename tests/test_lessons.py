@@ -481,8 +481,8 @@ def test_inside_a_transformers_notes_quote_its_numbers():
     post = ln(block["x"].value + block["l0.attn"].value)[5, 0]
     assert block["l0.mid"].value[5, 0] == pytest.approx(x + o)
     text = note("inside_a_transformer", 0)
-    for value in (x, o, x + o, n0 + o, post, n0):
-        assert minus(value) in text, value
+    for value in (x, o, x + o, n0 + o, post, n0):                                  # 4 significant digits, as shown
+        assert f"{value:.4g}".replace("-", "−") in text, value
     assert "X₁ = X₀′ + the MLP's output" in text and block["l0.out"].inputs == ("l0.mid", "l0.mlp")
     ids, words, z, (a0, a1) = lm_by_hand(config.sentence)
     p = softmax(z)
@@ -511,6 +511,41 @@ def test_inside_a_transformers_notes_quote_its_numbers():
     assert f"5 (“mat”, {last[2, 5]:.2f})" in text and f"8 (“cat”, {last[2, 8]:.2f})" in text
     assert f"({last[3, 5]:.2f} on “mat”)" in text and f"({last[1, 0]:.2f}) on position 0" in text
     assert int(last[3].argmax()) == 5 and int(last[1].argmax()) == 0
+
+
+def test_inside_a_transformers_notes_quote_each_choice_as_the_students_see_it():
+    """A number the teacher's note expects (“Expect −0.527”) is the one on the students' screens: each choice of a
+    stop's numeric poll appears in its ask or note exactly as shown (stop 0 quoted −0.754 and −0.527 for the
+    choices −0.7539 and −0.5268)."""
+    from attention_core.labs.polls import make_poll
+    lesson = LESSONS["inside_a_transformer"]
+    for n, stop in enumerate(lesson.stops):
+        if stop.poll == "copy_head":
+            continue
+        _, t = trace_of(stop.query)
+        poll = make_poll(stop.poll, t, seed=0, at=stop.poll_at)
+        for choice in poll.choices:
+            assert re.search(rf"(?<![\d.]){re.escape(choice)}(?![\d])", note("inside_a_transformer", n)), (n, choice)
+
+
+def test_inside_a_transformers_notes_say_what_the_page_does():
+    """Stop 0: section 3's bars are sizes ‖row‖, drawn before the reveal too (they do not wait). Stop 2: moving
+    top-p while top-k = 3 is on only trims those 3 (top-p acts after top-k), so the note turns top-k off first;
+    its counts are the page's."""
+    from attention_core.lessons.next_token import next_token_trace
+    from ui.transformer import block_view
+    import inspect
+    text = note("inside_a_transformer", 0)
+    assert "After the reveal, section 3" not in text and "‖row‖" in text
+    assert "room_hide" not in inspect.getsource(block_view.stream_sizes)        # the bars never wait
+    text = note("inside_a_transformer", 2)
+    query = LESSONS["inside_a_transformer"].stops[2].query
+    sentence, T = query["sentence"], float(query["next_token.temperature"])
+    kept = lambda k, p_top: int(next_token_trace(sentence, T, k, p_top, 1, 0)["kept"].value.sum())
+    assert kept(3, 0.5) == 2 and kept(0, 0.5) == 11
+    p = np.sort(next_token_trace(sentence, T, 0, 1.0, 1, 0)["probs"].value)[::-1]
+    assert int(np.searchsorted(np.cumsum(p), 0.5) + 1) == 11                      # by hand: the fewest reaching 0.5
+    assert "set top-k to 0" in text and "top-p = 0.5 keeps 11 of the 31" in text and "top-p = 0.5 keeps 2" in text
 
 
 def test_the_pre_post_checks_questions_are_asked_on_their_settings():
@@ -902,3 +937,21 @@ def test_a_stops_answer_is_nowhere_on_a_students_screen_until_the_reveal(name, n
         return
     words, frames, rows = _student_sees(stop, "revealed")
     assert _found(stop, config, t, words, frames, rows), (stop.title, "revealed, the answer should be there")
+
+
+def _same_view_later_stops(name: str):
+    stops = LESSONS[name].stops
+    return [(n, m) for n in range(len(stops)) for m in range(n + 1, len(stops))
+            if stops[m].page == stops[n].page and stops[m].query == stops[n].query]
+
+
+@pytest.mark.parametrize("n, m", _same_view_later_stops("inside_a_transformer"))
+def test_a_later_stops_answer_is_not_on_an_earlier_stop_of_the_same_view(n, m):
+    """Inside a transformer's next-token stops share one view: a student who sees stop n (predict) must not read
+    stop m's answer there before m is asked (stops 2-4 printed the layer-1 heads' sentence, head 2 0.98 in all on
+    those positions, and stops 2-3 layer 0's “head 0 puts on average 0.94 …”, the answers of stops 5 and 4)."""
+    stops = LESSONS["inside_a_transformer"].stops
+    later = stops[m]
+    config, t = trace_of({k: v for k, v in later.query.items() if k != "cell"})
+    words, frames, rows = _student_sees(stops[n], "predict")
+    assert _found(later, config, t, words, frames, rows) == [], (n, m)
