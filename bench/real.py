@@ -50,7 +50,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):    #
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench._common import Table  # noqa: E402
+from bench._common import Table
 
 TARGETS = {"load": 2.0, "forward": 2.0, "memory": 1.5, "rerun": 8.0}
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "attention_explorer_bench_real"
@@ -122,8 +122,9 @@ def child(side: str, folder: Path, tokens: int, repeats: int, threads: int) -> d
 
     t0 = time.perf_counter()
     if side == "ours":
-        from attention_core.training import real
         import numpy as np
+
+        from attention_core.training import real
     else:
         import numpy as np
         import torch
@@ -169,7 +170,7 @@ def child(side: str, folder: Path, tokens: int, repeats: int, threads: int) -> d
 def run_side(side: str, folder: Path, tokens: int, repeats: int, threads: int) -> dict:
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", side, "--folder", str(folder),
                           "--tokens", str(tokens), "--repeats", str(repeats), "--threads", str(threads)],
-                         cwd=ROOT, capture_output=True, text=True,
+                         cwd=ROOT, capture_output=True, text=True, check=False,
                          env={**os.environ, **thread_env(threads), "PYTHONPATH": str(ROOT)})
     if out.returncode:
         raise RuntimeError(f"the {side} side failed:\n{out.stderr[-3000:]}")
@@ -251,50 +252,80 @@ step_box(t.facts["attention"][layer], "weights")
 '''
 
 
-def rerun_table(folder: Path, repeats: int) -> Table:
-    """The real pages of the navigation (or the stand-in) in AppTest, a plain rerun, against the one-slider page."""
-    from bench._common import sections
-    from bench import apptest_rerun as ar
+def rerun_rows(folder: Path, repeats: int, root: Path) -> dict:
+    """Runs in a child process (cwd and sys.path: `root`, the checkout whose pages are measured): the one-slider page,
+    then the real pages of root's navigation (or the stand-in), in AppTest; plain reruns, ms."""
     from streamlit.testing.v1 import AppTest
 
-    os.environ["ATTENTION_EXPLORER_REAL_MODEL_DIR"] = str(folder)
-    before = load_average()
-    pages = [p for section, ps in sections() for p in ps if section == "A real model"]
-    reference = ar.one_slider(repeats)
+    from bench._common import TRIVIAL_APP, sections
+
+    def median_rerun(at) -> float:
+        at.run()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            at.run()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times) * 1e3
+
+    def elements(node) -> int:
+        children = getattr(node, "children", None)
+        return 1 if children is None else sum(elements(c) for c in children.values())
+
+    scratch = Path(tempfile.mkdtemp(prefix="real_rerun_"))
+    (scratch / "one.py").write_text(TRIVIAL_APP)
+    reference = median_rerun(AppTest.from_file(str(scratch / "one.py")).run())
+    pages = [p for section, ps in sections(root) for p in ps if section == "A real model"]
     rows = []
-    if pages:
-        for page in pages:
-            m = ar.measure(page, {}, repeats)
-            rows.append([page.url_path, m["elements"], f"{m['first']:.0f}", f"{m['plain']:.1f}",
-                         verdict(m["plain"] / reference, TARGETS["rerun"]), m["errors"]])
-        what = "the navigation's \"A real model\" pages"
-    else:
-        script = Path(tempfile.mkdtemp(prefix="real_rerun_")) / "real_page.py"
-        script.write_text(STAND_IN.format(folder=str(folder), sentence=SENTENCE))
-        at = AppTest.from_file(str(script), default_timeout=600)
+    for page in pages or [None]:
+        if page is None:
+            (scratch / "real_page.py").write_text(STAND_IN.format(folder=str(folder), sentence=SENTENCE))
+            at, name = AppTest.from_file(str(scratch / "real_page.py"), default_timeout=600), STAND_IN_NAME
+        else:
+            at, name = AppTest.from_file(str(root / "app.py"), default_timeout=600), page.url_path
+            at.switch_page(page.file)
         t0 = time.perf_counter()
         at.run()
         first = (time.perf_counter() - t0) * 1e3
-        at.run()
-        plain = ar._median_ms([ar._timed(at.run) for _ in range(repeats)])
-        rows.append(["stand-in: one layer's weights, every head", ar.count_elements(at._tree), f"{first:.0f}",
-                     f"{plain:.1f}", verdict(plain / reference, TARGETS["rerun"]), len(at.exception)])
-        what = ("a stand-in page (no \"A real model\" section in the navigation on this branch): the model from "
-                "st.cache_resource, the sentence's Trace from st.cache_resource, one layer's weights by ui.views.step_box")
-    return Table(f"A page rerun with a real model loaded (the GPT-2-shaped checkpoint), nothing changed, AppTest in one "
-                 f"process; the one-slider page {reference:.1f} ms; median of {repeats}; load average {before} before, "
-                 f"{load_average()} after",
+        rows.append({"page": name, "elements": elements(at._tree), "first": first, "plain": median_rerun(at),
+                     "errors": len(at.exception)})
+    return {"reference": reference, "rows": rows, "pages": bool(pages)}
+
+
+STAND_IN_NAME = "stand-in: one layer's weights, every head"
+
+
+def rerun_table(folder: Path, repeats: int, threads: int, root: Path = ROOT) -> Table:
+    """A page rerun with a real model loaded, nothing changed, against the one-slider page, in a fresh process."""
+    before = load_average()
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "rerun", "--folder", str(folder),
+                          "--repeats", str(repeats), "--threads", str(threads), "--root", str(root)],
+                         cwd=root, capture_output=True, text=True, check=False,
+                         env={**os.environ, **thread_env(threads), "PYTHONPATH": str(root),
+                              "PYTHONDONTWRITEBYTECODE": "1", "ATTENTION_EXPLORER_REAL_MODEL_DIR": str(folder)})
+    if out.returncode:
+        raise RuntimeError(f"the rerun part failed:\n{out.stderr[-3000:]}")
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    rows = [[row["page"], row["elements"], f"{row['first']:.0f}", f"{row['plain']:.1f}",
+             verdict(row["plain"] / r["reference"], TARGETS["rerun"]), row["errors"]] for row in r["rows"]]
+    what = ("the navigation's \"A real model\" pages, ATTENTION_EXPLORER_REAL_MODEL_DIR naming the checkpoint"
+            if r["pages"] else
+            "a stand-in page (no \"A real model\" section in the navigation yet): the model from st.cache_resource, "
+            "the sentence's Trace from st.cache_resource, one layer's weights drawn by ui.views.step_box")
+    return Table(f"A page rerun with a real model loaded (the GPT-2-shaped checkpoint), nothing changed, AppTest in a "
+                 f"fresh process; the one-slider page {r['reference']:.1f} ms; median of {repeats}; load average "
+                 f"{before} before, {load_average()} after",
                  ["page", "elements", "first run ms (the load and the forward in it)", "plain rerun ms", "ratio",
                   "errors"], rows, [f"Measured: {what}."])
 
 
 def measure(models: list[str], directory: Path = DEFAULT_DIR, layers: int | None = None, tokens: int = 32,
-            repeats: int = 5, threads: int = 1, rerun: bool = True) -> list[Table]:
+            repeats: int = 5, threads: int = 1, rerun: bool = True, root: Path = ROOT) -> list[Table]:
     directory.mkdir(parents=True, exist_ok=True)
     out = [model_table(models, directory, layers, tokens, repeats, threads)]
     if rerun:
         folder, _ = checkpoint("gpt2", directory, layers, threads)
-        out.append(rerun_table(folder, max(repeats, 7)))
+        out.append(rerun_table(folder, max(repeats, 7), threads, root))
     return out
 
 
@@ -307,15 +338,27 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="BLAS and torch threads on both sides (default 1)")
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="where the random checkpoints are kept")
     ap.add_argument("--no-rerun", action="store_true", help="leave the page rerun out")
-    ap.add_argument("--child", choices=("ours", "theirs"), help=argparse.SUPPRESS)
+    ap.add_argument("--root", type=Path, default=ROOT,
+                    help="the checkout whose real pages the rerun part measures (default: this one)")
+    ap.add_argument("--write", action="store_true", help="write the tables into docs/performance.md's real section")
+    ap.add_argument("--child", choices=("ours", "theirs", "rerun"), help=argparse.SUPPRESS)
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child == "rerun":
+        sys.path.insert(0, str(args.root.resolve()))                   # its ui and attention_core, not this one's
+        print(json.dumps(rerun_rows(args.folder, args.repeats, args.root.resolve())))
+        return
     if args.child:
         print(json.dumps(child(args.child, args.folder, args.tokens, args.repeats, args.threads)))
         return
-    for t in measure(args.models.split(","), args.dir, args.layers, args.tokens, args.repeats, args.threads,
-                     not args.no_rerun):
+    tables = measure(args.models.split(","), args.dir, args.layers, args.tokens, args.repeats, args.threads,
+                     not args.no_rerun, args.root.resolve())
+    for t in tables:
         print("\n" + t.text())
+    if args.write:
+        from bench import report
+        report.write_section(report.REAL_HEADING, report.real_section(tables))
+        print(f"\nwrote the section “{report.REAL_HEADING[3:]}” of {report.OUT}")
 
 
 if __name__ == "__main__":

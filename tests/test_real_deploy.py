@@ -56,7 +56,7 @@ def tiny_gpt2(folder: Path, d: int = 8, layers: int = 1, heads: int = 2, vocab: 
 def test_the_dockerfile_bakes_a_chosen_model_into_the_image():
     """REAL_MODEL (default none) is fetched and run at build, by the non-root user, into the cache the app reads at
     run time; a gated model's token comes as a build secret, never a build argument (those stay in the history)."""
-    assert re.search(r'^ARG REAL_MODEL=""$', DOCKERFILE, re.M)
+    assert re.search(r'^ARG REAL_MODEL=""$', DOCKERFILE, re.MULTILINE)
     assert "HF_HOME=/home/explorer/.cache/huggingface" in DOCKERFILE and "ATTENTION_EXPLORER_REAL_MODEL=$REAL_MODEL" in DOCKERFILE
     lines = [line.strip() for line in DOCKERFILE.splitlines()]
     run = next(i for i, line in enumerate(lines) if "deploy/fetch_model.py" in line and not line.startswith("#"))
@@ -159,10 +159,10 @@ def test_the_runtime_dependencies_are_the_apps():
     runtime = (ROOT / "requirements.txt").read_text(encoding="utf-8")
     dev = (ROOT / "requirements-dev.txt").read_text(encoding="utf-8")
     for name in ("tokenizers", "huggingface_hub"):
-        assert re.search(rf"^{name}==", runtime, re.M), name
-        assert not re.search(rf"^{name}==", dev, re.M), f"{name}: once, in requirements.txt"
+        assert re.search(rf"^{name}==", runtime, re.MULTILINE), name
+        assert not re.search(rf"^{name}==", dev, re.MULTILINE), f"{name}: once, in requirements.txt"
     for name in ("transformers", "safetensors"):
-        assert not re.search(rf"^{name}", runtime, re.M) and re.search(rf"^{name}==", dev, re.M), name
+        assert not re.search(rf"^{name}", runtime, re.MULTILINE) and re.search(rf"^{name}==", dev, re.MULTILINE), name
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     assert sorted(d.split("==")[0] for d in extras["real"]) == ["huggingface_hub", "tokenizers"]
     assert set(extras["real"]) <= set(extras["all"])

@@ -133,7 +133,7 @@ class ByteCounter:
     def tqdm_class(self):
         import io
 
-        from tqdm import tqdm                                        # huggingface_hub's own dependency
+        from tqdm import tqdm  # huggingface_hub's own dependency
 
         counter = self
 
