@@ -321,8 +321,13 @@ def rerun_table(folder: Path, repeats: int, threads: int, root: Path = ROOT) -> 
 
 def measure(models: list[str], directory: Path = DEFAULT_DIR, layers: int | None = None, tokens: int = 32,
             repeats: int = 5, threads: int = 1, rerun: bool = True, root: Path = ROOT) -> list[Table]:
+    import datetime
+
     directory.mkdir(parents=True, exist_ok=True)
     out = [model_table(models, directory, layers, tokens, repeats, threads)]
+    out[0].notes.append(f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
+                        f"{os.cpu_count()} cores" + (f", every model cut to {layers} layers (a quick run)" if layers
+                                                     else "") + ".")
     if rerun:
         folder, _ = checkpoint("gpt2", directory, layers, threads)
         out.append(rerun_table(folder, max(repeats, 7), threads, root))
