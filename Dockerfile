@@ -15,13 +15,15 @@ ARG TORCH_INDEX_URL=""
 #   docker build --build-arg REAL_MODEL=meta-llama/Llama-3.2-1B --secret id=hf_token,env=HF_TOKEN -t ... .
 ARG REAL_MODEL=""
 
-# ATTENTION_EXPLORER_REAL_MODEL: the model baked in (empty: none), for the pages to offer first.
+# ATTENTION_EXPLORER_REAL_MODEL: the model baked in (empty: none); ATTENTION_EXPLORER_REAL_MODEL_DIR: a link to its
+# folder in the cache, made at build: the pages' "this server's model", loaded without a click (no model: no link).
 # OPENBLAS_NUM_THREADS=1: every session's script is a thread of one process; BLAS threads on top of them fight for
 # the cores (bench/real.py, docs/performance.md).
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     STREAMLIT_BROWSER_GATHER_USAGE_STATS=false \
     HF_HOME=/home/explorer/.cache/huggingface \
     ATTENTION_EXPLORER_REAL_MODEL=$REAL_MODEL \
+    ATTENTION_EXPLORER_REAL_MODEL_DIR=/home/explorer/real-model \
     OPENBLAS_NUM_THREADS=1
 
 RUN useradd --create-home --uid 10001 explorer
@@ -37,7 +39,8 @@ COPY --chown=explorer:explorer . .
 USER explorer
 RUN --mount=type=secret,id=hf_token,uid=10001,required=false \
     if [ -n "$REAL_MODEL" ]; then \
-        HF_TOKEN_PATH=/run/secrets/hf_token python deploy/fetch_model.py "$REAL_MODEL"; fi
+        HF_TOKEN_PATH=/run/secrets/hf_token python deploy/fetch_model.py "$REAL_MODEL" \
+            --link /home/explorer/real-model; fi
 
 EXPOSE 8501
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \

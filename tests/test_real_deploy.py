@@ -59,10 +59,13 @@ def test_the_dockerfile_bakes_a_chosen_model_into_the_image():
     assert re.search(r'^ARG REAL_MODEL=""$', DOCKERFILE, re.MULTILINE)
     assert "HF_HOME=/home/explorer/.cache/huggingface" in DOCKERFILE and "ATTENTION_EXPLORER_REAL_MODEL=$REAL_MODEL" in DOCKERFILE
     lines = [line.strip() for line in DOCKERFILE.splitlines()]
+    assert "ATTENTION_EXPLORER_REAL_MODEL_DIR=/home/explorer/real-model" in DOCKERFILE     # the pages' server model
     run = next(i for i, line in enumerate(lines) if "deploy/fetch_model.py" in line and not line.startswith("#"))
-    block = " ".join(lines[i] for i in range(run - 2, run + 1))
+    block = " ".join(lines[i] for i in range(run - 2, run + 2))
     assert block.startswith("RUN --mount=type=secret,id=hf_token,uid=10001,required=false")
-    assert 'if [ -n "$REAL_MODEL" ]' in block and 'HF_TOKEN_PATH=/run/secrets/hf_token python deploy/fetch_model.py "$REAL_MODEL"' in block
+    assert 'if [ -n "$REAL_MODEL" ]' in block
+    assert ('HF_TOKEN_PATH=/run/secrets/hf_token python deploy/fetch_model.py "$REAL_MODEL" \\ '
+            '--link /home/explorer/real-model; fi') in block
     user = lines.index("USER explorer")
     copy = lines.index("COPY --chown=explorer:explorer . .")
     assert copy < user < run - 2 < lines.index(next(l for l in lines if l.startswith("CMD")))
@@ -75,15 +78,18 @@ def test_the_fetch_script_runs_the_model_from_a_cache_offline(tmp_path):
     cache = tmp_path / "hub"
     lay_out_cache(cache, "tiny/gpt2", tiny_gpt2(tmp_path / "model"))
     env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "deploy/fetch_model.py", "tiny/gpt2"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    link = tmp_path / "home" / "real-model"
+    out = subprocess.run([sys.executable, "deploy/fetch_model.py", "tiny/gpt2", "--link", str(link)], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     size = sum(f.stat().st_size for f in (tmp_path / "model").iterdir())
     said, ran = out.stdout.strip().splitlines()
     assert said == f"tiny/gpt2 is in the cache ({size / 1e6:.0f} MB)."
     # 320·8 (E) + 16·8 (P) + one block (2·16 norms, 8·24 + 24 W_QKV, 8·8 + 8 W_O, 8·32 + 32 W_1, 32·8 + 8 W_2) + 16
     assert ran.startswith("tiny/gpt2 runs: 3,576 parameters, 1 layer of 2 heads (gpt2), 16 tokens of a sentence")
-    assert ran.endswith(f"in {cache / 'models--tiny--gpt2' / 'snapshots'}/0123456789abcdef0123456789abcdef01234567.")
+    snapshot = cache / "models--tiny--gpt2" / "snapshots" / "0123456789abcdef0123456789abcdef01234567"
+    assert ran.endswith(f"in {snapshot} (linked from {link}).")
+    assert link.is_symlink() and link.resolve() == snapshot.resolve() and (link / "config.json").is_file()
 
 
 def test_the_fetch_script_says_why_it_cannot(tmp_path, monkeypatch, capsys):
@@ -98,7 +104,7 @@ def test_the_fetch_script_says_why_it_cannot(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("HuggingFaceTB/SmolLM2-135M: HuggingFaceTB/SmolLM2-135M is not in the Hugging Face cache")
     assert "Traceback" not in err
-    assert fetch_model.main([]) == 2
+    assert fetch_model.main([]) == 2 and fetch_model.main(["gpt2", "--link"]) == 2
 
 
 def test_the_download_reports_its_bytes_from_the_callers_thread(monkeypatch):
