@@ -321,11 +321,13 @@ def rerun_table(folder: Path, repeats: int, threads: int, root: Path = ROOT) -> 
 
 def measure(models: list[str], directory: Path = DEFAULT_DIR, layers: int | None = None, tokens: int = 32,
             repeats: int = 5, threads: int = 1, rerun: bool = True, root: Path = ROOT) -> list[Table]:
+    """The model table (every model of `models`: none, the rerun table alone), then the rerun table (if `rerun`)."""
     import datetime
 
     directory.mkdir(parents=True, exist_ok=True)
-    out = [model_table(models, directory, layers, tokens, repeats, threads)]
-    out[0].notes.append(f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
+    out = [model_table(models, directory, layers, tokens, repeats, threads)] if models else []
+    if out:
+        out[0].notes.append(f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
                         f"{os.cpu_count()} cores" + (f", every model cut to {layers} layers (a quick run)" if layers
                                                      else "") + ".")
     if rerun:
@@ -336,7 +338,8 @@ def measure(models: list[str], directory: Path = DEFAULT_DIR, layers: int | None
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default="gpt2,smollm2", help="which shapes: gpt2, smollm2 (comma-separated)")
+    ap.add_argument("--models", default="gpt2,smollm2",
+                    help="which shapes: gpt2, smollm2 (comma-separated; empty: the rerun part alone)")
     ap.add_argument("--layers", type=int, default=None, help="cut every model to N layers (a quick run)")
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=5, help="forwards (and reruns) after the first, median")
@@ -356,11 +359,11 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.folder, args.tokens, args.repeats, args.threads)))
         return
-    tables = measure(args.models.split(","), args.dir, args.layers, args.tokens, args.repeats, args.threads,
+    tables = measure(list(filter(None, args.models.split(","))), args.dir, args.layers, args.tokens, args.repeats, args.threads,
                      not args.no_rerun, args.root.resolve())
     for t in tables:
         print("\n" + t.text())
-    if args.write:
+    if args.write and len(tables) == 2:
         from bench import report
         report.write_section(report.REAL_HEADING, report.real_section(tables))
         print(f"\nwrote the section “{report.REAL_HEADING[3:]}” of {report.OUT}")

@@ -20,6 +20,21 @@ LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_fr
           "original_max_position_embeddings": 64}
 
 
+def lay_out_cache(cache, repo: str, folder) -> None:
+    """A Hugging Face cache as huggingface_hub leaves it: blobs, a snapshot per commit (links to the blobs), and
+    refs/main naming the commit."""
+    root = cache / f"models--{repo.replace('/', '--')}"
+    snapshot = root / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    (root / "blobs").mkdir()
+    for f in folder.iterdir():
+        blob = root / "blobs" / f"blob-{f.name}"
+        shutil.copy(f, blob)
+        (snapshot / f.name).symlink_to(blob)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text(COMMIT)
+
+
 def train_tokenizer(folder: Path, style: str) -> None:
     from tokenizers import (
         Tokenizer,
@@ -98,18 +113,3 @@ def reference(folder: Path, ids):
     with torch.no_grad():
         out = model(torch.tensor([list(ids)]), output_hidden_states=True, output_attentions=True)
     return ([h[0].numpy() for h in out.hidden_states], [a[0].numpy() for a in out.attentions], out.logits[0].numpy())
-
-
-def lay_out_cache(cache, repo: str, folder) -> None:
-    """A Hugging Face cache as huggingface_hub leaves it: blobs, a snapshot per commit (links to the blobs), and
-    refs/main naming the commit."""
-    root = cache / f"models--{repo.replace('/', '--')}"
-    snapshot = root / "snapshots" / COMMIT
-    snapshot.mkdir(parents=True)
-    (root / "blobs").mkdir()
-    for f in folder.iterdir():
-        blob = root / "blobs" / f"blob-{f.name}"
-        shutil.copy(f, blob)
-        (snapshot / f.name).symlink_to(blob)
-    (root / "refs").mkdir()
-    (root / "refs" / "main").write_text(COMMIT)
