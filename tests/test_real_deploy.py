@@ -113,7 +113,7 @@ def test_the_download_reports_its_bytes_from_the_callers_thread(monkeypatch):
     from huggingface_hub.utils.tqdm import _create_progress_bar
 
     total, chunks, calls = 3_000, (700, 800, 900, 600), []
-    started = threading.Event()
+    started, part_way = threading.Event(), threading.Event()
 
     def fake_download(name, tqdm_class=None):
         assert name == "tiny/model"
@@ -123,12 +123,13 @@ def test_the_download_reports_its_bytes_from_the_callers_thread(monkeypatch):
             received = _create_progress_bar(cls=tqdm_class, log_level=20, name="transfer", total=0, unit="B")
             written = _create_progress_bar(cls=tqdm_class, log_level=20, name="snapshot", total=0, unit="B")
             started.set()
-            for n in chunks:
+            for k, n in enumerate(chunks):
                 written.total += n
                 written.update(n)
                 received.update(n // 2)
                 files.update(1)
-                threading.Event().wait(0.05)
+                if k == 0:                               # the rest once the page has seen the first part, not a time
+                    part_way.wait(60)
 
         worker = threading.Thread(target=write)
         worker.start()
@@ -137,13 +138,17 @@ def test_the_download_reports_its_bytes_from_the_callers_thread(monkeypatch):
 
     monkeypatch.setattr(hub, "checkpoint_folder", fake_download)
     me = threading.get_ident()
-    folder = hub.download("tiny/model", lambda done, of: calls.append((done, of, threading.get_ident())), total,
-                          every=0.02)
+    def progress(done, of):
+        calls.append((done, of, threading.get_ident()))
+        if 0 < done < of:
+            part_way.set()
+
+    folder = hub.download("tiny/model", progress, total, every=0.02)
     assert folder == Path("/cache/tiny") and started.is_set()
     assert {who for *_, who in calls} == {me}
     dones = [done for done, *_ in calls]
     assert dones == sorted(dones) and calls[-1][:2] == (total, total) and all(of == total for _, of, _ in calls)
-    assert any(0 < done < total for done in dones)                         # seen part-way, not only at the end
+    assert part_way.is_set() and 700 in dones                                # seen part-way, not only at the end
     assert set(dones) <= {0, 700, 1500, 2400, 3000}                           # the bytes written, never the files
 
 
