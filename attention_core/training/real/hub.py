@@ -131,16 +131,21 @@ class ByteCounter:
             return int(max((bar.n for bar in self.bars if getattr(bar, "unit", "") == "B"), default=0))
 
     def tqdm_class(self):
-        import io
-
-        from tqdm import tqdm  # huggingface_hub's own dependency
+        from tqdm import tqdm                                        # huggingface_hub's own dependency
 
         counter = self
+
+        class Nowhere:
+            def write(self, text):
+                return len(text)
+
+            def flush(self):
+                pass
 
         class Counted(tqdm):
             def __init__(self, *args, **kwargs):
                 kwargs.pop("name", None)
-                kwargs.update(file=io.StringIO(), disable=False)
+                kwargs.update(file=Nowhere(), disable=False)
                 super().__init__(*args, **kwargs)
                 with counter.lock:
                     counter.bars.append(self)
