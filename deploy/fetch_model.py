@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         hub.download(name, progress, plan.to_download)
         model = real.load_model(name)
         trace = real.run_real(model, SENTENCE)
-    except real.RealModelError as error:
-        print(f"{name}: {error}", file=sys.stderr)
+    except (real.RealModelError, OSError) as error:                   # OSError: a full disk, a read-only cache
+        print(str(error), file=sys.stderr)
         return 1
     c = model.config
     if link is not None:

@@ -102,7 +102,7 @@ def test_the_fetch_script_says_why_it_cannot(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert fetch_model.main(["HuggingFaceTB/SmolLM2-135M"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("HuggingFaceTB/SmolLM2-135M: HuggingFaceTB/SmolLM2-135M is not in the Hugging Face cache")
+    assert err.startswith("HuggingFaceTB/SmolLM2-135M is not in the Hugging Face cache")
     assert "Traceback" not in err
     assert fetch_model.main([]) == 2 and fetch_model.main(["gpt2", "--link"]) == 2
 
