@@ -102,13 +102,19 @@ def checkpoint(which: str, directory: Path, layers: int | None, threads: int) ->
     kwargs = dict(kwargs)
     if layers:
         kwargs[LAYERS_KEY[family]] = layers
-        label += f", {layers} layers"
+        label += f", {layers} layer{'s' * (layers != 1)}"
     folder = directory / f"{which}-L{kwargs[LAYERS_KEY[family]]}"
-    if not all((folder / f).is_file() for f in ("config.json", "tokenizer.json", "model.safetensors")):
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-c", MAKE_CODE, str(folder), family, json.dumps(kwargs)], cwd=ROOT,
-                       check=True, env={**os.environ, **thread_env(threads), "PYTHONPATH": str(ROOT)},
-                       stdout=subprocess.DEVNULL)
+    if not folder.is_dir():                                   # made whole in a scratch folder, then renamed
+        import shutil
+
+        scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=directory))
+        try:
+            subprocess.run([sys.executable, "-c", MAKE_CODE, str(scratch), family, json.dumps(kwargs)], cwd=ROOT,
+                           check=True, env={**os.environ, **thread_env(threads), "PYTHONPATH": str(ROOT)},
+                           stdout=subprocess.DEVNULL)
+            scratch.rename(folder)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     return folder, label
 
 
@@ -328,7 +334,7 @@ def measure(models: list[str], directory: Path = DEFAULT_DIR, layers: int | None
     out = [model_table(models, directory, layers, tokens, repeats, threads)] if models else []
     if out:
         out[0].notes.append(f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
-                        f"{os.cpu_count()} cores" + (f", every model cut to {layers} layers (a quick run)" if layers
+                        f"{os.cpu_count()} cores" + (f", every model cut to {layers} layer{'s' * (layers != 1)} (a quick run)" if layers
                                                      else "") + ".")
     if rerun:
         folder, _ = checkpoint("gpt2", directory, layers, threads)
