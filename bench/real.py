@@ -259,43 +259,45 @@ step_box(t.facts["attention"][layer], "weights")
 
 
 def rerun_rows(folder: Path, repeats: int, root: Path) -> dict:
-    """Runs in a child process (cwd and sys.path: `root`, the checkout whose pages are measured): the one-slider page,
-    then the real pages of root's navigation (or the stand-in), in AppTest; plain reruns, ms."""
+    """Runs in a child process (cwd and sys.path: `root`, the checkout whose pages are measured): the one-slider page
+    and the real pages of root's navigation (or the stand-in), in AppTest, their plain reruns interleaved round by
+    round (each round times every page once, the one-slider page first), so that a busy machine weighs on all alike;
+    medians, ms."""
     from streamlit.testing.v1 import AppTest
 
     from bench._common import TRIVIAL_APP, sections
-
-    def median_rerun(at) -> float:
-        at.run()
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            at.run()
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times) * 1e3
 
     def elements(node) -> int:
         children = getattr(node, "children", None)
         return 1 if children is None else sum(elements(c) for c in children.values())
 
+    def timed(at) -> float:
+        t0 = time.perf_counter()
+        at.run()
+        return (time.perf_counter() - t0) * 1e3
+
     scratch = Path(tempfile.mkdtemp(prefix="real_rerun_"))
     (scratch / "one.py").write_text(TRIVIAL_APP)
-    reference = median_rerun(AppTest.from_file(str(scratch / "one.py")).run())
     pages = [p for section, ps in sections(root) for p in ps if section == "A real model"]
-    rows = []
+    apps = [("one-slider page", AppTest.from_file(str(scratch / "one.py")))]
     for page in pages or [None]:
         if page is None:
             (scratch / "real_page.py").write_text(STAND_IN.format(folder=str(folder), sentence=SENTENCE))
-            at, name = AppTest.from_file(str(scratch / "real_page.py"), default_timeout=600), STAND_IN_NAME
+            apps.append((STAND_IN_NAME, AppTest.from_file(str(scratch / "real_page.py"), default_timeout=600)))
         else:
-            at, name = AppTest.from_file(str(root / "app.py"), default_timeout=600), page.url_path
+            at = AppTest.from_file(str(root / "app.py"), default_timeout=600)
             at.switch_page(page.file)
-        t0 = time.perf_counter()
+            apps.append((page.url_path, at))
+    first = {name: timed(at) for name, at in apps}
+    for _, at in apps:
         at.run()
-        first = (time.perf_counter() - t0) * 1e3
-        rows.append({"page": name, "elements": elements(at._tree), "first": first, "plain": median_rerun(at),
-                     "errors": len(at.exception)})
-    return {"reference": reference, "rows": rows, "pages": bool(pages)}
+    times: dict[str, list[float]] = {name: [] for name, _ in apps}
+    for _ in range(repeats):
+        for name, at in apps:
+            times[name].append(timed(at))
+    rows = [{"page": name, "elements": elements(at._tree), "first": first[name],
+             "plain": statistics.median(times[name]), "errors": len(at.exception)} for name, at in apps[1:]]
+    return {"reference": statistics.median(times["one-slider page"]), "rows": rows, "pages": bool(pages)}
 
 
 STAND_IN_NAME = "stand-in: one layer's weights, every head"
@@ -319,7 +321,8 @@ def rerun_table(folder: Path, repeats: int, threads: int, root: Path = ROOT) -> 
             "a stand-in page (no \"A real model\" section in the navigation yet): the model from st.cache_resource, "
             "the sentence's Trace from st.cache_resource, one layer's weights drawn by ui.views.step_box")
     return Table(f"A page rerun with a real model loaded (the GPT-2-shaped checkpoint), nothing changed, AppTest in a "
-                 f"fresh process; the one-slider page {r['reference']:.1f} ms; median of {repeats}; load average "
+                 f"fresh process; the one-slider page {r['reference']:.1f} ms; median of {repeats} rounds (every page "
+                 f"once a round, interleaved); load average "
                  f"{before} before, {load_average()} after",
                  ["page", "elements", "first run ms (the load and the forward in it)", "plain rerun ms", "ratio",
                   "errors"], rows, [f"Measured: {what}."])
@@ -338,7 +341,7 @@ def measure(models: list[str], directory: Path = DEFAULT_DIR, layers: int | None
                                                      else "") + ".")
     if rerun:
         folder, _ = checkpoint("gpt2", directory, layers, threads)
-        out.append(rerun_table(folder, max(repeats, 7), threads, root))
+        out.append(rerun_table(folder, max(3 * repeats, 15), threads, root))
     return out
 
 
