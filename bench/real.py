@@ -259,10 +259,10 @@ step_box(t.facts["attention"][layer], "weights")
 
 
 def rerun_rows(folder: Path, repeats: int, root: Path) -> dict:
-    """Runs in a child process (cwd and sys.path: `root`, the checkout whose pages are measured): the one-slider page
-    and the real pages of root's navigation (or the stand-in), in AppTest, their plain reruns interleaved round by
-    round (each round times every page once, the one-slider page first), so that a busy machine weighs on all alike;
-    medians, ms."""
+    """Runs in a child process (cwd and sys.path: `root`, the checkout whose pages are measured), as
+    bench/apptest_rerun.py measures: the one-slider page in a fresh AppTest before and after the pages (the reference:
+    the mean of the two medians), and the real pages of root's navigation (or the stand-in), their plain reruns
+    interleaved round by round so that a busy machine weighs on each alike; medians, ms."""
     from streamlit.testing.v1 import AppTest
 
     from bench._common import TRIVIAL_APP, sections
@@ -278,8 +278,15 @@ def rerun_rows(folder: Path, repeats: int, root: Path) -> dict:
 
     scratch = Path(tempfile.mkdtemp(prefix="real_rerun_"))
     (scratch / "one.py").write_text(TRIVIAL_APP)
+
+    def one_slider() -> float:
+        at = AppTest.from_file(str(scratch / "one.py")).run()
+        at.run()
+        return statistics.median(timed(at) for _ in range(max(repeats, 9)))
+
+    before = one_slider()
     pages = [p for section, ps in sections(root) for p in ps if section == "A real model"]
-    apps = [("one-slider page", AppTest.from_file(str(scratch / "one.py")))]
+    apps = []
     for page in pages or [None]:
         if page is None:
             (scratch / "real_page.py").write_text(STAND_IN.format(folder=str(folder), sentence=SENTENCE))
@@ -295,9 +302,10 @@ def rerun_rows(folder: Path, repeats: int, root: Path) -> dict:
     for _ in range(repeats):
         for name, at in apps:
             times[name].append(timed(at))
+    after = one_slider()
     rows = [{"page": name, "elements": elements(at._tree), "first": first[name],
-             "plain": statistics.median(times[name]), "errors": len(at.exception)} for name, at in apps[1:]]
-    return {"reference": statistics.median(times["one-slider page"]), "rows": rows, "pages": bool(pages)}
+             "plain": statistics.median(times[name]), "errors": len(at.exception)} for name, at in apps]
+    return {"reference": (before + after) / 2, "before": before, "after": after, "rows": rows, "pages": bool(pages)}
 
 
 STAND_IN_NAME = "stand-in: one layer's weights, every head"
@@ -321,8 +329,8 @@ def rerun_table(folder: Path, repeats: int, threads: int, root: Path = ROOT) -> 
             "a stand-in page (no \"A real model\" section in the navigation yet): the model from st.cache_resource, "
             "the sentence's Trace from st.cache_resource, one layer's weights drawn by ui.views.step_box")
     return Table(f"A page rerun with a real model loaded (the GPT-2-shaped checkpoint), nothing changed, AppTest in a "
-                 f"fresh process; the one-slider page {r['reference']:.1f} ms; median of {repeats} rounds (every page "
-                 f"once a round, interleaved); load average "
+                 f"fresh process; the one-slider page {r['reference']:.1f} ms (before / after the pages: "
+                 f"{r['before']:.1f} / {r['after']:.1f}); median of {repeats} rounds (every page once a round); load average "
                  f"{before} before, {load_average()} after",
                  ["page", "elements", "first run ms (the load and the forward in it)", "plain rerun ms", "ratio",
                   "errors"], rows, [f"Measured: {what}."])
