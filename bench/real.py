@@ -44,8 +44,9 @@ from pathlib import Path
 
 _ARGS = " ".join(sys.argv[1:]).replace("--threads ", "--threads=").split()
 THREADS = next((a.split("=", 1)[1] for a in _ARGS if a.startswith("--threads=")), "1")
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):    # before numpy or torch starts
-    os.environ[_var] = THREADS
+if __name__ == "__main__":                       # before numpy or torch starts (imported by report.py: its own flag)
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = THREADS
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

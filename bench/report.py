@@ -160,8 +160,25 @@ def with_title(t: Table, prose: str) -> Table:
     return Table(f"{prose}\n\n{t.title}", t.header, t.rows, t.notes)
 
 
+REAL_MODEL_DIR = "ATTENTION_EXPLORER_REAL_MODEL_DIR"
+
+
+def real_model_for_the_pages(layers: int | None) -> str | None:
+    """The navigation's "A real model" pages measured with a model loaded, not their "no model" message: unless the
+    environment names one, ATTENTION_EXPLORER_REAL_MODEL_DIR is set to the GPT-2-shaped checkpoint bench/real.py makes
+    (random weights, GPT-2 small's shapes), for every part (AppTest, the servers). Returns the folder, or None."""
+    if os.environ.get(REAL_MODEL_DIR) or not any(section == "A real model" for section, _ in sections()):
+        return os.environ.get(REAL_MODEL_DIR)
+    from bench import real
+    real.DEFAULT_DIR.mkdir(parents=True, exist_ok=True)
+    folder, _ = real.checkpoint("gpt2", real.DEFAULT_DIR, layers, int(real.THREADS))
+    os.environ[REAL_MODEL_DIR] = str(folder)
+    return str(folder)
+
+
 def run_parts(parts: set[str], o: dict) -> list[Table]:
     out: list[Table] = [page_index()]
+    real_model_for_the_pages(o["real"][0])
     if "rerun" in parts:
         from bench import rerun
         tables = rerun.measure(rerun.choose_pages(), o["levels"], o["repeats"], o["page_budget"], True,
