@@ -18,9 +18,10 @@ no gradients), each measuring:
   memory      the process's peak resident memory (ru_maxrss) after the load and every forward, against the
               weights' float32 size.
 
-And a page rerun with a real model loaded, nothing changed, in AppTest against the one-slider page: every page of
-the navigation's "A real model" section if it exists (ATTENTION_EXPLORER_REAL_MODEL_DIR naming the GPT-2-shaped
-folder), else a stand-in page on the cached path (the model from st.cache_resource, the sentence's Trace from
+And a page rerun with a real model loaded, nothing changed, in AppTest in a fresh process against the one-slider page
+(measured before and after the pages, as bench/apptest_rerun.py does; the pages' reruns interleaved round by round):
+every page of the navigation's "A real model" section if it exists (ATTENTION_EXPLORER_REAL_MODEL_DIR naming the
+GPT-2-shaped folder), else a stand-in page on the cached path (the model from st.cache_resource, the sentence's Trace from
 st.cache_resource, one layer's attention weights drawn by ui.views.step_box, every head's heatmap, as the real pages
 do).
 
