@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from attention_core.explanations import explain
+from attention_core.forward.trace import Trace
 from attention_core.training.real import load_model, run_real
 from attention_core.training.real.rope_scaling import rope_inverse_frequencies
 from tests.real_checkpoints import LLAMA3, SENTENCE, make_checkpoint, reference
@@ -157,6 +158,8 @@ def test_a_real_trace_keeps_float32_read_only_and_is_freed_when_dropped(runs):
     for step in (trace["logits"], trace["l0.act"], layer["weights"], layer["q_rot"]):
         assert step.value.dtype == np.float32 and not step.value.flags.writeable, step.key
     assert explain(layer, "x", (1, 2)).value == pytest.approx(float(trace["l0.ln1"].value[1, 2]), rel=1e-6)
+    plain = Trace(trace.tokens)                                 # the labels made once, as the toy Trace makes them
+    assert layer.token_labels() == trace.token_labels() == plain.token_labels() and "▁the (1)" in plain.token_labels()
     gone = weakref.ref(trace)
     gc.disable()
     try:
