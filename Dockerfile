@@ -1,3 +1,4 @@
+# syntax=docker/dockerfile:1
 # Attention Explorer, hosted for a classroom: one container, CPU only, non-root.
 FROM python:3.11-slim
 
@@ -5,9 +6,25 @@ FROM python:3.11-slim
 # PyTorch's CPU wheel index here to get the small CPU build:
 #   docker build --build-arg TORCH_INDEX_URL=<cpu wheel index> -t attention-explorer .
 ARG TORCH_INDEX_URL=""
+# A real model baked into the image (the "A real model" pages), so a class never waits on a download: a Hugging
+# Face name, fetched at build into the image's Hugging Face cache and run once there (default: none; the shipped
+# small model needs nothing):
+#   docker build --build-arg REAL_MODEL=HuggingFaceTB/SmolLM2-135M -t attention-explorer .
+# A gated model (meta-llama/Llama-3.2-1B) needs a token, given as a build secret (never a build argument, which
+# stays in the image's history):
+#   docker build --build-arg REAL_MODEL=meta-llama/Llama-3.2-1B --secret id=hf_token,env=HF_TOKEN -t ... .
+ARG REAL_MODEL=""
 
+# ATTENTION_EXPLORER_REAL_MODEL: the model baked in (empty: none); ATTENTION_EXPLORER_REAL_MODEL_DIR: a link to its
+# folder in the cache, made at build: the pages' "this server's model", loaded without a click (no model: no link).
+# OPENBLAS_NUM_THREADS=1: every session's script is a thread of one process; BLAS threads on top of them fight for
+# the cores (bench/real.py, docs/performance.md).
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
-    STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
+    STREAMLIT_BROWSER_GATHER_USAGE_STATS=false \
+    HF_HOME=/home/explorer/.cache/huggingface \
+    ATTENTION_EXPLORER_REAL_MODEL=$REAL_MODEL \
+    ATTENTION_EXPLORER_REAL_MODEL_DIR=/home/explorer/real-model \
+    OPENBLAS_NUM_THREADS=1
 
 RUN useradd --create-home --uid 10001 explorer
 WORKDIR /app
@@ -20,6 +37,10 @@ RUN if [ -n "$TORCH_INDEX_URL" ]; then \
 
 COPY --chown=explorer:explorer . .
 USER explorer
+RUN --mount=type=secret,id=hf_token,uid=10001,required=false \
+    if [ -n "$REAL_MODEL" ]; then \
+        HF_TOKEN_PATH=/run/secrets/hf_token python deploy/fetch_model.py "$REAL_MODEL" \
+            --link /home/explorer/real-model; fi
 
 EXPOSE 8501
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \

@@ -7,6 +7,7 @@ Qwen2 with Q/K/V biases. dtype="bfloat16" saves the weights as bfloat16; shard="
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 TEXT = ["the cat sat on the mat and the dog sat on the log",
@@ -14,8 +15,24 @@ TEXT = ["the cat sat on the mat and the dog sat on the log",
         "a model reads the tokens so far and scores the next one"] * 4
 SENTENCE = "the cat sat on the log and the dog weighs the next token"
 VOCAB = 320
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
 LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
           "original_max_position_embeddings": 64}
+
+
+def lay_out_cache(cache, repo: str, folder) -> None:
+    """A Hugging Face cache as huggingface_hub leaves it: blobs, a snapshot per commit (links to the blobs), and
+    refs/main naming the commit."""
+    root = cache / f"models--{repo.replace('/', '--')}"
+    snapshot = root / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    (root / "blobs").mkdir()
+    for f in folder.iterdir():
+        blob = root / "blobs" / f"blob-{f.name}"
+        shutil.copy(f, blob)
+        (snapshot / f.name).symlink_to(blob)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text(COMMIT)
 
 
 def train_tokenizer(folder: Path, style: str) -> None:

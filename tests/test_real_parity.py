@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from attention_core.explanations import explain
+from attention_core.forward.trace import Trace
 from attention_core.training.real import load_model, run_real
 from attention_core.training.real.rope_scaling import rope_inverse_frequencies
 from tests.real_checkpoints import LLAMA3, SENTENCE, make_checkpoint, reference
@@ -142,3 +143,27 @@ def test_the_tokens_are_the_ones_transformers_tokenizer_gives(runs, case):
     ids = theirs(SENTENCE)["input_ids"]
     assert list(trace.facts["ids"]) == ids
     assert list(trace.tokens) == theirs.convert_ids_to_tokens(ids)
+
+
+def test_a_real_trace_keeps_float32_read_only_and_is_freed_when_dropped(runs):
+    """The checkpoint's float32 kept as it is (no float64 copy of every step: bench/real.py's memory and forward
+    ratios), read-only; and no reference cycle between the block and its layers, so a dropped Trace is freed at once
+    (two Traces alive at a time was 1.7–2.1x the weights' memory in the bench), not at the next garbage collection."""
+    import gc
+    import weakref
+
+    model = runs["llama_gqa_llama3"][0]
+    trace = run_real(model, SENTENCE)
+    layer = trace.facts["attention"][0]
+    for step in (trace["logits"], trace["l0.act"], layer["weights"], layer["q_rot"]):
+        assert step.value.dtype == np.float32 and not step.value.flags.writeable, step.key
+    assert explain(layer, "x", (1, 2)).value == pytest.approx(float(trace["l0.ln1"].value[1, 2]), rel=1e-6)
+    plain = Trace(trace.tokens)                                 # the labels made once, as the toy Trace makes them
+    assert layer.token_labels() == trace.token_labels() == plain.token_labels() and "▁the (1)" in plain.token_labels()
+    gone = weakref.ref(trace)
+    gc.disable()
+    try:
+        del trace, layer
+        assert gone() is None
+    finally:
+        gc.enable()

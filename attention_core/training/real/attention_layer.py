@@ -25,6 +25,7 @@ from ...math.attention import causal_mask, merge_heads, split_heads
 from ...math.gqa import expand_kv
 from ...math.rope import rotate_half
 from .checkpoint_config import CheckpointConfig
+from .trace32 import RealTrace
 
 
 def softmax32(z: np.ndarray) -> np.ndarray:
@@ -40,7 +41,7 @@ def layer_attention(c: CheckpointConfig, params: dict, l: int, x: np.ndarray, to
     g = h // h_kv
     w = {name: params[f"l{l}.{name}"] for name in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
          if f"l{l}.{name}" in params}
-    trace = Trace(tuple(tokens))
+    trace = RealTrace(tuple(tokens))
     trace.facts.update(kind="real_attention", layer=l, n=n, n_heads=h, n_kv_heads=h_kv, d_k=d_k, d_v=d_k,
                        d_model=c.d_model, temperature=1.0, params=w, rope=c.rope, family=c.family)
     trace.add("x", f"Layer {l}: the normalised stream", x, ("n", "d_model"), rf"X = N(X_{{{l}}})",

@@ -23,6 +23,8 @@ x, l0.out, …, l{L−2}.out and ln_f (its last one is already normalised).
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ...forward.trace import Trace
@@ -32,6 +34,7 @@ from .activations import gelu_tanh, silu
 from .attention_layer import layer_attention
 from .load import RealModel
 from .rope_scaling import rope_cos_sin
+from .trace32 import RealTrace
 
 
 def norm(model: RealModel, name: str, x: np.ndarray) -> np.ndarray:
@@ -74,7 +77,7 @@ def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: in
     if max(ids) >= c.vocab:
         raise ValueError(f"Token id {max(ids)} is outside the vocabulary of {c.vocab}.")
     n, norm_name = len(ids), "LayerNorm" if c.norm == "layer" else "RMSNorm"
-    trace = Trace(tuple(pieces))
+    trace = RealTrace(tuple(pieces))
     trace.facts.update(kind="real", model=model.name, config=None, checkpoint=c, ids=tuple(ids), pieces=tuple(pieces),
                        truncated=cut, attention=[], n=n, d_model=c.d_model, n_heads=c.n_heads,
                        n_kv_heads=c.n_kv_heads, d_k=c.d_head, params=p, tokenizer=model.tokenizer)
@@ -106,7 +109,7 @@ def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: in
         trace.add(f"l{l}.ln1", f"Layer {l}: {norm_name} before attention", normed, ("n", "d_model"),
                   norm_formula(model, s, f"{l},1"), (key,), why="Pre-norm: attention reads a normalised copy.")
         sub = layer_attention(c, p, l, normed, pieces, cos_sin)
-        sub.facts.update(block=trace, reads=f"l{l}.ln1")
+        sub.facts.update(block=weakref.proxy(trace), reads=f"l{l}.ln1")     # no cycle: freed when dropped
         trace.facts["attention"].append(sub)
         out = sub.facts["float32"]["output"]                                     # (n, d) float32
         trace.add(f"l{l}.attn", f"Layer {l}: attention output", out, ("n", "d_model"),

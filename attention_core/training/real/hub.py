@@ -7,11 +7,16 @@ downloaded the hub is asked what the files weigh (`plan`: a dry run), so a page 
 HF_HUB_OFFLINE=1 and HF_HUB_CACHE, HF_ENDPOINT (read when asked, not when huggingface_hub was imported) never touches the network: the cache or
 nothing. huggingface_hub is imported inside the functions, so nothing of it loads until a real model is asked for.
 
+`download(name, progress)` fetches as checkpoint_folder does and calls progress(done_bytes, total_bytes) about five
+times a second, always from the calling thread (a Streamlit page can update its progress bar there; huggingface_hub
+downloads in worker threads of its own). total_bytes is what `plan` said was still to download.
+
 What the hub says is turned into the project's errors (errors.py), each saying what to do.
 """
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,8 +98,9 @@ def plan(name: str) -> Plan:
     return Plan(name, tuple(f.name for f in files), sum(f.stat().st_size for f in files), 0)
 
 
-def checkpoint_folder(name) -> Path:
-    """The folder holding `name`'s files: the folder itself, or the cache's snapshot (downloaded if need be)."""
+def checkpoint_folder(name, tqdm_class=None) -> Path:
+    """The folder holding `name`'s files: the folder itself, or the cache's snapshot (downloaded if need be;
+    tqdm_class: huggingface_hub's progress bars, see download)."""
     if is_folder(name):
         return Path(name).expanduser()
     if str(name).startswith((".", "/", "~")):
@@ -104,6 +110,79 @@ def checkpoint_folder(name) -> Path:
 
     try:
         return Path(snapshot_download(name, allow_patterns=FILES, cache_dir=cache_dir(), local_files_only=offline(),
-                                      endpoint=endpoint()))
+                                      endpoint=endpoint(), tqdm_class=tqdm_class))
     except Exception as error:                                       # noqa: BLE001 (translated or re-raised)
         raise translate(error, name) from None
+
+
+class ByteCounter:
+    """What huggingface_hub's byte progress bars have counted, read from any thread.
+
+    snapshot_download makes its bars with the class given as tqdm_class: one counting the bytes received, one the bytes
+    written into the cache (for a plain download the first may stay at 0); the files' bar counts files, not bytes.
+    The bytes done are the largest byte bar's count. A bar of ours writes nowhere (a server has no terminal)."""
+
+    def __init__(self):
+        self.bars: list = []
+        self.lock = threading.Lock()
+
+    def done(self) -> int:
+        with self.lock:
+            return int(max((bar.n for bar in self.bars if getattr(bar, "unit", "") == "B"), default=0))
+
+    def tqdm_class(self):
+        from tqdm import tqdm                                        # huggingface_hub's own dependency
+
+        counter = self
+
+        class Nowhere:
+            def write(self, text):
+                return len(text)
+
+            def flush(self):
+                pass
+
+        class Counted(tqdm):
+            def __init__(self, *args, **kwargs):
+                kwargs.pop("name", None)
+                kwargs.update(file=Nowhere(), disable=False)
+                super().__init__(*args, **kwargs)
+                with counter.lock:
+                    counter.bars.append(self)
+
+        return Counted
+
+
+def download(name, progress=None, total_bytes: int | None = None, every: float = 0.2) -> Path:
+    """`name`'s folder, downloaded into the cache first if need be, as checkpoint_folder; progress(done_bytes,
+    total_bytes) is called from this thread every `every` seconds while it downloads, and once at the end with
+    done = total. total_bytes: what plan(name).to_download said (asked here if not given; 0: nothing to fetch).
+    A local folder, or a model already in the cache, calls progress(0, 0) once and returns at once."""
+    if progress is None or is_folder(name):
+        folder = checkpoint_folder(name)
+        if progress is not None:
+            progress(0, 0)
+        return folder
+    total = plan(name).to_download if total_bytes is None else int(total_bytes)
+    if not total:
+        folder = checkpoint_folder(name)
+        progress(0, 0)
+        return folder
+    counter, result = ByteCounter(), {}
+
+    def fetch():
+        try:
+            result["folder"] = checkpoint_folder(name, tqdm_class=counter.tqdm_class())
+        except BaseException as error:                               # noqa: BLE001 (raised in the caller's thread)
+            result["error"] = error
+
+    worker = threading.Thread(target=fetch, name=f"download {name}", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(every)
+        if worker.is_alive():
+            progress(min(counter.done(), total), total)
+    if "error" in result:
+        raise result["error"]
+    progress(total, total)
+    return result["folder"]
