@@ -10,6 +10,8 @@ import re
 
 import streamlit as st
 
+CAPTION_COLOUR = "#62615f"       # captions' text (FIT_CSS), ≥ 4.5:1 on every background they sit on
+
 # Charts never wider than their card: an SVG chart wider than its container is scaled down with
 # its aspect ratio kept (Vega's SVG carries a viewBox; clicks still hit their cell, as Vega's SVG
 # renderer finds the item from the event's target). Sent with every chart: a style-only st.html
@@ -32,7 +34,12 @@ FIT_CSS = ("<style>.stElementContainer:has([data-testid='stVegaLiteChart']){max-
            "scrollbar-width:thin;scrollbar-color:rgba(128,132,149,.75) transparent;"
            "animation:ae-more linear both;animation-timeline:scroll(self inline)}"
            "@keyframes ae-more{from,97%{mask-image:linear-gradient(to right,#000 calc(100% - 40px),transparent)}"
-           "to{mask-image:none}}</style>")
+           "to{mask-image:none}}"
+           # captions (the shapes, the notes under a chart, the sidebar's notes): Streamlit draws them at opacity 0.6
+           # (3.9:1 on white, under WCAG's 4.5:1 for text); a solid muted colour instead (CAPTION_COLOUR: 6.2:1 on
+           # white, 5.8:1 on the sidebar's grey; tests/test_accessibility.py computes it), code in them keeps its own
+           f"[data-testid='stCaptionContainer']{{opacity:1;color:{CAPTION_COLOUR}}}"
+           "</style>")
 
 
 def trusted_html(body: str, script: bool = False) -> None:
@@ -119,10 +126,30 @@ STAY_IN_TAB = ("if (!window.__inAppLinks) { window.__inAppLinks = true;"
                " }, true); }")
 
 
+# A region that scrolls (a formula wider than its place, FIT_CSS; a code block; a box of fixed height) can be
+# scrolled from the keyboard only when it can take the focus (WCAG 2.1.1; axe-core's scrollable-region-focusable):
+# such a region with nothing focusable inside gets tabindex=0 (then the arrow keys scroll it), and loses it when
+# it fits again. Checked at most once a frame after a change of the page or the window; installed once a document.
+KEYBOARD_SCROLL = ("if (!window.__kbScroll) { let queued = false;"
+                   " const mark = () => { queued = false;"
+                   " for (const el of document.querySelectorAll(\"[data-testid='stMain'] .katex-display, "
+                   "[data-testid='stMain'] pre, [data-testid='stMain'] [data-testid='stVerticalBlock'][height]\")) {"
+                   " const cs = getComputedStyle(el);"
+                   " const over = (/(auto|scroll)/.test(cs.overflowX) && el.scrollWidth > el.clientWidth + 1)"
+                   " || (/(auto|scroll)/.test(cs.overflowY) && el.scrollHeight > el.clientHeight + 1);"
+                   " const inner = el.querySelector('a[href], button, input, select, textarea, [tabindex]');"
+                   " if (over && !inner && !el.hasAttribute('tabindex')) { el.tabIndex = 0; el.dataset.kbScroll = '1'; }"
+                   " else if (!over && el.dataset.kbScroll) { el.removeAttribute('tabindex'); delete el.dataset.kbScroll; } } };"
+                   " window.__kbScroll = () => { if (!queued) { queued = true; requestAnimationFrame(mark); } };"
+                   " new MutationObserver(window.__kbScroll).observe(document.body, {childList: true, subtree: true});"
+                   " window.addEventListener('resize', window.__kbScroll); window.__kbScroll(); }")
+
+
 def page_scripts() -> None:
-    """Once per page run (app.py, after the page): in-app links stay in the tab, and clicks on charts are watched
-    (so that the first click's explanation keeps its cell on screen too). Constant text."""
-    trusted_html(f"<span hidden></span><script>{STAY_IN_TAB}{CLICK_WATCH}</script>", script=True)
+    """Once per page run (app.py, after the page): in-app links stay in the tab, clicks on charts are watched
+    (so that the first click's explanation keeps its cell on screen too), and a region that scrolls takes the
+    keyboard's focus (KEYBOARD_SCROLL). Constant text."""
+    trusted_html(f"<span hidden></span><script>{STAY_IN_TAB}{CLICK_WATCH}{KEYBOARD_SCROLL}</script>", script=True)
 
 
 COOKIE_VALUE = re.compile(r"[A-Za-z0-9_.-]{0,200}")
