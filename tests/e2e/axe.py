@@ -62,6 +62,10 @@ def violations(tab) -> list[dict]:
     return tab.evaluate(RUN, [TAGS, [[rule, sel] for rule, sel, _ in STREAMLIT]])             # own scripts ran
 
 
+# The page's h1s a reader can reach (the title; one a page): their texts.
+H1 = """() => [...document.querySelectorAll('h1')].filter(h => h.checkVisibility()).map(h => (h.innerText || '').trim())"""
+
+
 def app_violations(found: list[dict]) -> list[dict]:
     """The violations minus the nodes inside Streamlit's elements listed in STREAMLIT (a rule whose every node is
     listed drops)."""

@@ -370,6 +370,9 @@ class Walk:
         self.done.append(f"[axe-core] {where}: {axe.count(own)} violations in the app's content")
         if own:
             self.fail(f"the accessibility check at {where}", [axe.report(own, where)])
+        titles = self.tab.evaluate(axe.H1)
+        if len(titles) != 1:
+            self.fail(f"the accessibility check at {where}", [f"a page has one h1 (its title), this one {titles}"])
 
     def plan_burst(self, controls: list[dict]) -> None:
         phone = self.tab.viewport_size == PHONE
