@@ -126,30 +126,45 @@ STAY_IN_TAB = ("if (!window.__inAppLinks) { window.__inAppLinks = true;"
                " }, true); }")
 
 
-# A region that scrolls (a formula wider than its place, FIT_CSS; a code block; a box of fixed height) can be
-# scrolled from the keyboard only when it can take the focus (WCAG 2.1.1; axe-core's scrollable-region-focusable):
-# such a region with nothing focusable inside gets tabindex=0 (then the arrow keys scroll it), and loses it when
-# it fits again. Checked at most once a frame after a change of the page or the window; installed once a document.
-KEYBOARD_SCROLL = ("if (!window.__kbScroll) { let queued = false;"
-                   " const mark = () => { queued = false;"
-                   " for (const el of document.querySelectorAll(\"[data-testid='stMain'] .katex-display, "
-                   "[data-testid='stMain'] pre, [data-testid='stMain'] [data-testid='stVerticalBlock'][height]\")) {"
-                   " const cs = getComputedStyle(el);"
-                   " const over = (/(auto|scroll)/.test(cs.overflowX) && el.scrollWidth > el.clientWidth + 1)"
-                   " || (/(auto|scroll)/.test(cs.overflowY) && el.scrollHeight > el.clientHeight + 1);"
-                   " const inner = el.querySelector('a[href], button, input, select, textarea, [tabindex]');"
-                   " if (over && !inner && !el.hasAttribute('tabindex')) { el.tabIndex = 0; el.dataset.kbScroll = '1'; }"
-                   " else if (!over && el.dataset.kbScroll) { el.removeAttribute('tabindex'); delete el.dataset.kbScroll; } } };"
-                   " window.__kbScroll = () => { if (!queued) { queued = true; requestAnimationFrame(mark); } };"
-                   " new MutationObserver(window.__kbScroll).observe(document.body, {childList: true, subtree: true});"
-                   " window.addEventListener('resize', window.__kbScroll); window.__kbScroll(); }")
+# What a keyboard and a screen reader need that Streamlit's elements do not give, put on the page after each change
+# of it or of the window (at most once a frame; installed once a document):
+# - a region that scrolls (a formula wider than its place, FIT_CSS; a code block; a box of fixed height) can be
+#   scrolled from the keyboard only when it can take the focus (WCAG 2.1.1; axe-core's scrollable-region-focusable):
+#   such a region with nothing focusable inside gets tabindex=0 (the arrow keys then scroll it), and loses it when
+#   it fits again;
+# - the headings form an outline: a page's sections are h2 to h4 and a step's title h5 wherever it stands, so a
+#   screen reader's list of headings would skip levels (h1 -> h5); each heading of the page gets the level its
+#   place gives it (one below the nearest heading before it of a smaller tag level, as aria-level; drawn as before).
+A11Y_SCRIPT = ("if (!window.__a11y) { let queued = false; const main = \"[data-testid='stMain'] \";"
+               " const scrollers = () => {"
+               " for (const el of document.querySelectorAll(main + '.katex-display, ' + main + 'pre, ' + main"
+               " + \"[data-testid='stVerticalBlock'][height]\")) {"
+               " const cs = getComputedStyle(el);"
+               " const over = (/(auto|scroll)/.test(cs.overflowX) && el.scrollWidth > el.clientWidth + 1)"
+               " || (/(auto|scroll)/.test(cs.overflowY) && el.scrollHeight > el.clientHeight + 1);"
+               " const inner = el.querySelector('a[href], button, input, select, textarea, [tabindex]');"
+               " if (over && !inner && !el.hasAttribute('tabindex')) { el.tabIndex = 0; el.dataset.kbScroll = '1'; }"
+               " else if (!over && el.dataset.kbScroll) { el.removeAttribute('tabindex'); delete el.dataset.kbScroll; }"
+               " } };"
+               " const outline = () => { const open = [];"
+               " for (const h of document.querySelectorAll(main + 'h1, ' + main + 'h2, ' + main + 'h3, ' + main + 'h4, '"
+               " + main + 'h5, ' + main + 'h6')) {"
+               " const tag = +h.tagName[1];"
+               " while (open.length && open[open.length - 1][0] >= tag) open.pop();"
+               " const level = open.length ? open[open.length - 1][1] + 1 : 1; open.push([tag, level]);"
+               " if (level !== tag) h.setAttribute('aria-level', String(level)); else h.removeAttribute('aria-level');"
+               " } };"
+               " const pass = () => { queued = false; scrollers(); outline(); };"
+               " window.__a11y = () => { if (!queued) { queued = true; requestAnimationFrame(pass); } };"
+               " new MutationObserver(window.__a11y).observe(document.body, {childList: true, subtree: true});"
+               " window.addEventListener('resize', window.__a11y); window.__a11y(); }")
 
 
 def page_scripts() -> None:
     """Once per page run (app.py, after the page): in-app links stay in the tab, clicks on charts are watched
-    (so that the first click's explanation keeps its cell on screen too), and a region that scrolls takes the
-    keyboard's focus (KEYBOARD_SCROLL). Constant text."""
-    trusted_html(f"<span hidden></span><script>{STAY_IN_TAB}{CLICK_WATCH}{KEYBOARD_SCROLL}</script>", script=True)
+    (so that the first click's explanation keeps its cell on screen too), and what a keyboard and a screen reader
+    need (A11Y_SCRIPT: regions that scroll take the focus, the headings form an outline). Constant text."""
+    trusted_html(f"<span hidden></span><script>{STAY_IN_TAB}{CLICK_WATCH}{A11Y_SCRIPT}</script>", script=True)
 
 
 COOKIE_VALUE = re.compile(r"[A-Za-z0-9_.-]{0,200}")

@@ -6,7 +6,7 @@ ATTENTION_EXPLORER_AXE names. Without it the checks skip, unless ATTENTION_EXPLO
 then they fail.
 
 `violations(tab)` injects it into the page (once per document) and runs it with the WCAG 2.0 and 2.1 A and AA
-rules (TAGS). What Streamlit itself draws and the app cannot change is in STREAMLIT (rule, exact CSS selector of
+rules (TAGS) and the headings' outline (OUTLINE). What Streamlit itself draws and the app cannot change is in STREAMLIT (rule, exact CSS selector of
 the node, the upstream issue): those nodes, and only those, are left out; docs/accessibility.md lists the same
 entries (tests/test_accessibility_doc.py keeps the two lists equal). Everything else is the app's and must be 0.
 """
@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 AXE_JS = Path(os.environ.get("ATTENTION_EXPLORER_AXE", ROOT / "node_modules" / "axe-core" / "axe.min.js"))
 REQUIRE_AXE = os.environ.get("ATTENTION_EXPLORER_REQUIRE_AXE") == "1"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+# And two of axe's best-practice rules, for the headings' outline WCAG 1.3.1 and 2.4.6 ask for in words: one h1 a
+# page, and no level skipped.
+OUTLINE = ["page-has-heading-one", "heading-order"]
 
 # Streamlit's own widgets and chrome, which the app cannot change: (axe rule id, a CSS selector of the Streamlit
 # element the node is inside, the upstream issue). A node is left out only when its rule is the entry's and it lies
@@ -42,8 +45,9 @@ def require_axe() -> Path:
     pytest.skip(why)
 
 
-RUN = """async ([tags, skip]) => {
+RUN = """async ([tags, outline, skip]) => {
   const result = await axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations'],
+                                          rules: Object.fromEntries(outline.map(r => [r, {enabled: true}])),
                                           elementRef: true});
   return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
     nodes: v.nodes.map(n => ({target: n.target.map(t => Array.isArray(t) ? t.join(' >>> ') : t).join(' '),
@@ -58,8 +62,29 @@ def violations(tab) -> list[dict]:
     streamlit}]}]: `streamlit` is the index of the STREAMLIT entry the node falls under, or -1 (the app's)."""
     if not tab.evaluate("() => typeof window.axe !== 'undefined'"):
         tab.add_script_tag(path=str(require_axe()))
-    tab.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")   # the page's
-    return tab.evaluate(RUN, [TAGS, [[rule, sel] for rule, sel, _ in STREAMLIT]])             # own scripts ran
+    settle(tab)
+    return tab.evaluate(RUN, [TAGS, OUTLINE, [[rule, sel] for rule, sel, _ in STREAMLIT]])
+
+
+SETTLE = """() => new Promise(done => {
+  let last = performance.now();
+  const seen = new MutationObserver(() => { last = performance.now(); });
+  seen.observe(document.body, {childList: true, subtree: true, characterData: true});
+  const start = performance.now();
+  const wait = () => {
+    if (performance.now() - last < 150 && performance.now() - start < 3000) return setTimeout(wait, 50);
+    seen.disconnect();
+    if (window.__a11y) window.__a11y();
+    requestAnimationFrame(() => requestAnimationFrame(done));
+  };
+  wait();
+})"""
+
+
+def settle(tab) -> None:
+    """The page has held still (no change for 150 ms, at most 3 s) and the app's own accessibility pass
+    (ui/raw_html.py A11Y_SCRIPT: focusable scroll regions, the headings' outline) has run on it as it is now."""
+    tab.evaluate(SETTLE)
 
 
 # The page's h1s a reader can reach (the title; one a page): their texts.
