@@ -6,9 +6,10 @@ ATTENTION_EXPLORER_AXE names. Without it the checks skip, unless ATTENTION_EXPLO
 then they fail.
 
 `violations(tab)` injects it into the page (once per document) and runs it with the WCAG 2.0 and 2.1 A and AA
-rules (TAGS) and the headings' outline (OUTLINE). What Streamlit itself draws and the app cannot change is in STREAMLIT (rule, exact CSS selector of
-the node, the upstream issue): those nodes, and only those, are left out; docs/accessibility.md lists the same
-entries (tests/test_accessibility_doc.py keeps the two lists equal). Everything else is the app's and must be 0.
+rules (TAGS) and the headings' outline (OUTLINE). What Streamlit itself draws and the app cannot change is in
+STREAMLIT (rule, the CSS selector of the Streamlit element, the upstream issue): nodes of that rule inside that
+element, and only those, are left out; docs/accessibility.md lists the same entries (tests/test_accessibility.py
+checks it). Everything else is the app's and must be 0.
 """
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def settle(tab) -> None:
 
 
 # The page's h1s a reader can reach (the title; one a page): their texts.
-H1 = """() => [...document.querySelectorAll('h1')].filter(h => h.checkVisibility()).map(h => (h.innerText || '').trim())"""
+H1 = """() => [...document.querySelectorAll('h1')].filter(h => h.checkVisibility())
+                  .map(h => (h.innerText || '').trim())"""
 
 
 def app_violations(found: list[dict]) -> list[dict]:

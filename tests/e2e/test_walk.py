@@ -207,6 +207,7 @@ class Walk:
     axe_counts: dict = field(default_factory=dict)    # viewport -> (the app's violating nodes, Streamlit's listed)
     cells_clicked: int = 0
     axe_seconds: float = 0.0                          # spent in axe-core's runs (printed: its cost in CI)
+    a11y_seconds: float = 0.0                         # and in all the accessibility part adds (click, window)
     controls: list = field(default_factory=list)      # what the student can reach now (DISCOVER)
     _after: object = None                             # fills in a control's new value in the record
     _recorded: bool = False
@@ -345,6 +346,7 @@ class Walk:
     def halfway(self) -> None:
         """A heatmap cell clicked (where the page shows one and none was yet), axe-core at 1366 × 768, then the
         phone's window for the rest of the walk."""
+        t0 = time.perf_counter()
         if not self.cells_clicked:
             heatmaps = [c for c in self.controls if c["kind"] == "heatmap" and c["cells"]]
             if heatmaps and self.do_heatmap(self.rng.choice(heatmaps)):
@@ -358,6 +360,7 @@ class Walk:
             collapse.first.click()           # narrow keeps it open, over the page)
             self.tab.wait_for_selector(IDLE, timeout=RUN_TIMEOUT_MS)
         self.check("after the window became a phone's")
+        self.a11y_seconds += time.perf_counter() - t0 - self.axe_seconds
 
     def accessible(self) -> None:
         size = self.tab.viewport_size
@@ -695,7 +698,8 @@ def test_random_walk_leaves_no_error(page, app_server, laptop):
     assert len(walk.axe_counts) == 2, f"/{page.path}: axe-core checked {sorted(walk.axe_counts)}, not both windows"
     print(f"/{page.path}: {len(walk.times)} interactions in {time.perf_counter() - started:.1f} s (seed {SEED}); "
           "axe-core, the app's violations (Streamlit's listed): "
-          + ", ".join(f"{k}: {a} ({b})" for k, (a, b) in walk.axe_counts.items()) + f"; {walk.axe_seconds:.1f} s in axe")
+          + ", ".join(f"{k}: {a} ({b})" for k, (a, b) in walk.axe_counts.items())
+          + f"; {walk.axe_seconds:.1f} s in axe, {walk.a11y_seconds:.1f} s more for it (a click, the window)")
     if os.environ.get("ATTENTION_EXPLORER_WALK_VERBOSE"):
         for seconds, what in walk.times:
             print(f"   {seconds:5.2f} s  {what}")
