@@ -67,7 +67,9 @@ SENTENCES = ["the cat sat on a mat", "we miss the dog", "i love you today", "the
 # Every control the student can reach now (visible, enabled), read in one evaluate: kind, the
 # nth element with its data-testid (for a locator), its label, and what the action needs.
 DISCOVER = """() => {
-  const shown = e => !!e && (e.checkVisibility ? e.checkVisibility({visibilityProperty: true}) : e.offsetParent !== null);
+  const shown = e => {         // drawn, and with a size (a zero-size box passes checkVisibility, not a click)
+    if (!e || !(e.checkVisibility ? e.checkVisibility({visibilityProperty: true}) : e.offsetParent !== null)) return false;
+    const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
   const text = e => (e ? e.innerText || e.textContent || '' : '').trim().replace(/\\s+/g, ' ');
   const label = el => text(el.querySelector("[data-testid='stWidgetLabel']"));
   const out = [];
@@ -146,7 +148,7 @@ DISCOVER = """() => {
   });
   for (const testid of ['stButton', 'stFormSubmitButton']) each(testid, el => {
     const b = el.querySelector('button');
-    return (!b || b.disabled) ? null : {kind: 'button', label: text(b), submit: testid === 'stFormSubmitButton'};
+    return (!b || b.disabled || !shown(b)) ? null : {kind: 'button', label: text(b), submit: testid === 'stFormSubmitButton'};
   });
   each('stTextInput', el => {
     const x = el.querySelector('input');
