@@ -12,6 +12,8 @@ import streamlit as st
 
 from .phone import PHONE_CSS
 
+CAPTION_COLOUR = "#62615f"       # captions' text (FIT_CSS), ≥ 4.5:1 on every background they sit on
+
 # Charts never wider than their card: an SVG chart wider than its container is scaled down with
 # its aspect ratio kept (Vega's SVG carries a viewBox; clicks still hit their cell, as Vega's SVG
 # renderer finds the item from the event's target). Sent with every chart: a style-only st.html
@@ -34,7 +36,14 @@ FIT_CSS = ("<style>.stElementContainer:has([data-testid='stVegaLiteChart']){max-
            "scrollbar-width:thin;scrollbar-color:rgba(128,132,149,.75) transparent;"
            "animation:ae-more linear both;animation-timeline:scroll(self inline)}"
            "@keyframes ae-more{from,97%{mask-image:linear-gradient(to right,#000 calc(100% - 40px),transparent)}"
-           "to{mask-image:none}}</style>")
+           "to{mask-image:none}}"
+           # captions (the shapes, the notes under a chart, the sidebar's notes): Streamlit draws them at opacity 0.6
+           # (3.9:1 on white, under WCAG's 4.5:1 for text); a solid muted colour instead (CAPTION_COLOUR: 6.2:1 on
+           # white, 5.8:1 on the sidebar's grey; tests/test_accessibility.py computes it), code in them keeps its own
+           f"[data-testid='stCaptionContainer']{{opacity:1;color:{CAPTION_COLOUR}}}"
+           # a slider's min and max, shown while it has the focus: Streamlit's 70 % text (4.5:1 only just missed)
+           f"[data-testid='stSliderTickBar']{{color:{CAPTION_COLOUR}}}"
+           "</style>")
 
 PAGE_CSS = FIT_CSS.replace("</style>", PHONE_CSS + "</style>")
 
@@ -124,10 +133,45 @@ STAY_IN_TAB = ("if (!window.__inAppLinks) { window.__inAppLinks = true;"
                " }, true); }")
 
 
+# What a keyboard and a screen reader need that Streamlit's elements do not give, put on the page after each change
+# of it or of the window (at most once a frame; installed once a document):
+# - a region that scrolls (a formula wider than its place, FIT_CSS; a code block; a box of fixed height) can be
+#   scrolled from the keyboard only when it can take the focus (WCAG 2.1.1; axe-core's scrollable-region-focusable):
+#   such a region with nothing focusable inside gets tabindex=0 (the arrow keys then scroll it), and loses it when
+#   it fits again;
+# - the headings form an outline: a page's sections are h2 to h4 and a step's title h5 wherever it stands, so a
+#   screen reader's list of headings would skip levels (h1 -> h5); each heading of the page gets the level its
+#   place gives it (one below the nearest heading before it of a smaller tag level, as aria-level; drawn as before).
+A11Y_SCRIPT = ("if (!window.__a11y) { let queued = false; const main = \"[data-testid='stMain'] \";"
+               " const scrollers = () => {"
+               " for (const el of document.querySelectorAll(main + '.katex-display, ' + main + 'pre, ' + main"
+               " + \"[data-testid='stVerticalBlock'][height]\")) {"
+               " const cs = getComputedStyle(el);"
+               " const over = (/(auto|scroll)/.test(cs.overflowX) && el.scrollWidth > el.clientWidth + 1)"
+               " || (/(auto|scroll)/.test(cs.overflowY) && el.scrollHeight > el.clientHeight + 1);"
+               " const inner = el.querySelector('a[href], button, input, select, textarea, [tabindex]');"
+               " if (over && !inner && !el.hasAttribute('tabindex')) { el.tabIndex = 0; el.dataset.kbScroll = '1'; }"
+               " else if (!over && el.dataset.kbScroll) { el.removeAttribute('tabindex'); delete el.dataset.kbScroll; }"
+               " } };"
+               " const outline = () => { const open = [];"
+               " for (const h of document.querySelectorAll(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']"
+               ".map(t => main + t).join(', '))) {"
+               " const tag = +h.tagName[1];"
+               " while (open.length && open[open.length - 1][0] >= tag) open.pop();"
+               " const level = open.length ? open[open.length - 1][1] + 1 : 1; open.push([tag, level]);"
+               " if (level !== tag) h.setAttribute('aria-level', String(level)); else h.removeAttribute('aria-level');"
+               " } };"
+               " const pass = () => { queued = false; scrollers(); outline(); };"
+               " window.__a11y = () => { if (!queued) { queued = true; requestAnimationFrame(pass); } };"
+               " new MutationObserver(window.__a11y).observe(document.body, {childList: true, subtree: true});"
+               " window.addEventListener('resize', window.__a11y); window.__a11y(); }")
+
+
 def page_scripts() -> None:
-    """Once per page run (app.py, after the page): in-app links stay in the tab, and clicks on charts are watched
-    (so that the first click's explanation keeps its cell on screen too). Constant text."""
-    trusted_html(f"<span hidden></span><script>{STAY_IN_TAB}{CLICK_WATCH}</script>", script=True)
+    """Once per page run (app.py, after the page): in-app links stay in the tab, clicks on charts are watched
+    (so that the first click's explanation keeps its cell on screen too), and what a keyboard and a screen reader
+    need (A11Y_SCRIPT: regions that scroll take the focus, the headings form an outline). Constant text."""
+    trusted_html(f"<span hidden></span><script>{STAY_IN_TAB}{CLICK_WATCH}{A11Y_SCRIPT}</script>", script=True)
 
 
 COOKIE_VALUE = re.compile(r"[A-Za-z0-9_.-]{0,200}")

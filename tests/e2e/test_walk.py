@@ -17,6 +17,12 @@ must show no exception (stException), no error dialog or connection error, the b
 have thrown no JS error, and the server must have logged no uncaught exception. A failure
 prints the page, the seed and every interaction so far, and the server's traceback.
 
+The walk starts on a laptop's 1366 × 768 screen. Halfway (a control moved, and a heatmap cell
+clicked where the page has one) axe-core checks the page against WCAG 2.1 A and AA
+(tests/e2e/axe.py); then the window becomes a phone's 390 × 844, the walk goes on there, and
+axe checks the page again at its end: 0 violations in the app's content, both times (what
+Streamlit itself draws and the app cannot change is listed in axe.STREAMLIT with its issue).
+
 Another seed, more steps, fewer pages (url paths, "overview" for the Overview):
 
     ATTENTION_EXPLORER_WALK_SEED=42 ATTENTION_EXPLORER_WALK_STEPS=60 \\
@@ -33,10 +39,11 @@ from dataclasses import dataclass, field
 import pytest
 
 from bench._common import EXCEPTION, IDLE, Page, all_pages, wait_run_end
-from tests.e2e.conftest import open_page
+from tests.e2e import axe
+from tests.e2e.conftest import LAPTOP, open_page
 
 SEED = int(os.environ.get("ATTENTION_EXPLORER_WALK_SEED", "20240607"))
-STEPS = int(os.environ.get("ATTENTION_EXPLORER_WALK_STEPS", "25"))
+STEPS = int(os.environ.get("ATTENTION_EXPLORER_WALK_STEPS", "23"))   # 25 until the axe checks came (their cost)
 BURSTS = 2                     # slider bursts per walk (consecutive notches on one slider)
 BURST_LENGTH = (3, 4)          # notches in a burst
 RUN_TIMEOUT_MS = 60_000        # a run caused by one interaction
@@ -53,13 +60,16 @@ SIDEBAR_SLIDER = 2.0           # a sidebar slider is this much likelier than one
 CLOSED_GROUP = 4.0             # a closed sidebar settings group is this much likelier to be clicked (opened)
 MAX_PAGE_LINKS = 2             # page links followed per walk (each costs two page runs)
 NEVER = re.compile(r"\btrain\b|download|upload|delete|reset", re.I)   # buttons the walk never presses
+PHONE = {"width": 390, "height": 844}      # the second half of the walk (after the first axe check)
 SENTENCES = ["the cat sat on a mat", "we miss the dog", "i love you today", "they hate me", "zebra quantum flux",
              "the dog sat"]
 
 # Every control the student can reach now (visible, enabled), read in one evaluate: kind, the
 # nth element with its data-testid (for a locator), its label, and what the action needs.
 DISCOVER = """() => {
-  const shown = e => !!e && (e.checkVisibility ? e.checkVisibility({visibilityProperty: true}) : e.offsetParent !== null);
+  const shown = e => {         // drawn, and with a size (a zero-size box passes checkVisibility, not a click)
+    if (!e || !(e.checkVisibility ? e.checkVisibility({visibilityProperty: true}) : e.offsetParent !== null)) return false;
+    const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
   const text = e => (e ? e.innerText || e.textContent || '' : '').trim().replace(/\\s+/g, ' ');
   const label = el => text(el.querySelector("[data-testid='stWidgetLabel']"));
   const out = [];
@@ -138,7 +148,7 @@ DISCOVER = """() => {
   });
   for (const testid of ['stButton', 'stFormSubmitButton']) each(testid, el => {
     const b = el.querySelector('button');
-    return (!b || b.disabled) ? null : {kind: 'button', label: text(b), submit: testid === 'stFormSubmitButton'};
+    return (!b || b.disabled || !shown(b)) ? null : {kind: 'button', label: text(b), submit: testid === 'stFormSubmitButton'};
   });
   each('stTextInput', el => {
     const x = el.querySelector('input');
@@ -196,6 +206,10 @@ class Walk:
     links_followed: int = 0
     burst: list = field(default_factory=list)         # pending notches: (label, sidebar, key)
     times: list = field(default_factory=list)        # (seconds, interaction)
+    axe_counts: dict = field(default_factory=dict)    # viewport -> (the app's violating nodes, Streamlit's listed)
+    cells_clicked: int = 0
+    axe_seconds: float = 0.0                          # spent in axe-core's runs (printed: its cost in CI)
+    a11y_seconds: float = 0.0                         # and in all the accessibility part adds (click, window)
     controls: list = field(default_factory=list)      # what the student can reach now (DISCOVER)
     _after: object = None                             # fills in a control's new value in the record
     _recorded: bool = False
@@ -322,11 +336,63 @@ class Walk:
                 self.check(f"after interaction {len(self.done)}")
                 self.times.append((time.perf_counter() - t0, self.done[-1]))
                 step += 1
+                if step == self.steps // 2:
+                    self.halfway()
             else:
                 self.observe()
+        if self.tab.viewport_size == PHONE:
+            self.accessible()
+
+    # ------------------------------------------------------------------ accessibility (axe-core)
+
+    def halfway(self) -> None:
+        """A heatmap cell clicked (where the page shows one and none was yet), axe-core at 1366 × 768, then the
+        phone's window for the rest of the walk."""
+        t0 = time.perf_counter()
+        if not self.cells_clicked:
+            heatmaps = [c for c in self.controls if c["kind"] == "heatmap" and c["cells"]]
+            if heatmaps and self.do_heatmap(self.rng.choice(heatmaps)):
+                self.check(f"after interaction {len(self.done)} (a cell clicked before the accessibility check)")
+        self.accessible()
+        self.done.append(f"[window] {PHONE['width']} × {PHONE['height']} (a phone)")
+        self.tab.set_viewport_size(PHONE)
+        self.tab.wait_for_selector(IDLE, timeout=RUN_TIMEOUT_MS)
+        self.fold_sidebar()
+        self.check("after the window became a phone's")
+        self.a11y_seconds += time.perf_counter() - t0 - self.axe_seconds
+
+    def fold_sidebar(self) -> None:
+        """The sidebar folded away, as a phone opens the app: a window made narrow may keep it open over the page,
+        or Streamlit folds it itself a moment later (its button then goes while being clicked: looked at again)."""
+        for _ in range(5):
+            button = self.tab.locator("[data-testid='stSidebarCollapseButton'] button[aria-expanded='true']")
+            if not button.count():
+                return
+            try:
+                button.first.click(timeout=3_000)
+                self.tab.wait_for_selector(IDLE, timeout=RUN_TIMEOUT_MS)
+                return
+            except Exception:
+                self.tab.wait_for_timeout(300)
+
+    def accessible(self) -> None:
+        size = self.tab.viewport_size
+        where = f"{size['width']} × {size['height']}"
+        t0 = time.perf_counter()
+        found = axe.violations(self.tab)
+        self.axe_seconds += time.perf_counter() - t0
+        own = axe.app_violations(found)
+        self.axe_counts[where] = (axe.count(own), axe.count(found) - axe.count(own))
+        self.done.append(f"[axe-core] {where}: {axe.count(own)} violations in the app's content")
+        if own:
+            self.fail(f"the accessibility check at {where}", [axe.report(own, where)])
+        titles = self.tab.evaluate(axe.H1)
+        if len(titles) != 1:
+            self.fail(f"the accessibility check at {where}", [f"a page has one h1 (its title), this one {titles}"])
 
     def plan_burst(self, controls: list[dict]) -> None:
-        sliders = [c for c in controls if c["kind"] == "slider" and not c["form"]]
+        phone = self.tab.viewport_size == PHONE
+        sliders = [c for c in controls if c["kind"] == "slider" and not c["form"] and not (phone and c["sidebar"])]
         if not sliders:
             return
         weights = [(6.0 if c["label"] == "Heads" else 1.0) * (SIDEBAR_SLIDER if c["sidebar"] else 1.0) for c in sliders]
@@ -350,12 +416,15 @@ class Walk:
                 return self.do_slider(match[0], key, burst=True)
             self.burst.clear()
         by_kind: dict[str, list[dict]] = {}
+        phone = self.tab.viewport_size == PHONE
         for c in controls:
             kind = c["kind"]
+            if phone and c["sidebar"]:          # folded away on a phone
+                continue
             if kind == "button" and NEVER.search(c["label"]):
                 continue
-            if kind == "page_link" and self.links_followed >= MAX_PAGE_LINKS:
-                continue
+            if kind == "page_link" and (self.links_followed >= MAX_PAGE_LINKS or phone):
+                continue                     # (on a phone the top bar, the way back, folds into the sidebar)
             by_kind.setdefault(kind, []).append(c)
         if not by_kind:
             return None
@@ -561,6 +630,7 @@ class Walk:
             n = self.rng.choice(big)
             cell = chart.locator("svg.marks g.mark-rect.role-mark path").nth(n)
             self.record(c, f"click cell {n} of {len(sizes)} in chart #{c['i']}{name}")
+            self.cells_clicked += 1
             cell.scroll_into_view_if_needed()
             box = cell.bounding_box()
             fx, fy = 0.5, 0.5
@@ -631,13 +701,18 @@ def _traceback(log: str, chars: int = 6000) -> str:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[_id(p) for p in PAGES])
-def test_random_walk_leaves_no_error(page, app_server, student):
+def test_random_walk_leaves_no_error(page, app_server, laptop):
+    axe.require_axe()
     started = time.perf_counter()
-    walk = Walk(student(), app_server, page, SEED, STEPS)
+    walk = Walk(laptop(LAPTOP), app_server, page, SEED, STEPS)
     walk.run()
     assert len(walk.times) == STEPS, (f"/{page.path}: only {len(walk.times)} of {STEPS} interactions found a control "
                                       f"to act on:\n" + "\n".join(walk.done))
-    print(f"/{page.path}: {len(walk.times)} interactions in {time.perf_counter() - started:.1f} s (seed {SEED})")
+    assert len(walk.axe_counts) == 2, f"/{page.path}: axe-core checked {sorted(walk.axe_counts)}, not both windows"
+    print(f"/{page.path}: {len(walk.times)} interactions in {time.perf_counter() - started:.1f} s (seed {SEED}); "
+          "axe-core, the app's violations (Streamlit's listed): "
+          + ", ".join(f"{k}: {a} ({b})" for k, (a, b) in walk.axe_counts.items())
+          + f"; {walk.axe_seconds:.1f} s in axe, {walk.a11y_seconds:.1f} s more for it (a click, the window)")
     if os.environ.get("ATTENTION_EXPLORER_WALK_VERBOSE"):
         for seconds, what in walk.times:
             print(f"   {seconds:5.2f} s  {what}")

@@ -132,7 +132,7 @@ def teacher_panel() -> None:
     with words:
         title = state.get("room.title")
         st.caption("Room" + (f" · {md_escape(title)}" if title else "") + " · put this on the projector")
-        st.markdown(f"# :material/co_present: {code}")
+        st.markdown(f"## :material/co_present: {code}")     # an h2: the page's one h1 is its title
         st.markdown("Students open the link (or scan the code) and type a nickname:")
         st.code(link, language=None, wrap_lines=True)
         if not presenting():
@@ -144,7 +144,7 @@ def teacher_panel() -> None:
         if not presenting():
             remove_box(code, secret)
     with picture:
-        st.image(qr_png(link), caption="Scan to join", width=360)
+        st.image(qr_png(link), caption="Scan to join", width=360, alt=f"QR code of the room's link, room {code}")
     if state.get("room.lesson") is not None:
         stops_list()
     learned_box(code, secret, state.get("room.title") or "")

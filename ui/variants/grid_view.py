@@ -92,17 +92,23 @@ def _png(image_bytes: bytes, shape: tuple[int, ...], grid_shape, width: int, out
 
 
 def picture(image: np.ndarray, grid_shape: tuple[int, int], width: int = 384, caption: str | None = None,
-            outline=()) -> None:
-    """The image as _png draws it, its PNG cached per content and sent as it is."""
+            outline=(), alt: str = "") -> None:
+    """The image as _png draws it, its PNG cached per content and sent as it is; `alt` is what a screen reader
+    reads for it (the framed cells named, when there are any)."""
     image = np.ascontiguousarray(image, dtype=np.float64)
     png = _png(image.tobytes(), image.shape, tuple(grid_shape), int(width), tuple(map(tuple, outline)))
-    st.image(png, caption=caption, width="content", output_format="PNG")     # sent as is, not re-encoded
+    rows, cols = grid_shape
+    said = alt or f"The image cut into {rows}×{cols} cells"
+    if outline:
+        said += "; framed (at least half the largest weight): " + ", ".join(f"cell r{r}c{c}" for r, c in outline)
+    st.image(png, caption=caption, width="content", output_format="PNG", alt=said + ".")   # sent as is
 
 
 def looks(grid: g.Grid, weights_row, width: int, caption: str) -> None:
     """One query's weights on the image: dimmed where low, the strongest cells framed."""
     w = g.overlay(weights_row, grid.shape)
-    picture(g.blend(grid.image, w), grid.shape, width=width, caption=caption, outline=strongest(w))
+    picture(g.blend(grid.image, w), grid.shape, width=width, caption=caption, outline=strongest(w),
+            alt="The image dimmed where the weight is low")
 
 
 @functools.lru_cache(maxsize=64)
