@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.axe import STREAMLIT, TAGS
-from tests.test_colors import hex_rgb, srgb_to_linear
+from tests.test_colors import contrast   # WCAG 2.1's contrast ratio of relative luminances (sRGB linearised)
 from ui.raw_html import CAPTION_COLOUR, FIT_CSS
 from ui.presenter import PRESENTER_CSS
 
@@ -25,16 +25,6 @@ STATEMENT = ROOT / "docs" / "accessibility.md"
 # The backgrounds captions sit on, as chromium computes them with the app's theme (.streamlit/config.toml, base
 # light): the page, the sidebar (Streamlit's secondary background), inline code's, and st.info's blue.
 BACKGROUNDS = {"page": "#ffffff", "sidebar": "#f8f8f7", "code": "#fcfcfb", "info box": "#e8f0fe"}
-
-
-def luminance(hex_colour: str) -> float:
-    """WCAG 2.1's relative luminance (sRGB linearised, Rec. 709 weights)."""
-    return float(srgb_to_linear(hex_rgb(hex_colour)) @ [0.2126, 0.7152, 0.0722])
-
-
-def contrast(a: str, b: str) -> float:
-    hi, lo = sorted([luminance(a), luminance(b)], reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
 
 
 def test_contrast_is_wcags():
