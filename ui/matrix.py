@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 
 import numpy as np
 import streamlit as st
@@ -128,13 +129,28 @@ def _held(chart: str) -> tuple[int, int] | None:
     return (cell[2], cell[3]) if cell is not None and cell[:2] == (st.session_state.get("s.page"), chart) else None
 
 
+def _index(held) -> int | None:
+    """A picker's value as its index. A browser sends a selectbox's value as the label it holds, and a label names
+    the word ("row 0 · i"): after the sentence changes, the label it sends is no option any more and Streamlit
+    keeps the text. Its number is still the index it meant.
+
+        >>> _index(2), _index("row 0 · i"), _index("column 12"), _index("nonsense"), _index(None)
+        (2, 0, 12, None, None)
+    """
+    if isinstance(held, int) and not isinstance(held, bool):
+        return held
+    found = re.match(r"(?:row|column) (\d{1,6})\b", held) if isinstance(held, str) else None
+    return int(found.group(1)) if found else None
+
+
 def _picked(chart_key: str, one_row: bool) -> None:
     """A picker changed: with a row and a column chosen, that cell is the one the chart explains (the link's)."""
-    row = 0 if one_row else st.session_state.get(f"pick:{chart_key}.row")
-    col = st.session_state.get(f"pick:{chart_key}.col")
+    row = 0 if one_row else _index(st.session_state.get(f"pick:{chart_key}.row"))
+    col = _index(st.session_state.get(f"pick:{chart_key}.col"))
     if row is not None and col is not None:
         st.session_state["p.cell"] = (st.session_state.get("s.page"), chart_key, int(row), int(col))
-        page_state.sync()                  # the link carries it (page_state's cell), as a click's
+        st.session_state["p.picked"] = True   # the link carries it: written in the run (cell_picker), not here,
+                                              # where other controls may still hold a label from before
 
 
 def cell_picker(where, trace: Trace, step: Step, head: int | None, chart_key: str, cell) -> None:
@@ -147,6 +163,11 @@ def cell_picker(where, trace: Trace, step: Step, head: int | None, chart_key: st
     one_row = m.shape[0] == 1
     state = st.session_state
     names = (f"pick:{chart_key}.row", f"pick:{chart_key}.col")      # the cell: carried by a view as its `cell`
+    for name in names:
+        if name in state and not isinstance(state[name], int | None):
+            state[name] = _index(state[name])   # a label the browser held from another sentence: its index
+    if state.pop("p.picked", False):
+        page_state.sync()                  # the picked cell in the link (page_state's cell), as a click's
     if cell is not None:                   # the pickers show the cell explained (a click's too)
         for name, v in zip(names, cell):
             if state.get(name) != v:

@@ -153,7 +153,10 @@ def params(page_file: str) -> dict[str, str]:
     for c in controls_of(page_file):
         v = state[c.key] if c.key in state else state.get(f"p.{c.key}", c.default)
         if v != c.default:
-            out[c.key] = c.text(v)
+            try:
+                out[c.key] = c.text(v)
+            except (TypeError, ValueError):  # a selectbox still holding the label a browser sent from before
+                continue                     # its sentence changed: left out until its run resolves it
     cell = state.get("p.cell")
     if cell is not None and cell[0] == page_file:
         _, chart, i, j = cell

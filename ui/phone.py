@@ -12,7 +12,7 @@ raw_html's chart CSS, in the same style element) and a labelled scroll region fo
 - a wide matrix that must keep its columns (the handout's tables) scrolls sideways inside a region with a name
   (role="region", aria-label, reachable by Tab), never the page.
 
-tests/e2e/test_reflow.py measures every page at 390 and 320 px wide.
+tests/e2e/reflow.py measures every page at 390 and 320 px wide (at the end of its walk).
 """
 from __future__ import annotations
 

@@ -22,6 +22,8 @@ clicked where the page has one) axe-core checks the page against WCAG 2.1 A and 
 (tests/e2e/axe.py); then the window becomes a phone's 390 × 844, the walk goes on there, and
 axe checks the page again at its end: 0 violations in the app's content, both times (what
 Streamlit itself draws and the app cannot change is listed in axe.STREAMLIT with its issue).
+Last, the page must reflow (WCAG 1.4.10, tests/e2e/reflow.py): at 390 and at 320 px wide nothing
+scrolls sideways but a named scroll region, in whatever state the walk left the page.
 
 Another seed, more steps, fewer pages (url paths, "overview" for the Overview):
 
@@ -38,8 +40,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bench._common import EXCEPTION, IDLE, Page, all_pages, wait_run_end
-from tests.e2e import axe
+from bench._common import EXCEPTION, IDLE, Page, all_pages, wait_for_charts, wait_run_end
+from tests.e2e import axe, reflow
 from tests.e2e.conftest import LAPTOP, open_page
 
 SEED = int(os.environ.get("ATTENTION_EXPLORER_WALK_SEED", "20240607"))
@@ -342,6 +344,7 @@ class Walk:
                 self.observe()
         if self.tab.viewport_size == PHONE:
             self.accessible()
+            self.reflows()
 
     # ------------------------------------------------------------------ accessibility (axe-core)
 
@@ -360,6 +363,20 @@ class Walk:
         self.fold_sidebar()
         self.check("after the window became a phone's")
         self.a11y_seconds += time.perf_counter() - t0 - self.axe_seconds
+
+    def reflows(self) -> None:
+        """WCAG 1.4.10 at the walk's end, on the phone and at 320 CSS px: nothing scrolls sideways but a named
+        scroll region (tests/e2e/reflow.py)."""
+        t0 = time.perf_counter()
+        wait_for_charts(self.tab, lambda cs: all(c["rendered"] for c in cs if c["visible"]), timeout_ms=10_000)
+        found = {PHONE["width"]: reflow.overflow(self.tab)}
+        self.tab.set_viewport_size({"width": reflow.NARROW, "height": PHONE["height"]})
+        self.tab.wait_for_timeout(150)                            # charts sized to their container redraw
+        found[reflow.NARROW] = reflow.overflow(self.tab)
+        self.done.append(f"[reflow] {PHONE['width']} and {reflow.NARROW} px wide")
+        self.a11y_seconds += time.perf_counter() - t0
+        if any(found.values()):
+            self.fail("the reflow check (WCAG 1.4.10)", [f"{self.page.url_path} sticks out sideways: {found}"])
 
     def fold_sidebar(self) -> None:
         """The sidebar folded away, as a phone opens the app: a window made narrow may keep it open over the page,

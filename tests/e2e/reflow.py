@@ -1,6 +1,6 @@
-"""A phone is a first-class screen (WCAG 1.4.10 Reflow): every page of the navigation at 390 × 844 (a phone) and at
-320 CSS px wide (1.4.10's measure: 1280 px at 400% zoom), in one browser context on the shared server, page after
-page: the page never scrolls sideways (the document and Streamlit's main area no wider than the window), and
+"""A phone is a first-class screen (WCAG 1.4.10 Reflow), checked at the end of every page's walk (tests/e2e/test_walk.py,
+whose second half is on a 390 × 844 phone) at 390 px and at 320 CSS px wide (1.4.10's measure: 1280 px at 400%
+zoom): the page never scrolls sideways (the document and Streamlit's main area no wider than the window), and
 nothing sticks out past the window's right edge except inside a scroll region that has a name:
 
 - a region the app labels (role="region" with an aria-label, reachable by Tab: ui/phone.py's scroll_region, a
@@ -10,17 +10,11 @@ nothing sticks out past the window's right edge except inside a scroll region th
   tablist: the arrow keys move along it), a display formula (KaTeX: the app's CSS gives it a visible scrollbar).
 
 What an element clips (overflow hidden: KaTeX's MathML for screen readers, a slider's input) is not on the screen.
-The check runs after every page's run has ended and its charts are drawn; a failure names the page, the width
+The check runs after the walk's last run has ended and its charts are drawn; a failure names the page, the width
 and each element that sticks out (its test id or tag, width and right edge).
 """
 from __future__ import annotations
 
-import pytest
-
-from bench._common import all_pages, new_context, wait_for_charts
-from tests.e2e.conftest import open_page
-
-PHONE = {"width": 390, "height": 844}
 NARROW = 320
 
 # What sticks out of the window at the right, as {el, within, w, right, why}; why: "page" (it widens the page) or
@@ -55,28 +49,6 @@ OVERFLOW_JS = """() => {
   return out;
 }"""
 
-PAGES = all_pages()
-
 
 def overflow(tab) -> list[dict]:
     return tab.evaluate(OVERFLOW_JS)
-
-
-@pytest.fixture(scope="module")
-def phone(chromium):
-    ctx = new_context(chromium, viewport=PHONE)
-    tab = ctx.new_page()
-    yield tab
-    ctx.close()
-
-
-@pytest.mark.parametrize("page", PAGES, ids=[p.path or "overview" for p in PAGES])
-def test_no_page_scrolls_sideways_on_a_phone(app_server, phone, page):
-    phone.set_viewport_size(PHONE)
-    open_page(phone, app_server, page.path)
-    wait_for_charts(phone, lambda cs: all(c["rendered"] for c in cs if c["visible"]), timeout_ms=10_000)
-    found = {PHONE["width"]: overflow(phone)}
-    phone.set_viewport_size({"width": NARROW, "height": PHONE["height"]})
-    phone.wait_for_timeout(150)                                   # charts sized to their container redraw
-    found[NARROW] = overflow(phone)
-    assert not any(found.values()), f"{page.url_path} sticks out sideways: {found}"
