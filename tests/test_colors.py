@@ -216,7 +216,9 @@ def test_marks_stand_out_at_3_to_1_from_the_page(theme):
     page; the outlines drawn on cells (black with a white line inside; purple dashes on white) at least 3:1 against
     any colour of any scale, by one of their two lines."""
     page = backgrounds()[theme]
-    for c in [*SERIES, DIVERGING[0], DIVERGING[2], SEQUENTIAL[-1], MASK[1]]:
+    from ui.room import poll                          # the class's answers: a bar per choice
+    for c in [*SERIES, DIVERGING[0], DIVERGING[2], SEQUENTIAL[-1], MASK[1], poll.ANSWER, poll.RIGHT, poll.YOU,
+              poll.OTHER]:
         assert contrast(c, page) >= 3, (theme, c, contrast(c, page))
     cells = [c for start, end in HALVES.values() for c in drawn(start, end, 41)] + [*MASK, colours.NO_NUMBER]
     for cell in cells:

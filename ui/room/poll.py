@@ -37,7 +37,8 @@ from ..text import md_escape
 from .own_poll import own_question_form
 
 LETTERS = "ABCDEFGH"                                   # classroom.room.MAX_CHOICES = 8
-ANSWER, RIGHT, YOU, OTHER = "#5c7cfa", "#1f5fa8", "#c2560b", "#ced4da"   # before the reveal all bars alike
+# Bars stand at least 3:1 from the page (WCAG 1.4.11; tests/test_colors.py): before the reveal all bars alike
+ANSWER, RIGHT, YOU, OTHER = "#5c7cfa", "#1f5fa8", "#a84a0a", "#868e96"
 BAND = "#dbe8f7"                                       # behind the right row once revealed
 MINE, FROZEN, NOTE, SEED = "poll.mine", "poll.frozen", "poll.note", "poll.seed"       # session keys
 FINAL = "poll.final"                                   # the question whose answer can change no more
@@ -69,7 +70,10 @@ def poll_bars_spec(choices, counts, right: int | None = None, you: int | None = 
              "mark": {"type": "bar", "color": BAND},
              "encoding": {"x": {"datum": 0}, "x2": {"datum": top}}}] if right is not None else []
     font = 18 if big else 13
+    said = "; ".join(f"{v['label']}: {v['count']} student{'' if v['count'] == 1 else 's'}"
+                     + "".join(f" ({m})" for m in v["tag"].split(" · ")[1:]) for v in values)
     return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": values},
+            "description": f"The class's answers, a bar for each choice: {said}.",   # a screen reader's words
             "width": 560 if big else 380, "height": {"step": 46 if big else 32},
             "encoding": {
                 "y": {"field": "label", "type": "nominal", "sort": {"field": "i", "order": "ascending"}, "title": None,
