@@ -28,9 +28,10 @@ def expect_stale(changed: dict) -> None:
     state["p.stale"] = {"at": time.monotonic(), "keys": keys} if keys else None
 
 
-def stale(key: str, value) -> bool:
+def stale(key: str, value, forget: bool = True) -> bool:
     """Whether a widget's value this run is a message the browser sent before it drew the view put in (its old
-    value). A value equal to the view's one forgets the widget: the browser has caught up."""
+    value). With `forget` (the value is the browser's: before the run draws the widget), a value equal to the
+    view's one forgets the widget: the browser has caught up."""
     state = st.session_state
     pending = state.get("p.stale")
     if not pending or key not in pending["keys"]:
@@ -39,18 +40,20 @@ def stale(key: str, value) -> bool:
         state["p.stale"] = None
         return False
     old, new = pending["keys"][key]
-    if value == new:
+    if value == new and forget:
         del pending["keys"][key]
         return False
     return value == old
 
 
-def settle() -> None:
-    """At the start of a page run and of the room's tick: the page's controls a stale message set back to the
-    old view take the view's values again (a setting's widget: its callback, ui.settings_state._copy_out, keeps
-    the view's setting), and the widgets the browser sends at their new values are forgotten."""
+def settle(forget: bool = True) -> None:
+    """At the start of a page run (ui/page_state.start) and in the room's tick (ui/room/follow.py, forget=False:
+    inside a page's run it comes after the widgets, which then hold the run's values, not the browser's): the page's
+    controls a stale message set back to the old view take the view's values again (a setting's widget: its
+    callback, ui.settings_state._copy_out, keeps the view's setting); with `forget`, the widgets the browser sends at
+    their new values are forgotten."""
     state = st.session_state
     pending = state.get("p.stale")
     for key, (_, new) in list((pending or {}).get("keys", {}).items()):
-        if key in state and stale(key, state[key]) and not key.startswith("w."):
+        if key in state and stale(key, state[key], forget) and not key.startswith("w."):
             state[key] = new

@@ -150,7 +150,7 @@ def _follow_room() -> None:
     version = int(view.get("version", 0)) if view else 0
     newer = version > int(state.get("room.applied") or 0)
     state["room.locked"] = room.locked
-    settle()                                      # a tick the browser sent before it drew a view put in: not a move
+    settle(forget=False)                          # a tick the browser sent before it drew a view put in: no move
     out = stepped_out(view_of(state.get("s.page")))
     if (out and room.locked and view and known_page(view.get("page"))      # locked: back to the teacher's view
             and state.get("s.page") != ROOM_PAGE):                          # (not from the room page: to leave)
