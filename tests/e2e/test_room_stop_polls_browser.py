@@ -29,7 +29,6 @@ except ImportError:
 from bench._common import EXCEPTION, after_run, new_context
 from tests.e2e.test_room_browser import click, join, room_code, shot, wait_url
 
-CPU_SLOW = 6                   # chromium's CPU slowed 6 times on a same-page stop: stale messages come (main: stepped out)
 FOLLOW_S = 10.0                # a generous bound: this test is about which question arrives, not how fast
 # every shipped lesson, in one room; ATTENTION_EXPLORER_STOP_LESSONS=forward_pass (names, commas between) for some
 LESSONS = os.environ.get("ATTENTION_EXPLORER_STOP_LESSONS", "")
@@ -65,27 +64,20 @@ def _student_shows(tab, prompt: str, timeout_s: float = FOLLOW_S) -> None:
 
 def _stop(teacher, ana, n: int, stop, prompt: str, paths: set, same_page: bool = False) -> None:
     """The teacher shows stop n (to predict) and asks its question; the student's screen follows and asks it. A stop
-    on the page the one before was on is asked at once, on both screens slowed down (CPU_SLOW): the browsers' messages
-    sent before they drew the stop carry the stop before's settings and controls (NOTES-stops.md), and must neither
-    make the teacher's click ask on them ("does not fit the current settings") nor step the student out."""
-    slow = [tab.context.new_cdp_session(tab) for tab in (teacher, ana)] if same_page else []
-    for cdp in slow:
-        cdp.send("Emulation.setCPUThrottlingRate", {"rate": CPU_SLOW})
-    try:
-        click(teacher, "Show this stop" if n == 0 else "Next stop ▶")
-        path = stop.page or ""
-        assert path in paths, path
-        if not same_page:
-            wait_url(ana, rf"/{re.escape(path)}(\?|$)" if path else r"/(\?|$)", FOLLOW_S)
-            if stop.hide:
-                expect(ana.get_by_text("Predict first", exact=False).first).to_be_visible(timeout=10_000)
-        click(teacher, "Ask this stop's question")
-        assert "does not fit the current settings" not in teacher.evaluate("() => document.body.innerText")
-        _student_shows(ana, prompt)
-    finally:
-        for cdp in slow:
-            cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
-            cdp.detach()
+    on the page the one before was on is asked at once: the browsers' messages sent before they drew the stop carry
+    the stop before's settings and controls (NOTES-stops.md), and must neither make the teacher's click ask on them
+    ("does not fit the current settings") nor step the student out (tests/test_room_pacing.py sends such a message
+    on purpose)."""
+    click(teacher, "Show this stop" if n == 0 else "Next stop ▶")
+    path = stop.page or ""
+    assert path in paths, path
+    if not same_page:
+        wait_url(ana, rf"/{re.escape(path)}(\?|$)" if path else r"/(\?|$)", FOLLOW_S)
+        if stop.hide:
+            expect(ana.get_by_text("Predict first", exact=False).first).to_be_visible(timeout=10_000)
+    click(teacher, "Ask this stop's question")
+    assert "does not fit the current settings" not in teacher.evaluate("() => document.body.innerText")
+    _student_shows(ana, prompt)
     assert "cell=" not in ana.url, (stop.title, ana.url)
     assert "You stepped out" not in ana.evaluate("() => document.body.innerText"), "the student follows no more"
     assert ana.locator(EXCEPTION).count() == 0, stop.title
