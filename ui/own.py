@@ -20,6 +20,14 @@ class Own:
     def shown(self, value) -> str:
         return (self.show or self.text)(value)
 
+    def link_text(self, value) -> str | None:
+        """The link's text, or None for a value it cannot write: a selectbox still holding the label a browser sent
+        from before its options changed (the sentence), until the control's run mends it."""
+        try:
+            return self.text(value)
+        except (ValueError, TypeError):
+            return None
+
     def valid(self, value) -> bool:
         """A value this control can take (a widget whose options changed can hand back an old option's label)."""
         try:

@@ -8,8 +8,8 @@ name ("kv_cache.t=6"), its default, and how to read it from a link. Then:
 - `start(page)` (ui.page calls it before the page draws anything) keeps the value of every declared
   control that was drawn in the last run ("p.<key>", which outlives the widget when the learner
   visits another page) and gives each control of this page its kept value before it is drawn;
-- the page draws the widget with `key=` the declared key and **no default of its own** (value=,
-  index=, default=): the declared default is the one default;
+- the page draws the widget with `key=` the declared key and **no default of its own** (value=, index=,
+  default=): the declared default is the one default;
 - `params(page)` is the link's part for the page: every control that differs from its default, and
   the clicked cell; ui.page writes it to the address bar with the settings, and the Share page
   builds links with it;
@@ -154,11 +154,8 @@ def params(page_file: str) -> dict[str, str]:
     state = st.session_state
     for c in controls_of(page_file):
         v = state[c.key] if c.key in state else state.get(f"p.{c.key}", c.default)
-        if v != c.default:
-            try:
-                out[c.key] = c.text(v)
-            except (TypeError, ValueError):  # a selectbox still holding the label a browser sent from before
-                continue                     # its sentence changed: left out until its run resolves it
+        if v != c.default and (text := c.link_text(v)) is not None:
+            out[c.key] = text
     cell = state.get("p.cell")
     if cell is not None and cell[0] == page_file:
         _, chart, i, j = cell
