@@ -6,6 +6,8 @@ Following: when the room's view is newer than the one this session last put in, 
 1.67: it requests a full run of the new page). Stepped out: the view this session shows is no longer the one
 put in (a setting, a control, a tab, a cell or another page); the teacher's next view then waits for a click.
 The room's question (ui/room/poll.py's card) is drawn in the same fragment, from the same read of the room.
+A change of the room (a push, a question, the lock) runs the fragment at once: ui/room/wake.py's watcher wakes it;
+its own timer is then the slow FOLLOW_SECONDS (presence, a removal), or POLL_SECONDS where no wake can be made.
 """
 from __future__ import annotations
 
@@ -16,16 +18,19 @@ from classroom import pacing
 from classroom.presence import removed_words
 
 from ..page_state import CELL, view_of
+from . import wake
 from .poll import student_poll_card
 from .rejoin import keep_cookie, taken_over, tick
 from .session import ROOM_PAGE, go, known_page, leave, store
 from ..text import md_escape
 
-POLL_SECONDS = 0.3               # a following screen changes within about this after a push (+ the page runs)
+POLL_SECONDS = 0.3               # without a wake: a following screen changes within about this after a push
+FOLLOW_SECONDS = 2.0             # woken by a push: the timer only says the student is here (presence.SEEN_EVERY)
 OUT_SECONDS = 1.5                # a student exploring on their own: the teacher's news and a poll within this
-# Measured (tests/load/room.py, 30 students, one process): the page runs of a push take 30 × ~22 ms of the GIL
-# whatever the timer, so the timer's half-period is what is left to spend; a tick costs ~2.5 ms (a bare
-# fragment's 2.4 ms is Streamlit's floor), so the explorers' slower timer gives their moves that CPU back.
+# Measured (tests/load/room.py): a tick costs ~2.5-3 ms (a bare fragment's 2.4 ms is Streamlit's floor). Polling,
+# 30 screens at 0.3 s were 100 ticks/s (29% of a core) and a push waited up to a tick for each screen; 150 would
+# be 500 ticks/s, 1.5 of 2 cores. Woken (ui/room/wake.py), the push starts every run at once and the idle class
+# costs 1/FOLLOW_SECONDS tick a student a second.
 BACK = "Back to the teacher's view"
 LOCKED_LINE = (":material/lock: Your teacher has locked the view: your screen stays on theirs, and changes you make "
                "are undone until they unlock it.")
@@ -126,6 +131,7 @@ def _follow_room() -> None:
     code = state.get("room.code")
     if not code or state.get("room.secret"):
         return
+    wake.follow(store(), code)                    # first: a change of the room after this wakes this fragment
     try:
         room = classroom.state(store(), code)
     except classroom.NoRoom:                      # the room ended (expired) while the student was in it
@@ -183,5 +189,5 @@ def _follow_room() -> None:
     keep_cookie()             # last in the fragment: a page switch can drop what the page run drew, not this
 
 
-_follow = st.fragment(run_every=POLL_SECONDS)(_follow_room)          # following: a push shows within ~0.3 s
+_follow = st.fragment(run_every=FOLLOW_SECONDS if wake.available() else POLL_SECONDS)(_follow_room)   # following
 _follow_out = st.fragment(run_every=OUT_SECONDS)(_follow_room)      # stepped out: news and polls within 1.5 s
