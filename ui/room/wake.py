@@ -115,9 +115,14 @@ class Hub:
 
 
 def _runtime_sessions():
+    """The server's session manager; None without a server (AppTest runs its scripts on a mock runtime)."""
     from streamlit.runtime import Runtime
 
-    return Runtime.instance()._session_mgr if Runtime.exists() else None
+    try:
+        sessions = Runtime.instance()._session_mgr if Runtime.exists() else None
+    except Exception:
+        return None
+    return sessions if callable(getattr(type(sessions), "get_active_session_info", None)) else None
 
 
 def wake_session(session_id: str, fragment_id: str) -> bool:
