@@ -148,6 +148,7 @@ class Tab:
         """What the browser does between its own messages: a run the server starts by itself (the room's watcher
         woke this screen's fragment, ui/room/wake.py) is read through to its end (None if none began in time)."""
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        from websocket import ABNF
 
         ws = self.s.ws
         ready, _, _ = select.select([ws.sock], [], [], max(0.0, seconds))
@@ -156,9 +157,12 @@ class Tab:
         start = time.perf_counter()
         ws.settimeout(self.s.timeout)
         for _ in range(100):
-            data = ws.recv()
-            if not isinstance(data, bytes):
-                continue
+            opcode, frame = ws.recv_data_frame(True)      # a ping the server sends is answered and read here too
+            if opcode != ABNF.OPCODE_BINARY:
+                if select.select([ws.sock], [], [], 0)[0]:
+                    continue
+                return None
+            data = frame.data
             msg = ForwardMsg()
             msg.ParseFromString(data)
             if msg.WhichOneof("type") != "session_status_changed":
@@ -407,7 +411,7 @@ def measure_pushes(room: Class, pushes: int, seed: int = 1, timeout: float = 20.
                 if len(arrived[k]) == n:
                     everyone.set()
 
-    per_student, per_push, teacher_runs, missing = [], [], [], 0
+    per_student, per_push, teacher_runs, missing, late = [], [], [], 0, []
     with Ticker(room.students, on_run, seed) as ticker:
         time.sleep(1.0)
         for k in range(pushes):
@@ -431,12 +435,17 @@ def measure_pushes(room: Class, pushes: int, seed: int = 1, timeout: float = 20.
                 got = dict(arrived[k])
                 target.clear()
             missing += n - len(got)
+            late += [f"push {k + 1}: student {i + 1} on /{room.students[i].s.page} at temperature "
+                     f"{temperature_of(room.students[i].s.query)} (wanted /{page} at {shown}); it reads: "
+                     + " / ".join(t for t in _texts(room.students[i].screen).splitlines() if "oom" in t)[:300]
+                     for i in range(n) if i not in got][:3]
             per_student += list(got.values())
             if len(got) == n:
                 per_push.append(max(got.values()))
             time.sleep(rng.uniform(1.0, 2.0))
         errors = list(ticker.errors)
     return {"pushes": pushes, "students": n, "per_student": per_student, "per_push": per_push, "missing": missing,
+            "late": late,
             "teacher_runs": teacher_runs, "errors": errors, "interval": room.students[0].interval()}
 
 
@@ -909,8 +918,9 @@ def hall_table(classes: list[dict]) -> Table:
                  [f"{where}: a push, the last screen", len(pp), ms(percentile(pp, 50)), ms(percentile(pp, 95)),
                   ms(max(pp) if pp else float("nan")),
                   f"p95 ≤ {target * 1e3:.0f} ms: {'ok' if pp and percentile(pp, 95) <= target else 'OVER'}; server "
-                  f"CPU {p['util'] * 100:.0f}% of a core, client {p['client'] * 100:.0f}%, other processes "
-                  f"{p['others'] * 100:.0f}%; load average {c['load'][0]:.2f} after"]]
+                  f"CPU {p['util'] * 100:.0f}% of a core ({p['util'] * p['wall'] / max(1, p['pushes'] * n) * 1e3:.0f} "
+                  f"ms a screen a push, the timers' ticks included), client {p['client'] * 100:.0f}%, other "
+                  f"processes {p['others'] * 100:.0f}%; load average {c['load'][0]:.2f} after"]]
     errors = [e for c in classes for e in c["idle"]["errors"] + c["push"]["errors"]]
     notes = ["Each student a websocket client as in (a) above, one thread each in one client process on the same 2 "
              "cores; a student's screen wakes when the room changes (ui/room/wake.py: one watcher a process runs "

@@ -131,7 +131,8 @@ def _follow_room() -> None:
     code = state.get("room.code")
     if not code or state.get("room.secret"):
         return
-    wake.follow(store(), code)                    # first: a change of the room after this wakes this fragment
+    if _follow_seconds == FOLLOW_SECONDS:
+        wake.follow(store(), code)                # first: a change of the room after this wakes this fragment
     try:
         room = classroom.state(store(), code)
     except classroom.NoRoom:                      # the room ended (expired) while the student was in it
@@ -189,5 +190,6 @@ def _follow_room() -> None:
     keep_cookie()             # last in the fragment: a page switch can drop what the page run drew, not this
 
 
-_follow = st.fragment(run_every=FOLLOW_SECONDS if wake.available() else POLL_SECONDS)(_follow_room)   # following
+_follow_seconds = FOLLOW_SECONDS if wake.available() else POLL_SECONDS
+_follow = st.fragment(run_every=_follow_seconds)(_follow_room)      # following: woken by a push, or polling
 _follow_out = st.fragment(run_every=OUT_SECONDS)(_follow_room)      # stepped out: news and polls within 1.5 s

@@ -149,8 +149,16 @@ def wake_session(session_id: str, fragment_id: str) -> bool:
     return True
 
 
+OFF_VARIABLE = "ATTENTION_EXPLORER_ROOM_WAKE"          # "0": no wake, the screens poll (to compare, or as a way out)
+
+
 def available() -> bool:
-    """Whether this Streamlit has what wake_session uses (else the room's screens poll on the fast timer)."""
+    """Whether this Streamlit has what wake_session uses (else the room's screens poll on the fast timer), and it is
+    not turned off (OFF_VARIABLE=0)."""
+    import os
+
+    if os.environ.get(OFF_VARIABLE, "").strip() == "0":
+        return False
     try:
         from streamlit.proto.ClientState_pb2 import ClientState
         from streamlit.runtime import Runtime
