@@ -87,3 +87,23 @@ def test_this_streamlit_can_wake_a_session_and_the_slow_timer_still_keeps_a_stud
     assert follow.POLL_SECONDS < follow.FOLLOW_SECONDS
     assert SEEN_EVERY <= follow.FOLLOW_SECONDS      # every slow tick writes "seen" ...
     assert follow.FOLLOW_SECONDS + 2 < PRESENT_SECONDS     # ... often enough to stay "here" with a late tick
+
+
+def test_a_session_running_when_woken_is_asked_again_on_the_next_pass_only():
+    store = MemoryStore()
+    code, secret = classroom.open_room(store)
+    asked = []
+
+    def wake_one(session_id, fragment_id):              # busy the first time: it says so, as wake_session's callback does
+        asked.append(session_id)
+        if asked.count(session_id) == 1:
+            hub.later(session_id, fragment_id)
+        return True
+
+    hub = wake.Hub(lambda s, c: classroom.room.shown(s, c), wake_one)
+    hub.start = lambda: None
+    hub.follow(store, code, "ana", "f1")
+    classroom.push(store, code, secret, {"page": "app_pages/4_scores.py", "query": {}})
+    assert hub.check() == 1 and asked == ["ana"]
+    assert hub.check() == 1 and asked == ["ana", "ana"]     # asked again: it had been running
+    assert hub.check() == 0 and asked == ["ana", "ana"]     # and then no more

@@ -5,8 +5,8 @@ Every run of a student's room fragment (ui/room/follow.py) says which room it is
 each of those rooms' `classroom.room.shown` every WATCH_SECONDS (one hash read a room, whatever the class size)
 and, when it changed (a push, a question opened or revealed, the lock, the room ended), asks each of that room's
 sessions in this process for a run of its fragment, as the browser's timer does: Streamlit's own
-`AppSession.request_rerun`, called on the session's event loop, with the session's last client state and the
-fragment's id. Its run is then a tick like any other (it reads the room, goes to the pushed page). Over replicas
+`AppSession.request_rerun`, called on the session's event loop when the session is not running (else on the next
+pass), with the session's last client state (the page and query its browser shows) and the fragment's id. Its run is then a tick like any other (it reads the room, goes to the pushed page). Over replicas
 each process watches its own sessions' rooms in the shared store. The fragment keeps a timer, slower
 (follow.FOLLOW_SECONDS): presence, a removal, and the fallback when no wake can be made.
 
@@ -14,7 +14,7 @@ Why (issue 31, a lecture hall, measured with tests/load/room.py): 150 screens ea
 runs a second of ~3 ms, 1.5 of the 2 cores spent before any push; a push then waited for each screen's next tick.
 Woken, an idle class costs its slower timer only, and a push starts every screen's run within WATCH_SECONDS.
 
-`request_rerun`, `_session_mgr`, `_event_loop`, `_client_state` and `_pages_manager` are Streamlit 1.67's internals, not its API:
+`request_rerun`, `_session_mgr`, `_event_loop`, `_client_state` and `_scriptrunner` are Streamlit 1.67's internals, not its API:
 `available()` checks they are there (tests/test_room_wake.py runs a real server's wake), and where they are not,
 follow.py keeps the fast timer, as before.
 """
@@ -38,6 +38,7 @@ class Hub:
         self.last: dict[str, object] = {}
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
+        self.waiting: dict[str, str] = {}                 # session id -> fragment id: woken while it was running
         self.woken = 0                                    # runs asked for, since the process started
         self.failures = 0                                 # passes that raised (a store that did not answer)
 
@@ -65,15 +66,25 @@ class Hub:
             for sessions in self.rooms.values():
                 sessions.pop(session_id, None)
 
-    def check(self) -> int:
-        """One pass: each followed room read once; the sessions of a room that changed woken. How many."""
+    def later(self, session_id: str, fragment_id: str) -> None:
+        """A session that was running when woken: asked again on the next pass (from the session's event loop)."""
         with self.lock:
+            self.waiting[session_id] = fragment_id
+
+    def check(self) -> int:
+        """One pass: each followed room read once; the sessions of a room that changed woken, and those that were
+        running when woken asked again. How many."""
+        with self.lock:
+            waiting, self.waiting = self.waiting, {}
             for code in [c for c, sessions in self.rooms.items() if not sessions]:
                 del self.rooms[code]
                 self.last.pop(code, None)
             rooms = {code: dict(sessions) for code, sessions in self.rooms.items()}
             store = self.store
         woken = 0
+        for session_id, fragment_id in waiting.items():
+            if self._wake(session_id, fragment_id):
+                woken += 1
         for code, sessions in rooms.items():
             try:
                 value = self._read(store, code)
@@ -137,11 +148,11 @@ def wake_session(session_id: str, fragment_id: str) -> bool:
     session = info.session
 
     def rerun() -> None:
+        if session._scriptrunner is not None:            # a run in flight (its own, or a page switch): its page and
+            HUB.later(session_id, fragment_id)            # query are not yet the browser's; asked on the next pass
+            return
         state = ClientState()
-        state.CopyFrom(session._client_state)            # the query of its last finished run
-        # the page it shows now (a run in flight may have switched it): a tick naming another page is dropped
-        # (ui/fragment_guard.py)
-        state.page_script_hash = session._pages_manager.current_page_script_hash or state.page_script_hash
+        state.CopyFrom(session._client_state)            # the page and query of its last run: what its browser shows
         state.fragment_id, state.is_auto_rerun = fragment_id, True
         session.request_rerun(state)                      # a fragment a full run dropped: ignored by Streamlit
 
@@ -166,10 +177,7 @@ def available() -> bool:
         from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
     except ImportError:
         return False
-    from streamlit.runtime.pages_manager import PagesManager
-
     return (hasattr(AppSession, "request_rerun") and hasattr(Runtime, "exists") and hasattr(ThreadState, "get")
-            and hasattr(PagesManager, "current_page_script_hash")
             and "fragment_id" in ClientState.DESCRIPTOR.fields_by_name)
 
 
