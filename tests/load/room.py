@@ -804,6 +804,11 @@ def _explore_row(name: str, r: dict, alone: dict | None) -> list:
                       f"processes {r['others'] * 100:.0f}%"]
 
 
+def _spread(xs: list) -> list[str]:
+    """p50, p95 and max of these seconds, in ms."""
+    return [ms(percentile(xs, 50)), ms(percentile(xs, 95)), ms(max(xs) if xs else float("nan"))]
+
+
 def table(r: dict, n: int, replicas: int) -> Table:
     p, poll, alone, klass, idle = r["push"], r["poll"], r["alone"], r["class"], r["idle"]
     ps, pp = p["per_student"], p["per_push"]
@@ -814,11 +819,10 @@ def table(r: dict, n: int, replicas: int) -> Table:
                         f"core ({idle['util'] * idle['wall'] / max(idle['ticks'], 1) * 1e3:.1f} ms a tick; a bare "
                         f"one-line fragment's tick: {idle['bare'] * 1e3:.1f} ms)"],
         ["(a) a push: each student's screen on the new view", f"{len(ps)} (of {p['pushes']}×{n})",
-         ms(percentile(ps, 50)), ms(percentile(ps, 95)), ms(max(ps) if ps else float("nan")),
+         *_spread(ps),
          f"p95 ≤ 1000 ms: {'ok' if push_ok else 'OVER'}"
          + (f"; {p['missing']} never arrived" if p["missing"] else "")],
-        [f"(a) a push: the last of the {n} screens", len(pp), ms(percentile(pp, 50)), ms(percentile(pp, 95)),
-         ms(max(pp) if pp else float("nan")),
+        [f"(a) a push: the last of the {n} screens", len(pp), *_spread(pp),
          f"p95 ≤ 1000 ms: {'ok' if percentile(pp, 95) <= 1.0 else 'OVER'}; server CPU {p['util'] * 100:.0f}% of a "
          f"core (other processes {p['others'] * 100:.0f}%); the teacher's click "
          f"{ms(percentile(p['teacher_runs'], 50))} ms (p50)"],
@@ -912,11 +916,10 @@ def hall_table(classes: list[dict]) -> Table:
                   "-", "-", "-", f"{idle['ticks'] / idle['wall']:.0f} ticks/s; server CPU {idle['util'] * 100:.0f}% "
                                  f"of a core, client {idle['client'] * 100:.0f}%"],
                  [f"{where}: a push, each screen on the new view", f"{len(ps)} (of {p['pushes']}×{n})",
-                  ms(percentile(ps, 50)), ms(percentile(ps, 95)), ms(max(ps) if ps else float("nan")),
+                  *_spread(ps),
                   f"p95 ≤ {target * 1e3:.0f} ms: {'ok' if percentile(ps, 95) <= target and not p['missing'] else 'OVER'}"
                   + (f"; {p['missing']} never arrived" if p["missing"] else "")],
-                 [f"{where}: a push, the last screen", len(pp), ms(percentile(pp, 50)), ms(percentile(pp, 95)),
-                  ms(max(pp) if pp else float("nan")),
+                 [f"{where}: a push, the last screen", len(pp), *_spread(pp),
                   f"p95 ≤ {target * 1e3:.0f} ms: {'ok' if pp and percentile(pp, 95) <= target else 'OVER'}; server "
                   f"CPU {p['util'] * 100:.0f}% of a core ({p['util'] * p['wall'] / max(1, p['pushes'] * n) * 1e3:.0f} "
                   f"ms a screen a push, the timers' ticks included), client {p['client'] * 100:.0f}%, other "
