@@ -100,6 +100,7 @@ class Tab:
     def __init__(self, port: int, page: str = ROOM, timeout: float = 120.0):
         self.s = Session(port, page=page, timeout=timeout)
         self.s.keep_cached = True
+        self.unanswered = 0                      # ticks the server answered with nothing (dropped)
         self.last = self.screen = self.s.rerun()
         self.check(self.last)
 
@@ -181,10 +182,20 @@ class Tab:
         self.check(self.last)
         return self.last
 
-    def tick(self):
-        """One tick of the room bar's fragment timer (the first timer the page asked for)."""
+    def tick(self, wait: float = 5.0):
+        """One tick of the room bar's fragment timer (the first timer the page asked for): its run, or None if the
+        server answered nothing within `wait` seconds. A browser does not wait for a tick: the server may drop one
+        (a fragment a full run no longer holds, or one naming a page the session has left: ui/fragment_guard.py)."""
+        from websocket import WebSocketTimeoutException
+
         self.drain()
-        self.last = self.s.auto_rerun(self.follow_fragment())
+        start = self.s.send_rerun((), self.follow_fragment(), is_auto_rerun=True)
+        try:
+            run = self.s.read_run(start, deadline=start + wait)
+        except (TimeoutError, WebSocketTimeoutException):
+            self.unanswered += 1
+            return None
+        self.last = run
         self.check(self.last)
         return self.last
 
@@ -332,8 +343,9 @@ def open_class(ports: list[int], n: int, nick=lambda i: f"student {i + 1}", work
 
 class Ticker:
     """Every student's following fragment on its timer (the browser's setInterval: a tick is sent on schedule,
-    or at once if the last run took longer), each in its own thread, listening in between for runs the server
-    starts by itself (a wake); `on_run(i, student, run)` after each run."""
+    or at once if the last run took longer), each in its own thread, listening in between for runs: its ticks'
+    and those the server starts by itself (a wake); `on_run(i, student, run)` after each run. As a browser, it does
+    not wait for a tick's answer (the server may drop a tick: ui/fragment_guard.py)."""
 
     def __init__(self, students: list[Student], on_run=None, seed: int = 1):
         self.students, self.on_run = students, on_run
@@ -366,16 +378,15 @@ class Ticker:
                     if self.on_run:
                         self.on_run(i, s, run)
                 continue
-            try:
-                run = s.tick()
+            try:                                       # as the browser's timer: sent, and its run read by listen
+                s.drain()
+                s.s.send_rerun((), s.follow_fragment(), is_auto_rerun=True)
             except Exception as err:
                 with self.lock:
                     self.errors.append(f"student {i + 1} tick: {type(err).__name__}: {str(err)[:200]}")
                 return
             with self.lock:
                 self.ticks += 1
-            if self.on_run:
-                self.on_run(i, s, run)
             next_t = max(next_t + interval, time.perf_counter())
 
     def __enter__(self) -> "Ticker":
@@ -526,7 +537,7 @@ def poll_in_one_second(room: Class, store=None, timeout: float = 30.0) -> dict:
     right = None
     for i, s in enumerate(room.students):
         for _ in range(10):
-            text = _texts(s.tick())
+            text = _texts(s.tick() or s.last)
             m = re.search(r"Right: you chose ([A-H])\.|You chose ([A-H])\. .*; the answer is ([A-H])\.", text)
             if m:
                 mine = m.group(1) or m.group(2)
@@ -897,6 +908,7 @@ def hall_class(students: int, processes: int, pushes: int, seed: int, store: str
                 f"ticks/s, server CPU {idle['util'] * 100:.0f}% of a core")
             room.teacher.go(PUSH_PAGES[0])
             push = timed(farm, lambda: measure_pushes(room, pushes, seed, timeout=30.0))
+            push["unanswered"] = sum(s.unanswered for s in room.students)
         finally:
             room.close()
         log(f"  {students} on {processes}: each screen p95 {ms(percentile(push['per_student'], 95))} ms, the last "
@@ -924,14 +936,18 @@ def hall_table(classes: list[dict]) -> Table:
                   f"CPU {p['util'] * 100:.0f}% of a core ({p['util'] * p['wall'] / max(1, p['pushes'] * n) * 1e3:.0f} "
                   f"ms a screen a push, the timers' ticks included), client {p['client'] * 100:.0f}%, other "
                   f"processes {p['others'] * 100:.0f}%; load average {c['load'][0]:.2f} after"]]
-    errors = [e for c in classes for e in c["idle"]["errors"] + c["push"]["errors"]]
+    errors = [e for c in classes for e in c["idle"]["errors"] + c["push"]["errors"] + c["push"]["late"]]
+    unanswered = sum(c["push"].get("unanswered", 0) for c in classes)
     notes = ["Each student a websocket client as in (a) above, one thread each in one client process on the same 2 "
              "cores; a student's screen wakes when the room changes (ui/room/wake.py: one watcher a process runs "
              "each follower's fragment) and ticks on its slower timer for presence. From the teacher's click sent to "
              "the end of the run that shows the new page with the new setting. Over several processes the students "
              "are spread by the client (student i on process i mod K) and the rooms are in a real redis-server."]
+    if unanswered:
+        notes.append(f"{unanswered} ticks of the students' timers were answered with nothing within 5 s (the server "
+                     "drops a tick naming a fragment or page the session has left; a browser does not wait for one).")
     if errors:
-        notes.append(f"Errors: {len(errors)}; first: {errors[0]}")
+        notes.append(f"Errors and late screens: {len(errors)}; first: {errors[0]}")
     return Table("A lecture hall: pushes to the room's cap", ["measure", "n", "p50 ms", "p95 ms", "max ms",
                                                               "against the target"], rows, notes)
 
