@@ -110,13 +110,15 @@ class Tab:
         if run.exceptions:
             raise RoomClientError(f"exception on /{self.s.page}: {run.exceptions[0].message[:300]}")
 
-    def drain(self) -> None:
+    def drain(self, on_run=None) -> None:
         """Runs the server started by itself and not yet read (a wake), read before this tab asks for another, so
-        the next script_finished read is the one its own request causes."""
+        the next script_finished read is the one its own request causes; `on_run(run)` after each."""
         for _ in range(50):
             if not select.select([self.s.ws.sock], [], [], 0)[0]:
                 return
-            self.listen(0)
+            run = self.listen(0)
+            if run is not None and on_run is not None:
+                on_run(run)
 
     def rerun(self, states=(), fragment: str = ""):
         self.drain()
@@ -379,7 +381,7 @@ class Ticker:
                         self.on_run(i, s, run)
                 continue
             try:                                       # as the browser's timer: sent, and its run read by listen
-                s.drain()
+                s.drain(lambda run: self.on_run and self.on_run(i, s, run))
                 s.s.send_rerun((), s.follow_fragment(), is_auto_rerun=True)
             except Exception as err:
                 with self.lock:
