@@ -101,6 +101,7 @@ class Tab:
         self.s = Session(port, page=page, timeout=timeout)
         self.s.keep_cached = True
         self.unanswered = 0                      # ticks the server answered with nothing (dropped)
+        self.partial = False                     # listen read part of a run (its page and query are taken in)
         self.last = self.screen = self.s.rerun()
         self.check(self.last)
 
@@ -151,7 +152,7 @@ class Tab:
         """What the browser does between its own messages: a run the server starts by itself (the room's watcher
         woke this screen's fragment, ui/room/wake.py) is read through to its end (None if none began in time)."""
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-        from websocket import ABNF
+        from websocket import ABNF, WebSocketTimeoutException
 
         ws = self.s.ws
         ready, _, _ = select.select([ws.sock], [], [], max(0.0, seconds))
@@ -172,13 +173,16 @@ class Tab:
                 break                               # a run's first message
             if not msg.session_status_changed.script_is_running:
                 return None                         # the status after a run's end, or a run the server dropped
-            if not select.select([ws.sock], [], [], 30.0)[0]:
+            if not select.select([ws.sock], [], [], 10.0)[0]:
                 return None
         else:
             return None
         ws.recv = lambda: (delattr(ws, "recv"), data)[1]     # read_run reads this message first, then the socket
         try:
-            self.last = self.s.read_run(start)
+            self.last = self.s.read_run(start, deadline=start + 10.0)
+        except (TimeoutError, WebSocketTimeoutException):
+            self.partial = True                     # a run begun and not ended in 10 s: what it said is read
+            return None
         finally:
             vars(ws).pop("recv", None)
         self.check(self.last)
@@ -377,8 +381,9 @@ class Ticker:
                 if run is not None:
                     with self.lock:
                         self.woken += 1
-                    if self.on_run:
-                        self.on_run(i, s, run)
+                if self.on_run and (run is not None or s.partial):
+                    s.partial = False
+                    self.on_run(i, s, run or s.last)
                 continue
             try:                                       # as the browser's timer: sent, and its run read by listen
                 s.drain(lambda run: self.on_run and self.on_run(i, s, run))
