@@ -918,6 +918,9 @@ def hall_class(students: int, processes: int, pushes: int, seed: int, store: str
             push["unanswered"] = sum(s.unanswered for s in room.students)
         finally:
             room.close()
+        logs = [server.log_tail(50_000_000) for server in farm.servers]
+        push["dropped"] = sum(log.count("Dropped a fragment rerun naming page") for log in logs)
+        push["resent"] = sum(log.count("that page is sent to it again") for log in logs)
         log(f"  {students} on {processes}: each screen p95 {ms(percentile(push['per_student'], 95))} ms, the last "
             f"p95 {ms(percentile(push['per_push'], 95))} ms, missing {push['missing']}")
         return {"students": students, "processes": processes, "store": farm.store_kind, "idle": idle,
@@ -945,11 +948,18 @@ def hall_table(classes: list[dict]) -> Table:
                   f"processes {p['others'] * 100:.0f}%; load average {c['load'][0]:.2f} after"]]
     errors = [e for c in classes for e in c["idle"]["errors"] + c["push"]["errors"] + c["push"]["late"]]
     unanswered = sum(c["push"].get("unanswered", 0) for c in classes)
+    for c in classes:
+        if c["push"].get("dropped") or c["push"].get("resent"):
+            notes_guard = (f"{c['students']} on {c['processes']}: the servers dropped {c['push']['dropped']} ticks naming "
+                           f"a page the session had left and sent {c['push']['resent']} screens their page again "
+                           "(ui/fragment_guard.py: a client that missed a page switch).")
+            c["guard_note"] = notes_guard
     notes = ["Each student a websocket client as in (a) above, one thread each in one client process on the same 2 "
              "cores; a student's screen wakes when the room changes (ui/room/wake.py: one watcher a process runs "
              "each follower's fragment) and ticks on its slower timer for presence. From the teacher's click sent to "
              "the end of the run that shows the new page with the new setting. Over several processes the students "
              "are spread by the client (student i on process i mod K) and the rooms are in a real redis-server."]
+    notes += [c["guard_note"] for c in classes if c.get("guard_note")]
     if unanswered:
         notes.append(f"{unanswered} ticks of the students' timers were answered with nothing within 5 s (the server "
                      "drops a tick naming a fragment or page the session has left; a browser does not wait for one).")
