@@ -276,6 +276,26 @@ def state(store: Store, code) -> RoomState:
                      json.loads(room["poll"]) if room.get("poll") else None, room.get("locked") == "1")
 
 
+def shown(store: Store, code) -> tuple | None:
+    """What a following screen draws from the room, as one comparable value (the view's version, the question and
+    its reveal, the lock), read in one step: a watcher that sees it change wakes the room's screens at once
+    (ui/room/wake.py). None once the room has ended (its screens then learn it on their run).
+
+        >>> from classroom.store import MemoryStore
+        >>> s = MemoryStore()
+        >>> code, secret = open_room(s, "Period 3")
+        >>> before = shown(s, code)
+        >>> push(s, code, secret, {"page": "app_pages/4_scores.py", "query": {}}) and shown(s, code) != before
+        True
+        >>> end_room(s, code, secret); shown(s, code) is None
+        True
+    """
+    room = store.hgetall(_key(_code(code)))
+    if not room:
+        return None
+    return room.get("version", "0"), room.get("poll", ""), room.get("locked", "")
+
+
 def _stage(view: dict) -> dict:
     """A view's predict state, checked: {"hide": [...], "stage": "predict" | "revealed"}, each only if given.
 

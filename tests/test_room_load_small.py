@@ -5,6 +5,8 @@ chart, the teacher's "30 of 30 students answered", each student's own answer, ea
 reveal, and (with Debian's redis-server: the app's store is then Redis) the store itself."""
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from bench._common import Server
@@ -47,4 +49,28 @@ def test_thirty_answers_in_one_second_are_all_counted(app):
         assert poll["store"] == poll["expected"]
     assert poll["own_ok"] == STUDENTS and poll["revealed_ok"] == STUDENTS
     assert poll["send_spread"] < 1.0                             # released together: the same second
+    assert "Traceback" not in server.log_tail(100_000)
+
+
+def test_a_push_reaches_screens_that_do_not_ask(app):
+    """ui/room/wake.py: the students' screens send nothing after joining (no tick of their timer, which the page
+    sets to the slow FOLLOW_SECONDS), yet each gets the run the push causes and shows the new page and setting."""
+    from ui.room.follow import FOLLOW_SECONDS
+
+    server, _ = app
+    klass = room.open_class([server.port], 3, nick=lambda i: f"listener {i + 1}")
+    try:
+        assert [s.interval() for s in klass.students] == [FOLLOW_SECONDS] * 3
+        klass.teacher.go(room.PUSH_PAGES[1])
+        klass.teacher.set_temperature(1.35)
+        shown = (room.PUSH_PAGES[1], room.temperature_of(klass.teacher.s.query))
+        assert shown[1] is not None
+        klass.teacher.push()
+        for s in klass.students:
+            deadline = time.perf_counter() + 30                    # a bound: it comes (tests/load measures how fast)
+            while (s.s.page, room.temperature_of(s.s.query)) != shown:
+                assert time.perf_counter() < deadline, (s.s.page, s.s.query)
+                s.listen(deadline - time.perf_counter())
+    finally:
+        klass.close()
     assert "Traceback" not in server.log_tail(100_000)

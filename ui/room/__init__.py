@@ -11,5 +11,6 @@ The rooms, their stores and the pacing are the classroom package's (no Streamlit
     check        a lesson's check in the teacher's bar: the same questions before the first stop and after the last
     rejoin       a reload is not a goodbye: the cookie, the welcome back, the tick that sees the room
     travel       what a push carries beside the view (a trained run) and what it cannot, said first
+    wake         a push wakes the class: one watcher a process runs the followers' fragments when their room changes
     hide         a lesson stop's answers hidden on a student's screen until the reveal ("?" cells, waiting text)
 """

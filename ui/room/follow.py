@@ -6,6 +6,8 @@ Following: when the room's view is newer than the one this session last put in, 
 1.67: it requests a full run of the new page). Stepped out: the view this session shows is no longer the one
 put in (a setting, a control, a tab, a cell or another page); the teacher's next view then waits for a click.
 The room's question (ui/room/poll.py's card) is drawn in the same fragment, from the same read of the room.
+A change of the room (a push, a question, the lock) runs the fragment at once: ui/room/wake.py's watcher wakes it;
+its own timer is then the slow FOLLOW_SECONDS (presence, a removal), or POLL_SECONDS where no wake can be made.
 """
 from __future__ import annotations
 
@@ -16,16 +18,19 @@ from classroom import pacing
 from classroom.presence import removed_words
 
 from ..page_state import CELL, settle, view_of
+from . import wake
 from .poll import student_poll_card
 from .rejoin import keep_cookie, taken_over, tick
 from .session import ROOM_PAGE, go, known_page, leave, store
 from ..text import md_escape
 
-POLL_SECONDS = 0.3               # a following screen changes within about this after a push (+ the page runs)
+POLL_SECONDS = 0.3               # without a wake: a following screen changes within about this after a push
+FOLLOW_SECONDS = 2.0             # woken by a push: the timer only says the student is here (presence.SEEN_EVERY)
 OUT_SECONDS = 1.5                # a student exploring on their own: the teacher's news and a poll within this
-# Measured (tests/load/room.py, 30 students, one process): the page runs of a push take 30 × ~22 ms of the GIL
-# whatever the timer, so the timer's half-period is what is left to spend; a tick costs ~2.5 ms (a bare
-# fragment's 2.4 ms is Streamlit's floor), so the explorers' slower timer gives their moves that CPU back.
+# Measured (tests/load/room.py): a tick costs ~2.5-3 ms (a bare fragment's 2.4 ms is Streamlit's floor). Polling,
+# 30 screens at 0.3 s were 100 ticks/s (29% of a core) and a push waited up to a tick for each screen; 150 would
+# be 500 ticks/s, 1.5 of 2 cores. Woken (ui/room/wake.py), the push starts every run at once and the idle class
+# costs 1/FOLLOW_SECONDS tick a student a second.
 BACK = "Back to the teacher's view"
 LOCKED_LINE = (":material/lock: Your teacher has locked the view: your screen stays on theirs, and changes you make "
                "are undone until they unlock it.")
@@ -112,6 +117,15 @@ def stepped_out(here: dict) -> bool:
     return not state.get("room.following")
 
 
+def _switch_lost(view: dict, version: int) -> bool:
+    """The view last put in is the room's, yet its page has not run in this session since (no baseline yet) and the
+    session is on another page: the page switch was lost on the way (seen under load about once in a hundred
+    screens, tests/load/room.py), and nothing else would bring the student there."""
+    state = st.session_state
+    return (known_page(view.get("page")) and int(state.get("room.applied") or 0) == version
+            and state.get("room.baseline") is None and state.get("s.page") not in (None, view["page"]))
+
+
 def _moved(here: dict, baseline: dict) -> bool:
     if here == baseline:
         return False
@@ -126,6 +140,8 @@ def _follow_room() -> None:
     code = state.get("room.code")
     if not code or state.get("room.secret"):
         return
+    if _follow_seconds == FOLLOW_SECONDS:
+        wake.follow(store(), code)                # first: a change of the room after this wakes this fragment
     try:
         room = classroom.state(store(), code)
     except classroom.NoRoom:                      # the room ended (expired) while the student was in it
@@ -160,6 +176,8 @@ def _follow_room() -> None:
     _report(code, out)
     if newer and not out and known_page(view.get("page")):
         go(view, version)
+    elif not out and view and _switch_lost(view, version):       # put in, but its page never ran: again
+        go(view, version)
     elif view:                                    # stepped out: the teacher's stop still hides its answer here
         state["room.hide"], state["room.stage"] = list(view.get("hide") or ()), view.get("stage")
     with st.container(border=True):
@@ -184,5 +202,6 @@ def _follow_room() -> None:
     keep_cookie()             # last in the fragment: a page switch can drop what the page run drew, not this
 
 
-_follow = st.fragment(run_every=POLL_SECONDS)(_follow_room)          # following: a push shows within ~0.3 s
+_follow_seconds = FOLLOW_SECONDS if wake.available() else POLL_SECONDS
+_follow = st.fragment(run_every=_follow_seconds)(_follow_room)      # following: woken by a push, or polling
 _follow_out = st.fragment(run_every=OUT_SECONDS)(_follow_room)      # stepped out: news and polls within 1.5 s

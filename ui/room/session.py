@@ -34,6 +34,7 @@ import streamlit as st
 import classroom
 from classroom.store import REDIS_URL_VARIABLE
 
+from . import wake
 from .. import nav
 from ..settings import apply_view
 
@@ -68,6 +69,7 @@ def leave(forget: bool = True) -> None:
     `forget` this browser's cookie too (not when another tab of the same browser now holds the place)."""
     for key in KEYS:
         st.session_state.pop(key, None)
+    wake.forget()                                 # no push wakes this session now
     if forget:
         st.session_state["room.cookie"] = ""
 
