@@ -252,15 +252,42 @@ def render(tables: list[Table], started: str, load_before: str, seconds: float, 
     return "\n\n".join(["\n".join(head), *(t.markdown() for t in tables)]) + "\n"
 
 
+def rewrite_parts(parts: set[str], o: dict, doc: Path = OUT) -> None:
+    """Measure some parts alone and put each of their sections ("## ...", with the tables under it) in place of
+    the one in the file, with a line saying when and at what load it was measured (the file's header says when
+    the rest was)."""
+    started, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load()
+    groups: list[list[str]] = []
+    for t in run_parts(parts, o):
+        text = t.markdown()
+        if text.startswith("## ") or not groups:
+            groups.append([text])
+        else:
+            groups[-1].append(text)
+    said = (f"This section measured alone (`python bench/report.py --only {','.join(sorted(parts))}`) {started}; "
+            f"load average {load_before} before, {load()} after.")
+    for group in groups:
+        heading, _, rest = group[0].partition("\n")
+        write_section(heading, "\n\n".join([f"{heading}\n\n{said}\n{rest}", *group[1:]]), doc=doc)
+    print(f"rewrote {len(groups)} sections of {doc}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--quick", action="store_true", help="few repeats, the defaults level only (a smoke test)")
     ap.add_argument("--skip", default="", help=f"comma-separated parts to leave out: {', '.join(PARTS)}")
+    ap.add_argument("--only", default="", help="comma-separated parts to measure alone: their sections are rewritten "
+                                               "in place, each saying when it was measured; the others stay")
     ap.add_argument("--threads", help="threads for numpy's BLAS and torch, in every part (default: theirs); "
                                       "on a machine shared with other work, 1 (see bench/backward.py)")
     args = ap.parse_args()
     parts = set(PARTS) - set(filter(None, args.skip.split(",")))
+    if args.only:
+        only = set(filter(None, args.only.split(",")))
+        assert only <= set(PARTS), f"parts: {', '.join(PARTS)}"
+        rewrite_parts(only, QUICK if args.quick else FULL, args.out)
+        return
     started, load_before, t0 = datetime.date.today().isoformat(), load(), time.perf_counter()
     tables = run_parts(parts, QUICK if args.quick else FULL)
     text = render(tables, started, load_before, time.perf_counter() - t0, args.quick)

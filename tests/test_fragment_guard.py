@@ -148,14 +148,18 @@ def test_a_browser_that_missed_the_new_page_gets_it_again(servers):
     try:
         s.page, s.page_script_hash = "b", ""
         b = s.rerun()                                     # the browser missed this: it goes on naming page A
-        t0, ticks = time.perf_counter(), 0
-        while time.perf_counter() - t0 < fragment_guard.RESEND_AFTER_S + 0.15:   # its timer, every 0.3 s
-            _stale_tick(s, page_a, fragment)
-            ticks += 1
-            time.sleep(0.3)
-        resent = _runs_after(s, 3.0)                      # the dropped ones sent nothing: one run, B's
+        t0, ticks, resent = time.perf_counter(), 0, []
+        for _ in range(3):                                # a loaded server may take the ticks late, and bunched:
+            while time.perf_counter() - t0 < fragment_guard.RESEND_AFTER_S + 0.15:    # so a few more (a bound,
+                _stale_tick(s, page_a, fragment)                                      # not a speed)
+                ticks += 1
+                time.sleep(0.3)
+            resent = _runs_after(s, 3.0)                  # the dropped ones sent nothing: one run, B's
+            if resent:
+                break
+            t0 = time.perf_counter() - fragment_guard.RESEND_AFTER_S + 1.0              # ~4 more ticks
         assert [r.page_script_hash for r in resent] == [b.page_script_hash], ticks
-        assert ticks >= fragment_guard.RESEND_AFTER_N
+        assert ticks >= fragment_guard.RESEND_AFTER_N, ticks
         assert "end of B" in _texts(resent[0]) and "fragment on B" in _texts(resent[0])   # a full run of B
         assert "that page is sent to it again" in server.log_tail(1_000_000)
         _stale_tick(s, page_a, fragment)                  # and the count starts again: the next one is dropped
