@@ -55,10 +55,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     c = model.config
     if link is not None:
-        if link.is_symlink():
-            link.unlink()
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(model.folder, target_is_directory=True)
+        try:
+            if link.is_symlink():
+                link.unlink()
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(model.folder, target_is_directory=True)
+        except OSError as error:                                        # a file or folder already there
+            print(f"{name} runs, but the link {link} to {model.folder} cannot be made: {error}", file=sys.stderr)
+            return 1
     print(f"{name} runs: {model.n_parameters:,} parameters, {c.n_layers} layer{'s' * (c.n_layers != 1)} of "
           f"{c.n_heads} heads "
           f"({c.model_type}), {trace.n} tokens of a sentence through it, in {model.folder}"

@@ -226,3 +226,11 @@ def test_with_hidden_numbers_the_colour_key_gives_no_end():
     top = tuple(map(int, np.unravel_index(np.abs(step.value).argmax(), step.value.shape)))
     spec, _ = heatmap_spec(trace, step, hidden=[top])
     assert spec["layer"][0]["encoding"]["color"]["condition"]["legend"]["description"] == "Colour key, palest at 0"
+
+
+def test_the_class_answer_bars_say_each_count_the_right_answer_and_yours():
+    from ui.room.poll import poll_bars_spec
+    said = poll_bars_spec(["0.5", "0.25"], [1, 0], right=0, you=1)["description"]
+    assert said == ("The class's answers, a bar for each choice: A. 0.5: 1 student (the right answer); "
+                    "B. 0.25: 0 students (your answer).")
+    assert "right" not in poll_bars_spec(["0.5", "0.25"], [2, 3])["description"].split(":", 1)[1]

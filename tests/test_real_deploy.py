@@ -90,6 +90,12 @@ def test_the_fetch_script_runs_the_model_from_a_cache_offline(tmp_path):
     snapshot = cache / "models--tiny--gpt2" / "snapshots" / "0123456789abcdef0123456789abcdef01234567"
     assert ran.endswith(f"in {snapshot} (linked from {link}).")
     assert link.is_symlink() and link.resolve() == snapshot.resolve() and (link / "config.json").is_file()
+    taken = tmp_path / "taken"                          # --link onto a folder already there: the reason, exit 1
+    (taken / "x").mkdir(parents=True)
+    out = subprocess.run([sys.executable, "deploy/fetch_model.py", "tiny/gpt2", "--link", str(taken)], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith(f"tiny/gpt2 runs, but the link {taken} to {snapshot} cannot be made")
 
 
 def test_the_fetch_script_says_why_it_cannot(tmp_path, monkeypatch, capsys):

@@ -886,10 +886,10 @@ def table(r: dict, n: int, replicas: int) -> Table:
 
 HALL = "### A lecture hall"
 HALL_TARGETS = {1: 1.0, 2: 2.5}      # p95 seconds of a push by processes: 30 on one (issue 31), 150 over replicas
-HALL_PROSE = ("The room takes up to 150 students (classroom.room.MAX_MEMBERS). Targets (issue 31): a push reaches 30 "
+HALL_PROSE = ("The room takes up to 150 students (classroom.room.MAX_MEMBERS). Targets: a push reaches 30 "
               "students' screens within 1 s at p95 on one app process, and 150 within 2.5 s at p95 over the replica "
-              "recipe (2 processes and Redis) on one 2-core machine; 150 page runs of ~22 ms are ~1.7 s of two "
-              "cores, the floor. `python tests/load/room.py --hall 30:1,150:2 --write` rewrites this part.")
+              "recipe (2 processes and Redis) on one 2-core machine; 150 page runs of ~22 ms are ~3.3 s of CPU, ~1.7 s "
+              "on two cores: the floor. `python tests/load/room.py --hall 30:1,150:2 --write` rewrites this part.")
 
 
 def parse_hall(text: str) -> list[tuple[int, int]]:

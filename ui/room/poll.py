@@ -70,8 +70,9 @@ def poll_bars_spec(choices, counts, right: int | None = None, you: int | None = 
              "mark": {"type": "bar", "color": BAND},
              "encoding": {"x": {"datum": 0}, "x2": {"datum": top}}}] if right is not None else []
     font = 18 if big else 13
+    marks_said = {"right": "the right answer", "you": "your answer"}
     said = "; ".join(f"{v['label']}: {v['count']} student{'' if v['count'] == 1 else 's'}"
-                     + "".join(f" ({m})" for m in v["tag"].split(" · ")[1:]) for v in values)
+                     + "".join(f" ({marks_said[m]})" for m in v["tag"].split(" · ")[1:]) for v in values)
     return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": values},
             "description": f"The class's answers, a bar for each choice: {said}.",   # a screen reader's words
             "width": 560 if big else 380, "height": {"step": 46 if big else 32},
