@@ -234,3 +234,11 @@ def test_the_class_answer_bars_say_each_count_the_right_answer_and_yours():
     assert said == ("The class's answers, a bar for each choice: A. 0.5: 1 student (the right answer); "
                     "B. 0.25: 0 students (your answer).")
     assert "right" not in poll_bars_spec(["0.5", "0.25"], [2, 3])["description"].split(":", 1)[1]
+
+
+def test_bahdanau_training_curve_says_what_it_shows():
+    """The alignment page's loss curve (drawn by its own cached spec, not ui.chart): its ends, by hand."""
+    from ui.variants.alignment_train import loss_chart
+    _, spec = loss_chart((1.0, 0.5, 0.25, 0.2))
+    assert spec["description"] == ("Line chart “Training loss (MSE per sequence)”: loss against training sequence, "
+                                   "1.00 at 1 to 0.20 at 4.")

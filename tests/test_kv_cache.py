@@ -508,7 +508,7 @@ def proof(at) -> tuple[float, float, str]:
 
 def badge_of(at, title: str) -> list[str]:
     md = next(m.value for m in at.markdown if title in m.value)
-    return re.findall(r"straighten: ([^\]]+)\]", md)
+    return re.findall(r":blue-badge\[([^\]]+)\]", md)
 
 
 def status(at, t: int) -> str:

@@ -31,8 +31,9 @@ __all__ = ["badge_text", "heading", "shape_badge", "side_row", "side_info", "cli
 
 
 def badge_text(step: Step) -> str:
-    """The shape with its named axes as a blue badge, in Streamlit's markdown."""
-    return f":blue-badge[:material/straighten: {step.shape_text}]"
+    """The shape with its named axes as a blue badge, in Streamlit's markdown (no icon: a screen reader read it
+    out in every step's heading, "straighten icon")."""
+    return f":blue-badge[{step.shape_text}]"
 
 
 def heading(title: str, step: Step, formula: str | None = None) -> str:

@@ -2,7 +2,8 @@
 
 - on every page whose heatmaps explain their cells, a cell is explained from the keyboard: Tab from the top of the
   page to the first row and column pickers under a heatmap, choose a row and a column with the arrows and Enter, and
-  the cell's explanation is on the page and its cell in the link (as a click makes it);
+  the cell's explanation is on the page and its cell in the link (as a click makes it): every page's walk does it
+  first (tests/e2e/test_walk.py, Walk.keyboard_pick, with this module's steps);
 - one page walked: the skip link is the first stop, the page's own controls a few stops after it, every stop shows
   where the focus is (the pixels of the element change when the focus arrives), Shift-Tab goes back the way Tab came
   and Tab leaves the page's content at its end (no trap).
@@ -11,23 +12,10 @@ One server (the shared one), one browser context, the pages in sequence.
 """
 from __future__ import annotations
 
-import os
 import re
-from urllib.parse import parse_qs, urlparse
 
 from tests.e2e.conftest import open_page
 
-# every page with a heatmap whose cells explain themselves at the defaults (a step's box, explained_heatmap, the KV
-# cache's). CI walks one page of each way a heatmap gets its pickers (a page costs ~4 s of a worker: the 15 would
-# cost 60 s, over this test's budget); ATTENTION_EXPLORER_KEYBOARD_ALL=1 walks all 15 (run before a release).
-ALL = ["embeddings", "positional", "softmax", "multi_head", "training_step", "alignment", "grid", "pytorch_mha",
-       "rope", "masks", "kv_cache", "online_softmax", "block", "next_token", "block_gradients"]
-EACH_WAY = ["embeddings",          # explained_heatmap (a fragment of its own)
-            "softmax",             # a step's box, one heatmap (ui.step)
-            "multi_head",          # a step's box, a heatmap per head
-            "online_softmax",      # explained_heatmap_box inside the page's fragment
-            "kv_cache"]            # the KV cache's own heatmaps; its first is one row: a column picker alone
-PAGES = ALL if os.environ.get("ATTENTION_EXPLORER_KEYBOARD_ALL") == "1" else EACH_WAY
 
 FOCUSED = """() => { const e = document.activeElement; if (!e || e === document.body) return null;
   const host = e.closest('[data-testid]');
@@ -58,28 +46,6 @@ def choose(tab, downs: int) -> None:
     for _ in range(downs):
         tab.keyboard.press("ArrowDown")
     after_run(tab, lambda: tab.keyboard.press("Enter"), timeout_ms=30_000)
-
-
-def test_every_explaining_heatmap_page_explains_a_cell_from_the_keyboard(app_server, laptop):
-    tab = laptop()
-    for path in PAGES:
-        open_page(tab, app_server, path)
-        tab.keyboard.press("Tab")
-        assert focused(tab)["testid"] == "stSkipToContent", path
-        picker, _ = tab_to(tab, lambda f: bool(PICKER.match(f["label"])))
-        row = picker["label"].startswith("Row")
-        explained = tab.locator("[class*='st-key-xp-']")
-        before = explained.count()                                 # (a page may explain something of its own)
-        if row:
-            choose(tab, 2)                                         # row 1
-            assert focused(tab)["label"] == picker["label"], f"{path}: the focus stays on the picker"
-            assert explained.count() == before, f"{path}: a row alone explains nothing"
-            tab_to(tab, lambda f: f["label"].startswith("Column of"), most=3)
-        choose(tab, 1)                                             # column 0
-        cell = parse_qs(urlparse(tab.url).query).get("cell", [""])[0]
-        want = (1, 0) if row else (0, 0)
-        assert cell.endswith(f".{want[0]}.{want[1]}"), f"{path}: the link carries the cell picked ({cell!r})"
-        assert explained.count() == before + 1, f"{path}: the cell's explanation is on the page"
 
 
 # Streamlit's own chrome whose focus shows no change of pixels in 1.67 (measured here): a chart's toolbar buttons

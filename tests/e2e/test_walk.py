@@ -316,6 +316,7 @@ class Walk:
         except Exception as err:
             self.fail("opening the page", [f"{type(err).__name__}: {err}"])
         self.check("on opening the page")
+        self.keyboard_pick()
         step = attempts = 0
         while step < self.steps and attempts < 3 * self.steps:
             attempts += 1
@@ -363,6 +364,41 @@ class Walk:
         self.fold_sidebar()
         self.check("after the window became a phone's")
         self.a11y_seconds += time.perf_counter() - t0 - self.axe_seconds
+
+    def keyboard_pick(self) -> None:
+        """The arithmetic without a mouse (WCAG 2.1.1), on every page whose heatmaps explain their cells: from the
+        top of the page, Tab to the first row and column pickers under a heatmap, choose with the arrows and Enter:
+        the cell's explanation is on the page and its cell in the link, as a click makes them
+        (tests/e2e/test_keyboard.py's steps; there, one page of each kind of heatmap, and a page walked by Tab)."""
+        from urllib.parse import parse_qs, urlparse
+
+        from tests.e2e.test_keyboard import PICKER, choose, focused, tab_to
+        t0 = time.perf_counter()
+        pickers = self.tab.evaluate("() => [...document.querySelectorAll('#stMain [aria-label]')].filter(e => "
+                                    "/^(Row|Column) of .+ to explain$/.test(e.getAttribute('aria-label'))).length")
+        if not pickers:
+            return
+        self.tab.evaluate("() => document.activeElement && document.activeElement.blur()")
+        picker, _ = tab_to(self.tab, lambda f: bool(PICKER.match(f["label"])), most=200)
+        row = picker["label"].startswith("Row")
+        explained = self.tab.locator("[class*='st-key-xp-']")
+        before = explained.count()                             # (a page may explain something of its own)
+        if row:
+            choose(self.tab, 2)                                # row 1
+            if focused(self.tab)["label"] != picker["label"] or explained.count() != before:
+                self.fail("the cell picked with the keyboard", ["after the row alone: the focus left the picker, "
+                                                                 "or something was explained"])
+            tab_to(self.tab, lambda f: f["label"].startswith("Column of"), most=3)
+        choose(self.tab, 1)                                    # column 0
+        want = (1, 0) if row else (0, 0)
+        cell = parse_qs(urlparse(self.tab.url).query).get("cell", [""])[0]
+        self.done.append(f"[keyboard] Tab to “{picker['label']}”, arrows and Enter: cell {want}")
+        self.a11y_seconds += time.perf_counter() - t0
+        problems = ([] if cell.endswith(f".{want[0]}.{want[1]}") else [f"the link's cell is {cell!r}"]) + (
+                    [] if explained.count() == before + 1 else ["no explanation of the picked cell on the page"])
+        if problems:
+            self.fail("the cell picked with the keyboard", problems)
+        self.check("after the cell picked with the keyboard")
 
     def reflows(self) -> None:
         """WCAG 1.4.10 at the walk's end, on the phone and at 320 CSS px: nothing scrolls sideways but a named

@@ -11,6 +11,7 @@ import streamlit as st
 from attention_core import ConfigError
 from attention_core import bahdanau as b
 
+from ..chart_words import spec_sentence
 from ..charts import line_spec
 from ..presenter import presented
 from ..views import chart
@@ -96,7 +97,8 @@ def loss_chart(losses: tuple[float, ...]) -> tuple[object, dict]:
     spec = line_spec([{"step": k + 1, "loss": v} for k, v in enumerate(losses)], "step", "loss",
                      title="Training loss (MSE per sequence)", x_title="training sequence", y_title="loss", width=620)
     rows = pa.Table.from_pylist(spec["data"]["values"])
-    return rows, {k: v for k, v in spec.items() if k != "data"}
+    said = spec_sentence(spec)                          # what it shows, for a screen reader (its aria-label)
+    return rows, {**{k: v for k, v in spec.items() if k != "data"}, **({"description": said} if said else {})}
 
 
 def summary() -> None:
