@@ -765,7 +765,8 @@ def test_random_walk_leaves_no_error(page, app_server, laptop):
     print(f"/{page.path}: {len(walk.times)} interactions in {time.perf_counter() - started:.1f} s (seed {SEED}); "
           "axe-core, the app's violations (Streamlit's listed): "
           + ", ".join(f"{k}: {a} ({b})" for k, (a, b) in walk.axe_counts.items())
-          + f"; {walk.axe_seconds:.1f} s in axe, {walk.a11y_seconds:.1f} s more for it (a click, the window)")
+          + f"; {walk.axe_seconds:.1f} s in axe, {walk.a11y_seconds:.1f} s more for it (a click, the window, the "
+          f"reflow, a cell picked by keyboard: {'yes' if any(d.startswith('[keyboard]') for d in walk.done) else 'no'})")
     if os.environ.get("ATTENTION_EXPLORER_WALK_VERBOSE"):
         for seconds, what in walk.times:
             print(f"   {seconds:5.2f} s  {what}")
