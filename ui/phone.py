@@ -38,6 +38,8 @@ PHONE_CSS = (
     ".st-key-pipeline-wide{display:none}}"
     f"@media (min-width:{PHONE_PX + 1}px){{.st-key-pipeline-tall{{display:none}}}}"
     ".ae-scroll{overflow-x:auto;max-width:100%}"
+    # a picture of a fixed width (the room's QR code, 360 px) and its caption: no wider than the screen
+    "[data-testid='stImageContainer'],[data-testid='stImageContainer'] img{max-width:100%;height:auto}"
     "@media print{.ae-scroll{overflow:visible}}")
 
 

@@ -87,7 +87,7 @@ def fill(tab, label: str, text: str, scope=None) -> None:
 
 def room_code(teacher) -> str:
     """The code of the room the teacher's screen shows large (the room page, just opened)."""
-    big = teacher.locator("h1").filter(has_text=CODE)
+    big = teacher.locator("h2").filter(has_text=CODE)
     expect(big).to_have_count(1, timeout=10_000)
     return CODE.findall(big.inner_text())[0]
 
@@ -187,7 +187,7 @@ def test_a_lesson_in_one_room(room_servers, chromium):
         # the teacher opens a room (server A) and reads its code off the screen
         after_run(teacher, lambda: teacher.goto(f"{a.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)
         click(teacher, "Open a room")                               # its run reruns the page (st.rerun): wait
-        big = teacher.locator("h1").filter(has_text=CODE)           # for the code, the projector's big line
+        big = teacher.locator("h2").filter(has_text=CODE)           # for the code, the projector's big line
         expect(big).to_have_count(1, timeout=10_000)
         codes = CODE.findall(big.inner_text())
         assert len(codes) == 1, big.inner_text()

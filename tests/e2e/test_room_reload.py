@@ -67,7 +67,7 @@ def test_a_reload_is_not_a_goodbye(room_servers, chromium):
     try:
         goto(teacher, f"{a.url}/room")
         click(teacher, "Open a room")
-        big = teacher.locator("h1").filter(has_text=CODE)
+        big = teacher.locator("h2").filter(has_text=CODE)
         expect(big).to_have_count(1, timeout=10_000)
         code = CODE.findall(big.inner_text())[0]
         cookie = room_cookie(teacher)                              # the teacher's: app path, SameSite=Strict

@@ -343,7 +343,7 @@ class Class:
         after_run(self.teacher, lambda: self.teacher.goto(f"{a.url}/room", wait_until="domcontentloaded"),
                   timeout_ms=90_000)
         _click(self.teacher, "Open a room")
-        big = self.teacher.locator("h1").filter(has_text=CODE)
+        big = self.teacher.locator("h2").filter(has_text=CODE)
         big.first.wait_for(timeout=20_000)
         self.code = CODE.findall(big.first.inner_text())[0]
         self.students = [Student(f"S{i}{p}", server) for p, server in enumerate(self.servers) for i in range(self.per)]
