@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+
 try:
     from playwright.sync_api import expect
 except ImportError:
@@ -56,6 +58,9 @@ def _scaled_chart_has(tab, text: str, timeout_ms: float = 15_000) -> list[str]:
     return next((c["texts"] for c in found if text in c["texts"]), [])
 
 
+# Over two processes and Redis only (the memory store is the same operations, tests/test_room_store.py; one
+# process in the browser: tests/e2e/test_room_browser.py): the suite's 15 minutes on 2 cores
+@pytest.mark.parametrize("room_servers", ["redis"], indirect=True, ids=["two-processes-redis"])
 def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(room_servers, chromium):
     a, b = room_servers
     value = _hidden_value()                                # −25.0635…: Ŝ[0,0] on the default settings

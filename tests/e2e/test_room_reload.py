@@ -56,6 +56,9 @@ def here(tab, n: int, timeout_s: float) -> float:
     return time.perf_counter() - t0
 
 
+# Over two processes and Redis only (the memory store is the same operations, tests/test_room_store.py; one
+# process in the browser: tests/e2e/test_room_browser.py): the suite's 15 minutes on 2 cores
+@pytest.mark.parametrize("room_servers", ["redis"], indirect=True, ids=["two-processes-redis"])
 def test_a_reload_is_not_a_goodbye(room_servers, chromium):
     a, b = room_servers
     contexts = [new_context(chromium) for _ in range(4)]
