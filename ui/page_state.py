@@ -26,7 +26,6 @@ from __future__ import annotations
 import streamlit as st
 
 from .own import Clamped, Own, choice, flag, integer, number, tab
-from .stale_widgets import expect_stale, settle
 
 
 # ---- the pages' own controls (page file -> its controls) ------------------------------------------------
@@ -103,7 +102,6 @@ def start(page_file: str) -> None:
     """Before the page draws: keep the last run's values of every declared control, give this page's
     controls their kept values (the widgets are then drawn without a default of their own)."""
     state = st.session_state
-    settle()                                    # a message the browser sent before it drew a view put in
     # The first run on a page (a menu's link, a push): the state the browser sends for the page left behind is not
     # its last word (a widget drawn inside a lazy tab comes back at its default), so the kept values stand, and
     # this page's controls are drawn at theirs.
@@ -176,7 +174,6 @@ def put(page_file: str, query: dict) -> list[str]:
     Each control's widget key is dropped so the widget is drawn at its new value. The notices of values that
     could not be used (the control keeps its default)."""
     state = st.session_state
-    shown = {c.key: state[c.key] for c in controls_of(page_file) if c.key in state}   # what the browser holds
     for c in controls_of(page_file):
         state[f"p.{c.key}"] = c.default
         state.pop(c.key, None)
@@ -186,8 +183,7 @@ def put(page_file: str, query: dict) -> list[str]:
     state["p.sel"] = {}
     own = {k: v for k, v in query.items() if k == CELL or any(c.key == k for c in controls_of(page_file))}
     state["p.put"] = page_file                  # the page opens as the view says (just_put), not as it was left
-    notices = from_query(own)
-    return expect_stale({key: (old, state[f"p.{key}"]) for key, old in shown.items()}) or notices
+    return from_query(own)
 
 
 def just_put(page_file: str) -> bool:

@@ -14,8 +14,6 @@ import streamlit as st
 from attention_core import Config
 from attention_core.labs.export import config_from_query
 
-from .stale_widgets import expect_stale, stale
-
 DEFAULT = Config()
 FIELDS = [f.name for f in fields(Config)]
 
@@ -66,9 +64,6 @@ def widget_key(name: str) -> str:
 def _copy_out(name: str, key: str | None = None) -> None:
     value = st.session_state.get(key or f"w.{name}")
     if value is None or not _valid(name, value):   # a stale or forged widget message: nothing to copy
-        return
-    if stale(key or f"w.{name}", _widget_value(value)):      # sent before the browser drew a view put in: the
-        st.session_state["s.reseed"] = (st.session_state.get("s.reseed") or set()) | {name}   # view's value stands
         return
     if name == "padding":
         value = tuple(sorted(value))
@@ -163,8 +158,7 @@ def apply_view(view: dict) -> list[str]:
         query = {}
     config, notices = config_from_query(query)
     state = st.session_state
-    shown = {k: state[k] for k in state if isinstance(k, str) and k.startswith("w.")}    # what the browser holds
-    for key in shown:
+    for key in [k for k in state if isinstance(k, str) and k.startswith("w.")]:
         del state[key]
     for name in FIELDS:
         state[f"s.{name}"] = getattr(config, name)
@@ -174,14 +168,7 @@ def apply_view(view: dict) -> list[str]:
         state.pop(key, None)
     state["s.url_notices"] = []               # the notices of the link this session opened are no longer in force
     from . import page_state
-    state["p.stale"] = None                   # a view put in before is forgotten: this one's widgets from here
-    expect_stale({k: (_widget_value(old), _widget_value(getattr(config, k.split(".")[1])))
-                  for k, old in shown.items() if k.split(".")[1] in FIELDS})
     return notices + page_state.put(str(view.get("page", "")), query)
-
-
-def _widget_value(value):
-    return list(value) if isinstance(value, tuple) else value
 
 
 def current_settings() -> dict:

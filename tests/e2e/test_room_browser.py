@@ -85,6 +85,15 @@ def fill(tab, label: str, text: str, scope=None) -> None:
     box.fill(text)
 
 
+def redis_pair(room_processes) -> tuple:
+    """(A, B): the two app processes sharing the session's redis-server (a skip without redis-server; a failure
+    under ATTENTION_EXPLORER_REQUIRE_REDIS=1, through the redis_url fixture the caller asks for)."""
+    if "redis" not in room_processes:
+        pytest.skip("no redis-server")
+    a, b = room_processes["redis"]
+    return a, b
+
+
 def room_code(teacher) -> str:
     """The code of the room the teacher's screen shows large (the room page, just opened)."""
     big = teacher.locator("h2").filter(has_text=CODE)

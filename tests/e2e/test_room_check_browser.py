@@ -25,7 +25,7 @@ except ImportError:
 
 from bench._common import after_run, new_context
 from tests.e2e.conftest import warm
-from tests.e2e.test_room_browser import button, click, join, no_errors, room_code, shot
+from tests.e2e.test_room_browser import button, click, join, no_errors, redis_pair, room_code, shot
 from tests.e2e.test_room_pacing_browser import sees as sees_in, text
 
 MARKUP = "**x** <b>y</b>"
@@ -45,9 +45,7 @@ def _lesson():
 
 @pytest.fixture(scope="module")
 def servers(room_processes, redis_url):
-    if "redis" not in room_processes:
-        pytest.skip("no redis-server")
-    a, b = room_processes["redis"]
+    a, b = redis_pair(room_processes)
     warm([a, b], [("lessons", f"lesson={_lesson()[1]}"), ("room", "")])
     return a, b
 

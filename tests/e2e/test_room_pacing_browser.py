@@ -25,7 +25,7 @@ except ImportError:
 
 from bench._common import after_run, new_context
 from tests.e2e.conftest import warm
-from tests.e2e.test_room_browser import (button, click, go, join, no_errors, room_code, set_sentence, shot,
+from tests.e2e.test_room_browser import (button, click, go, join, no_errors, redis_pair, room_code, set_sentence, shot,
                                          sidebar_sentence, wait_url)
 
 SEE_S = 8.0                    # the teacher's line and table refresh every 2 s; a student's report within a tick
@@ -43,9 +43,7 @@ def _lesson():
 @pytest.fixture(scope="module")
 def servers(room_processes, redis_url):
     """Server A (the teacher, Ben) and B (Ana), sharing the session's redis-server; the lesson's views run once."""
-    if "redis" not in room_processes:
-        pytest.skip("no redis-server")
-    a, b = room_processes["redis"]
+    a, b = redis_pair(room_processes)
     lesson, link = _lesson()
     stop = lesson.stops[STOP]
     query = "&".join(f"{k}={v}" for k, v in stop.query.items())

@@ -17,7 +17,7 @@ import classroom
 from classroom import pacing
 from classroom.presence import removed_words
 
-from ..page_state import CELL, settle, view_of
+from ..page_state import CELL, view_of
 from . import wake
 from .poll import student_poll_card
 from .rejoin import keep_cookie, taken_over, tick
@@ -166,7 +166,6 @@ def _follow_room() -> None:
     version = int(view.get("version", 0)) if view else 0
     newer = version > int(state.get("room.applied") or 0)
     state["room.locked"] = room.locked
-    settle(forget=False)                          # a tick the browser sent before it drew a view put in: no move
     out = stepped_out(view_of(state.get("s.page")))
     if (out and room.locked and view and known_page(view.get("page"))      # locked: back to the teacher's view
             and state.get("s.page") != ROOM_PAGE):                          # (not from the room page: to leave)
