@@ -24,7 +24,7 @@ OVERFLOW_JS = """() => {
   const name = e => (e.getAttribute('data-testid') || e.tagName.toLowerCase())
                     + (e.getAttribute('aria-label') ? `[${e.getAttribute('aria-label').slice(0, 40)}]` : '');
   const named = e => (e.getAttribute('role') === 'region' && !!e.getAttribute('aria-label') && e.tabIndex >= 0)
-    || !!e.closest("[data-testid='stDataFrame'], [data-testid='stCode'], [role='tablist']")
+    || !!e.closest("[data-testid='stDataFrame'], [data-testid='stTable'], [data-testid='stCode'], [role='tablist']")
     || e.classList.contains('katex-display');
   const out = [];
   if (document.documentElement.scrollWidth > vw + 1) out.push({el: 'document', w: document.documentElement.scrollWidth, why: 'page'});
