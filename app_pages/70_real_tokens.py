@@ -32,14 +32,14 @@ st.markdown("At the last position the model scores every token of its vocabulary
 with st.container(border=True):
     T, k, p, seed = next_view.controls(model.config.vocab)
 try:
-    out = next_view.sample(trace, T, k, p, seed)
+    said, bars = next_view.drawn(trace, T, k, p, seed)
 except ConfigError as err:
     st.error(str(err), icon=":material/error:")
     st.stop()
-st.markdown(next_view.said(trace, out, T, k, p))
+st.markdown(said)
 st.latex(r"T = 0:\; \text{the next token is } \arg\max_j z_j \text{ (the first, at a tie)}" if T == 0 else
          r"p = \mathrm{softmax}(z / T) \;\to\; \text{top-}k \;\to\; \text{top-}p \;\to\; "
          r"p'_j = \frac{p_j\,\text{kept}_j}{\sum_i p_i\,\text{kept}_i} \;\to\; "
          r"\text{the first } j \text{ with } p'_0 + \dots + p'_j > u")
 st.caption(f"The {next_view.SHOWN} most probable tokens (a token's id, then its piece as the vocabulary stores it).")
-ui.chart(next_view.bars_spec(trace, out, T))
+ui.chart(bars)

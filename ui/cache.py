@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 
 from attention_core import Config, Trace, run_forward
 
@@ -10,6 +12,27 @@ from attention_core import Config, Trace, run_forward
 def get_trace(config: Config) -> Trace:
     """run_forward, once per distinct Config (a frozen, hashable dataclass); Step values are read-only."""
     return run_forward(config)
+
+
+_BESIDE = threading.Lock()
+
+
+def beside(trace: Trace, name: str, key, make, size: int = 16):
+    """make(), once per (name, key) while `trace` lives: what a view builds from a Trace cached per process and its
+    own hashable controls (a seeded draw and its bars, a table of the tokens), kept in the trace's facts, so every
+    session's rerun that shows the same trace with the same controls reuses it, and it goes when the trace goes. At
+    most `size` keys a name (the oldest dropped). The value is shared: read-only, as the trace's Steps are."""
+    with _BESIDE:
+        memo = trace.facts.setdefault(f"beside:{name}", OrderedDict())
+        if key in memo:
+            memo.move_to_end(key)
+            return memo[key]
+    value = make()                                  # outside the lock: an error is raised, nothing is kept
+    with _BESIDE:
+        memo[key] = value
+        while len(memo) > size:
+            memo.popitem(last=False)
+    return value
 
 
 @functools.lru_cache(maxsize=64)

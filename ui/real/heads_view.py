@@ -22,21 +22,25 @@ def grid_tokens(n_layers: int, n_heads: int, n: int) -> int:
 
 
 def grid_rows(trace, m: int) -> dict:
-    """The grid's cells as columns (the causal half of each head's first m × m weights), built with numpy."""
+    """The grid's cells as columns (the causal half of each head's first m × m weights), built with numpy: positions
+    as 16-bit integers and the tokens' labels dictionary-encoded (each label once), so that the table Streamlit
+    serializes and hashes on every rerun is a third of its plain size; x2 and y2 (x + 1, y + 1) are computed in
+    the chart."""
+    import pyarrow as pa
     atts = trace.facts["attention"]
     n_layers, n_heads, side = len(atts), trace.facts["n_heads"], m + 1
     i, j = np.tril_indices(m)                                                  # (c,) each: the causal half
     w = np.stack([att["weights"].value[:, :m, :m] for att in atts])            # (L, H, m, m)
     l, h = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     l, h = l.reshape(-1, 1), h.reshape(-1, 1)                                  # (L·H, 1): one row per head
-    label = [f"{k} {t}" for k, t in enumerate(trace.tokens[:m])]
+    label = pa.array([f"{k} {t}" for k, t in enumerate(trace.tokens[:m])])
     shape = (n_layers * n_heads, len(i))
-    return {"layer": np.broadcast_to(l, shape).ravel(), "head": np.broadcast_to(h, shape).ravel(),
-            "x": (h * side + j).ravel(), "x2": (h * side + j + 1).ravel(),
-            "y": (l * side + i).ravel(), "y2": (l * side + i + 1).ravel(),
+    small = np.int16 if side * max(n_layers, n_heads) < 2 ** 15 else np.int32  # GRID_CELLS keeps it small
+    flat = lambda a: np.broadcast_to(a, shape).ravel().astype(small)
+    return {"layer": flat(l), "head": flat(h), "x": flat(h * side + j), "y": flat(l * side + i),
             "A": np.round(w[:, :, i, j].reshape(-1), 4),
-            "query": [label[k] for k in np.broadcast_to(i, shape).ravel()],
-            "key": [label[k] for k in np.broadcast_to(j, shape).ravel()]}
+            "query": pa.DictionaryArray.from_arrays(flat(i), label),
+            "key": pa.DictionaryArray.from_arrays(flat(j), label)}
 
 
 def grid_spec(trace) -> tuple[dict, object, int]:
@@ -54,7 +58,8 @@ def grid_spec(trace) -> tuple[dict, object, int]:
     axis = lambda name: {"values": [k * side + m / 2 for k in range(n_layers if name == "layer" else n_heads)],
                          "labelExpr": f"'{name} ' + floor(datum.value / {side})", "grid": False, "ticks": False,
                          "domain": False, "title": None}
-    spec = {"mark": {"type": "rect", "cursor": "pointer"},
+    spec = {"transform": [{"calculate": "datum.x + 1", "as": "x2"}, {"calculate": "datum.y + 1", "as": "y2"}],
+            "mark": {"type": "rect", "cursor": "pointer"},
             "width": cell * n_heads * side, "height": cell * n_layers * side,
             "params": [{"name": "head", "select": {"type": "point", "fields": ["layer", "head"], "on": "click"}}],
             "encoding": {"x": {"field": "x", "type": "quantitative", "axis": {**axis("head"), "orient": "top"},

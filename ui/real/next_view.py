@@ -7,6 +7,8 @@ import streamlit as st
 
 from attention_core.math.sampling import next_token, uniforms
 
+from ..cache import beside
+from ..chart_words import spec_sentence
 from ..colours import SERIES
 from ..text import md_escape
 
@@ -32,6 +34,18 @@ def controls(vocab: int) -> tuple[float, int, float, int]:
     seed = d.number_input("Seed", 0, 2 ** 31 - 1, step=1, key="real.seed",
                           help="Seeds the uniform draw u: the same seed draws the same token.")
     return float(T), int(k), float(p), int(seed)
+
+
+def drawn(trace, T: float, k: int, p: float, seed: int) -> tuple[str, dict]:
+    """(said, the bars' spec with its text alternative) for the controls, built once per (trace, T, top-k, top-p,
+    seed) beside the trace: a rerun with nothing changed neither sorts the vocabulary's logits again nor rebuilds
+    the chart. A ConfigError (a control out of its range) is raised as sample raises it, and nothing is kept."""
+    def make():
+        out = sample(trace, T, k, p, seed)
+        spec = bars_spec(trace, out, T)
+        alt = spec_sentence(spec)
+        return said(trace, out, T, k, p), ({**spec, "description": alt} if alt else spec)
+    return beside(trace, "next_token", (T, k, p, seed), make)
 
 
 def sample(trace, T: float, k: int, p: float, seed: int) -> dict:

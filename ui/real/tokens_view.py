@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..cache import beside
 from ..text import md_escape
 
 SPACE_MARKS = {"Ġ": "Why “Ġ”: this vocabulary is byte-level BPE, GPT-2's scheme: it first turns every byte into a "
@@ -16,10 +17,13 @@ SPACE_MARKS = {"Ġ": "Why “Ġ”: this vocabulary is byte-level BPE, GPT-2's s
 
 def pieces_table(trace) -> None:
     """One row per token: its position, its piece as the vocabulary stores it, its id and the text it stands for."""
-    f = trace.facts
-    rows = [{"i": i, "piece (as stored)": piece, "id": token_id, "text": repr(text)}
-            for i, (piece, token_id, text) in enumerate(zip(f["pieces"], f["ids"], texts(trace)))]
-    st.dataframe(rows, hide_index=True, width="content", height=min(36 * len(rows) + 40, 420))
+    def make():                                     # once per trace (ui/cache.py beside): Arrow, as drawn
+        import pyarrow as pa
+        f = trace.facts
+        return pa.table({"i": list(range(len(f["ids"]))), "piece (as stored)": list(f["pieces"]),
+                         "id": [int(i) for i in f["ids"]], "text": [repr(t) for t in texts(trace)]})
+    rows = beside(trace, "pieces", None, make)
+    st.dataframe(rows, hide_index=True, width="content", height=min(36 * rows.num_rows + 40, 420))
 
 
 def texts(trace) -> list[str]:
