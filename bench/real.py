@@ -19,7 +19,8 @@ no gradients), each measuring:
               weights' float32 size.
 
 And a page rerun with a real model loaded, nothing changed, in AppTest in a fresh process against the one-slider page
-(measured before and after the pages, as bench/apptest_rerun.py does; the pages' reruns interleaved round by round):
+(a rerun of it just before each page's rerun, round by round; the ratio the median of the pairs' ratios, so that a
+change of the machine's load weighs on both):
 every page of the navigation's "A real model" section if it exists (ATTENTION_EXPLORER_REAL_MODEL_DIR naming the
 GPT-2-shaped folder), else a stand-in page on the cached path (the model from st.cache_resource, the sentence's Trace from
 st.cache_resource, one layer's attention weights drawn by ui.views.step_box, every head's heatmap, as the real pages
@@ -261,10 +262,12 @@ step_box(t.facts["attention"][layer], "weights")
 
 
 def rerun_rows(folder: Path, repeats: int, root: Path) -> dict:
-    """Runs in a child process (cwd and sys.path: `root`, the checkout whose pages are measured), as
-    bench/apptest_rerun.py measures: the one-slider page in a fresh AppTest before and after the pages (the reference:
-    the mean of the two medians), and the real pages of root's navigation (or the stand-in), their plain reruns
-    interleaved round by round so that a busy machine weighs on each alike; medians, ms."""
+    """Runs in a child process (cwd and sys.path: `root`, the checkout whose pages are measured): the one-slider page
+    and the real pages of root's navigation (or the stand-in), each in its own AppTest; in every round, each page's
+    plain rerun right after one of the one-slider page, so that a machine whose load changes during the run weighs
+    on the reference and the page alike. A page's ratio is the median of its reruns each over the one-slider rerun
+    just before it; ms are medians. The reference's medians over the first and the second half of the run are
+    kept too: far apart, the load changed while it ran."""
     from streamlit.testing.v1 import AppTest
 
     from bench._common import TRIVIAL_APP, sections
@@ -280,13 +283,7 @@ def rerun_rows(folder: Path, repeats: int, root: Path) -> dict:
 
     scratch = Path(tempfile.mkdtemp(prefix="real_rerun_"))
     (scratch / "one.py").write_text(TRIVIAL_APP)
-
-    def one_slider() -> float:
-        at = AppTest.from_file(str(scratch / "one.py")).run()
-        at.run()
-        return statistics.median(timed(at) for _ in range(max(repeats, 9)))
-
-    before = one_slider()
+    one = AppTest.from_file(str(scratch / "one.py")).run()
     pages = [p for section, ps in sections(root) for p in ps if section == "A real model"]
     apps = []
     for page in pages or [None]:
@@ -298,16 +295,22 @@ def rerun_rows(folder: Path, repeats: int, root: Path) -> dict:
             at.switch_page(page.file)
             apps.append((page.url_path, at))
     first = {name: timed(at) for name, at in apps}
-    for _, at in apps:
+    for at in (one, *(at for _, at in apps)):
         at.run()
+    reference: list[float] = []
     times: dict[str, list[float]] = {name: [] for name, _ in apps}
+    ratios: dict[str, list[float]] = {name: [] for name, _ in apps}
     for _ in range(repeats):
-        for name, at in apps:
+        for name, at in apps:                       # each page's rerun right after a rerun of the one-slider page
+            reference.append(timed(one))
             times[name].append(timed(at))
-    after = one_slider()
+            ratios[name].append(times[name][-1] / reference[-1])
+    half = len(reference) // 2
     rows = [{"page": name, "elements": elements(at._tree), "first": first[name],
-             "plain": statistics.median(times[name]), "errors": len(at.exception)} for name, at in apps]
-    return {"reference": (before + after) / 2, "before": before, "after": after, "rows": rows, "pages": bool(pages)}
+             "plain": statistics.median(times[name]), "ratio": statistics.median(ratios[name]),
+             "errors": len(at.exception)} for name, at in apps]
+    return {"reference": statistics.median(reference), "before": statistics.median(reference[:half] or reference),
+            "after": statistics.median(reference[half:]), "rows": rows, "pages": bool(pages)}
 
 
 STAND_IN_NAME = "stand-in: one layer's weights, every head"
@@ -325,15 +328,16 @@ def rerun_table(folder: Path, repeats: int, threads: int, root: Path = ROOT) -> 
         raise RuntimeError(f"the rerun part failed:\n{out.stderr[-3000:]}")
     r = json.loads(out.stdout.strip().splitlines()[-1])
     rows = [[row["page"], row["elements"], f"{row['first']:.0f}", f"{row['plain']:.1f}",
-             verdict(row["plain"] / r["reference"], TARGETS["rerun"]), row["errors"]] for row in r["rows"]]
+             verdict(row["ratio"], TARGETS["rerun"]), row["errors"]] for row in r["rows"]]
     what = ("the navigation's \"A real model\" pages, ATTENTION_EXPLORER_REAL_MODEL_DIR naming the checkpoint"
             if r["pages"] else
             "a stand-in page (no \"A real model\" section in the navigation yet): the model from st.cache_resource, "
             "the sentence's Trace from st.cache_resource, one layer's weights drawn by ui.views.step_box")
     return Table(f"A page rerun with a real model loaded (the GPT-2-shaped checkpoint), nothing changed, AppTest in a "
-                 f"fresh process; the one-slider page {r['reference']:.1f} ms (before / after the pages: "
-                 f"{r['before']:.1f} / {r['after']:.1f}); median of {repeats} rounds (every page once a round); load average "
-                 f"{before} before, {load_average()} after",
+                 f"fresh process; the one-slider page {r['reference']:.1f} ms (the first / the second half of the "
+                 f"run: {r['before']:.1f} / {r['after']:.1f}), a rerun of it just before each page's; {repeats} rounds "
+                 f"(every page once a round); ratio: the median of a page's rerun over the one-slider rerun just before "
+                 f"it; load average {before} before, {load_average()} after",
                  ["page", "elements", "first run ms (the load and the forward in it)", "plain rerun ms", "ratio",
                   "errors"], rows, [f"Measured: {what}."])
 
@@ -367,7 +371,9 @@ def main() -> None:
     ap.add_argument("--no-rerun", action="store_true", help="leave the page rerun out")
     ap.add_argument("--root", type=Path, default=ROOT,
                     help="the checkout whose real pages the rerun part measures (default: this one)")
-    ap.add_argument("--write", action="store_true", help="write the tables into docs/performance.md's real section")
+    ap.add_argument("--write", action="store_true",
+                    help="write the tables into docs/performance.md's real section (with --models \"\": the rerun "
+                         "table alone, the model table kept)")
     ap.add_argument("--child", choices=("ours", "theirs", "rerun"), help=argparse.SUPPRESS)
     ap.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -386,6 +392,26 @@ def main() -> None:
         from bench import report
         report.write_section(report.REAL_HEADING, report.real_section(tables))
         print(f"\nwrote the section “{report.REAL_HEADING[3:]}” of {report.OUT}")
+    elif args.write and tables and not args.no_rerun:       # the rerun part alone: its table replaced, the rest kept
+        write_rerun(tables[-1])
+
+
+RERUN_TITLE = "A page rerun with a real model loaded"
+
+
+def write_rerun(table: Table) -> None:
+    """Replace the rerun table of docs/performance.md's real section (from its title to the section's end) with
+    `table`, the model table above it kept as it was measured."""
+    from bench import report
+    body = report.OUT.read_text(encoding="utf-8")
+    if report.REAL_HEADING not in body:
+        raise SystemExit(f"no section “{report.REAL_HEADING[3:]}” in {report.OUT}: run with --models to write it whole")
+    head, rest = body.split(report.REAL_HEADING, 1)
+    section, *tail = rest.split("\n## ", 1)
+    kept = section.split(RERUN_TITLE, 1)[0].rstrip("\n")
+    section = kept + "\n\n" + table.markdown() + "\n"
+    report.OUT.write_text(head + report.REAL_HEADING + section + ("\n## " + tail[0] if tail else ""), encoding="utf-8")
+    print(f"\nwrote the rerun table of the section “{report.REAL_HEADING[3:]}” of {report.OUT}")
 
 
 if __name__ == "__main__":
