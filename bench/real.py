@@ -339,7 +339,10 @@ def rerun_table(folder: Path, repeats: int, threads: int, root: Path = ROOT) -> 
                  f"(every page once a round); ratio: the median of a page's rerun over the one-slider rerun just before "
                  f"it; load average {before} before, {load_average()} after",
                  ["page", "elements", "first run ms (the load and the forward in it)", "plain rerun ms", "ratio",
-                  "errors"], rows, [f"Measured: {what}."])
+                  "errors"], rows, [f"Measured: {what}. What a page builds from the sentence's cached Trace and its "
+                                    "own controls is kept beside the Trace (ui/cache.py beside: the next token's "
+                                    "draw, its sentence and bars; the tokens' table; the grid of every head), so a "
+                                    "rerun with nothing changed pays for Streamlit's elements and little else."])
 
 
 def measure(models: list[str], directory: Path = DEFAULT_DIR, layers: int | None = None, tokens: int = 32,

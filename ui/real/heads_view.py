@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from ..cache import beside
 from ..charts import SEQUENTIAL
 from ..text import md_escape
 from ..views import explained_heatmap_box, heading
@@ -45,10 +46,12 @@ def grid_rows(trace, m: int) -> dict:
 
 def grid_spec(trace) -> tuple[dict, object, int]:
     """(the Vega-Lite spec of every head's weights in one chart, its cells as a pyarrow Table, m the tokens each
-    pattern shows): built once per Trace (kept in its facts: the Trace is cached per process and every rerun of
+    pattern shows): built once per Trace (ui/cache.py beside: the Trace is cached per process and every rerun of
     every session that shows it draws the same grid)."""
-    if "grid" in trace.facts:
-        return trace.facts["grid"]
+    return beside(trace, "grid", None, lambda: _grid_spec(trace))
+
+
+def _grid_spec(trace) -> tuple[dict, object, int]:
     import pyarrow as pa
     n_layers, n_heads, n = len(trace.facts["attention"]), trace.facts["n_heads"], trace.facts["n"]
     m = grid_tokens(n_layers, n_heads, n)
@@ -73,8 +76,7 @@ def grid_spec(trace) -> tuple[dict, object, int]:
                          "opacity": {"condition": {"param": "head", "value": 1, "empty": True}, "value": 0.35},
                          "tooltip": [{"field": "layer"}, {"field": "head"}, {"field": "query"}, {"field": "key"},
                                      {"field": "A", "format": ".4f"}]}}
-    trace.facts["grid"] = (spec, table, m)
-    return trace.facts["grid"]
+    return spec, table, m
 
 
 def grid(trace) -> tuple[int, int] | None:
