@@ -1014,3 +1014,27 @@ def test_a_reveal_with_a_number_in_common_with_a_later_stop_shows_its_own_and_sa
     assert revealed.hide == ("context",) and revealed.waiting == (1,) and revealed.shown_too == (1,)
     assert hidden_at(lesson, 0, "predict").hide == ("weights", "context", "weights:None.1.3")
     assert hidden_at(lesson, 1, "revealed").hide == () and hidden_at(lesson, 2, "revealed").hide == ()
+
+
+def test_inside_a_transformers_notes_say_what_a_reveal_keeps_hidden():
+    """The notes of the next-token stops no longer warn that a reveal shows the later stops' answers (it keeps them,
+    classroom.lesson.hidden_at): each says they stay hidden, and the rule keeps exactly the next stops waiting. Stop
+    1's reveal shows p in bars 1 and 2 (bar 3, p′, the next stop's answer, left out while it is hidden)."""
+    from attention_core.lessons.next_token import next_token_trace
+    from classroom.lesson import hidden_at
+    from ui.transformer.next_token_view import _bars
+    lesson = LESSONS["inside_a_transformer"]
+    for n in (1, 2, 3):
+        text = note("inside_a_transformer", n)
+        assert "A reveal lifts" not in text and "a reveal shows them" not in text and "accept that" not in text
+        assert "hidden until" in text, n
+        assert hidden_at(lesson, n, "revealed").waiting == tuple(range(n + 1, 5)), n
+    assert "The reveal shows p (bars 1 and 2)" in note("inside_a_transformer", 1)
+    assert "bars 1 and 2 show them" in note("inside_a_transformer", 2)
+    q = lesson.stops[1].query
+    trace = next_token_trace(q["sentence"], 0.5, 3, 1.0, 1, 0)
+    series = lambda spec: sorted({r["series"][0] for r in spec["data"]["values"]})
+    assert series(_bars(trace)) == ["1", "2", "3"] and series(_bars(trace, renormalised=False)) == ["1", "2"]
+    shown = {round(r["probability"], 4) for r in _bars(trace, renormalised=False)["data"]["values"]}
+    assert round(float(trace["probs"].value.max()), 4) in shown
+    assert round(float(trace["renormalised"].value.max()), 4) not in shown
