@@ -270,15 +270,18 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
     staged = state.get("room.stage") == "predict" and state.get("room.staged") == i
     where = ("(and on this one: presenter mode is the projector's view)" if presenting() else
              "(outlined with dashes on yours)")
+    waiting = ()
     if staged:
         hiding = hidden_at(lesson, i, "predict", revealed_stops(lesson))
         hidden = f" {hidden_words(hiding.hide)} hidden on their screens {where}." if hiding.hide else ""
         st.caption(PREDICTING.format(hidden=hidden, reveal=reveal_words(
-            lesson, i, CELL in stop.query, hidden_at(lesson, i, "revealed", revealed_stops(lesson)))))
+            CELL in stop.query, hidden_at(lesson, i, "revealed", revealed_stops(lesson)))))
         if st.button(REVEAL, key="room_reveal", type="primary", icon=":material/visibility:"):
             reveal_stop(code, secret, i)
     elif state.get("room.stage") == "revealed" and state.get("room.hide") and i in revealed_stops(lesson):
-        waiting = hidden_at(lesson, i, "revealed", revealed_stops(lesson)).waiting
+        after = hidden_at(lesson, i, "revealed", revealed_stops(lesson))     # the view shown is this stop's reveal
+        waiting = after.waiting if list(after.hide) == list(state["room.hide"]) else ()
+    if waiting:
         st.caption(STILL_HIDDEN.format(stops=stops_words(waiting), where=where,
                                        them="that stop" if len(waiting) == 1 else "each of them"))
     back, this, ahead = st.columns(3)
@@ -301,10 +304,10 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
 def stops_words(stops) -> str:
     """Stops by their numbers as the teacher's bar counts them (from 1): (2, 3, 4) -> "stops 3, 4 and 5"."""
     n = [str(j + 1) for j in stops]
-    return f"stop {n[0]}" if len(n) == 1 else f"stops {', '.join(n[:-1])} and {n[-1]}"
+    return "" if not n else f"stop {n[0]}" if len(n) == 1 else f"stops {', '.join(n[:-1])} and {n[-1]}"
 
 
-def reveal_words(lesson, i: int, cell: bool, after) -> str:
+def reveal_words(cell: bool, after) -> str:
     """What "Reveal" will do, said before it: this stop's answer on every following screen; a later stop's of the
     same view stays hidden (`after`: classroom.lesson.hidden_at's Hiding for the reveal)."""
     words = ("it opens the explanation of the stop's cell on every following screen" if cell else
