@@ -42,7 +42,7 @@ def choices() -> list[str]:
 
 def label(choice: str) -> str:
     if choice == SMALL:
-        return "The project's small model (2 layers of 4 heads, 31 tokens: offline, instant)"
+        return "The project's small model (shipped, offline)"
     if choice == SERVER:
         folder = server_folder()
         return f"This server's model ({Path(folder).name})" if folder else "This server's model (none set)"
