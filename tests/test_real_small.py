@@ -69,6 +69,10 @@ def test_the_words_are_its_tokens_with_the_small_models_notices():
     tok = trace.facts["tokenizer"]
     assert tok.piece(0) == words[0] and tok.decode(ids[:2]) == " ".join(words[i] for i in ids[:2])
     assert run_real(small_model(), "a b a").facts["tokenizer"].piece(30) == "token 30"   # an id no word was given
+    from ui.real.tokens_view import words_said
+    thirty = words_said(run_real(small_model(), " ".join(f"w{k}" for k in range(30))))
+    assert "Token 30 was given no word" in thirty and "30 tokens for 30 words, 30 distinct" in thirty
+    assert "keeps the id" not in thirty and "given no word" not in words_said(trace)   # 31 distinct: every id a word
     with pytest.raises(ValueError, match="no words"):
         run_real(small_model(), "!!! ...")
     with pytest.raises(ValueError, match="No tokens"):

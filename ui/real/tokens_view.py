@@ -105,7 +105,10 @@ def words_said(trace) -> str:
     if again is not None:
         said.append(f"A word that comes again keeps the id it got the first time: “{md_escape(pieces[again])}” at "
                     f"position {again} is token {ids[again]} again.")
-    if distinct < vocab:
+    if distinct == vocab - 1:
+        said.append(f"Token {distinct} was given no word: the model still scores it as the next token, under the "
+                    f"name “token {distinct}”.")
+    elif distinct < vocab:
         said.append(f"Tokens {distinct} to {vocab - 1} were given no word: the model still scores them as the next "
                     "token, under the names “token k”.")
     said.append("The model never sees the words, only these ids: row id of its embedding table E is where each token "
