@@ -46,6 +46,9 @@ def test_the_tokens_are_the_models_pieces_and_ids(server_model):
     enc = server_model.tokenizer.encode(SENTENCE)
     table = at.dataframe[0].value
     assert list(table["piece (as stored)"]) == list(enc.pieces) and list(table["id"]) == list(enc.ids)
+    box = at.selectbox(key="real.model")                                # a host's model first, the small one second
+    assert box.value == "" and box.options[0].startswith("This server's model (") \
+        and box.options[1].startswith("The project's small model")
     said = " ".join(m.value for m in at.markdown)
     assert "Why “▁”" in said and "“\\<s\\>” (id 1) is not in your text" in said and "Why “Ġ”" not in said
 
@@ -166,6 +169,13 @@ def test_a_pushed_view_opens_the_same_head_and_says_plainly_when_the_server_lack
     no_exception(ana)
     assert "This server does not have gpt2 yet" in messages(ana) and not ana.error
     assert ana.session_state["room.following"] is True
+    classroom.push(store(), code, secret, {"page": heads, "query": {"real.model": "small"}})   # every server has it
+    follow(ana)
+    no_exception(ana)
+    assert ana.session_state["real.model"] == "small" and not ana.error, messages(ana)
+    assert any(c.value.startswith("The project's small model") for c in ana.caption)
+    assert any(m.value.startswith("Layer 0, head 0: n = ") and "d_k = 16 columns per head, 4 query heads" in m.value
+               for m in ana.markdown), [m.value for m in ana.markdown]
 
 
 
