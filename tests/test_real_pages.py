@@ -266,3 +266,24 @@ def test_a_one_token_sentence_is_said_in_the_singular(models):
     assert trace.n == 1
     assert "n = 1 token," in shapes_line(trace, 0, 0)
     assert top_weights(trace, 0, 0) == "The only token, “cat”, can look only at itself: all of its weight, 1.00."
+
+
+def test_a_pushed_server_model_on_a_server_without_one_is_said_not_replaced(monkeypatch, tmp_path):
+    """A teacher's view naming "this server's model" ("" in the link) reaches a student's server whose host set
+    none: the student's screen says so plainly (the numbers would not be the teacher's) and stays following; it is
+    not quietly replaced by the small model. Out of a room, the same "" opens the small model."""
+    import classroom
+    from tests.test_room_page import page_of, room_with_student
+    from tests.test_room_travel import follow, store
+    monkeypatch.delenv(ENV, raising=False)
+    heads = "app_pages/71_real_heads.py"
+    _, code, secret, ana = room_with_student()
+    classroom.push(store(), code, secret, {"page": heads, "query": {"real.model": "", "real.layer": "1"}})
+    follow(ana)
+    no_exception(ana)
+    assert page_of(ana) == heads and ana.session_state["room.following"] is True
+    assert ana.session_state["real.model"] == "" and not ana.error
+    assert "Your teacher's view uses their server's own model, and this one has none" in messages(ana)
+    alone = open_page(heads, query={"sentence": SENTENCE})
+    no_exception(alone)
+    assert alone.session_state["real.model"] == "small"

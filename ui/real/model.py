@@ -37,7 +37,13 @@ def server_folder() -> str | None:
 def choices() -> list[str]:
     """The picker's options: a host's model first when it set one (a host's choice wins), the small model second;
     with none, the small model first (this server's own is then no option)."""
-    return list(CHOICES) if server_folder() else [c for c in CHOICES if c != SERVER]
+    keep = server_folder() or st.session_state.get("real.model") == SERVER     # a follower's pushed "" stays said
+    return list(CHOICES) if keep else [c for c in CHOICES if c != SERVER]
+
+
+def _following() -> bool:
+    """A student in a room (no teacher's secret): the view on screen is the teacher's, pushed."""
+    return "room.code" in st.session_state and not st.session_state.get("room.secret")
 
 
 def label(choice: str) -> str:
@@ -98,8 +104,11 @@ def _try(choice: str, folder_text: str, fetch: bool = False):
     if choice == SERVER:
         folder = server_folder()
         if folder is None:
-            return None, ("This server has no model of its own (its host sets ATTENTION_EXPLORER_REAL_MODEL_DIR to a "
-                          "checkpoint's folder). Pick a listed model or a folder.")
+            teacher = ("Your teacher's view uses their server's own model, and this one has none: the numbers "
+                       "would not be theirs. " if _following() else "")
+            return None, (teacher + "This server has no model of its own (its host sets "
+                          "ATTENTION_EXPLORER_REAL_MODEL_DIR to a checkpoint's folder). Pick the small model, a listed "
+                          "model or a folder.")
         return load(f"this server's model ({Path(folder).name})", Path(folder)), None
     if choice == FOLDER:
         if not folder_text:
@@ -121,7 +130,7 @@ def _try(choice: str, folder_text: str, fetch: bool = False):
 def picker():
     """The model box (a listed model, this server's, or a folder) and the model it gives, or None (said why)."""
     from attention_core.training.real import RealModelError
-    if st.session_state.get("real.model", SERVER) == SERVER and not server_folder():
+    if st.session_state.get("real.model", SERVER) == SERVER and not server_folder() and not _following():
         st.session_state["real.model"] = SMALL          # no model of the host's: the small one, named in the link
     with st.container(border=True):
         left, right = st.columns([2, 3])
