@@ -10,18 +10,18 @@ PAGE = "app_pages/70_real_tokens.py"
 config, _ = ui.page(PAGE, "Tokens in, the next token out")
 st.markdown(
     "The attention pages compute on a toy model: GloVe word vectors and weights the project trained. These pages run "
-    "a **real** language model, a checkpoint published on Hugging Face, through the same arithmetic: the project reads "
-    "its weights and computes every step itself, in numpy, so every number can be clicked and explained. The sidebar's "
-    "sentence is the text it reads; of the sidebar, only the sentence is used here.")
+    "a whole language model with its trained weights through the same arithmetic: the project's own small model "
+    "(the one the induction page trains, shipped with the app) or a checkpoint published on Hugging Face. The project "
+    "reads its weights and computes every step itself, in numpy, so every number can be clicked and explained. The "
+    "sidebar's sentence is the text it reads; of the sidebar, only the sentence is used here.")
 model, trace = real.model_and_trace(config.sentence)
 st.subheader("In: your sentence, as token ids")
-st.markdown("A model does not read words. Its tokenizer cuts the text into **pieces** from a fixed vocabulary "
-            f"(here {real.vocabulary(model)}), learned from text by byte-pair encoding (BPE): the most "
-            "frequent pairs of symbols were merged into one piece, again and again.")
+st.markdown(view.reading(model))
 view.pieces_table(trace)
 st.markdown(view.why_marks(trace, config.sentence))
 st.markdown("Each id picks a row of the embedding table E: X₀ = E[ids]" +
-            (" plus a learned row per position (GPT-2)." if model.config.family == "gpt2" else
+            (" plus a learned row per position" + (" (GPT-2)." if model.config.model_type == "gpt2" else ".")
+             if model.config.family == "gpt2" else
              ", with no position added: RoPE turns each query and key by its position inside attention.") +
             " The next pages follow X₀ through every head of every layer.")
 
@@ -41,5 +41,7 @@ st.latex(r"T = 0:\; \text{the next token is } \arg\max_j z_j \text{ (the first, 
          r"p = \mathrm{softmax}(z / T) \;\to\; \text{top-}k \;\to\; \text{top-}p \;\to\; "
          r"p'_j = \frac{p_j\,\text{kept}_j}{\sum_i p_i\,\text{kept}_i} \;\to\; "
          r"\text{the first } j \text{ with } p'_0 + \dots + p'_j > u")
-st.caption(f"The {next_view.SHOWN} most probable tokens (a token's id, then its piece as the vocabulary stores it).")
+st.caption(f"The {next_view.SHOWN} most probable tokens (a token's id, then " +
+           ("its word, or “token k” for an id no word was given)." if view.small(trace) else
+            "its piece as the vocabulary stores it)."))
 ui.chart(bars)

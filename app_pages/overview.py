@@ -51,8 +51,8 @@ then = {"Training": "one step backwards through every gradient, checked against 
                                 "the logits; the next token by temperature, top-k and top-p; induction heads "
                                 "forming in a small language model while you train it; and one step backwards "
                                 "through the whole block.",
-        "A real model": "a published language model (GPT-2, SmolLM2, Qwen2.5, Llama 3.2) run by the project itself: "
-                        "its tokens, every head of every layer with the same click-a-cell arithmetic, the heads' "
+        "A real model": "the project's own small language model, or a published one (GPT-2, SmolLM2, Qwen2.5, "
+                        "Llama 3.2), run by the project itself: its tokens, every head of every layer with the same click-a-cell arithmetic, the heads' "
                         "jobs, its next token.",
         "Labs": "known mistakes next to the right computation; predict-then-reveal quizzes; links and downloads "
                 "that reproduce every number.",

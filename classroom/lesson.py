@@ -9,6 +9,11 @@ A `hide` entry names a step of the stop's view, "<step key>" (the whole step, ev
 page derives from its trace (trace.view, key "view:<name>") is named by its name alone ("cosine_tokens").
 parse_hide reads one; the grammar is classroom.push's (a view's "hide").
 
+A reveal gives away only its own stop (`hidden_at`): stops that show the same view (`same_view`: the page and its
+settings, whatever the cell or the tab) share numbers, so stop i's predict state hides its own `hide` and what each
+later stop of the same view not yet revealed hides, and its reveal shows its own answer and keeps those later
+stops' numbers hidden until their own reveal; the last stop's reveal (nothing later) shows everything.
+
 A lesson is saved as a JSON file and shared as a link (`lesson=` and the JSON, deflated and base64url'd);
 reading either never raises anything but LessonError, whose message says what is wrong. The lessons that
 ship with the app are classroom/lessons/*.json.
@@ -37,6 +42,13 @@ view's settings, as a stop's poll is (`page`, `query`, `poll`, `poll_at`), or th
     ['forward_pass', 'inside_a_transformer', 'todays_attention']
     >>> parse_hide("scaled_scores:None.0.1"), parse_hide("weights:2.1.3"), parse_hide("cosine_tokens")
     (('scaled_scores', (None, 0, 1)), ('weights', (2, 1, 3)), ('cosine_tokens', None))
+
+    >>> a, b = Stop("A", "scores", {"cell": "hm:x.0.1"}, hide=("weights:None.0.1", "context")), Stop("B", "scores", hide=("context",))
+    >>> two = Lesson("Two", "", (a, b))
+    >>> hidden_at(two, 0, "predict"), hidden_at(two, 0, "revealed")
+    (Hiding(hide=('weights:None.0.1', 'context'), waiting=(1,), shown_too=()), Hiding(hide=('context',), waiting=(1,), shown_too=()))
+    >>> hidden_at(two, 0, "revealed", revealed={1}).hide, hidden_at(two, 1, "revealed").hide
+    ((), ())
 """
 from __future__ import annotations
 
@@ -90,6 +102,49 @@ def parse_hide(entry: str) -> tuple[str, tuple[int | None, int, int] | None] | N
         step, head, i, j = cell.groups()
         return step, (None if head == "None" else int(head), int(i), int(j))
     return (entry, None) if HIDE_STEP.fullmatch(entry) else None
+
+
+def same_view(a: Stop, b: Stop) -> bool:
+    """Whether two stops show the same numbers: the same page and settings, whatever cell is opened or tab is open
+    (a student can open another tab, and the numbers there are the same)."""
+    def settings(stop: Stop) -> dict:
+        return {k: v for k, v in stop.query.items() if k != "cell" and not k.endswith(".tab")}
+    return a.page == b.page and settings(a) == settings(b)
+
+
+@dataclass(frozen=True)
+class Hiding:
+    """What a stop's view hides on the students' screens (`hide`, classroom.push's grammar), which later stops of
+    the same view keep their numbers hidden by it (`waiting`, indices), and which of them have a number in
+    common with the stop's own answer, shown by its reveal (`shown_too`: the lesson hides the same number twice)."""
+    hide: tuple[str, ...]
+    waiting: tuple[int, ...]
+    shown_too: tuple[int, ...] = ()
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether two hide entries hide a number in common: the same step, and one of them whole or the same cell."""
+    pa, pb = parse_hide(a.removeprefix("view:")), parse_hide(b.removeprefix("view:"))
+    return bool(pa and pb) and pa[0] == pb[0] and (pa[1] is None or pb[1] is None or pa[1] == pb[1])
+
+
+def hidden_at(lesson: Lesson, i: int, stage: str, revealed=()) -> Hiding:
+    """Stop i's hidden numbers when it is shown to predict (stage "predict") or revealed ("revealed"), the stops of
+    `revealed` (indices) already revealed in this room. A later stop of the same view (`same_view`) not yet revealed
+    keeps its `hide` hidden either way; to predict, the stop's own `hide` is hidden too; revealed, its own answer
+    (its entries that no such later stop names) is shown, a later entry that would hide one of its numbers too
+    (that later stop is then in `shown_too`)."""
+    stop = lesson.stops[i]
+    later = [j for j in range(i + 1, len(lesson.stops))
+             if j not in set(revealed) and lesson.stops[j].hide and same_view(stop, lesson.stops[j])]
+    kept = {h: j for j in reversed(later) for h in lesson.stops[j].hide}      # each entry: the first stop hiding it
+    if stage == "predict":
+        return Hiding(tuple(dict.fromkeys((*stop.hide, *sorted(kept, key=lambda h: (kept[h], h))))), tuple(later))
+    own = [h for h in stop.hide if h not in kept]
+    shown = {h for h in kept if any(_overlap(h, o) for o in own)}
+    hide = tuple(sorted((h for h in kept if h not in shown), key=lambda h: (kept[h], h)))
+    return Hiding(hide, tuple(j for j in later if set(lesson.stops[j].hide) - shown),
+                  tuple(sorted({kept[h] for h in shown})))
 
 
 @dataclass(frozen=True)

@@ -877,17 +877,20 @@ def tells(stop: Stop, config: Config, t) -> tuple[list[str], list[tuple[float, i
     raise AssertionError(f"no tells for {stop.title}'s {kind}: add a branch")
 
 
-def _student_sees(stop: Stop, stage: str):
-    """A student following a room whose teacher showed the stop (its predict state, or revealed): her screen's
-    words (text, Markdown, captions, messages, formulas), its tables (as text) and its charts' data rows."""
+def _student_sees(name: str, n: int, stage: str, revealed=()):
+    """A student following a room whose teacher showed the lesson's stop n (its predict state, or revealed, the
+    stops `revealed` already revealed): her screen's words (text, Markdown, captions, messages, formulas), its
+    tables (as text) and its charts' data rows."""
     import classroom
+    from classroom.lesson import hidden_at
     from tests.apptest_util import charts
     from tests.test_room_page import follow, room_with_student, text_of
     from ui.room.bar import stop_view
+    lesson = LESSONS[name]
     _, code, secret, ana = room_with_student()
-    classroom.push(classroom.store_from_env(), code, secret, stop_view(stop, stage))
+    classroom.push(classroom.store_from_env(), code, secret, stop_view(lesson, n, stage, revealed))
     follow(ana)
-    assert ana.session_state["room.hide"] == (list(stop.hide) if stage == "predict" else [])
+    assert ana.session_state["room.hide"] == list(hidden_at(lesson, n, stage, revealed).hide)
     words = (text_of(ana) + "\n" + "\n".join(e.value for e in ana.latex)).replace("\\", "")
     frames = [d.value for d in ana.dataframe]
     return words, frames, [r for c in charts(ana) for r in c.get("data", {}).get("values", [])]
@@ -929,29 +932,116 @@ def test_a_stops_answer_is_nowhere_on_a_students_screen_until_the_reveal(name, n
     words or numbers that tell it; after the teacher's reveal it is there (the check is not vacuous), except on the
     two stops whose view never draws it (their notes say how the teacher reveals it)."""
     config, t = trace_of({k: v for k, v in stop.query.items() if k != "cell"})
-    words, frames, rows = _student_sees(stop, "predict")
+    words, frames, rows = _student_sees(name, n, "predict")
     assert _found(stop, config, t, words, frames, rows) == [], stop.title
     if stop.hide:
         assert "Predict first" in words
     if (name, n) in NEVER_DRAWN:
         return
-    words, frames, rows = _student_sees(stop, "revealed")
+    words, frames, rows = _student_sees(name, n, "revealed")         # a later stop's answer on this view still hidden
     assert _found(stop, config, t, words, frames, rows), (stop.title, "revealed, the answer should be there")
 
 
-def _same_view_later_stops(name: str):
+def _same_view_later_stops():
+    """(lesson, n, m) for each stop m after stop n showing the same numbers: the same page and settings (the cell
+    opened at the reveal and the open tab apart)."""
+    def settings(stop):
+        return {k: v for k, v in stop.query.items() if k != "cell" and not k.endswith(".tab")}
+    return [(name, n, m) for name, lesson in LESSONS.items() for n, a in enumerate(lesson.stops)
+            for m, b in enumerate(lesson.stops) if m > n and b.page == a.page and settings(b) == settings(a)]
+
+
+def _earlier_stops():
+    """(lesson, n) for each stop with a later stop of the same view: one student's screen checked for all of them."""
+    return sorted({(name, n) for name, n, _ in _same_view_later_stops()})
+
+
+@pytest.mark.parametrize("stage", ["predict", "revealed"])
+@pytest.mark.parametrize("name, n", _earlier_stops())
+def test_a_later_stops_answer_is_not_on_an_earlier_stop_of_the_same_view(name, n, stage):
+    """Inside a transformer's next-token stops share one view: a student who sees stop n, to predict or after its
+    reveal, must not read a later stop m's answer there before m is asked (stops 2-4 printed the layer-1 heads'
+    sentence, head 2 0.98 in all on those positions, and stops 2-3 layer 0's “head 0 puts on average 0.94 …”, the
+    answers of stops 5 and 4; a reveal lifted every hidden number of the view, those too)."""
     stops = LESSONS[name].stops
-    return [(n, m) for n in range(len(stops)) for m in range(n + 1, len(stops))
-            if stops[m].page == stops[n].page and stops[m].query == stops[n].query]
+    words, frames, rows = _student_sees(name, n, stage)
+    for lname, a, m in _same_view_later_stops():
+        if (lname, a) == (name, n):
+            later = stops[m]
+            config, t = trace_of({k: v for k, v in later.query.items() if k != "cell"})
+            assert _found(later, config, t, words, frames, rows) == [], (n, m)
 
 
-@pytest.mark.parametrize("n, m", _same_view_later_stops("inside_a_transformer"))
-def test_a_later_stops_answer_is_not_on_an_earlier_stop_of_the_same_view(n, m):
-    """Inside a transformer's next-token stops share one view: a student who sees stop n (predict) must not read
-    stop m's answer there before m is asked (stops 2-4 printed the layer-1 heads' sentence, head 2 0.98 in all on
-    those positions, and stops 2-3 layer 0's “head 0 puts on average 0.94 …”, the answers of stops 5 and 4)."""
-    stops = LESSONS["inside_a_transformer"].stops
-    later = stops[m]
-    config, t = trace_of({k: v for k, v in later.query.items() if k != "cell"})
-    words, frames, rows = _student_sees(stops[n], "predict")
-    assert _found(later, config, t, words, frames, rows) == [], (n, m)
+def test_the_same_view_pairs_are_the_next_token_stops():
+    """The pairs above are not vacuous: the third lesson's four next-token stops (indices 1-4) share one view."""
+    assert _same_view_later_stops() == [("inside_a_transformer", n, m) for n in range(1, 5) for m in range(n + 1, 5)]
+
+
+@pytest.mark.parametrize("name", sorted(LESSONS))
+def test_a_reveal_shows_its_own_answer_and_keeps_every_later_one_hidden(name):
+    """The rule, on every stop of the three shipped lessons (classroom.lesson.hidden_at): to predict, a stop hides
+    its own numbers; revealed, none of them (its answer shows), but every hide entry of a later stop of the same
+    view not yet revealed stays; once that later stop is revealed (a jump forward, then back), its numbers no longer
+    wait; the last stop of a view hides nothing after its reveal; no shipped stop's answer shares a number with a
+    later one's."""
+    from classroom.lesson import hidden_at
+    lesson = LESSONS[name]
+    later_of = {n: [m for (lname, a, m) in _same_view_later_stops() if lname == name and a == n]
+                for n in range(len(lesson.stops))}
+    for n, stop in enumerate(lesson.stops):
+        later = later_of[n]
+        waiting = {h for m in later for h in lesson.stops[m].hide}
+        own = [h for h in stop.hide if h not in waiting]
+        predict, revealed = hidden_at(lesson, n, "predict"), hidden_at(lesson, n, "revealed")
+        assert set(stop.hide) <= set(predict.hide) and set(predict.hide) == set(stop.hide) | waiting, (name, n)
+        assert set(revealed.hide) == waiting and not set(own) & set(revealed.hide), (name, n)
+        assert revealed.waiting == tuple(m for m in later if lesson.stops[m].hide) and revealed.shown_too == ()
+        if stop.hide and stop.poll:
+            assert own, (name, n, "a reveal that shows nothing of its own")
+        if not later:
+            assert revealed.hide == (), (name, n)
+        for m in later:                      # stop m revealed already (the teacher jumped ahead, then came back)
+            after = hidden_at(lesson, n, "revealed", revealed={m})
+            still = {h for k in later if k != m for h in lesson.stops[k].hide}
+            assert set(after.hide) == still and m not in after.waiting, (name, n, m)
+        assert hidden_at(lesson, n, "revealed", revealed=set(later)).hide == ()
+
+
+def test_a_reveal_with_a_number_in_common_with_a_later_stop_shows_its_own_and_says_so():
+    """A lesson that hides a number for two stops of one view (a whole step for the first, one of its cells for
+    the second): the first stop's reveal shows its answer (the step), so the second's is shown too, and said
+    (`shown_too`); a stop of another view (other settings) is never counted; an unrelated later entry stays."""
+    from classroom.lesson import hidden_at
+    a = Stop("A", "scores", {"d_k": "4", "scores.tab": "1"}, hide=("weights",))
+    b = Stop("B", "scores", {"d_k": "4", "scores.tab": "2", "cell": "hm:weights:None.1.3"},
+             hide=("weights:None.1.3", "context"))
+    c = Stop("C", "scores", {"d_k": "8"}, hide=("scaled_scores",))
+    lesson = Lesson("Overlap", "", (a, b, c))
+    revealed = hidden_at(lesson, 0, "revealed")
+    assert revealed.hide == ("context",) and revealed.waiting == (1,) and revealed.shown_too == (1,)
+    assert hidden_at(lesson, 0, "predict").hide == ("weights", "context", "weights:None.1.3")
+    assert hidden_at(lesson, 1, "revealed").hide == () and hidden_at(lesson, 2, "revealed").hide == ()
+
+
+def test_inside_a_transformers_notes_say_what_a_reveal_keeps_hidden():
+    """The notes of the next-token stops no longer warn that a reveal shows the later stops' answers (it keeps them,
+    classroom.lesson.hidden_at): each says they stay hidden, and the rule keeps exactly the next stops waiting. Stop
+    1's reveal shows p in bars 1 and 2 (bar 3, p′, the next stop's answer, left out while it is hidden)."""
+    from attention_core.lessons.next_token import next_token_trace
+    from classroom.lesson import hidden_at
+    from ui.transformer.next_token_view import _bars
+    lesson = LESSONS["inside_a_transformer"]
+    for n in (1, 2, 3):
+        text = note("inside_a_transformer", n)
+        assert "A reveal lifts" not in text and "a reveal shows them" not in text and "accept that" not in text
+        assert "hidden until" in text, n
+        assert hidden_at(lesson, n, "revealed").waiting == tuple(range(n + 1, 5)), n
+    assert "The reveal shows p (bars 1 and 2)" in note("inside_a_transformer", 1)
+    assert "bars 1 and 2 show them" in note("inside_a_transformer", 2)
+    q = lesson.stops[1].query
+    trace = next_token_trace(q["sentence"], 0.5, 3, 1.0, 1, 0)
+    series = lambda spec: sorted({r["series"][0] for r in spec["data"]["values"]})
+    assert series(_bars(trace)) == ["1", "2", "3"] and series(_bars(trace, renormalised=False)) == ["1", "2"]
+    shown = {round(r["probability"], 4) for r in _bars(trace, renormalised=False)["data"]["values"]}
+    assert round(float(trace["probs"].value.max()), 4) in shown
+    assert round(float(trace["renormalised"].value.max()), 4) not in shown

@@ -46,6 +46,9 @@ def test_the_tokens_are_the_models_pieces_and_ids(server_model):
     enc = server_model.tokenizer.encode(SENTENCE)
     table = at.dataframe[0].value
     assert list(table["piece (as stored)"]) == list(enc.pieces) and list(table["id"]) == list(enc.ids)
+    box = at.selectbox(key="real.model")                                # a host's model first, the small one second
+    assert box.value == "" and box.options[0].startswith("This server's model (") \
+        and box.options[1].startswith("The project's small model")
     said = " ".join(m.value for m in at.markdown)
     assert "Why “▁”" in said and "“\\<s\\>” (id 1) is not in your text" in said and "Why “Ġ”" not in said
 
@@ -166,6 +169,13 @@ def test_a_pushed_view_opens_the_same_head_and_says_plainly_when_the_server_lack
     no_exception(ana)
     assert "This server does not have gpt2 yet" in messages(ana) and not ana.error
     assert ana.session_state["room.following"] is True
+    classroom.push(store(), code, secret, {"page": heads, "query": {"real.model": "small"}})   # every server has it
+    follow(ana)
+    no_exception(ana)
+    assert ana.session_state["real.model"] == "small" and not ana.error, messages(ana)
+    assert any(c.value.startswith("The project's small model") for c in ana.caption)
+    assert any(m.value.startswith("Layer 0, head 0: n = ") and "d_k = 16 columns per head, 4 query heads" in m.value
+               for m in ana.markdown), [m.value for m in ana.markdown]
 
 
 
@@ -256,3 +266,24 @@ def test_a_one_token_sentence_is_said_in_the_singular(models):
     assert trace.n == 1
     assert "n = 1 token," in shapes_line(trace, 0, 0)
     assert top_weights(trace, 0, 0) == "The only token, “cat”, can look only at itself: all of its weight, 1.00."
+
+
+def test_a_pushed_server_model_on_a_server_without_one_is_said_not_replaced(monkeypatch, tmp_path):
+    """A teacher's view naming "this server's model" ("" in the link) reaches a student's server whose host set
+    none: the student's screen says so plainly (the numbers would not be the teacher's) and stays following; it is
+    not quietly replaced by the small model. Out of a room, the same "" opens the small model."""
+    import classroom
+    from tests.test_room_page import page_of, room_with_student
+    from tests.test_room_travel import follow, store
+    monkeypatch.delenv(ENV, raising=False)
+    heads = "app_pages/71_real_heads.py"
+    _, code, secret, ana = room_with_student()
+    classroom.push(store(), code, secret, {"page": heads, "query": {"real.model": "", "real.layer": "1"}})
+    follow(ana)
+    no_exception(ana)
+    assert page_of(ana) == heads and ana.session_state["room.following"] is True
+    assert ana.session_state["real.model"] == "" and not ana.error
+    assert "Your teacher's view uses their server's own model, and this one has none" in messages(ana)
+    alone = open_page(heads, query={"sentence": SENTENCE})
+    no_exception(alone)
+    assert alone.session_state["real.model"] == "small"

@@ -385,3 +385,56 @@ def test_a_pinned_question_that_no_longer_fits_says_how_to_bring_it_back():
     button(teacher, "Ask this stop's question").click().run()
     no_exception(teacher)
     assert not teacher.warning and classroom.state(classroom.store_from_env(), code).poll["kind"] == "scaled_score"
+
+
+# ---- a reveal gives away only its own stop ------------------------------------------------------------------------
+
+LATER = "scaled_scores:None.1.2"
+
+
+def _cell(at, i, j):
+    return next(r for r in _hm(at)["data"]["values"] if (r["i"], r["j"]) == (i, j))
+
+
+def test_a_reveal_keeps_a_later_stops_answer_hidden_until_its_own():
+    """Two stops of one view (the same page and settings; the second opens a cell at its reveal): stop 1 asks S[0,0]/√d_k, stop 2 S[1,2]/√d_k.
+    Stop 1's reveal shows its number on the student's screen and keeps stop 2's "?" (the room's view carries it,
+    both screens say so); stop 2's reveal, the last, hides nothing; back to stop 1 (a jump back): to predict it hides
+    its own number only, and its reveal nothing (stop 2 was revealed)."""
+    from attention_core import Config
+    from ui.cache import get_trace
+    from ui.room.bar import STILL_HIDDEN
+    from ui.room.follow import REVEALED_LATER
+    value = get_trace(Config())["scaled_scores"].value
+    first = Stop("Scaled score, row 0", "scores", {"scores.tab": "1"}, ask="S[0,0]/√d_k?", hide=(HIDE, LATER))
+    second = Stop("Scaled score, row 1", "scores", {"scores.tab": "1", "cell": "hm:scaled_scores:None.1.2"},
+                  ask="S[1,2]/√d_k?", hide=(LATER,))
+    teacher, code, secret, ana = _teacher_on_stop(first)
+    teacher.session_state["room.lesson"] = Lesson("Two stops, one view", "", (first, second))
+    store = classroom.store_from_env()
+    told = text_of(teacher.run())
+    assert "the numbers that answer stop 2, later on this same view, stay hidden until you reveal that stop" in told
+    stay(button(teacher, "Reveal").click().run())
+    no_exception(teacher)
+    view = classroom.state(store, code).view
+    assert view["stage"] == "revealed" and view["hide"] == [LATER]
+    assert STILL_HIDDEN.split(" {stops}")[0] in text_of(teacher) and "stop 2" in text_of(teacher)
+    follow(ana)
+    assert ana.session_state["room.hide"] == [LATER] and REVEALED_LATER in text_of(ana)
+    assert _cell(ana, 0, 0)["v"] == value[0, 0] and np.isnan(_cell(ana, 1, 2)["v"])
+    assert f"{value[1, 2]:.2f}" not in json.dumps(charts(ana))
+    # stop 2, then its reveal: the last stop of the view, nothing hidden
+    stay(button(teacher, "Next stop ▶").click().run())
+    assert classroom.state(store, code).view["hide"] == [LATER]
+    stay(button(teacher, "Reveal").click().run())
+    assert "hide" not in classroom.state(store, code).view
+    follow(ana)
+    assert ana.session_state["room.hide"] == [] and _cell(ana, 1, 2)["v"] == value[1, 2]
+    assert REVEALED_LATER not in text_of(ana)
+    # back to stop 1: its own number to predict; its reveal shows everything (stop 2 was revealed)
+    stay(button(teacher, "◀ Previous stop").click().run())
+    assert classroom.state(store, code).view["hide"] == [HIDE, LATER]      # its own list, as the lesson wrote it
+    stay(button(teacher, "Reveal").click().run())
+    assert "hide" not in classroom.state(store, code).view
+    follow(ana)
+    assert ana.session_state["room.hide"] == [] and _cell(ana, 0, 0)["v"] == value[0, 0]

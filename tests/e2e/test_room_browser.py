@@ -101,6 +101,17 @@ def room_code(teacher) -> str:
     return CODE.findall(big.inner_text())[0]
 
 
+def teach(tab, server, link: str, open_room: bool = True) -> str | None:
+    """The teacher opens a lesson by its link on `server`, teaches it, and (open_room) opens a room: its code."""
+    after_run(tab, lambda: tab.goto(f"{server.url}/lessons?lesson={link}", wait_until="domcontentloaded"),
+              timeout_ms=90_000)
+    click(tab, "Teach this lesson")
+    if not open_room:
+        return None
+    click(tab, "Open a room")
+    return room_code(tab)
+
+
 def join(tab, server, code: str, nick: str) -> None:
     """A student opens the room page on `server` and joins with the code and a nickname (not waiting for the room)."""
     after_run(tab, lambda: tab.goto(f"{server.url}/room", wait_until="domcontentloaded"), timeout_ms=90_000)

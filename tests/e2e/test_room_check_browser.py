@@ -25,7 +25,7 @@ except ImportError:
 
 from bench._common import after_run, new_context
 from tests.e2e.conftest import warm
-from tests.e2e.test_room_browser import button, click, join, no_errors, redis_pair, room_code, shot
+from tests.e2e.test_room_browser import button, click, join, no_errors, redis_pair, shot, teach
 from tests.e2e.test_room_pacing_browser import sees as sees_in, text
 
 MARKUP = "**x** <b>y</b>"
@@ -72,11 +72,7 @@ def test_own_question_check_gain_and_csv_over_two_processes_and_redis(servers, c
     contexts = [new_context(chromium) for _ in range(3)]
     teacher, ben, ana = (ctx.new_page() for ctx in contexts)
     try:
-        after_run(teacher, lambda: teacher.goto(f"{a.url}/lessons?lesson={link}", wait_until="domcontentloaded"),
-                  timeout_ms=90_000)
-        click(teacher, "Teach this lesson")
-        click(teacher, "Open a room")
-        code = room_code(teacher)
+        code = teach(teacher, a, link)
         join(ben, a, code, "Ben")
         join(ana, b, code, "Ana")
 

@@ -25,7 +25,7 @@ except ImportError:
 
 from bench._common import after_run, new_context
 from tests.e2e.conftest import warm
-from tests.e2e.test_room_browser import (button, click, go, join, no_errors, redis_pair, room_code, set_sentence, shot,
+from tests.e2e.test_room_browser import (button, click, go, join, no_errors, redis_pair, set_sentence, shot, teach,
                                          sidebar_sentence, wait_url)
 
 SEE_S = 8.0                    # the teacher's line and table refresh every 2 s; a student's report within a tick
@@ -97,11 +97,7 @@ def test_the_dashboard_and_pacing_over_two_processes_and_redis(servers, chromium
     contexts = [new_context(chromium) for _ in range(3)]
     teacher, ben, ana = (ctx.new_page() for ctx in contexts)
     try:
-        after_run(teacher, lambda: teacher.goto(f"{a.url}/lessons?lesson={link}", wait_until="domcontentloaded"),
-                  timeout_ms=90_000)
-        click(teacher, "Teach this lesson")
-        click(teacher, "Open a room")
-        code = room_code(teacher)
+        code = teach(teacher, a, link)
         join(ben, a, code, BEN)
         join(ana, b, code, ANA)
         for tab, nick in ((ben, BEN), (ana, ANA)):

@@ -24,7 +24,7 @@ except ImportError:
 
 from bench._common import EXCEPTION, after_run, new_context, wait_for_charts
 from tests.e2e.test_explain_in_sight import box_of, click_cell
-from tests.e2e.test_room_browser import click, join, room_code, shot, wait_url
+from tests.e2e.test_room_browser import click, join, shot, teach, wait_url
 
 NOTE = "Secret note: the answer is −25.06, not −12.53."
 FOLLOW_S = 8.0                 # a generous bound: this test is about what is shown, not how fast
@@ -73,11 +73,7 @@ def test_a_stop_arrives_to_predict_and_the_reveal_opens_it(room_servers, chromiu
     ana.on("websocket", lambda ws: ws.on("framereceived", lambda data: received.append(
         data if isinstance(data, bytes) else data.encode())))
     try:
-        after_run(teacher, lambda: teacher.goto(f"{a.url}/lessons?lesson={_lesson_link()}",
-                                                wait_until="domcontentloaded"), timeout_ms=90_000)
-        click(teacher, "Teach this lesson")
-        click(teacher, "Open a room")
-        code = room_code(teacher)
+        code = teach(teacher, a, _lesson_link())
         assert NOTE not in _body(teacher)                  # the room page may be on the projector
         join(ana, b, code, "Ana")
         expect(ana.get_by_text("Ana", exact=True).first).to_be_visible(timeout=10_000)

@@ -26,8 +26,8 @@ try:
 except ImportError:
     expect = None
 
-from bench._common import EXCEPTION, after_run, new_context
-from tests.e2e.test_room_browser import click, join, room_code, shot, wait_url
+from bench._common import EXCEPTION, new_context
+from tests.e2e.test_room_browser import click, join, shot, teach, wait_url
 
 FOLLOW_S = 10.0                # a generous bound: this test is about which question arrives, not how fast
 # every shipped lesson, in one room; ATTENTION_EXPLORER_STOP_LESSONS=forward_pass (names, commas between) for some
@@ -103,12 +103,9 @@ def test_each_stops_poll_asks_its_own_question(servers, chromium):
     try:
         for k, name in enumerate(names):
             lesson = lessons[name]
-            after_run(teacher, lambda: teacher.goto(f"{teacher_server.url}/lessons?lesson={to_link(lesson)}",
-                                                    wait_until="domcontentloaded"), timeout_ms=90_000)
-            click(teacher, "Teach this lesson")
+            opened = teach(teacher, teacher_server, to_link(lesson), open_room=k == 0)
             if k == 0:
-                click(teacher, "Open a room")
-                code = room_code(teacher)
+                code = opened
                 join(ana, student_server, code, "Ana")
                 expect(ana.get_by_text("Ana", exact=True).first).to_be_visible(timeout=10_000)
             else:                                         # back in the same room (its cookie), the new lesson's stops

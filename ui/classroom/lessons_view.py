@@ -132,6 +132,7 @@ def teach(lesson: Lesson, key: str) -> None:
                  help="Opens the room page with this lesson: each stop's view is shown to the class in turn."):
         st.session_state["room.lesson"] = lesson
         st.session_state["room.stop"] = 0
+        st.session_state.pop("room.revealed", None)          # taught again: every stop's answer waits again
         if (nav.ROOT / ROOM).exists():
             st.switch_page(ROOM)
         st.info("The lesson is ready for the room, but this app has no room page.")

@@ -1,7 +1,9 @@
 """The model picker on every real-model page, the model loaded once per process, and the sidebar's sentence through it.
 
-What is loaded without a click: this server's own model (the folder ATTENTION_EXPLORER_REAL_MODEL_DIR names), a
-folder typed in the box, a listed model already in the server's Hugging Face cache. A listed model that is not
+What is loaded without a click: the project's own small model (shipped with it: the first choice and the default,
+offline and instant, unless the host set a model of its own: that one comes first, the small one second), this
+server's own model (the folder ATTENTION_EXPLORER_REAL_MODEL_DIR names), a folder typed in the box, a listed model
+already in the server's Hugging Face cache. A listed model that is not
 there waits for a click: "Size of the download" asks the hub what its files weigh, "Download … and load" fetches
 them (with progress where the loader offers it). A failure of any kind is a RealModelError: its message is shown
 and the session keeps the model it had (the previous state). A pushed view names its model (state.py): a student's
@@ -18,7 +20,7 @@ from pathlib import Path
 import streamlit as st
 
 from ..text import md_escape
-from .state import CHOICES, FOLDER, MODELS, SERVER
+from .state import CHOICES, FOLDER, MODELS, SERVER, SMALL
 
 ENV = "ATTENTION_EXPLORER_REAL_MODEL_DIR"
 GOOD = "real.good"                  # the session's last model that loaded: (choice, folder text)
@@ -32,7 +34,21 @@ def server_folder() -> str | None:
     return folder if folder and Path(folder).expanduser().is_dir() else None
 
 
+def choices() -> list[str]:
+    """The picker's options: a host's model first when it set one (a host's choice wins), the small model second;
+    with none, the small model first (this server's own is then no option)."""
+    keep = server_folder() or st.session_state.get("real.model") == SERVER     # a follower's pushed "" stays said
+    return list(CHOICES) if keep else [c for c in CHOICES if c != SERVER]
+
+
+def _following() -> bool:
+    """A student in a room (no teacher's secret): the view on screen is the teacher's, pushed."""
+    return "room.code" in st.session_state and not st.session_state.get("room.secret")
+
+
 def label(choice: str) -> str:
+    if choice == SMALL:
+        return "The project's small model (shipped, offline)"
     if choice == SERVER:
         folder = server_folder()
         return f"This server's model ({Path(folder).name})" if folder else "This server's model (none set)"
@@ -82,11 +98,17 @@ def download(name: str) -> Path:
 
 def _try(choice: str, folder_text: str, fetch: bool = False):
     """(model or None, a message when there is none). Raises RealModelError when a load fails."""
+    if choice == SMALL:
+        from attention_core.training.real.small import small_model
+        return small_model(), None
     if choice == SERVER:
         folder = server_folder()
         if folder is None:
-            return None, ("This server has no model of its own (its host sets ATTENTION_EXPLORER_REAL_MODEL_DIR to a "
-                          "checkpoint's folder). Pick a listed model or a folder.")
+            teacher = ("Your teacher's view uses their server's own model, and this one has none: the numbers "
+                       "would not be theirs. " if _following() else "")
+            return None, (teacher + "This server has no model of its own (its host sets "
+                          "ATTENTION_EXPLORER_REAL_MODEL_DIR to a checkpoint's folder). Pick the small model, a listed "
+                          "model or a folder.")
         return load(f"this server's model ({Path(folder).name})", Path(folder)), None
     if choice == FOLDER:
         if not folder_text:
@@ -108,11 +130,14 @@ def _try(choice: str, folder_text: str, fetch: bool = False):
 def picker():
     """The model box (a listed model, this server's, or a folder) and the model it gives, or None (said why)."""
     from attention_core.training.real import RealModelError
+    if st.session_state.get("real.model", SERVER) == SERVER and not server_folder() and not _following():
+        st.session_state["real.model"] = SMALL          # no model of the host's: the small one, named in the link
     with st.container(border=True):
         left, right = st.columns([2, 3])
-        choice = left.selectbox("Model", list(CHOICES), key="real.model", format_func=label,
-                                help="Hugging Face checkpoints the project runs itself, in numpy: GPT-2 and "
-                                     "Llama-style models. Loaded once on this server, shared by every student.")
+        choice = left.selectbox("Model", choices(), key="real.model", format_func=label,
+                                help="The project's own small model (the one the induction page trains), or a Hugging "
+                                     "Face checkpoint: GPT-2 and Llama-style models. The project runs each itself, in "
+                                     "numpy; a model is loaded once on this server, shared by every student.")
         folder_text = ""
         if choice == FOLDER:
             folder_text = right.text_input("Folder", key="real.folder", placeholder="/path/to/checkpoint",
@@ -174,6 +199,11 @@ def vocabulary(model, short: bool = False) -> str:
 
 def facts_line(model) -> str:
     c = model.config
+    if not c.mlp:                                     # the project's small model (training/real/small.py)
+        return (f"The project's small model: {c.n_layers} layers of {c.n_heads} heads and no MLP (attention only), "
+                f"d_model = {c.d_model}, d_k = {c.d_head}, a vocabulary of {c.vocab} tokens (one per distinct word of "
+                f"the sentence), a context of {c.n_ctx}, {model.n_parameters:,} parameters trained on the copy task "
+                "(the induction page's shipped run), run here in float32.")
     family = "GPT-2" if c.family == "gpt2" else f"Llama-style ({c.model_type})"
     kv = f" over {c.n_kv_heads} KV heads" if c.n_kv_heads != c.n_heads else ""
     return (f"{model.name}: {family}, {c.n_layers} layers of {c.n_heads} heads{kv}, d_model = {c.d_model}, "

@@ -20,7 +20,10 @@ def sequence_text(roles) -> str:
             f"them (Olsson et al. 2022), the sink score alongside: on {half} random tokens of the vocabulary, then the "
             f"same {half} again"
             + (f", after “{md_escape(tokens[0])}”, which the tokenizer puts first" if start else "")
-            + f" ({len(tokens)} tokens: {shown} … and again). Random tokens mean nothing, so a head that scores "
+            + f" ({len(tokens)} tokens: {shown} … and again)"
+            + (f"; each score the mean over {f['sequences']} such sequences, the ones the induction page measures on"
+               if f.get("sequences", 1) > 1 else "")
+            + ". Random tokens mean nothing, so a head that scores "
             "here does its job without the meaning of the words. In the repeat, a model with induction heads can "
             "predict each token after the first: it looks up what followed the same token the first time.")
 

@@ -1,21 +1,24 @@
 """The real-model pages' own controls, as a link carries them: declared into ui/page_state.py when this module is
 imported (app.py imports it, so a link's or a pushed view's values are read on any page a session starts on).
 
-`real.model` names the model: "" is this server's own (ATTENTION_EXPLORER_REAL_MODEL_DIR), one of MODELS, or
-"folder" with `real.folder` a folder on the server. A pushed view carries the name, never the weights: a student's
-server loads it from its own disk or says plainly that it does not have it (model.py).
+`real.model` names the model: "" is this server's own (ATTENTION_EXPLORER_REAL_MODEL_DIR), "small" the project's
+shipped small model (training/real/small.py: every server has it), one of MODELS, or "folder" with `real.folder` a
+folder on the server. The default stays "" (a link without the model means this server's own); on a server whose
+host set none, the picker shows the small model in its place and writes "small" (model.py: the link and a pushed
+view then name it). A pushed view carries the name, never the weights: a student's server loads it from its own
+disk or says plainly that it does not have it (model.py).
 """
 from __future__ import annotations
 
 from .. import page_state
 from ..own import Own, choice, integer, number
 
-SERVER, FOLDER = "", "folder"
+SERVER, SMALL, FOLDER = "", "small", "folder"
 MODELS = {"gpt2": "GPT-2 small (124M parameters)", "distilgpt2": "DistilGPT-2 (82M)",
           "HuggingFaceTB/SmolLM2-135M": "SmolLM2-135M (Llama-style, 9 query heads over 3 KV heads)",
           "Qwen/Qwen2.5-0.5B": "Qwen2.5-0.5B (Llama-style, Q/K/V biases)",
           "meta-llama/Llama-3.2-1B": "Llama-3.2-1B (gated: needs a Hugging Face token)"}
-CHOICES = (SERVER, *MODELS, FOLDER)
+CHOICES = (SERVER, SMALL, *MODELS, FOLDER)
 PAGES = ("app_pages/70_real_tokens.py", "app_pages/71_real_heads.py", "app_pages/72_real_roles.py")
 MAX_LAYERS, MAX_HEADS, MAX_VOCAB = 128, 128, 1_000_000
 

@@ -9,7 +9,8 @@ the settings). In no room it returns at once: nothing drawn, no store read.
   (the question to ask, the teacher's note: on this screen only, never in presenter mode or on the room and
   Lessons pages, which may be on the projector) with ◀ / ▶; a stop is shown to predict (ui/room/hide.py: its
   answer hidden on the students' screens, no explanation open) and "Reveal" shows it again with its cell's
-  explanation open; a lesson's check (ui/room/check.py) is started on its first stop and again on its last.
+  explanation open and its own answer, the numbers of a later stop of the same view still hidden until that stop's
+  reveal (classroom.lesson.hidden_at); a lesson's check (ui/room/check.py) is started on its first stop and again on its last.
 - A student: ui/room/follow.py (following, stepping out and back, the poll card).
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import streamlit as st
 
 import classroom
 from classroom import pacing
+from classroom.lesson import hidden_at
 
 from ..page_state import CELL, view_of
 from .check import check_bar
@@ -49,6 +51,8 @@ LOCKED_ELSEWHERE = (":material/lock: The class is locked to the view you last sh
                     "the room page, to leave the room).{show}")
 LOCKED_NOTHING = (":material/lock: The class is locked, but you have shown nothing yet: students explore freely "
                   "until you show a view; from then on every following screen stays on it.")
+STILL_HIDDEN = (":material/visibility: Revealed. The numbers that answer {stops}, later on this same view, stay "
+                "hidden on their screens {where} until you reveal {them}.")
 HERE_SECONDS = 2.0               # the teacher's count of students here refreshes this often
 
 
@@ -264,15 +268,22 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
             st.caption(f":material/lock: Your note (on your screen only, not in presenter mode): "
                        f"{md_escape(stop.note)}")
     staged = state.get("room.stage") == "predict" and state.get("room.staged") == i
+    where = ("(and on this one: presenter mode is the projector's view)" if presenting() else
+             "(outlined with dashes on yours)")
+    waiting = ()
     if staged:
-        hidden = (f" {hidden_words(stop.hide)} hidden on their screens "
-                  + ("(and on this one: presenter mode is the projector's view)." if presenting() else
-                     "(outlined with dashes on yours).") if stop.hide else "")
-        st.caption(PREDICTING.format(hidden=hidden, reveal=(
-            "it opens the explanation of the stop's cell on every following screen" if CELL in stop.query else
-            "it shows every number on every following screen")))
+        hiding = hidden_at(lesson, i, "predict", revealed_stops(lesson))
+        hidden = f" {hidden_words(hiding.hide)} hidden on their screens {where}." if hiding.hide else ""
+        st.caption(PREDICTING.format(hidden=hidden, reveal=reveal_words(
+            CELL in stop.query, hidden_at(lesson, i, "revealed", revealed_stops(lesson)))))
         if st.button(REVEAL, key="room_reveal", type="primary", icon=":material/visibility:"):
             reveal_stop(code, secret, i)
+    elif state.get("room.stage") == "revealed" and state.get("room.hide") and i in revealed_stops(lesson):
+        after = hidden_at(lesson, i, "revealed", revealed_stops(lesson))     # the view shown is this stop's reveal
+        waiting = after.waiting if list(after.hide) == list(state["room.hide"]) else ()
+    if waiting:
+        st.caption(STILL_HIDDEN.format(stops=stops_words(waiting), where=where,
+                                       them="that stop" if len(waiting) == 1 else "each of them"))
     back, this, ahead = st.columns(3)
     target = None
     if back.button(PREVIOUS, key="room_prev", disabled=i == 0, width="stretch"):
@@ -290,23 +301,52 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
             st.rerun()
 
 
-def stop_view(stop, stage: str = "predict") -> dict | None:
-    """A stop's view as the class gets it: to predict (no cell's explanation open, its `hide` numbers hidden on
-    the students' screens) or revealed (its cell opened, nothing hidden)."""
+def stops_words(stops) -> str:
+    """Stops by their numbers as the teacher's bar counts them (from 1): (2, 3, 4) -> "stops 3, 4 and 5"."""
+    n = [str(j + 1) for j in stops]
+    return "" if not n else f"stop {n[0]}" if len(n) == 1 else f"stops {', '.join(n[:-1])} and {n[-1]}"
+
+
+def reveal_words(cell: bool, after) -> str:
+    """What "Reveal" will do, said before it: this stop's answer on every following screen; a later stop's of the
+    same view stays hidden (`after`: classroom.lesson.hidden_at's Hiding for the reveal)."""
+    words = ("it opens the explanation of the stop's cell on every following screen" if cell else
+             "it shows this stop's numbers on every following screen" if after.hide else
+             "it shows every number on every following screen")
+    if after.waiting:
+        words += (f"; the numbers that answer {stops_words(after.waiting)}, later on this same view, stay hidden until "
+                  f"you reveal {'that stop' if len(after.waiting) == 1 else 'those stops'}")
+    if after.shown_too:
+        words += (f" (the lesson hides some of the same numbers for {stops_words(after.shown_too)}: this reveal "
+                  "shows them)")
+    return words
+
+
+def revealed_stops(lesson) -> frozenset:
+    """The stops of this lesson the teacher has revealed in this room (their answers are no longer kept hidden)."""
+    kept = st.session_state.get("room.revealed")
+    return frozenset(kept[1]) if kept and kept[0] == lesson else frozenset()
+
+
+def stop_view(lesson, i: int, stage: str = "predict", revealed=()) -> dict | None:
+    """Stop i's view as the class gets it: to predict (no cell's explanation open, its answer hidden on the
+    students' screens) or revealed (its cell opened, its answer shown); either way a later stop's answer on the
+    same view, not yet revealed, stays hidden (classroom.lesson.hidden_at)."""
+    stop = lesson.stops[i]
     page = page_of(stop.page)
     if page is None:
         return None
-    if stage == "revealed":
-        return {"page": page, "query": dict(stop.query), "stage": "revealed"}
-    query = {k: v for k, v in stop.query.items() if k != CELL}
-    return {"page": page, "query": query, "hide": list(stop.hide), "stage": "predict"}
+    hide = list(hidden_at(lesson, i, stage, revealed).hide)
+    query = dict(stop.query) if stage == "revealed" else {k: v for k, v in stop.query.items() if k != CELL}
+    return {"page": page, "query": query, **({"hide": hide} if hide or stage == "predict" else {}), "stage": stage}
 
 
 def step_to(code: str, secret: str, i: int) -> None:
     """Show stop i to the class in its predict state (and put it on this screen)."""
     state = st.session_state
-    stop = state["room.lesson"].stops[i]
-    view = stop_view(stop)
+    lesson = state["room.lesson"]
+    stop = lesson.stops[i]
+    view = stop_view(lesson, i, "predict", revealed_stops(lesson))
     if view is None:
         st.error(f"Stop {i + 1}'s page “{md_escape(stop.page)}” is not a page of this app: edit the lesson on "
                  "the Lessons page.", icon=":material/error:")
@@ -318,14 +358,17 @@ def step_to(code: str, secret: str, i: int) -> None:
 
 
 def reveal_stop(code: str, secret: str, i: int) -> None:
-    """"Reveal": stop i again with its cell opened and nothing hidden, as a new view every following screen
-    takes; the stop's poll, when it is the question open, revealed with it."""
+    """"Reveal": stop i again with its cell opened and its answer shown (a later stop's of the same view still
+    hidden), as a new view every following screen takes; the stop's poll, when it is the question open, revealed
+    with it."""
     state = st.session_state
-    stop = state["room.lesson"].stops[i]
-    view = stop_view(stop, "revealed")
+    lesson = state["room.lesson"]
+    stop = lesson.stops[i]
+    view = stop_view(lesson, i, "revealed", revealed_stops(lesson))
     if view is None or not _push(code, secret, view):
         return
     state["room.staged"] = None
+    state["room.revealed"] = (lesson, revealed_stops(lesson) | {i})
     try:
         poll = classroom.state(store(), code).poll
         if (poll and not poll.get("revealed") and stop.poll and poll.get("kind") == stop.poll

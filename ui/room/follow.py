@@ -44,6 +44,8 @@ LOCKED_UNDONE = ("Your teacher has locked the view: your change was undone. You 
                  "they unlock it.")
 PREDICT_LINE = ":material/psychology_alt: Predict first: answer your teacher's question before this page does."
 PREDICT_HIDDEN = " The numbers that answer it show “?” until your teacher reveals them."
+REVEALED_LATER = (":material/visibility: Revealed. The numbers that still show “?” answer a question still to come "
+                  "on this view: predict them when your teacher asks it.")
 
 
 def student_bar(page_file: str) -> None:
@@ -187,6 +189,8 @@ def _follow_room() -> None:
                 st.caption(LOCKED_LINE if view else LOCKED_NOTHING)     # nothing shown: nothing to hold them on
             if view and view.get("stage") == "predict":
                 st.caption(PREDICT_LINE + (PREDICT_HIDDEN if view.get("hide") else " Your teacher reveals the answer."))
+            elif view and view.get("stage") == "revealed" and view.get("hide"):   # a later stop's answer still hidden
+                st.caption(REVEALED_LATER)
         else:                                     # locked: only the room page (to leave) gets here
             held = room.locked and view and known_page(view.get("page"))
             st.info(("Your teacher is showing something new. " if newer else "") +

@@ -3,7 +3,8 @@
 A teacher's lesson stop arrives on the students' screens with the numbers that answer its question hidden
 (classroom.push's "hide": a step's key, every cell of it, or one cell "<step key>:<head or None>.<i>.<j>"; a page's
 own view of the trace has the key "view:<name>", e.g. "view:cosine_tokens:None.0.2");
-the teacher's "Reveal" pushes the view again without them. A session keeps the list of the view last put in
+the teacher's "Reveal" pushes the view again without them (but for a later stop's of the same view:
+classroom.lesson.hidden_at). A session keeps the list of the view last put in
 under "room.hide" (ui/room/session.go). The heatmaps, the tables and the cell explanations ask `hidden`:
 
 - a student (in a room, without the teacher's secret), and the teacher in presenter mode (the projector): the

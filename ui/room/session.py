@@ -14,7 +14,8 @@ Session keys (the names other views read):
     room.hide       the numbers the view last put in hides until the teacher reveals (a lesson stop's predict
                     state: classroom.push's "hide"); ui/room/hide.py reads it. room.stage its "predict" or
                     "revealed" (absent: a view that is not a stop's); room.staged the teacher's stop shown to
-                    predict and not yet revealed (its index: the room bar's "Reveal")
+                    predict and not yet revealed (its index: the room bar's "Reveal"); room.revealed (the lesson,
+                    the indices of its stops revealed in this room): their answers are no longer kept hidden
     room.locked     a student's copy of the room's lock (the last tick's): their own changes are undone
     room.reported   what this student's screen last reported to the room (classroom.pacing.report)
     room.dashboard  the teacher's table of each student is on (the room page's switch)
@@ -41,7 +42,7 @@ from ..settings import apply_view
 ROOM_PAGE = "app_pages/60_room.py"
 KEYS = ("room.code", "room.secret", "room.member", "room.nick", "room.following", "room.title", "room.applied",
         "room.baseline", "room.notices", "room.shown", "room.hide", "room.stage", "room.staged", "room.token",
-        "room.seen_at", "room.waiting", "room.locked", "room.reported", "room.undone",
+        "room.revealed", "room.seen_at", "room.waiting", "room.locked", "room.reported", "room.undone",
         "room.dashboard")
 MISSES, MISS_WINDOW = 10, 60.0             # wrong codes a session may type in a minute
 

@@ -94,9 +94,10 @@ def notes(trace: Trace) -> None:
         st.info(n, icon=":material/info:")
 
 
-def _bars(trace: Trace) -> dict:
-    """Grouped bars of the SHOWN most probable tokens: softmax(z), softmax(z / T), and p′ (the kept set); a
-    Vega-Lite spec written out (altair's validation cost more than the rest of the page's rerun)."""
+def _bars(trace: Trace, renormalised: bool = True) -> dict:
+    """Grouped bars of the SHOWN most probable tokens: softmax(z), softmax(z / T), and p′ (the kept set; left out
+    with renormalised=False: a lesson stop still hides it); a Vega-Lite spec written out (altair's validation cost
+    more than the rest of the page's rerun)."""
     f, z = trace.facts, trace["logits"].value
     p1, pT, q, kept = softmax_t(z, 1.0), trace["probs"].value, trace["renormalised"].value, trace["kept"].value
     order = sorted(range(z.size), key=lambda j: (-pT[j], -z[j]))[:SHOWN]
@@ -106,7 +107,7 @@ def _bars(trace: Trace) -> dict:
     rows = []
     for rank, j in enumerate(order):
         label = f"{token_text(f, j)}{' ✓' if kept[j] else ''}"
-        for name, v in zip(names, (p1[j], pT[j], q[j])):
+        for name, v in list(zip(names, (p1[j], pT[j], q[j])))[:3 if renormalised else 2]:
             rows.append({"token": label, "rank": rank, "series": name, "probability": float(v),
                          "kept": "kept" if kept[j] else "dropped"})
     top = max(r["probability"] for r in rows)
@@ -127,16 +128,18 @@ def _bars(trace: Trace) -> dict:
 
 def bars(trace: Trace) -> None:
     from ..views import chart
-    if room_hide.waits(*PROBABILITIES):              # the bars are p and p′ themselves
+    if room_hide.waits("probs"):                      # the bars are p themselves
         st.caption(room_hide.WAITS)
         return
     f = trace.facts
     n_kept = int(trace["kept"].value.sum())
+    later = room_hide.waits("renormalised")          # p shown (its stop revealed), p′ still a later stop's answer
     st.markdown(f"The {SHOWN} most probable of the {trace['logits'].shape[0]} tokens after T. ✓ marks a token "
                 f"kept by top-k and top-p (faded: dropped; **{n_kept}** of the {trace['logits'].shape[0]} "
-                f"{'is' if n_kept == 1 else 'are'} kept); "
-                "bar 3 is what the sample is drawn from.")
-    chart(_bars(trace))
+                f"{'is' if n_kept == 1 else 'are'} kept); " +
+                ("bar 3, p′, what the sample is drawn from, waits for your teacher's reveal." if later else
+                 "bar 3 is what the sample is drawn from."))
+    chart(_bars(trace, renormalised=not later))
     if f["temperature"] and f["temperature"] != 1:
         st.caption("T divides the logits before softmax, so bars 1 and 2 differ; dividing the probabilities after "
                    "softmax and renormalising would give bars 1 back: T would change nothing.")

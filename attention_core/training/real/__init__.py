@@ -16,6 +16,8 @@
     attention_layer     one layer's attention as a Trace with the attention pages' step keys, every head
     forward             run_real(model, text) -> Trace of kind "real": every layer, every head, the logits
     explainers          a real head's cells explained through the registry, with its real numbers
+    small               the project's own small model (training/lm, the shipped run) as a RealModel: attention-only
+                        blocks, its tokens the sentence's distinct words (small_model, is_small; imported when asked)
 
 Nothing here is imported by attention_core or by training: a page imports it when a real model is asked for, and
 huggingface_hub, tokenizers (and torch, never) are imported inside the functions that use them.

@@ -42,6 +42,7 @@ class CheckpointConfig:
     tied: bool                    # W_U = E^T
     rope_theta: float = 0.0       # 0: learned positions (GPT-2)
     rope_scaling: dict = field(default_factory=dict)   # {} or llama3's factor, low/high_freq_factor, original context
+    mlp: bool = True              # False: attention-only blocks (the project's small model, small.py)
 
     @property
     def norm(self) -> str:
@@ -55,6 +56,8 @@ class CheckpointConfig:
         """The parameter count the shapes imply (tied W_U counted once)."""
         d, f, v = self.d_model, self.d_ff, self.vocab
         q, kv = self.n_heads * self.d_head, self.n_kv_heads * self.d_head
+        if not self.mlp:                          # the small model: LayerNorm, no biases, W_U its own
+            return v * d + self.n_ctx * d + self.n_layers * (2 * d + 4 * d * d) + 2 * d + d * v
         if self.family == "gpt2":
             per_layer = 4 * d + d * (3 * d) + 3 * d + d * d + d + d * f + f + f * d + d
             return v * d + self.n_ctx * d + self.n_layers * per_layer + 2 * d

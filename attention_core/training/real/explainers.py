@@ -106,7 +106,7 @@ register("x", kind=ATTENTION_KIND)(_x)
 
 def _block_context(trace, ctx: Context) -> RealBlockContext:
     c = trace.facts["checkpoint"]
-    trace.facts.setdefault("arch", SimpleNamespace(n_layers=c.n_layers, mlp=True, eps=c.eps, norm=c.norm,
+    trace.facts.setdefault("arch", SimpleNamespace(n_layers=c.n_layers, mlp=c.mlp, eps=c.eps, norm=c.norm,
                                                    placement="pre"))
     return RealBlockContext(trace, ctx.config, ctx.precision)
 
@@ -169,7 +169,9 @@ def _x0(ctx: Context, cell) -> Explanation:
                        f"{lhs} = {ctx.num(value)}", value,
                        f"{lhs_text} = {' + '.join(texts)}\n  = {' + '.join(ctx.factor_text(v) for v in values)}\n  = "
                        f"{ctx.num_text(value)}",
-                       note=("The token's embedding plus its position's learned row (GPT-2)." if len(parts) == 2 else
+                       note=("The token's embedding plus its position's learned row"
+                             + (" (GPT-2)." if ctx.trace.facts["checkpoint"].model_type == "gpt2" else ".")
+                             if len(parts) == 2 else
                              "The token's embedding alone: a Llama-style model adds no position here (RoPE turns Q "
                              "and K by the position inside attention)."),
                        reads=tuple((k, cell) for k in parts))

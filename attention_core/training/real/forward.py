@@ -15,6 +15,7 @@ positions, GELU-tanh MLP; Llama-style: RMSNorm, RoPE inside attention, SwiGLU ML
     l{l}.hidden, l{l}.act GPT-2: H = N W_1 + b_1, GELU_tanh(H)
     l{l}.gate, l{l}.up, l{l}.act   Llama: G = N W_gate, U = N W_up, SiLU(G) ⊙ U
     l{l}.mlp, l{l}.out    the MLP's output, X_{l+1} = X_l' + MLP(N(X_l'))
+                          (no MLP, the small model: l{l}.out = X_l + MHA(N(X_l)) in place of l{l}.mid … l{l}.mlp)
     ln_f, logits (n, |V|) N_f(X_L), Z = N_f(X_L) W_U
 
 trace.tokens are the tokenizer's pieces ("Ġcat"); facts: ids, pieces, the model's name and config, "truncated"
@@ -57,21 +58,27 @@ MAX_TOKENS = 128      # every head's n × n weights (and scores) are kept as flo
 def encode(model: RealModel, text: str | None = None, ids=None, max_tokens: int = MAX_TOKENS
            ) -> tuple[list[int], list[str], int]:
     """(ids, pieces, how many tokens were cut off past the model's context or max_tokens)."""
+    ids, pieces, cut, _ = encoded(model, text, ids, max_tokens)
+    return ids, pieces, cut
+
+
+def encoded(model: RealModel, text: str | None = None, ids=None, max_tokens: int = MAX_TOKENS):
+    """encode's three, and the Encoded (its notices, and what names its ids), or None for ids given."""
     n_ctx = min(model.config.n_ctx, max_tokens)
     if ids is not None:
         ids = [int(i) for i in ids]
         cut = max(0, len(ids) - n_ctx)
         ids = ids[:len(ids) - cut]
-        return ids, [model.tokenizer.piece(i) for i in ids], cut
+        return ids, [model.tokenizer.piece(i) for i in ids], cut, None
     enc = model.tokenizer.encode(text or "", max_tokens=n_ctx)
-    return list(enc.ids), list(enc.pieces), enc.truncated
+    return list(enc.ids), list(enc.pieces), enc.truncated, enc
 
 
 def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: int = MAX_TOKENS) -> Trace:
     """The text (or the token ids) through every layer to the logits, in float32; a Trace of kind "real".
     At most min(the model's context, max_tokens) tokens: the rest is cut off, with a notice."""
     c, p = model.config, model.params
-    ids, pieces, cut = encode(model, text, ids, max_tokens)
+    ids, pieces, cut, enc = encoded(model, text, ids, max_tokens)
     if not ids:
         raise ValueError("No tokens: type a sentence.")
     if max(ids) >= c.vocab:
@@ -80,7 +87,9 @@ def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: in
     trace = RealTrace(tuple(pieces))
     trace.facts.update(kind="real", model=model.name, config=None, checkpoint=c, ids=tuple(ids), pieces=tuple(pieces),
                        truncated=cut, attention=[], n=n, d_model=c.d_model, n_heads=c.n_heads,
-                       n_kv_heads=c.n_kv_heads, d_k=c.d_head, params=p, tokenizer=model.tokenizer)
+                       n_kv_heads=c.n_kv_heads, d_k=c.d_head, params=p,
+                       tokenizer=enc.names if enc is not None and enc.names is not None else model.tokenizer)
+    trace.notices.extend(enc.notices if enc is not None else ())
     if cut:
         limit = min(c.n_ctx, max_tokens)
         why = (f"{model.name} reads at most {c.n_ctx}" if limit == c.n_ctx else
@@ -93,8 +102,9 @@ def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: in
     inputs = ("x_embed",)
     if c.family == "gpt2":
         pe = p["pos_emb"][:n]                                                  # (n, d)
+        who = "GPT-2" if c.model_type == "gpt2" else "The model"
         trace.add("pe", "Learned positions", pe, ("n", "d_model"), r"E^{\mathrm{pos}}_{[0:n]}",
-                  why=f"GPT-2 learned one row per position (up to {c.n_ctx}) and adds it to the token's row.")
+                  why=f"{who} learned one row per position (up to {c.n_ctx}) and adds it to the token's row.")
         x = x + pe
         inputs += ("pe",)
     trace.add("x", "The residual stream X₀", x, ("n", "d_model"),
@@ -116,6 +126,12 @@ def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: in
                   rf"\mathrm{{MHA}}(N({s})) = C\, W_O" + (" + b_O" if f"l{l}.b_o" in p else ""), (f"l{l}.ln1",),
                   why=f"What the {c.n_heads} heads write, mapped back to d_model columns by W_O.")
         stream = stream + out
+        if not c.mlp:                                                            # attention only: the layer's output
+            trace.add(f"l{l}.out", f"Layer {l}: stream after attention", stream, ("n", "d_model"),
+                      rf"X_{{{l + 1}}} = {s} + \mathrm{{MHA}}(N({s}))", (key, f"l{l}.attn"),
+                      why="The residual add; with no MLP, what the next layer reads.")
+            key = f"l{l}.out"
+            continue
         trace.add(f"l{l}.mid", f"Layer {l}: stream after attention", stream, ("n", "d_model"),
                   rf"{s}' = {s} + \mathrm{{MHA}}(N({s}))", (key, f"l{l}.attn"), why="The residual add.")
         read = norm(model, f"l{l}.ln2", stream)

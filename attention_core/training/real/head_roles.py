@@ -91,16 +91,31 @@ def repeated_random_ids(model: RealModel, half: int = HALF, seed: int = SEED) ->
     return prefix + [int(i) for i in segment] * 2
 
 
+def pooled_scores(runs: list[Trace]) -> dict[str, np.ndarray]:
+    """role_scores over several sequences at once, as the induction page pools its batch: every query of every
+    sequence in one mean (the induction score's over the queries that have a target)."""
+    a = [patterns(r) for r in runs]
+    t = [targets(r.facts["ids"]) for r in runs]
+    rows = sum(int(x.any(axis=-1).sum()) for x in t)
+    on = sum(((w * x).sum(axis=-1) * x.any(axis=-1)).sum(axis=-1) for w, x in zip(a, t))
+    return {"prev_token": np.mean([previous_token(w) for w in a], axis=0),
+            "induction": on / rows if rows else np.zeros(a[0].shape[:2]),
+            "sink": np.mean([sink(w) for w in a], axis=0)}
+
+
 def head_roles(model: RealModel, half: int = HALF, seed: int = SEED) -> Trace:
     """Every head's three scores on repeated random tokens, a Trace of kind "real_roles" (steps prev_token,
-    induction, sink: (layer, head)); facts: the ids, their pieces, the half, the model's forward Trace."""
-    ids = repeated_random_ids(model, half, seed)
-    run = run_real(model, ids=ids)
-    scores = role_scores(run)
+    induction, sink: (layer, head)); facts: the ids, their pieces, the half, the model's forward Trace, and how many
+    sequences ("sequences": the project's small model is measured on the induction page's own 16, small.probe)."""
+    from .small import is_small, probe
+    batch = [list(map(int, row)) for row in probe()] if is_small(model) else [repeated_random_ids(model, half, seed)]
+    runs = [run_real(model, ids=row) for row in batch]
+    ids, run = batch[0], runs[0]
+    scores = pooled_scores(runs) if len(runs) > 1 else role_scores(run)
     c = model.config
     trace = Trace(tuple(run.tokens))          # the rows of its steps are layers, the columns heads: counted from 0
     trace.facts.update(kind=KIND, ids=tuple(ids), half=(len(ids) - len(special_ids(model))) // 2, run=run,
-                       n_layers=c.n_layers, n_heads=c.n_heads)
+                       n_layers=c.n_layers, n_heads=c.n_heads, sequences=len(runs))
     trace.add("prev_token", "Previous-token score", scores["prev_token"], ("layer", "head"),
               r"\frac{1}{n-1} \sum_{i \ge 1} A_h[i, i-1]", scale="sequential",
               why="How much of each query's weight goes to the token just before it.")

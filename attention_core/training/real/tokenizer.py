@@ -17,6 +17,8 @@ class Encoded:
     ids: tuple[int, ...]
     pieces: tuple[str, ...]       # the vocabulary's own strings ("Ġcat")
     truncated: int = 0            # tokens cut off past the model's context
+    notices: tuple[str, ...] = () # what the text lost on the way in, said as the small model's pages say it
+    names: object = None          # what names these ids when a text's own (the small model: its words), else None
 
 
 class CheckpointTokenizer:
