@@ -260,7 +260,8 @@ def test_the_explained_cell_is_outlined_where_it_is_and_said_and_nothing_when_no
     spec, cells = heatmap_spec(trace, step, explained=(2, 1))
     tokens = trace.token_labels()
     assert cells is frame and spec["layer"][:-2] == plain["layer"]                     # the same data and cells
-    assert spec["description"] == f"{plain['description']} The explained cell: row 2 (“{tokens[2]}”), column 1 (“{tokens[1]}”)."
+    said = f"The explained cell: row 2 (“{tokens[2]}”), column 1 (“{tokens[1]}”)."
+    assert spec["description"] == f"{plain['description']} {said}"
     svg = vlc.vegalite_to_svg(standalone(spec, cells))
     group = lambda name: re.search(rf'<g class="[^"]*\b{name}"[^>]*>(.*?)</g>', svg, re.S).group(1)
     n = step.value.shape[1]

@@ -234,8 +234,9 @@ def test_the_explained_cells_outline_stands_out_on_any_cell_and_the_page_for_eve
     from ui.charts import heatmap_spec
     trace = Trace(tokens=("a", "b", "c"))
     step = Step("weights", "Weights", np.full((3, 3), 1 / 3), ("n", "n"), "", scale="sequential")
-    strokes = {tuple(layer["mark"]["stroke"] for layer in heatmap_spec(trace, step, big=big, explained=(1, 2))[0]["layer"]
-                     if str(layer.get("name", "")).startswith("explained")) for big in (False, True)}
+    specs = [heatmap_spec(trace, step, big=big, explained=(1, 2))[0] for big in (False, True)]
+    outline = lambda spec: [layer for layer in spec["layer"] if str(layer.get("name", "")).startswith("explained")]
+    strokes = {tuple(layer["mark"]["stroke"] for layer in outline(spec)) for spec in specs}
     assert len(strokes) == 1 and len(next(iter(strokes))) == 2
     strokes = next(iter(strokes))
     under = [c for start, end in HALVES.values() for c in drawn(start, end, 41)] + [*MASK, colours.NO_NUMBER,

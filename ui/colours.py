@@ -62,7 +62,8 @@ def explained_outline(x: dict, y: dict, cell: tuple[int, int], width: float, hei
     layers = []
     for name, colour, grow in (("explained_outer", TEXT_LIGHT, line), ("explained_inner", TEXT_DARK, -line)):
         w, h = max(width + grow, 1.0), max(height + grow, 1.0)      # a symbol's path spans −1…1 across w px
-        layers.append({"name": name, "transform": [{"filter": f"datum.i == {int(cell[0])} && datum.j == {int(cell[1])}"}],
+        at = f"datum.i == {int(cell[0])} && datum.j == {int(cell[1])}"
+        layers.append({"name": name, "transform": [{"filter": at}],
                        "mark": {"type": "point", "shape": f"M-1,-{h / w:.4g}H1V{h / w:.4g}H-1Z", "size": w * w,
                                 "filled": False, "opacity": 1, "stroke": colour, "strokeWidth": line, "aria": False},
                        "encoding": {"x": x, "y": y}})

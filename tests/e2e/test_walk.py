@@ -163,8 +163,8 @@ DISCOVER = """() => {
 }"""
 
 MARKER = "() => [window.__doc || 0, window.__runs || 0, window.__ws ? window.__ws.received : 0, window.__ws ? window.__ws.sends.length : 0]"
-# The explained cell's outline (ui/colours.py explained_outline) on the chart beside a picker (labelled `picker`): how many
-# of its two paths, how many on the page, the (row, column) of the cell under it (by the cells' drawn bands: the
+# The explained cell's outline (ui/colours.py explained_outline) on the chart beside a picker (labelled `picker`): how
+# many of its two paths, how many on the page, the (row, column) of the cell under it (by the cells' drawn bands: the
 # masked cells may be left undrawn, never a whole row or column) and the chart's text alternative.
 OUTLINE = "svg.marks g.explained_inner_marks path"
 OUTLINED = """([picker, outline]) => {
