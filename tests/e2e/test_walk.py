@@ -163,6 +163,29 @@ DISCOVER = """() => {
 }"""
 
 MARKER = "() => [window.__doc || 0, window.__runs || 0, window.__ws ? window.__ws.received : 0, window.__ws ? window.__ws.sends.length : 0]"
+# The explained cell's outline (ui/colours.py explained_outline) on the chart beside a picker (labelled `picker`): how
+# many of its two paths, how many on the page, the (row, column) of the cell under it (by the cells' drawn bands: the
+# masked cells may be left undrawn, never a whole row or column) and the chart's text alternative.
+OUTLINE = "svg.marks g.explained_inner_marks path"
+OUTLINED = """([picker, outline]) => {
+  let box = [...document.querySelectorAll('#stMain [aria-label]')].find(e => e.getAttribute('aria-label') === picker);
+  while (box && !box.querySelector("[data-testid='stVegaLiteChart']")) box = box.parentElement;
+  const chart = box ? box.querySelector("[data-testid='stVegaLiteChart']") : null;
+  if (!chart) return {paths: [], page: 0, at: null, label: '', one_row: false};
+  const mid = b => [b.left + b.width / 2, b.top + b.height / 2];
+  const cells = [...chart.querySelectorAll('svg.marks g.mark-rect.role-mark path')].map(p => p.getBoundingClientRect());
+  const band = side => [...new Set(cells.map(b => Math.round(b[side])))].sort((a, b) => a - b);
+  const xs = band('left'), ys = band('top');
+  const inner = chart.querySelector(outline);
+  const [cx, cy] = inner ? mid(inner.getBoundingClientRect()) : [NaN, NaN];
+  const at = (starts, v) => starts.filter(s => s <= v).length - 1;
+  const said = [chart, ...chart.querySelectorAll('[aria-label]')].map(e => e.getAttribute('aria-label') || '')
+    .find(t => t.startsWith('Heatmap of')) || '';
+  return {paths: [chart.querySelectorAll(outline).length,
+                  chart.querySelectorAll(outline.replace('inner', 'outer')).length],
+          page: document.querySelectorAll('#stMain ' + outline).length, at: [at(ys, cy), at(xs, cx)], label: said,
+          one_row: ys.length === 1};
+}"""
 NO_SKELETON = "() => !document.querySelector(\"[data-testid='stSkeleton']\")"
 
 # A dropdown's options: (text, chosen, disabled).
@@ -397,9 +420,24 @@ class Walk:
         self.a11y_seconds += time.perf_counter() - t0
         problems = ([] if cell.endswith(f".{want[0]}.{want[1]}") else [f"the link's cell is {cell!r}"]) + (
                     [] if explained.count() == before + 1 else ["no explanation of the picked cell on the page"])
+        problems += self.outlined(picker["label"], want)
         if problems:
             self.fail("the cell picked with the keyboard", problems)
         self.check("after the cell picked with the keyboard")
+
+    def outlined(self, picker: str, want: tuple[int, int]) -> list[str]:
+        """The picked cell is marked on its chart as the SVG draws it: one outline on the page (ui/colours.py's
+        explained_outline: its two paths), on the cell (row, column) `want` of the chart beside the picker, and the
+        chart's text alternative names that cell."""
+        try:
+            self.tab.wait_for_function(f"() => document.querySelector('#stMain {OUTLINE}')", timeout=10_000, polling=50)
+        except Exception:
+            return ["no outline of the picked cell on its chart"]
+        seen = self.tab.evaluate(OUTLINED, [picker, OUTLINE])
+        said = f"The explained cell: {'' if seen['one_row'] else f'row {want[0]}'}"
+        problems = [] if seen["paths"] == [1, 1] and seen["page"] == 1 else [f"outlines on the page: {seen}"]
+        problems += [] if seen["at"] == list(want) else [f"the outline is on the cell {seen['at']}, not {want}"]
+        return problems + ([] if said in seen["label"] else [f"the chart's words do not name it: {seen['label']!r}"])
 
     def reflows(self) -> None:
         """WCAG 1.4.10 at the walk's end, on the phone and at 320 CSS px: nothing scrolls sideways but a named
