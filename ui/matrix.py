@@ -186,13 +186,14 @@ def cell_picker(where, trace: Trace, step: Step, head: int | None, chart_key: st
             state[name] = None             # a half pick from a larger matrix (the sentence got shorter)
     of = f" of {step.title}" + (f", head {head}" if head is not None else "")
     box = where.container(horizontal=True, gap="small", key=f"pick-{anchor_class(chart_key)}")
+    width = 240 if presenting() else 150    # presenter mode's larger text: "row 2 · you" whole, not cut short
     say = lambda noun, labels: (lambda k: f"{noun} {k}" + ("" if str(labels[k]) == str(k) else f" · {labels[k]}"))
     if not one_row:
         box.selectbox(f"Row{of} to explain", range(m.shape[0]), index=None, format_func=say("row", rows),
-                      key=names[0], placeholder="Row…", label_visibility="collapsed", width=150,
+                      key=names[0], placeholder="Row…", label_visibility="collapsed", width=width,
                       on_change=_picked, args=(chart_key, one_row))
     box.selectbox(f"Column{of} to explain", range(m.shape[1]), index=None, format_func=say("column", cols),
-                  key=names[1], placeholder="Column…", label_visibility="collapsed", width=150,
+                  key=names[1], placeholder="Column…", label_visibility="collapsed", width=width,
                   on_change=_picked, args=(chart_key, one_row))
 
 
