@@ -309,3 +309,13 @@ def test_a_student_who_opens_a_real_page_on_their_own_gets_the_small_model_not_t
     ben.switch_page(tokens).run()
     no_exception(ben)
     assert "Your teacher's view" not in messages(ben) and ben.session_state["real.model"] == "small", messages(ben)
+
+
+def test_the_last_layers_stream_is_said_to_be_read_by_the_final_norm(folders):
+    """A checkpoint's last layer has no next layer: its stream after the MLP is what the final norm reads."""
+    for family, norm in (("gpt2", "LayerNorm"), ("llama", "RMSNorm")):
+        model = load_model(folders[family])
+        trace = run_real(model, SENTENCE)
+        last = model.config.n_layers - 1
+        assert "next layer" not in trace[f"l{last}.out"].why and f"final {norm}" in trace[f"l{last}.out"].why
+        assert last == 0 or "next layer" in trace["l0.out"].why

@@ -112,3 +112,12 @@ def test_the_small_model_is_the_pickers_first_choice_and_default_without_a_host_
     assert "“the” at position 4 is token 0 again" in said
     assert at.session_state["real.model"] == "small"
     assert at.query_params.get("real.model") in ("small", ["small"])      # not the default "": a link names it
+
+
+def test_the_last_layers_stream_is_said_to_be_read_by_the_final_norm_not_a_next_layer():
+    """With no MLP, each layer's stream after attention is what the next layer reads; the last layer has none after
+    it: its stream is what the final LayerNorm reads."""
+    trace = run_real(small_model(), SENTENCE)
+    last = small_model().config.n_layers - 1
+    assert "next layer" in trace["l0.out"].why
+    assert "next layer" not in trace[f"l{last}.out"].why and "final LayerNorm" in trace[f"l{last}.out"].why
