@@ -121,3 +121,18 @@ def test_the_last_layers_stream_is_said_to_be_read_by_the_final_norm_not_a_next_
     last = small_model().config.n_layers - 1
     assert "next layer" in trace["l0.out"].why
     assert "next layer" not in trace[f"l{last}.out"].why and "final LayerNorm" in trace[f"l{last}.out"].why
+
+
+def test_a_drawn_token_no_word_was_given_is_named_once():
+    """The sentence's words name tokens 0 … k−1; a drawn id past them is “token j” already: said once, not
+    “token j, “token j””."""
+    from ui.real.next_view import sample, said
+    trace = run_real(small_model(), "cat")
+    out = next(o for seed in range(200) if (o := sample(trace, 1.0, 0, 1.0, seed))["token"] > 0)
+    j = int(out["token"])
+    text = said(trace, out, 1.0, 0, 1.0)
+    assert f"**token {j}**" in text and f"“token {j}”" not in text
+    greedy = said(trace, out, 0.0, 0, 1.0)
+    assert f"token {j}, “token {j}”" not in greedy
+    named = said(run_real(small_model(), SENTENCE), sample(run_real(small_model(), SENTENCE), 0.0, 0, 1.0, 0), 0.0, 0, 1.0)
+    assert "“" in named.split("**token")[1]                           # a word's token keeps its word
