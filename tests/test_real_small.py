@@ -136,3 +136,13 @@ def test_a_drawn_token_no_word_was_given_is_named_once():
     assert f"token {j}, “token {j}”" not in greedy
     named = said(run_real(small_model(), SENTENCE), sample(run_real(small_model(), SENTENCE), 0.0, 0, 1.0, 0), 0.0, 0, 1.0)
     assert "“" in named.split("**token")[1]                           # a word's token keeps its word
+
+
+def test_the_tokenizer_paragraph_says_the_words_are_lower_cased_and_symbols_set_aside():
+    """“The” and “the” are one token (tokenize lower-cases), and a symbol or an emoji is set aside like a comma:
+    the paragraph says both, as the tokens' table and the notice show them."""
+    from ui.real.tokens_view import reading
+    ids, words, _, notices = sentence_ids("The cat & the ☕ cat")
+    assert ids == [0, 1, 0, 1] and "“&”" in notices[0] and "“☕”" in notices[0]
+    said = reading(small_model())
+    assert "lower-cased" in said and "punctuation and other symbols are set aside" in said
