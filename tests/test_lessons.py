@@ -1045,3 +1045,16 @@ def test_inside_a_transformers_notes_say_what_a_reveal_keeps_hidden():
     shown = {round(r["probability"], 4) for r in _bars(trace, renormalised=False)["data"]["values"]}
     assert round(float(trace["probs"].value.max()), 4) in shown
     assert round(float(trace["renormalised"].value.max()), 4) not in shown
+
+
+def test_after_a_reveal_the_students_caption_names_each_way_a_later_answer_waits():
+    """Stop 2 of Inside a transformer, revealed: the later stops' answers wait as a “?” in the heads' heatmap and
+    as “Predict first: revealed by your teacher” lines (the sample, the previous-token head) with bar 3 left out;
+    the caption that says why something still waits names both, not the “?” alone."""
+    from ui.room import hide as room_hide
+    from ui.room.follow import REVEALED_LATER
+    words, _, _ = _student_sees("inside_a_transformer", 1, "revealed")
+    assert REVEALED_LATER.replace("\\", "") in words
+    waits = room_hide.WAITS.split(": ", 1)[1]                  # "Predict first: revealed by your teacher."
+    assert waits in words and room_hide.STUDENT_CAPTION in words          # both ways are on the screen
+    assert "“?”" in REVEALED_LATER and waits.rstrip(".") in REVEALED_LATER

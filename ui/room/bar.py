@@ -269,7 +269,8 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
                        f"{md_escape(stop.note)}")
     staged = state.get("room.stage") == "predict" and state.get("room.staged") == i
     where = ("(and on this one: presenter mode is the projector's view)" if presenting() else
-             "(outlined with dashes on yours)")
+             "(outlined with dashes on yours where a table or heatmap shows them; a passage or bar that states them "
+             "is left out of theirs, with a line saying it waits)")
     waiting = ()
     if staged:
         hiding = hidden_at(lesson, i, "predict", revealed_stops(lesson))
