@@ -35,8 +35,8 @@ PHONE_CSS = (
     "[data-testid='stMain'] [role='radiogroup'] label{min-height:44px;align-items:center}"
     "[data-testid='stMain'] button[data-testid^='stBaseButton-primary'],"
     "[data-testid='stMain'] button[data-testid^='stBaseButton-secondary']{min-height:44px}"
-    ".st-key-pipeline-wide{display:none}}"
-    f"@media (min-width:{PHONE_PX + 1}px){{.st-key-pipeline-tall{{display:none}}}}"
+    ".st-key-pipeline-wide,[class*='st-key-wide-']{display:none}}"
+    f"@media (min-width:{PHONE_PX + 1}px){{.st-key-pipeline-tall,[class*='st-key-tall-']{{display:none}}}}"
     ".ae-scroll{overflow-x:auto;max-width:100%}"
     # a picture of a fixed width (the room's QR code, 360 px) and its caption: no wider than the screen
     "[data-testid='stImageContainer'],[data-testid='stImageContainer'] img{max-width:100%;height:auto}"
