@@ -259,5 +259,6 @@ def phone_patterns_spec(spec: dict, size: int = 110, columns: int = 2) -> dict:
                 "facet": {"field": "panel", "type": "nominal", "title": None, "sort": {"field": "rank", "op": "min"},
                           "header": {"labelFontSize": 12, "labelFontWeight": "bold", "labelLimit": 0}},
                 "columns": columns, "spacing": {"row": 10, "column": 10},
+                "resolve": {"axis": {"x": "independent"}},      # each head its key axis (scrolled past, not far)
                 "spec": {**inner, "width": size, "height": size, "encoding": encoding}})
     return out
