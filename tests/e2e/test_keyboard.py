@@ -135,5 +135,9 @@ def test_a_page_walked_with_the_keyboard_alone(app_server, laptop):
             left = True
             break
         labels.append((now["testid"], now["label"]))
+        if now["testid"] == "stPageLink-NavLink":                  # the previous/next links: the app's ring too
+            rings.append((now["text"], tab.evaluate(RING)))
     assert left, f"Tab never left the page's content: the last stops {labels[-8:]}"
+    assert any(label.startswith("←") or label.endswith("→") for label, _ in rings[-2:]) and all(
+        r["style"] == "solid" and r["color"] == ring for _, r in rings), rings[-2:]
     assert len(set(labels)) > 10, labels
