@@ -51,6 +51,8 @@ def choose(tab, downs: int) -> None:
 # Streamlit's own chrome that showed no change of pixels at its focus in 1.67 (measured here), now ringed by the app's
 # CSS (ui/raw_html.py FOCUS_CSS): checked with every other stop, and the walk must meet each of them
 CHROME = {"stBaseButton-elementToolbar", "stHeaderActionElements"}
+# and where Streamlit's own ring (its primary at 50 %: 2.2:1 on white) is replaced by the app's: buttons, tabs
+OWN_RING = {"stTab", "stExpander"}
 
 
 # The focused element's ring as chromium draws it, its opacity as seen (its own times every ancestor's) and whether
@@ -81,6 +83,10 @@ def test_a_page_walked_with_the_keyboard_alone(app_server, laptop):
     open_page(tab, app_server, "rope")
     tab.keyboard.press("Tab")
     assert focused(tab)["testid"] == "stSkipToContent"            # the first stop: past the sidebar's settings
+    from ui.raw_html import FOCUS_RING
+    ring = "rgb({}, {}, {})".format(*(int(FOCUS_RING[k:k + 2], 16) for k in (1, 3, 5)))
+    skip = tab.evaluate(RING)
+    assert (skip["style"], skip["color"]) == ("solid", ring), skip   # the app's ring, not Streamlit's 2.2:1 one
     tab.keyboard.press("Enter")
     assert tab.evaluate("document.activeElement.id") == "stMain"
     # the page's own controls (the RoPE page's buttons) a few stops after the skip link
@@ -91,15 +97,13 @@ def test_a_page_walked_with_the_keyboard_alone(app_server, laptop):
     # once the focus moved on), up to the first heatmap's row picker
     # (Streamlit's own chrome, a chart's toolbar buttons and a heading's anchor, also by its ring: FOCUS_CSS's colour,
     # solid, 2 px, and nothing of it faded)
-    from ui.raw_html import FOCUS_RING
-    ring = "rgb({}, {}, {})".format(*(int(FOCUS_RING[k:k + 2], 16) for k in (1, 3, 5)))
     seen, unseen, rings = [], [], []
     for _ in range(40):
         now, handle = focused(tab), tab.evaluate_handle("document.activeElement")
         box = _centred(handle)
         with_focus = _pixels(tab, box) if box and box["width"] > 0 else None
-        if now["testid"] in CHROME:
-            rings.append((now["label"], tab.evaluate(RING)))
+        if now["testid"] in CHROME or now["testid"].startswith("stBaseButton") or now["testid"] in OWN_RING:
+            rings.append((now["label"] or now["text"], tab.evaluate(RING)))
         tab.keyboard.press("Tab")
         after = _centred(handle)
         shown = with_focus is not None and after == box and _pixels(tab, box) != with_focus
