@@ -445,6 +445,7 @@ class Walk:
         t0 = time.perf_counter()
         wait_for_charts(self.tab, lambda cs: all(c["rendered"] for c in cs if c["visible"]), timeout_ms=10_000)
         found = {PHONE["width"]: reflow.overflow(self.tab)}
+        self.phone_text()
         self.tab.set_viewport_size({"width": reflow.NARROW, "height": PHONE["height"]})
         self.tab.wait_for_timeout(150)                            # charts sized to their container redraw
         found[reflow.NARROW] = reflow.overflow(self.tab)
@@ -452,6 +453,31 @@ class Walk:
         self.a11y_seconds += time.perf_counter() - t0
         if any(found.values()):
             self.fail("the reflow check (WCAG 1.4.10)", [f"{self.page.url_path} sticks out sideways: {found}"])
+
+    def phone_text(self) -> None:
+        """At 390 px, a chart drawn for the phone (the induction heads' pattern grids) has no text under 11 px as drawn
+        (tests/e2e/reflow.py): not scaled down to fit, as the grid drawn for a wide screen would be."""
+        from bench._common import after_run
+        from ui.transformer.induction_charts import PHONE_FONT
+        opener = reflow.PHONE_CHART_TABS.get(self.page.url_path)
+        if opener and not reflow.phone_charts(self.tab):          # the walk left another tab open
+            self.done.append(f"[phone text] open tab '{opener}'")
+            after_run(self.tab, self.tab.get_by_role("tab", name=opener).click, timeout_ms=RUN_TIMEOUT_MS)
+        for _ in range(50):                                       # a chart shown by the window's change: drawn
+            shown = reflow.phone_charts(self.tab)
+            if all(c["scale"] for c in shown):
+                break
+            self.tab.wait_for_timeout(100)
+        for c in shown:
+            if c["smallest"] is None and c["scale"]:
+                c["smallest"] = PHONE_FONT * c["scale"]
+        if shown:
+            self.done.append("[phone text] the smallest text as drawn: " + ", ".join(
+                f"{c['key']} {c['smallest']:.1f} px" if c["smallest"] else f"{c['key']} (not drawn)" for c in shown))
+        small = [c for c in shown if not c["smallest"] or c["smallest"] < 11 - 0.05] + (
+            [{"page": self.page.url_path, "drawn": "none"}] if opener and not shown else [])
+        if small:
+            self.fail("the phone's charts (WCAG 1.4.10)", [f"text under 11 px as drawn, or no chart drawn: {small}"])
 
     def fold_sidebar(self) -> None:
         """The sidebar folded away, as a phone opens the app: a window made narrow may keep it open over the page,
@@ -811,6 +837,8 @@ def test_random_walk_leaves_no_error(page, app_server, laptop):
           + ", ".join(f"{k}: {a} ({b})" for k, (a, b) in walk.axe_counts.items())
           + f"; {walk.axe_seconds:.1f} s in axe, {walk.a11y_seconds:.1f} s more for it (a click, the window, the "
           f"reflow, a cell picked by keyboard: {'yes' if any(d.startswith('[keyboard]') for d in walk.done) else 'no'})")
+    for said in (d for d in walk.done if d.startswith("[phone text] the smallest")):
+        print(f"/{page.path}: {said}")
     if os.environ.get("ATTENTION_EXPLORER_WALK_VERBOSE"):
         for seconds, what in walk.times:
             print(f"   {seconds:5.2f} s  {what}")
