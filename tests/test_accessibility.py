@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.axe import STREAMLIT, TAGS
 from tests.test_colors import contrast   # WCAG 2.1's contrast ratio of relative luminances (sRGB linearised)
-from ui.raw_html import CAPTION_COLOUR, FIT_CSS
+from ui.raw_html import CAPTION_COLOUR, FIT_CSS, FOCUS_CSS, FOCUS_RING, PAGE_CSS
 from ui.presenter import PRESENTER_CSS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,6 +44,16 @@ def test_captions_colour_is_set_solid_in_every_theme():
     rule = f"[data-testid='stCaptionContainer']{{opacity:1;color:{CAPTION_COLOUR}}}"
     assert rule in FIT_CSS                                  # sent on every page run (ui.page)
     assert "opacity" not in PRESENTER_CSS and "color" not in PRESENTER_CSS    # presenter mode keeps the colours
+
+
+@pytest.mark.parametrize("where", ["page", "sidebar", "toolbar"])
+def test_the_focus_ring_on_streamlits_chrome_stands_out(where):
+    """WCAG 1.4.11: the ring around a focused toolbar button or heading anchor (FOCUS_CSS) at least 3:1 against what
+    is around it (the toolbar's button grey, rgba(187, 187, 165, 0.25) on white, as chromium composes it), sent on
+    every page run, in both themes (presenter mode sets no outline or colour)."""
+    assert contrast(FOCUS_RING, {**BACKGROUNDS, "toolbar": "#eeeee8"}[where]) >= 3.0
+    assert FOCUS_CSS in PAGE_CSS and f"outline:2px solid {FOCUS_RING} !important" in FOCUS_CSS
+    assert "outline" not in PRESENTER_CSS
 
 
 def test_every_left_out_streamlit_violation_is_in_the_statement_with_its_issue():

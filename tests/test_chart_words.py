@@ -242,3 +242,47 @@ def test_bahdanau_training_curve_says_what_it_shows():
     _, spec = loss_chart((1.0, 0.5, 0.25, 0.2))
     assert spec["description"] == ("Line chart “Training loss (MSE per sequence)”: loss against training sequence, "
                                    "1.00 at 1 to 0.20 at 4.")
+
+
+def test_the_explained_cell_is_outlined_where_it_is_and_said_and_nothing_when_none_is():
+    """A picked (or clicked) cell: two layers over the same cells, drawn (vl-convert's SVG, as Vega draws it) black just
+    inside that cell's edge and white just outside it; the text alternative names it. No cell: no such layer."""
+    import re
+
+    import vl_convert as vlc
+
+    from ui.charts import standalone
+    trace = run_forward(Config())
+    step = trace["weights"]
+    plain, frame = heatmap_spec(trace, step)
+    assert not any(str(layer.get("name", "")).startswith("explained") for layer in plain["layer"])
+    assert heatmap_spec(trace, step, explained=(99, 0))[0] is plain                    # outside the matrix: none
+    spec, cells = heatmap_spec(trace, step, explained=(2, 1))
+    tokens = trace.token_labels()
+    assert cells is frame and spec["layer"][:-2] == plain["layer"]                     # the same data and cells
+    said = f"The explained cell: row 2 (“{tokens[2]}”), column 1 (“{tokens[1]}”)."
+    assert spec["description"] == f"{plain['description']} {said}"
+    svg = vlc.vegalite_to_svg(standalone(spec, cells))
+    group = lambda name: re.search(rf'<g class="[^"]*\b{name}"[^>]*>(.*?)</g>', svg, re.S).group(1)
+    n = step.value.shape[1]
+    x, y, w, h = map(float, re.findall(r'd="M([\d.]+),([\d.]+)h([\d.]+)v([\d.]+)', group("layer_0_marks"))[2 * n + 1])
+    for name, colour, inside in (("explained_outer", "#ffffff", False), ("explained_inner", "#000000", True)):
+        cx, cy, half_w, half_h, stroke, line = re.search(
+            r'translate\(([\d.]+),([\d.]+)\)" d="M-([\d.]+),-([\d.]+)L[^"]*" stroke="(#\w+)" stroke-width="([\d.]+)"',
+            group(f"{name}_marks")).groups()
+        cx, cy, half_w, half_h, line = map(float, (cx, cy, half_w, half_h, line))
+        assert (cx, cy, stroke) == (x + w / 2, y + h / 2, colour)
+        edge = half_w + (line / 2 if inside else -line / 2)            # the stroke's side that touches the cell's edge
+        assert edge == w / 2 and half_h + (line / 2 if inside else -line / 2) == h / 2 and line >= 2
+
+
+def test_a_hidden_cell_explained_is_outlined_as_any_other_and_its_number_is_not_said():
+    trace = run_forward(Config())
+    step = trace["weights"]
+    shown, _ = heatmap_spec(trace, step, explained=(1, 3))
+    hidden, frame = heatmap_spec(trace, step, hidden=[(1, 3)], explained=(1, 3))
+    assert hidden["layer"][-2:] == shown["layer"][-2:]                # nothing of the outline depends on the number
+    said = hidden["description"].split("reveals it. ", 1)[1]
+    tokens = trace.token_labels()
+    assert said == f"The explained cell: row 1 (“{tokens[1]}”), column 3 (“{tokens[3]}”)."
+    assert np.isnan(frame.column("v").to_numpy()[1 * step.value.shape[1] + 3])

@@ -226,6 +226,28 @@ def test_marks_stand_out_at_3_to_1_from_the_page(theme):
         assert max(contrast(colours.MARKED, cell), contrast("#ffffff", cell)) >= 3
 
 
+def test_the_explained_cells_outline_stands_out_on_any_cell_and_the_page_for_every_colour_vision():
+    """The outline of the cell a page explains (its two strokes, read from a heatmap's spec, normal and presenter
+    mode): for each colour vision simulated, one of the two at least 3:1 against any colour of any scale, a cell with
+    no number and the page in both themes, and the two at least 3:1 apart (WCAG 1.4.11)."""
+    from attention_core import Step, Trace
+    from ui.charts import heatmap_spec
+    trace = Trace(tokens=("a", "b", "c"))
+    step = Step("weights", "Weights", np.full((3, 3), 1 / 3), ("n", "n"), "", scale="sequential")
+    specs = [heatmap_spec(trace, step, big=big, explained=(1, 2))[0] for big in (False, True)]
+    outline = lambda spec: [layer for layer in spec["layer"] if str(layer.get("name", "")).startswith("explained")]
+    strokes = {tuple(layer["mark"]["stroke"] for layer in outline(spec)) for spec in specs}
+    assert len(strokes) == 1 and len(next(iter(strokes))) == 2
+    strokes = next(iter(strokes))
+    under = [c for start, end in HALVES.values() for c in drawn(start, end, 41)] + [*MASK, colours.NO_NUMBER,
+                                                                                   *backgrounds().values()]
+    for vision in VISIONS:
+        lum = lambda c: float(np.array([0.2126, 0.7152, 0.0722]) @ np.clip(MACHADO[vision] @ linear(hex_rgb(c)), 0, 1))
+        ratio = lambda a, b: (max(lum(a), lum(b)) + 0.05) / (min(lum(a), lum(b)) + 0.05)
+        assert ratio(*strokes) >= 3
+        assert [c for c in under if max(ratio(s, c) for s in strokes) < 3] == [], vision
+
+
 def test_series_are_told_apart_by_more_than_colour():
     """The first three series differ by ΔE00 ≥ 20 for every colour vision; beyond colour, the first four line series
     differ by their dash (line charts encode both from the same field)."""

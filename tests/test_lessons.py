@@ -1045,3 +1045,35 @@ def test_inside_a_transformers_notes_say_what_a_reveal_keeps_hidden():
     shown = {round(r["probability"], 4) for r in _bars(trace, renormalised=False)["data"]["values"]}
     assert round(float(trace["probs"].value.max()), 4) in shown
     assert round(float(trace["renormalised"].value.max()), 4) not in shown
+
+
+def test_after_a_reveal_the_students_caption_names_each_way_a_later_answer_waits():
+    """Stop 2 of Inside a transformer, revealed: the later stops' answers wait as a “?” in the heads' heatmap and
+    as “Predict first: revealed by your teacher” lines (the sample, the previous-token head) with bar 3 left out;
+    the caption that says why something still waits names both, not the “?” alone."""
+    from ui.room import hide as room_hide
+    from ui.room.follow import REVEALED_LATER
+    words, _, _ = _student_sees("inside_a_transformer", 1, "revealed")
+    assert REVEALED_LATER.replace("\\", "") in words
+    waits = room_hide.WAITS.split(": ", 1)[1]                  # "Predict first: revealed by your teacher."
+    assert waits in words and room_hide.STUDENT_CAPTION in words          # both ways are on the screen
+    assert "“?”" in REVEALED_LATER and waits.rstrip(".") in REVEALED_LATER
+
+
+def test_a_reveal_whose_numbers_a_later_stop_hides_too_is_not_said_to_show_them():
+    """A teacher's lesson with two stops of one view hiding the same step: an entry a later stop names is that stop's
+    answer (the shipped lessons list a later answer that way), so the first reveal shows none of its numbers; the
+    predict caption says so, not “it shows this stop's numbers”. With a number of its own, it does show them."""
+    from classroom.lesson import hidden_at
+    from ui.room.bar import reveal_words
+    first = Stop("A", "softmax", {}, ask="a?", hide=("weights",))
+    second = Stop("B", "softmax", {"cell": "hm:weights:None.1.0"}, ask="b?", hide=("weights",))
+    lesson = Lesson("Two stops, one step", "", (first, second))
+    after = hidden_at(lesson, 0, "revealed")
+    assert after.hide == ("weights",) and after.waiting == (1,)
+    said = reveal_words(False, after, first.hide)
+    assert "shows this stop's numbers" not in said and "it shows none of the numbers this stop hides" in said
+    assert "stop 2, later on this same view, stay hidden until you reveal that stop" in said
+    inside = LESSONS["inside_a_transformer"]
+    assert reveal_words(False, hidden_at(inside, 1, "revealed"), inside.stops[1].hide).startswith(
+        "it shows this stop's numbers on every following screen")

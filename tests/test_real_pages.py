@@ -287,3 +287,35 @@ def test_a_pushed_server_model_on_a_server_without_one_is_said_not_replaced(monk
     alone = open_page(heads, query={"sentence": SENTENCE})
     no_exception(alone)
     assert alone.session_state["real.model"] == "small"
+
+
+def test_a_student_who_opens_a_real_page_on_their_own_gets_the_small_model_not_the_teachers_message(monkeypatch):
+    """A student in a room opens a real page by themselves (no view of the teacher's names a model), on a server
+    without a host model: the page opens the small model, as out of a room; nothing says the teacher's view uses
+    the teacher's server's model (no such view was pushed). The same after following a pushed view of another
+    page and then stepping out to a real page."""
+    import classroom
+    from tests.test_room_page import room_with_student
+    from tests.test_room_travel import follow, store
+    monkeypatch.delenv(ENV, raising=False)
+    tokens = "app_pages/70_real_tokens.py"
+    _, code, secret, ana = room_with_student()
+    ana.switch_page(tokens).run()
+    no_exception(ana)
+    assert "Your teacher's view" not in messages(ana) and ana.session_state["real.model"] == "small", messages(ana)
+    _, code, secret, ben = room_with_student()
+    classroom.push(store(), code, secret, {"page": "app_pages/4_scores.py", "query": {}})
+    follow(ben)
+    ben.switch_page(tokens).run()
+    no_exception(ben)
+    assert "Your teacher's view" not in messages(ben) and ben.session_state["real.model"] == "small", messages(ben)
+
+
+def test_the_last_layers_stream_is_said_to_be_read_by_the_final_norm(folders):
+    """A checkpoint's last layer has no next layer: its stream after the MLP is what the final norm reads."""
+    for family, norm in (("gpt2", "LayerNorm"), ("llama", "RMSNorm")):
+        model = load_model(folders[family])
+        trace = run_real(model, SENTENCE)
+        last = model.config.n_layers - 1
+        assert "next layer" not in trace[f"l{last}.out"].why and f"final {norm}" in trace[f"l{last}.out"].why
+        assert last == 0 or "next layer" in trace["l0.out"].why

@@ -112,3 +112,37 @@ def test_the_small_model_is_the_pickers_first_choice_and_default_without_a_host_
     assert "“the” at position 4 is token 0 again" in said
     assert at.session_state["real.model"] == "small"
     assert at.query_params.get("real.model") in ("small", ["small"])      # not the default "": a link names it
+
+
+def test_the_last_layers_stream_is_said_to_be_read_by_the_final_norm_not_a_next_layer():
+    """With no MLP, each layer's stream after attention is what the next layer reads; the last layer has none after
+    it: its stream is what the final LayerNorm reads."""
+    trace = run_real(small_model(), SENTENCE)
+    last = small_model().config.n_layers - 1
+    assert "next layer" in trace["l0.out"].why
+    assert "next layer" not in trace[f"l{last}.out"].why and "final LayerNorm" in trace[f"l{last}.out"].why
+
+
+def test_a_drawn_token_no_word_was_given_is_named_once():
+    """The sentence's words name tokens 0 … k−1; a drawn id past them is “token j” already: said once, not
+    “token j, “token j””."""
+    from ui.real.next_view import sample, said
+    trace = run_real(small_model(), "cat")
+    out = next(o for seed in range(200) if (o := sample(trace, 1.0, 0, 1.0, seed))["token"] > 0)
+    j = int(out["token"])
+    text = said(trace, out, 1.0, 0, 1.0)
+    assert f"**token {j}**" in text and f"“token {j}”" not in text
+    greedy = said(trace, out, 0.0, 0, 1.0)
+    assert f"token {j}, “token {j}”" not in greedy
+    named = said(run_real(small_model(), SENTENCE), sample(run_real(small_model(), SENTENCE), 0.0, 0, 1.0, 0), 0.0, 0, 1.0)
+    assert "“" in named.split("**token")[1]                           # a word's token keeps its word
+
+
+def test_the_tokenizer_paragraph_says_the_words_are_lower_cased_and_symbols_set_aside():
+    """“The” and “the” are one token (tokenize lower-cases), and a symbol or an emoji is set aside like a comma:
+    the paragraph says both, as the tokens' table and the notice show them."""
+    from ui.real.tokens_view import reading
+    ids, words, _, notices = sentence_ids("The cat & the ☕ cat")
+    assert ids == [0, 1, 0, 1] and "“&”" in notices[0] and "“☕”" in notices[0]
+    said = reading(small_model())
+    assert "lower-cased" in said and "punctuation and other symbols are set aside" in said

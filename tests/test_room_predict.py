@@ -438,3 +438,22 @@ def test_a_reveal_keeps_a_later_stops_answer_hidden_until_its_own():
     assert "hide" not in classroom.state(store, code).view
     follow(ana)
     assert ana.session_state["room.hide"] == [] and _cell(ana, 0, 0)["v"] == value[0, 0]
+
+
+def test_the_teachers_bar_says_a_passage_that_waits_is_not_outlined_on_the_next_token_page():
+    """Inside a transformer's stop 2 (the next-token page): on the students' screens the bars' p′, the sample and the
+    heads' sentences wait as lines, not as outlined cells; the teacher's screen shows them plainly (nothing to
+    outline), so the bar's “outlined with dashes on yours” says where it applies and what the students see
+    elsewhere, to predict and after the reveal."""
+    from classroom.lesson import shipped
+    teacher, code, secret, ana = room_with_student()
+    teacher.session_state["room.lesson"] = shipped()["inside_a_transformer"]
+    teacher.session_state["room.stop"] = 1
+    stay(button(teacher.run(), "Show this stop").click().run())
+    no_exception(teacher)
+    told = text_of(teacher)
+    assert "bar 3 is what the sample is drawn from" in told                # shown plainly here: not outlined
+    assert "a passage or bar that states them is left out of theirs, with a line saying it waits" in told
+    stay(button(teacher, "Reveal").click().run())
+    told = text_of(teacher)
+    assert "stay hidden on their screens (outlined with dashes on yours where a table or heatmap shows them" in told

@@ -3,6 +3,7 @@ Streamlit's chart puts on its element as aria-label), computed from the chart's 
 its extremes or main pattern. No Streamlit here: plain functions of the numbers, tested in tests/test_chart_words.py.
 
     heatmap_sentence   a matrix drawn as a heatmap (the extremes; for weights, the largest share of a row)
+    explained_sentence the cell a heatmap explains (its outlined cell), by its row and column
     spec_sentence      a line or bar chart from its spec's rows and encoding (each series' ends and extremes)
     patterns_sentence  a grid of heads' attention patterns (each layer's most focused head and where it looks)
 """
@@ -106,6 +107,21 @@ def heatmap_sentence(what: str, m: np.ndarray, row_labels, col_labels, row_title
         parts.append(f"{hidden} number{' is' if hidden == 1 else 's are'} hidden until your teacher reveals "
                      f"{'it' if hidden == 1 else 'them'}")
     return head + (" " + "; ".join(parts) + "." if parts else "")
+
+
+def explained_sentence(cell, row_labels, col_labels) -> str:
+    """The heatmap's text alternative says which cell is explained (outlined on the chart): where it is, never its
+    number (a hidden one's "?" is outlined too).
+
+    >>> explained_sentence((1, 0), ["i", "love"], ["i", "love", "it"]), explained_sentence((0, 3), [""], range(5))
+    ('The explained cell: row 1 (“love”), column 0 (“i”).', 'The explained cell: column 3.')
+    """
+    def at(noun: str, k: int, labels) -> str:
+        label = str(list(labels)[k])
+        return f"{noun} {k}" + ("" if label in ("", str(k)) else f" ({_q(label)})")
+    i, j = int(cell[0]), int(cell[1])
+    one = len(row_labels) == 1 and not str(row_labels[0])             # a vector: its cells are named by their column
+    return "The explained cell: " + ("" if one else at("row", i, row_labels) + ", ") + at("column", j, col_labels) + "."
 
 
 def chart_name(step_title: str, title: str | None) -> str:

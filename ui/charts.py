@@ -14,9 +14,9 @@ import numpy as np
 
 from attention_core import Step, Trace
 
-from .chart_words import cell_words, chart_name, heatmap_sentence, unsaid
+from .chart_words import cell_words, chart_name, explained_sentence, heatmap_sentence, unsaid
 from .colours import (DARK_FROM, DASHES, DIVERGING, MASK, NO_NUMBER, SEQUENTIAL, SERIES, TEXT_DARK,  # noqa: F401
-                      TEXT_LIGHT, over_cells)
+                      TEXT_LIGHT, explained_outline, over_cells)
 
 MAX_W, MAX_H = 620, 460
 AXIS_TITLES = {"n": "token", "n_q": "query (token)", "n_k": "key (token)"}
@@ -149,7 +149,7 @@ _SPECS = _SpecCache()
 
 def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str | None = None,
                  domain: tuple[float, float] | None = None, max_w: float = MAX_W, highlight=None,
-                 big: bool = False, hidden=(), marked=()) -> tuple[dict, object]:
+                 big: bool = False, hidden=(), marked=(), explained=None) -> tuple[dict, object]:
     """(Vega-Lite spec, cells frame) for a Step (one head of a 3-D step), built once per content.
 
     The spec is a plain Vega-Lite dict (the same chart Altair would write, without its per-call
@@ -157,7 +157,9 @@ def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str |
     i, j, v (and h for highlighted cells). highlight: (row, col) cells to outline; big: presenter mode.
     hidden: (row, col) cells drawn as "?" (a lesson stop's predict state on a student's screen): their numbers
     are not in the cells (v is NaN there, q is 1), the tooltip or the colour bar's ends. marked: cells outlined
-    with dashes (the teacher's screen: hidden on the students' until the reveal).
+    with dashes (the teacher's screen: hidden on the students' until the reveal). explained: the (row, col) whose
+    arithmetic the page shows, outlined (colours.explained_outline) and named in the text alternative; the same
+    cells (frame) as without it.
     """
     m, (row_axis, col_axis) = _matrix(step, head)
     row_labels = tuple(trace.labels(row_axis, m.shape[0])) if row_axis else ("",)
@@ -168,8 +170,16 @@ def heatmap_spec(trace: Trace, step: Step, head: int | None = None, title: str |
     digest = hashlib.blake2b(np.ascontiguousarray(m).tobytes(), digest_size=16).hexdigest()
     key = (digest, m.shape, row_labels, col_labels, row_axis, col_axis, step.key, step.scale, title,
            domain, max_w, highlight, big, hidden, marked)
-    return _SPECS.get(key, lambda: _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain,
-                                         max_w, highlight, big, hidden, marked))
+    spec, frame = _SPECS.get(key, lambda: _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain,
+                                                 max_w, highlight, big, hidden, marked))
+    if explained is None or not (0 <= explained[0] < m.shape[0] and 0 <= explained[1] < m.shape[1]):
+        return spec, frame
+    cell = (int(explained[0]), int(explained[1]))
+    cells = spec["layer"][0]["encoding"]
+    return _SPECS.get(key + cell, lambda: ({
+        **spec, "description": f"{spec['description']} {explained_sentence(cell, row_labels, col_labels)}",
+        "layer": spec["layer"] + explained_outline(cells["x"], cells["y"], cell, spec["width"] / m.shape[1],
+                                                   spec["height"] / m.shape[0], big)}, frame))
 
 
 def _labels_expr(labels) -> str:
@@ -264,7 +274,10 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
     stroke = 0.5 if size >= 8 else 0
     rects = {
         # a hidden cell (v NaN) is still drawn and clickable: Vega-Lite would drop a datum its colour cannot use
-        "mark": {"type": "rect", "strokeWidth": stroke, **({"invalid": None} if secret is not None else {})},
+        # the explained cell is outlined by its own layers (heatmap_spec's explained), not by the click's selection:
+        # the chart keeps that after a pick with the keyboard has moved the explanation to another cell
+        "mark": {"type": "rect", "stroke": "white", "strokeWidth": stroke,
+                 **({"invalid": None} if secret is not None else {})},
         "encoding": {
             "x": x, "y": y,
             "color": {"condition": {"test": "isFinite(datum.v)", "field": "v", "type": "quantitative", "scale": scale,
@@ -274,9 +287,6 @@ def _build(m, row_labels, col_labels, row_axis, col_axis, step, title, domain, m
                                                   {"orient": "right",
                                                    "gradientLength": min(200, max(60, size * rows))})}},
                       "value": NO_NUMBER},
-            # the clicked cell: a black outline (white is lost on a light cell)
-            "stroke": {"condition": {"param": "cell", "empty": False, "value": TEXT_DARK}, "value": "white"},
-            "strokeWidth": {"condition": {"param": "cell", "empty": False, "value": 3}, "value": stroke},
             "description": {"field": "say", "type": "nominal"},
             "tooltip": [{"field": "row", "type": "nominal", "title": row_title or "row"},
                         {"field": "col", "type": "nominal", "title": col_title or "column"},

@@ -50,3 +50,21 @@ def over_cells(x: dict, y: dict, size: float, glyph_px: int, highlight, marked, 
                                     "color": {"condition": {"test": f"isFinite(datum.v) && {dark_test}",
                                                             "value": TEXT_LIGHT}, "value": TEXT_DARK}}})
     return layers
+
+
+def explained_outline(x: dict, y: dict, cell: tuple[int, int], width: float, height: float, big: bool) -> list[dict]:
+    """The explained cell's outline (ui/charts.py's heatmap_spec): black just inside its edge, white just outside.
+    Two colours 21:1 apart, so one of them is at least 3:1 against any cell's fill and the page under every colour
+    vision (tests/test_colors.py), and neither depends on the cell's number (a hidden one's "?" is outlined alike).
+    Drawn as rectangle-shaped symbols centred on the cell, not rects: a test finds a heatmap's cells as its rects,
+    and the outline's paths are not cells (named explained_inner / explained_outer, for the browser walk)."""
+    line = max(2.0, min(4.0 if big else 3.0, min(width, height) / 10))
+    layers = []
+    for name, colour, grow in (("explained_outer", TEXT_LIGHT, line), ("explained_inner", TEXT_DARK, -line)):
+        w, h = max(width + grow, 1.0), max(height + grow, 1.0)      # a symbol's path spans −1…1 across w px
+        at = f"datum.i == {int(cell[0])} && datum.j == {int(cell[1])}"
+        layers.append({"name": name, "transform": [{"filter": at}],
+                       "mark": {"type": "point", "shape": f"M-1,-{h / w:.4g}H1V{h / w:.4g}H-1Z", "size": w * w,
+                                "filled": False, "opacity": 1, "stroke": colour, "strokeWidth": line, "aria": False},
+                       "encoding": {"x": x, "y": y}})
+    return layers

@@ -94,25 +94,25 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
         marked = room_hide.marked_cells(step.key, head, _shape(step, head))
     if hidden and domain is not None and step.scale == "diverging":   # a bound made from every head's numbers
         domain = None                                 # could be a hidden one: the chart's own visible cells set it
+    chart_key = key or f"hm:{step.key}:{head}"
+    # the chart's selection as the browser sent it for this run (the same the chart returns, read before it is drawn:
+    # the explained cell is outlined on it in this run)
+    cell = _selected(st.session_state.get(chart_key) if chart_key in st.session_state else None)
+    if cell is not None and not in_bounds(step, head, cell):
+        cell = None            # a selection the chart kept from a matrix of another shape (the settings changed)
+    page_state.click(chart_key, cell)                  # the link carries the last clicked cell
+    held = _held(chart_key)                  # … or the one picked with the keyboard, or a link's: the page's one
+    cell = held if held is not None and in_bounds(step, head, held) else None   # explained cell (a link's cell
+    # outside this matrix: none opened; another chart's click left this one's selection, which explains nothing now)
     spec, cells = heatmap_spec(trace, step, head, title, domain, max(max_w, PRESENTER_MIN_W) if big else max_w,
-                               highlight, big, hidden, marked)
+                               highlight, big, hidden, marked, explained=cell)
     fit_css_in_fragment()
     # with hidden or marked cells, the chart and its caption share one box (a step's row keeps the place beside
     # the chart for a clicked cell's explanation)
     where = st.container(width="content") if hidden or marked or keys else st
-    state = where.vega_lite_chart(cells, spec=spec, key=key or f"hm:{step.key}:{head}", on_select="rerun",
-                                  selection_mode="cell", width="content")
+    where.vega_lite_chart(cells, spec=spec, key=chart_key, on_select="rerun", selection_mode="cell", width="content")
     if hidden or marked:
         where.caption(room_hide.STUDENT_CAPTION if hidden else room_hide.TEACHER_CAPTION)
-    points = (state or {}).get("selection", {}).get("cell") if state else None
-    chart_key = key or f"hm:{step.key}:{head}"
-    cell = (int(points[0]["i"]), int(points[0]["j"])) if points else None
-    if cell is not None and not in_bounds(step, head, cell):
-        cell = None            # a selection the chart kept from a matrix of another shape (the settings changed)
-    page_state.click(chart_key, cell)                  # the link carries the last clicked cell
-    held = _held(chart_key)                  # … or the one picked with the keyboard, or a link's
-    if held is not None and in_bounds(step, head, held):    # (a link's cell outside this matrix: none opened)
-        cell = held
     if keys:
         cell_picker(where, trace, step, head, chart_key, cell)
     if cell is None:
@@ -120,6 +120,12 @@ def heatmap(trace: Trace, step: Step, head: int | None = None, title: str | None
     if explain:
         explain_cell(trace, step.key, (head, cell), anchor=key)
     return cell
+
+
+def _selected(state) -> tuple[int, int] | None:
+    """The cell a chart's selection holds (its "cell" parameter: the fields i, j), or None."""
+    points = (state or {}).get("selection", {}).get("cell") if state else None
+    return (int(points[0]["i"]), int(points[0]["j"])) if points else None
 
 
 def _held(chart: str) -> tuple[int, int] | None:
@@ -180,13 +186,14 @@ def cell_picker(where, trace: Trace, step: Step, head: int | None, chart_key: st
             state[name] = None             # a half pick from a larger matrix (the sentence got shorter)
     of = f" of {step.title}" + (f", head {head}" if head is not None else "")
     box = where.container(horizontal=True, gap="small", key=f"pick-{anchor_class(chart_key)}")
+    width = 240 if presenting() else 150    # presenter mode's larger text: "row 2 · you" whole, not cut short
     say = lambda noun, labels: (lambda k: f"{noun} {k}" + ("" if str(labels[k]) == str(k) else f" · {labels[k]}"))
     if not one_row:
         box.selectbox(f"Row{of} to explain", range(m.shape[0]), index=None, format_func=say("row", rows),
-                      key=names[0], placeholder="Row…", label_visibility="collapsed", width=150,
+                      key=names[0], placeholder="Row…", label_visibility="collapsed", width=width,
                       on_change=_picked, args=(chart_key, one_row))
     box.selectbox(f"Column{of} to explain", range(m.shape[1]), index=None, format_func=say("column", cols),
-                  key=names[1], placeholder="Column…", label_visibility="collapsed", width=150,
+                  key=names[1], placeholder="Column…", label_visibility="collapsed", width=width,
                   on_change=_picked, args=(chart_key, one_row))
 
 

@@ -3,16 +3,20 @@ raw_html's chart CSS, in the same style element) and a labelled scroll region fo
 
 - Streamlit stacks columns below 640 px (PHONE_PX); from there down, markdown tables (the block page's steps) set
   smaller and may break a long word, so they fit the screen;
-- the pattern grids of the induction page (a canvas: every head side by side) are scaled to the screen's width in
-  their "fit-" containers: every head is on the screen, not a sliver of the first. Vega maps a pointer on a canvas
-  without the CSS scale (measured: a hover at 20%/30% of the scaled grid named query 4 for the unscaled grid's
-  query 22), so there the scaled grid takes no pointer: no tooltip rather than a wrong cell's;
-- the Overview's pipeline is drawn twice, five boxes a row (wide screens) and two a row (phones), one shown;
+- the pattern grids of the induction page (every head side by side, a layer a row) are drawn twice, one shown: the
+  grid in a "wide-" container on a wide screen, and in a "tall-" container below PHONE_PX the same rows as facets
+  that wrap, two heads a row (one for the learner's sentence), at their natural size with every text at least
+  11 px (ui/transformer/induction_charts.py phone_patterns_spec), the live grid while the page trains too:
+  readable, and their tooltips name the right cell. (Scaling the grid down to the screen, as before, put every head
+  on it but its labels at about 6 px, and Vega maps a pointer on a scaled canvas without the CSS scale: measured, a
+  hover at 20%/30% of the scaled grid named query 4 for the unscaled grid's query 22);
+- the Overview's pipeline is drawn twice too, five boxes a row (wide screens) and two a row (phones), one shown;
 - a thumb's targets: buttons and a radio's options at least 44 px high (the room's join and its poll);
 - a wide matrix that must keep its columns (the handout's tables) scrolls sideways inside a region with a name
   (role="region", aria-label, reachable by Tab), never the page.
 
-tests/e2e/reflow.py measures every page at 390 and 320 px wide (at the end of its walk).
+tests/e2e/reflow.py measures every page at 390 and 320 px wide (at the end of its walk), and the phone's pattern grid's
+smallest text as drawn at 390 px.
 """
 from __future__ import annotations
 
@@ -22,9 +26,6 @@ PHONE_PX = 640
 
 PHONE_CSS = (
     f"@media (max-width:{PHONE_PX}px){{"
-    "[class*='st-key-fit-'] [data-testid='stVegaLiteChart']{max-width:100%}"
-    "[class*='st-key-fit-'] [data-testid='stVegaLiteChart'] canvas.marks{max-width:100%;height:auto !important;"
-    "pointer-events:none}"
     "[data-testid='stMarkdownContainer'] table{font-size:.875rem}"
     "[data-testid='stMarkdownContainer'] th,[data-testid='stMarkdownContainer'] td{padding:.25rem .375rem;"
     "overflow-wrap:anywhere}"
@@ -35,8 +36,8 @@ PHONE_CSS = (
     "[data-testid='stMain'] [role='radiogroup'] label{min-height:44px;align-items:center}"
     "[data-testid='stMain'] button[data-testid^='stBaseButton-primary'],"
     "[data-testid='stMain'] button[data-testid^='stBaseButton-secondary']{min-height:44px}"
-    ".st-key-pipeline-wide{display:none}}"
-    f"@media (min-width:{PHONE_PX + 1}px){{.st-key-pipeline-tall{{display:none}}}}"
+    ".st-key-pipeline-wide,[class*='st-key-wide-']{display:none}}"
+    f"@media (min-width:{PHONE_PX + 1}px){{.st-key-pipeline-tall,[class*='st-key-tall-']{{display:none}}}}"
     ".ae-scroll{overflow-x:auto;max-width:100%}"
     # a picture of a fixed width (the room's QR code, 360 px) and its caption: no wider than the screen
     "[data-testid='stImageContainer'],[data-testid='stImageContainer'] img{max-width:100%;height:auto}"

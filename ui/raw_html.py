@@ -45,7 +45,30 @@ FIT_CSS = ("<style>.stElementContainer:has([data-testid='stVegaLiteChart']){max-
            f"[data-testid='stSliderTickBar']{{color:{CAPTION_COLOUR}}}"
            "</style>")
 
-PAGE_CSS = FIT_CSS.replace("</style>", PHONE_CSS + "</style>")
+# Where the keyboard's focus is, on Streamlit's own chrome that shows none of its own in 1.67 (WCAG 2.4.7, 1.4.11): a
+# chart's toolbar buttons (Show data, Download as PNG, Fullscreen, …: the toolbar stays at opacity 0 while one has
+# the focus), a heading's "Link to heading" anchor (opacity 0 until pointed at, its ring with it), a page link (the
+# previous/next links: only its hover's faint grey) and the header's main menu and toolbar buttons where Streamlit
+# draws them; and, where Streamlit's own ring is its primary colour at 50 % opacity (2.2:1 on white, under 1.4.11's
+# 3:1: its buttons, tabs, expanders, the skip link), the same ring instead. A solid ring in the theme's primary colour
+# (FOCUS_RING: 5.7:1 on white, 5.3:1 on the sidebar's grey) with a white gap between it and the element (what
+# keeps it told apart on a dark chart under a toolbar). Presenter mode changes sizes, not colours: the same ring.
+FOCUS_RING = "#3b5bdb"
+FOCUS_CSS = ("[data-testid='stElementToolbar']:has(:focus-visible){opacity:1 !important;transition:none !important;"
+             "z-index:1000 !important}"
+             "[data-testid='stElementToolbar'] button:focus-visible,"
+             "[data-testid='stHeaderActionElements'] a:focus-visible,[data-testid='stPageLink-NavLink']:focus-visible,"
+             "[data-testid='stMainMenu'] button:focus-visible,[data-testid='stToolbar'] button:focus-visible,"
+             # Streamlit's own ring on its buttons, tabs, expanders and the skip link: the primary at 50 % (2.2:1)
+             "button[data-testid^='stBaseButton']:focus-visible,[data-testid='stTab']:focus-visible,"
+             "[data-testid='stExpander'] summary:focus-visible,[data-testid='stSkipToContent']:focus-visible"
+             f"{{opacity:1 !important;transition:none !important;outline:2px solid {FOCUS_RING} !important;"
+             "outline-offset:2px;"
+             "box-shadow:0 0 0 2px #fff !important}"
+             # a tab: inside its edge (the row of tabs scrolls sideways, so it clips what is drawn outside)
+             "[data-testid='stTab']:focus-visible{outline-offset:-2px;box-shadow:none !important}")
+
+PAGE_CSS = FIT_CSS.replace("</style>", PHONE_CSS + FOCUS_CSS + "</style>")
 
 
 def trusted_html(body: str, script: bool = False) -> None:

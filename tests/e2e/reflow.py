@@ -10,6 +10,9 @@ nothing sticks out past the window's right edge except inside a scroll region th
   tablist: the arrow keys move along it), a display formula (KaTeX: the app's CSS gives it a visible scrollbar).
 
 What an element clips (overflow hidden: KaTeX's MathML for screen readers, a slider's input) is not on the screen.
+At 390 px, a chart drawn for a phone (in a "tall-" container, ui/phone.py: the induction heads' pattern grids) has
+no text under 11 px as drawn: every label's font size times the scale its SVG is drawn at (on a canvas, where no
+text can be read, the spec's smallest font times the canvas's scale).
 The check runs after the walk's last run has ended and its charts are drawn; a failure names the page, the width
 and each element that sticks out (its test id or tag, width and right edge).
 """
@@ -52,3 +55,29 @@ OVERFLOW_JS = """() => {
 
 def overflow(tab) -> list[dict]:
     return tab.evaluate(OVERFLOW_JS)
+
+
+# The pages that draw a chart for the phone, and the tab it is under: the walk opens it if it left another open.
+PHONE_CHART_TABS = {"/induction_heads": "Every head's pattern"}
+
+# Every chart drawn for a phone that is on the screen: the size of its smallest text as drawn (an SVG chart: each
+# text's font size times the scale the SVG is drawn at; a canvas: no text to read, so null, with the scale its
+# canvas is drawn at, the width on the screen over the width Vega drew it at).
+PHONE_CHARTS_JS = """() => [...document.querySelectorAll("[class*='st-key-tall-'] [data-testid='stVegaLiteChart']")]
+  .filter(e => e.checkVisibility() && e.getBoundingClientRect().width > 0).map(e => {
+    const box = e.closest("[class*='st-key-tall-']"), svg = e.querySelector('svg.marks'), c = e.querySelector('canvas');
+    const key = [...box.classList].find(k => k.startsWith('st-key-tall-')).slice(7);
+    if (svg) {
+      const scale = svg.getBoundingClientRect().width / (svg.viewBox.baseVal.width || svg.width.baseVal.value);
+      const sizes = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
+                      .map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+      return {key, scale, texts: sizes.length, smallest: sizes.length ? Math.min(...sizes) : null};
+    }
+    if (c) return {key, scale: c.getBoundingClientRect().width / (parseFloat(c.style.width) || c.width / devicePixelRatio),
+                   texts: null, smallest: null};
+    return {key, scale: null, texts: 0, smallest: null};
+  })"""
+
+
+def phone_charts(tab) -> list[dict]:
+    return tab.evaluate(PHONE_CHARTS_JS)

@@ -48,9 +48,27 @@ def choose(tab, downs: int) -> None:
     after_run(tab, lambda: tab.keyboard.press("Enter"), timeout_ms=30_000)
 
 
-# Streamlit's own chrome whose focus shows no change of pixels in 1.67 (measured here): a chart's toolbar buttons
-# (Show data, Download as PNG, …: the toolbar appears, the button in focus is not marked) and a heading's anchor link
+# Streamlit's own chrome that showed no change of pixels at its focus in 1.67 (measured here), now ringed by the app's
+# CSS (ui/raw_html.py FOCUS_CSS): checked with every other stop, and the walk must meet each of them
 CHROME = {"stBaseButton-elementToolbar", "stHeaderActionElements"}
+# and where Streamlit's own ring (its primary at 50 %: 2.2:1 on white) is replaced by the app's: buttons, tabs
+OWN_RING = {"stTab", "stExpander"}
+
+
+# The focused element's ring as chromium draws it, its opacity as seen (its own times every ancestor's) and whether
+# it is on top at its centre (a chart's toolbar raised only by a hover was under the chart while a button had the focus)
+RING = """() => { const e = document.activeElement, cs = getComputedStyle(e), r = e.getBoundingClientRect();
+  let seen = 1; for (let a = e; a && a.nodeType === 1; a = a.parentElement) seen *= parseFloat(getComputedStyle(a).opacity);
+  const top = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+  return {style: cs.outlineStyle, width: parseFloat(cs.outlineWidth), color: cs.outlineColor, seen,
+          on_top: !!top && (top === e || e.contains(top))}; }"""
+
+
+def _centred(handle):
+    """The element in the middle of the window (where a Tab's own scrolling cannot have put it under the header) and
+    its box: the same place before and after the focus leaves it, for the comparison of its pixels."""
+    handle.evaluate("e => e.scrollIntoView({block: 'center', inline: 'nearest'})")
+    return handle.bounding_box()
 
 
 def _pixels(tab, box) -> bytes:
@@ -65,6 +83,10 @@ def test_a_page_walked_with_the_keyboard_alone(app_server, laptop):
     open_page(tab, app_server, "rope")
     tab.keyboard.press("Tab")
     assert focused(tab)["testid"] == "stSkipToContent"            # the first stop: past the sidebar's settings
+    from ui.raw_html import FOCUS_RING
+    ring = "rgb({}, {}, {})".format(*(int(FOCUS_RING[k:k + 2], 16) for k in (1, 3, 5)))
+    skip = tab.evaluate(RING)
+    assert (skip["style"], skip["color"]) == ("solid", ring), skip   # the app's ring, not Streamlit's 2.2:1 one
     tab.keyboard.press("Enter")
     assert tab.evaluate("document.activeElement.id") == "stMain"
     # the page's own controls (the RoPE page's buttons) a few stops after the skip link
@@ -73,20 +95,27 @@ def test_a_page_walked_with_the_keyboard_alone(app_server, laptop):
     assert stops <= 5, f"the page's first own control is {stops} Tab stops after the skip link"
     # every stop shows where the focus is: its pixels change when the focus arrives (compared with the same place
     # once the focus moved on), up to the first heatmap's row picker
-    seen, unseen = [], []
+    # (Streamlit's own chrome, a chart's toolbar buttons and a heading's anchor, also by its ring: FOCUS_CSS's colour,
+    # solid, 2 px, and nothing of it faded)
+    seen, unseen, rings = [], [], []
     for _ in range(40):
         now, handle = focused(tab), tab.evaluate_handle("document.activeElement")
-        box = handle.bounding_box()
+        box = _centred(handle)
         with_focus = _pixels(tab, box) if box and box["width"] > 0 else None
+        if now["testid"] in CHROME or now["testid"].startswith("stBaseButton") or now["testid"] in OWN_RING:
+            rings.append((now["label"] or now["text"], tab.evaluate(RING)))
         tab.keyboard.press("Tab")
-        after = handle.bounding_box()
+        after = _centred(handle)
         shown = with_focus is not None and after == box and _pixels(tab, box) != with_focus
         (seen if shown else unseen).append(now)
         if now["label"].startswith("Row of"):
             break
+    assert rings and all(r["style"] == "solid" and r["width"] >= 2 and r["color"] == ring and r["seen"] == 1
+                         and r["on_top"] for _, r in rings), rings
     picker = seen[-1]
     assert picker["label"].startswith("Row of"), (seen, unseen)
-    assert not [u for u in unseen if u["testid"] not in CHROME], f"no visible focus: {unseen}"
+    assert not unseen, f"no visible focus: {unseen}"
+    assert CHROME <= {s["testid"] for s in seen}, f"the walk met no chart toolbar or heading anchor: {seen}"
     assert len(seen) >= 8, seen
     # the arithmetic: back to the picker, choose with the arrows and Enter
     tab.keyboard.press("Shift+Tab")
@@ -110,5 +139,9 @@ def test_a_page_walked_with_the_keyboard_alone(app_server, laptop):
             left = True
             break
         labels.append((now["testid"], now["label"]))
+        if now["testid"] == "stPageLink-NavLink":                  # the previous/next links: the app's ring too
+            rings.append((now["text"], tab.evaluate(RING)))
     assert left, f"Tab never left the page's content: the last stops {labels[-8:]}"
+    assert any(label.startswith("←") or label.endswith("→") for label, _ in rings[-2:]) and all(
+        r["style"] == "solid" and r["color"] == ring for _, r in rings), rings[-2:]
     assert len(set(labels)) > 10, labels

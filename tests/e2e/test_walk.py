@@ -163,6 +163,29 @@ DISCOVER = """() => {
 }"""
 
 MARKER = "() => [window.__doc || 0, window.__runs || 0, window.__ws ? window.__ws.received : 0, window.__ws ? window.__ws.sends.length : 0]"
+# The explained cell's outline (ui/colours.py explained_outline) on the chart beside a picker (labelled `picker`): how
+# many of its two paths, how many on the page, the (row, column) of the cell under it (by the cells' drawn bands: the
+# masked cells may be left undrawn, never a whole row or column) and the chart's text alternative.
+OUTLINE = "svg.marks g.explained_inner_marks path"
+OUTLINED = """([picker, outline]) => {
+  let box = [...document.querySelectorAll('#stMain [aria-label]')].find(e => e.getAttribute('aria-label') === picker);
+  while (box && !box.querySelector("[data-testid='stVegaLiteChart']")) box = box.parentElement;
+  const chart = box ? box.querySelector("[data-testid='stVegaLiteChart']") : null;
+  if (!chart) return {paths: [], page: 0, at: null, label: '', one_row: false};
+  const mid = b => [b.left + b.width / 2, b.top + b.height / 2];
+  const cells = [...chart.querySelectorAll('svg.marks g.mark-rect.role-mark path')].map(p => p.getBoundingClientRect());
+  const band = side => [...new Set(cells.map(b => Math.round(b[side])))].sort((a, b) => a - b);
+  const xs = band('left'), ys = band('top');
+  const inner = chart.querySelector(outline);
+  const [cx, cy] = inner ? mid(inner.getBoundingClientRect()) : [NaN, NaN];
+  const at = (starts, v) => starts.filter(s => s <= v).length - 1;
+  const said = [chart, ...chart.querySelectorAll('[aria-label]')].map(e => e.getAttribute('aria-label') || '')
+    .find(t => t.startsWith('Heatmap of')) || '';
+  return {paths: [chart.querySelectorAll(outline).length,
+                  chart.querySelectorAll(outline.replace('inner', 'outer')).length],
+          page: document.querySelectorAll('#stMain ' + outline).length, at: [at(ys, cy), at(xs, cx)], label: said,
+          one_row: ys.length === 1};
+}"""
 NO_SKELETON = "() => !document.querySelector(\"[data-testid='stSkeleton']\")"
 
 # A dropdown's options: (text, chosen, disabled).
@@ -397,9 +420,24 @@ class Walk:
         self.a11y_seconds += time.perf_counter() - t0
         problems = ([] if cell.endswith(f".{want[0]}.{want[1]}") else [f"the link's cell is {cell!r}"]) + (
                     [] if explained.count() == before + 1 else ["no explanation of the picked cell on the page"])
+        problems += self.outlined(picker["label"], want)
         if problems:
             self.fail("the cell picked with the keyboard", problems)
         self.check("after the cell picked with the keyboard")
+
+    def outlined(self, picker: str, want: tuple[int, int]) -> list[str]:
+        """The picked cell is marked on its chart as the SVG draws it: one outline on the page (ui/colours.py's
+        explained_outline: its two paths), on the cell (row, column) `want` of the chart beside the picker, and the
+        chart's text alternative names that cell."""
+        try:
+            self.tab.wait_for_function(f"() => document.querySelector('#stMain {OUTLINE}')", timeout=10_000, polling=50)
+        except Exception:
+            return ["no outline of the picked cell on its chart"]
+        seen = self.tab.evaluate(OUTLINED, [picker, OUTLINE])
+        said = f"The explained cell: {'' if seen['one_row'] else f'row {want[0]}'}"
+        problems = [] if seen["paths"] == [1, 1] and seen["page"] == 1 else [f"outlines on the page: {seen}"]
+        problems += [] if seen["at"] == list(want) else [f"the outline is on the cell {seen['at']}, not {want}"]
+        return problems + ([] if said in seen["label"] else [f"the chart's words do not name it: {seen['label']!r}"])
 
     def reflows(self) -> None:
         """WCAG 1.4.10 at the walk's end, on the phone and at 320 CSS px: nothing scrolls sideways but a named
@@ -407,6 +445,7 @@ class Walk:
         t0 = time.perf_counter()
         wait_for_charts(self.tab, lambda cs: all(c["rendered"] for c in cs if c["visible"]), timeout_ms=10_000)
         found = {PHONE["width"]: reflow.overflow(self.tab)}
+        self.phone_text()
         self.tab.set_viewport_size({"width": reflow.NARROW, "height": PHONE["height"]})
         self.tab.wait_for_timeout(150)                            # charts sized to their container redraw
         found[reflow.NARROW] = reflow.overflow(self.tab)
@@ -414,6 +453,31 @@ class Walk:
         self.a11y_seconds += time.perf_counter() - t0
         if any(found.values()):
             self.fail("the reflow check (WCAG 1.4.10)", [f"{self.page.url_path} sticks out sideways: {found}"])
+
+    def phone_text(self) -> None:
+        """At 390 px, a chart drawn for the phone (the induction heads' pattern grids) has no text under 11 px as drawn
+        (tests/e2e/reflow.py): not scaled down to fit, as the grid drawn for a wide screen would be."""
+        from bench._common import after_run
+        from ui.transformer.induction_charts import PHONE_FONT
+        opener = reflow.PHONE_CHART_TABS.get(self.page.url_path)
+        if opener and not reflow.phone_charts(self.tab):          # the walk left another tab open
+            self.done.append(f"[phone text] open tab '{opener}'")
+            after_run(self.tab, self.tab.get_by_role("tab", name=opener).click, timeout_ms=RUN_TIMEOUT_MS)
+        for _ in range(50):                                       # a chart shown by the window's change: drawn
+            shown = reflow.phone_charts(self.tab)
+            if all(c["scale"] for c in shown):
+                break
+            self.tab.wait_for_timeout(100)
+        for c in shown:
+            if c["smallest"] is None and c["scale"]:
+                c["smallest"] = PHONE_FONT * c["scale"]
+        if shown:
+            self.done.append("[phone text] the smallest text as drawn: " + ", ".join(
+                f"{c['key']} {c['smallest']:.1f} px" if c["smallest"] else f"{c['key']} (not drawn)" for c in shown))
+        small = [c for c in shown if not c["smallest"] or c["smallest"] < 11 - 0.05] + (
+            [{"page": self.page.url_path, "drawn": "none"}] if opener and not shown else [])
+        if small:
+            self.fail("the phone's charts (WCAG 1.4.10)", [f"text under 11 px as drawn, or no chart drawn: {small}"])
 
     def fold_sidebar(self) -> None:
         """The sidebar folded away, as a phone opens the app: a window made narrow may keep it open over the page,
@@ -773,6 +837,8 @@ def test_random_walk_leaves_no_error(page, app_server, laptop):
           + ", ".join(f"{k}: {a} ({b})" for k, (a, b) in walk.axe_counts.items())
           + f"; {walk.axe_seconds:.1f} s in axe, {walk.a11y_seconds:.1f} s more for it (a click, the window, the "
           f"reflow, a cell picked by keyboard: {'yes' if any(d.startswith('[keyboard]') for d in walk.done) else 'no'})")
+    for said in (d for d in walk.done if d.startswith("[phone text] the smallest")):
+        print(f"/{page.path}: {said}")
     if os.environ.get("ATTENTION_EXPLORER_WALK_VERBOSE"):
         for seconds, what in walk.times:
             print(f"   {seconds:5.2f} s  {what}")

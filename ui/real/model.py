@@ -42,8 +42,11 @@ def choices() -> list[str]:
 
 
 def _following() -> bool:
-    """A student in a room (no teacher's secret): the view on screen is the teacher's, pushed."""
-    return "room.code" in st.session_state and not st.session_state.get("room.secret")
+    """A student in a room (no teacher's secret) still following a view the teacher put in: the view on screen is the
+    teacher's, pushed (not a student who opened this page on their own, or stepped out to it)."""
+    state = st.session_state
+    return ("room.code" in state and not state.get("room.secret") and bool(state.get("room.following"))
+            and int(state.get("room.applied") or 0) > 0)
 
 
 def label(choice: str) -> str:

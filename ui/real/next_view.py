@@ -80,7 +80,9 @@ def said(trace, out: dict, T: float, k: int, p: float) -> str:
     tok, j = trace.facts["tokenizer"], int(out["token"])
     kept = int(out["kept"].sum())
     text = md_escape(tok.decode(trace.facts["ids"]))
-    picked = f"**token {j}, “{md_escape(piece(tok, j))}”**"
+    name = piece(tok, j)
+    picked = (f"**token {j}**" if name == f"token {j}" else        # the small model's id no word was given: its name
+              f"**token {j}, “{md_escape(name)}”**")
     if T == 0:                                  # greedy: no division by T, top-k and top-p do not act (sampling.py)
         return (f"After “{text}”, the model's {len(out['z']):,} logits z (the last row of Z) are not divided: T = 0 "
                 f"takes the argmax, the token with the largest logit, whatever top-k, top-p and the draw u: {picked} "

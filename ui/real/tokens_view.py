@@ -35,7 +35,8 @@ def reading(model) -> str:
     return ("A model does not read words: it reads token ids. This one's tokenizer is the simplest there is, with no "
             f"BPE and no vocabulary learned from text: each distinct word of the sentence becomes one of its {c.vocab} "
             "tokens, numbered by first appearance (the first word is token 0, the next new word token 1, and so on); "
-            f"punctuation is set aside, and it reads at most the last {c.n_ctx} words, with at most {c.vocab} distinct. "
+            "words are lower-cased (“The” is “the”), punctuation and other symbols are set aside, and it reads at "
+            f"most the last {c.n_ctx} words, with at most {c.vocab} distinct. "
             "A checkpoint from Hugging Face (pick one above) cuts text into pieces of a vocabulary learned by "
             "byte-pair encoding instead.")
 

@@ -269,13 +269,14 @@ def lesson_steps(code: str, secret: str, trace=None, page_file: str = "") -> Non
                        f"{md_escape(stop.note)}")
     staged = state.get("room.stage") == "predict" and state.get("room.staged") == i
     where = ("(and on this one: presenter mode is the projector's view)" if presenting() else
-             "(outlined with dashes on yours)")
+             "(outlined with dashes on yours where a table or heatmap shows them; a passage or bar that states them "
+             "is left out of theirs, with a line saying it waits)")
     waiting = ()
     if staged:
         hiding = hidden_at(lesson, i, "predict", revealed_stops(lesson))
         hidden = f" {hidden_words(hiding.hide)} hidden on their screens {where}." if hiding.hide else ""
         st.caption(PREDICTING.format(hidden=hidden, reveal=reveal_words(
-            CELL in stop.query, hidden_at(lesson, i, "revealed", revealed_stops(lesson)))))
+            CELL in stop.query, hidden_at(lesson, i, "revealed", revealed_stops(lesson)), stop.hide)))
         if st.button(REVEAL, key="room_reveal", type="primary", icon=":material/visibility:"):
             reveal_stop(code, secret, i)
     elif state.get("room.stage") == "revealed" and state.get("room.hide") and i in revealed_stops(lesson):
@@ -307,10 +308,13 @@ def stops_words(stops) -> str:
     return "" if not n else f"stop {n[0]}" if len(n) == 1 else f"stops {', '.join(n[:-1])} and {n[-1]}"
 
 
-def reveal_words(cell: bool, after) -> str:
+def reveal_words(cell: bool, after, hide=()) -> str:
     """What "Reveal" will do, said before it: this stop's answer on every following screen; a later stop's of the
-    same view stays hidden (`after`: classroom.lesson.hidden_at's Hiding for the reveal)."""
+    same view stays hidden (`after`: classroom.lesson.hidden_at's Hiding for the reveal; `hide`: the stop's own list,
+    whose entries a later stop names stay that stop's)."""
     words = ("it opens the explanation of the stop's cell on every following screen" if cell else
+             "it shows none of the numbers this stop hides (a later stop of this same view hides the same ones)"
+             if hide and set(hide) <= set(after.hide) else
              "it shows this stop's numbers on every following screen" if after.hide else
              "it shows every number on every following screen")
     if after.waiting:

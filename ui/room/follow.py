@@ -44,8 +44,8 @@ LOCKED_UNDONE = ("Your teacher has locked the view: your change was undone. You 
                  "they unlock it.")
 PREDICT_LINE = ":material/psychology_alt: Predict first: answer your teacher's question before this page does."
 PREDICT_HIDDEN = " The numbers that answer it show “?” until your teacher reveals them."
-REVEALED_LATER = (":material/visibility: Revealed. The numbers that still show “?” answer a question still to come "
-                  "on this view: predict them when your teacher asks it.")
+REVEALED_LATER = (":material/visibility: Revealed. What still shows “?”, or “Predict first: revealed by your "
+                  "teacher”, answers a question still to come on this view: predict it when your teacher asks.")
 
 
 def student_bar(page_file: str) -> None:

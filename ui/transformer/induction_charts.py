@@ -230,3 +230,35 @@ def ablation_spec(change: np.ndarray, chosen: tuple[int, int] | None, intact: fl
                             "encoding": {"x": {"field": "head", "type": "nominal", "sort": None},
                                          "y": {"field": "change", "type": "quantitative"},
                                          "text": {"field": "change", "type": "quantitative", "format": "+.2f"}}}]})
+
+
+PHONE_FONT = 11             # px: the phone grid's smallest text, drawn at its natural size (no scaling down)
+
+
+def phone_patterns_spec(spec: dict, size: int = 110, columns: int = 2) -> dict:
+    """patterns_spec's grid for a phone's screen (ui/phone.py shows it below 640 px wide, the grid above): the same
+    rows (the same list: converted once), one heatmap per (stage, layer, head) in a facet that wraps `columns` a row,
+    each `size` px, every text at least PHONE_FONT px, so that nothing is scaled down to fit: 2 × (110 + the axis)
+    fits a 390-px phone's column (358 px) at its natural size, and its tooltips point at the right cell."""
+    inner = spec["spec"]
+    enc = inner["encoding"]
+    grow = lambda axis: {**axis, "labelFontSize": max(PHONE_FONT, axis.get("labelFontSize", 0)),
+                         "titleFontSize": max(PHONE_FONT, axis.get("titleFontSize", 0))}
+    encoding = {**enc, "x": {**enc["x"], "axis": grow(enc["x"]["axis"])},
+                "y": {**enc["y"], "axis": grow(enc["y"]["axis"])},
+                "color": {**enc["color"], "legend": {**enc["color"]["legend"], "labelFontSize": PHONE_FONT,
+                                                     "titleFontSize": PHONE_FONT}}}
+    stages = list(dict.fromkeys(r["stage"].rsplit(" · layer", 1)[0] for r in spec["data"]["values"]))
+    one = len(stages) == 1          # one stage (as every caller has it): its name the title, "layer l · head h" each
+    out = {k: v for k, v in spec.items() if k not in ("facet", "spacing", "spec")}
+    if one:
+        out["title"] = {"text": stages[0], "anchor": "start", "fontSize": 12}
+    panel = "peek(split(datum.stage, ' · '))" if one else "datum.stage"
+    out.update({"transform": [{"calculate": panel + " + ' · ' + datum.head", "as": "panel"},
+                              {"calculate": "datum.order * 100 + toNumber(substring(datum.head, 5))", "as": "rank"}],
+                "facet": {"field": "panel", "type": "nominal", "title": None, "sort": {"field": "rank", "op": "min"},
+                          "header": {"labelFontSize": 12, "labelFontWeight": "bold", "labelLimit": 0}},
+                "columns": columns, "spacing": {"row": 10, "column": 10},
+                "resolve": {"axis": {"x": "independent"}},      # each head its key axis (scrolled past, not far)
+                "spec": {**inner, "width": size, "height": size, "encoding": encoding}})
+    return out

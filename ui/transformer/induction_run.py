@@ -169,12 +169,14 @@ def train_live(seed: int, steps: int) -> None:
     every head's pattern as they are at the last logged step, every REDRAW_EVERY steps; a finished run replaces the
     session's (and the step slider goes to its end), a stopped or diverged one leaves it."""
     from attention_core.training.lm import train as lm_train
-    from .induction_charts import loss_spec, patterns_spec, scores_spec
+    from .induction_charts import loss_spec, patterns_spec, phone_patterns_spec, scores_spec
     from ..matrix import chart
 
     bar = st.progress(0.0, text="Starting: torch is loading…")
-    with st.container(key="fit-live-patterns"):     # a phone: every head scaled to the screen (ui/phone.py)
-        pattern_box = st.empty()                    # first: the heads forming are what the page is about
+    with st.container(key="wide-live-patterns"):    # first: the heads forming are what the page is about
+        pattern_box = st.empty()
+    with st.container(key="tall-live-patterns"):    # the same heads on a phone, two a row (ui/phone.py)
+        phone_box = st.empty()
     c1, c2 = st.columns([1, 1.2])
     loss_box, score_box = c1.empty(), c2.empty()
     rows: list[tuple] = []
@@ -190,8 +192,9 @@ def train_live(seed: int, steps: int) -> None:
         chart(loss_spec(h, ind.phases(h["step"], h["copy_loss"]), width=380, height=200), target=loss_box)
         chart(scores_spec(h, width=200, height=170), target=score_box)
         if patterns is not None:
-            chart(patterns_spec([(f"step {int(h['step'][-1]):,} (training)", patterns)], names, size=110),
-                  target=pattern_box)
+            grid = patterns_spec([(f"step {int(h['step'][-1]):,} (training)", patterns)], names, size=110)
+            chart(grid, target=pattern_box)
+            chart(phone_patterns_spec(grid), target=phone_box)
 
     def callback(step, loss, copy_loss, scores) -> bool:
         rows.append((step, loss, copy_loss, np.asarray(scores["prev"]), np.asarray(scores["induction"])))

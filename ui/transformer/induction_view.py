@@ -18,7 +18,8 @@ from ..text import md_escape as md_safe
 
 from ..matrix import chart
 from ..views import step_boxes
-from .induction_charts import ablation_spec, head_label, kcomp_spec, loss_spec, patterns_spec, scores_spec
+from .induction_charts import (ablation_spec, head_label, kcomp_spec, loss_spec, patterns_spec, phone_patterns_spec,
+                               scores_spec)
 
 from ..page_state import INDUCTION_ABLATE, INDUCTION_SENTENCE, INDUCTION_TABS as TABS
 
@@ -171,8 +172,12 @@ def patterns_panel(run: dict, an: dict, row: int) -> None:
     st.markdown(text)
     a = pattern_weights(h, row)
     make = lambda: patterns_spec([(f"step {step:,}", a)], an["names"])
-    with st.container(key="fit-patterns"):          # a phone: every head scaled to the screen (ui/phone.py)
-        chart(built(an, "patterns", make) if row == len(h["step"]) - 1 else make())
+    if row == len(h["step"]) - 1:                   # the run's end (what the page opens on): built once
+        wide = built(an, "patterns", make)
+        heads_grid(wide, "patterns", built(an, "patterns-phone", lambda: phone_patterns_spec(wide)))
+    else:
+        wide = make()
+        heads_grid(wide, "patterns", phone_patterns_spec(wide))
     st.caption(f"Each pattern as the run kept it: to the nearest 1/{PATTERN_LEVELS} (the scores above are computed "
                "from the full weights).")
 
@@ -366,6 +371,15 @@ def sentence_panel(run: dict, an: dict, sentence: str) -> None:
                     f"at the word after {'each of ' if len(after) > 1 else ''}the last word's earlier "
                     f"occurrence{'s' if len(after) > 1 else ''}: " +
                     ", ".join(f"“{md_safe(tokens[j])}” ({j})" for j in after) + ".")
-    with st.container(key="fit-sentence-patterns"):
-        chart(word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170),
-                        len(ids)))
+    wide = word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170),
+                     len(ids))
+    heads_grid(wide, "sentence-patterns", phone_patterns_spec(wide, size=190, columns=1))
+
+
+def heads_grid(wide: dict, key: str, phone: dict) -> None:
+    """Every head's pattern twice, one shown (ui/phone.py): the grid (a row a layer) on a wide screen, and below
+    640 px the phone's facets that wrap, at their natural size (labels never scaled below 11 px)."""
+    with st.container(key=f"wide-{key}"):
+        chart(wide)
+    with st.container(key=f"tall-{key}"):
+        chart(phone)

@@ -115,6 +115,7 @@ def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: in
     stream, key = x, "x"
     for l in range(c.n_layers):
         s = rf"X_{{{l}}}"
+        reader = "the next layer" if l + 1 < c.n_layers else f"the final {norm_name}"     # who reads the layer's output
         normed = norm(model, f"l{l}.ln1", stream)
         trace.add(f"l{l}.ln1", f"Layer {l}: {norm_name} before attention", normed, ("n", "d_model"),
                   norm_formula(model, s, f"{l},1"), (key,), why="Pre-norm: attention reads a normalised copy.")
@@ -129,7 +130,7 @@ def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: in
         if not c.mlp:                                                            # attention only: the layer's output
             trace.add(f"l{l}.out", f"Layer {l}: stream after attention", stream, ("n", "d_model"),
                       rf"X_{{{l + 1}}} = {s} + \mathrm{{MHA}}(N({s}))", (key, f"l{l}.attn"),
-                      why="The residual add; with no MLP, what the next layer reads.")
+                      why=f"The residual add; with no MLP, what {reader} reads.")
             key = f"l{l}.out"
             continue
         trace.add(f"l{l}.mid", f"Layer {l}: stream after attention", stream, ("n", "d_model"),
@@ -141,7 +142,7 @@ def run_real(model: RealModel, text: str | None = None, ids=None, max_tokens: in
         stream = stream + mlp_out
         trace.add(f"l{l}.out", f"Layer {l}: stream after the MLP", stream, ("n", "d_model"),
                   rf"X_{{{l + 1}}} = {s}' + \mathrm{{MLP}}(N({s}'))", (f"l{l}.mid", f"l{l}.mlp"),
-                  why="The second residual add: what the next layer reads.")
+                  why=f"The second residual add: what {reader} reads.")
         key = f"l{l}.out"
     final = norm(model, "ln_f", stream)
     trace.add("ln_f", f"Final {norm_name}", final, ("n", "d_model"), norm_formula(model, f"X_{{{c.n_layers}}}", "f"),
