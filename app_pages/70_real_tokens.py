@@ -7,13 +7,13 @@ from ui.real import next_view
 from ui.real import tokens_view as view
 
 PAGE = "app_pages/70_real_tokens.py"
-config, _ = ui.page(PAGE, "Tokens in, the next token out")
+config, _ = ui.page(PAGE, "Tokens in, the next token out", settings="sentence")
 st.markdown(
     "The attention pages compute on a toy model: GloVe word vectors and weights the project trained. These pages run "
     "a whole language model with its trained weights through the same arithmetic: the project's own small model "
     "(the one the induction page trains, shipped with the app) or a checkpoint published on Hugging Face. The project "
     "reads its weights and computes every step itself, in numpy, so every number can be clicked and explained. The "
-    "sidebar's sentence is the text it reads; of the sidebar, only the sentence is used here.")
+    "sidebar's sentence is the text it reads (the only setting the sidebar shows here).")
 model, trace = real.model_and_trace(config.sentence)
 st.subheader("In: your sentence, as token ids")
 st.markdown(view.reading(model))

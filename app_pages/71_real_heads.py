@@ -5,7 +5,7 @@ from ui.real import heads_view as view
 from ui.real import model as real
 
 PAGE = "app_pages/71_real_heads.py"
-config, _ = ui.page(PAGE, "Every head, one by one")
+config, _ = ui.page(PAGE, "Every head, one by one", settings="sentence")
 st.markdown(
     "Every layer of the model has its heads, and each head computes exactly what the attention pages compute: "
     "queries, keys and values from the layer's input, scores QKᵀ / √d_k, a causal mask, softmax, and the weighted "

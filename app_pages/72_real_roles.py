@@ -5,7 +5,7 @@ from ui.real import model as real
 from ui.real import roles_view as view
 
 PAGE = "app_pages/72_real_roles.py"
-config, _ = ui.page(PAGE, "Heads by what they do")
+config, _ = ui.page(PAGE, "Heads by what they do", settings="sentence")
 st.markdown(
     "Nobody tells a head what to do: training finds it. Some jobs are found again and again, in model after model, and "
     "each can be read off a head's attention weights as one number between 0 and 1:\n"

@@ -319,3 +319,17 @@ def test_the_last_layers_stream_is_said_to_be_read_by_the_final_norm(folders):
         last = model.config.n_layers - 1
         assert "next layer" not in trace[f"l{last}.out"].why and f"final {norm}" in trace[f"l{last}.out"].why
         assert last == 0 or "next layer" in trace["l0.out"].why
+
+
+def test_the_sidebar_shows_the_sentence_only_and_any_text_reaches_the_model(server_model):
+    """A real model's tokenizer takes any text: a sentence of no GloVe word (the toy model would refuse it) is read
+    as typed, with no toy-model error, and the sidebar shows the sentence alone (the toy settings wait, kept)."""
+    text = "Zxqv blorp ☕ 1234"
+    at = open_page("app_pages/70_real_tokens.py", query={"sentence": text, "n_heads": "2"})
+    no_exception(at)
+    assert not at.error, messages(at)
+    assert [box.label for box in at.sidebar.text_input] == ["Sentence"] and at.sidebar.text_input[0].value == text
+    assert not at.sidebar.selectbox and not at.sidebar.slider
+    ids = server_model.tokenizer.encode(text).ids
+    assert list(at.dataframe[0].value["id"])[:len(ids)] == list(ids)
+    assert at.session_state["s.n_heads"] == 2                      # the toy settings kept for the other pages

@@ -29,7 +29,7 @@ from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
 from .presenter import presenter_line
 from .room.bar import room_bar
-from .settings import init_state, query_for, settings_summary, sidebar_settings
+from .settings import init_state, query_for, sentence_settings, settings_summary, sidebar_settings
 from .views import fit_css, chart, heatmap, notices, one_word_picker, shape_badge, step, table, vector_row
 
 __all__ = ["page", "chart", "query", "get_trace", "step", "heatmap", "table", "shape_badge", "notices", "one_word_picker",
@@ -37,16 +37,17 @@ __all__ = ["page", "chart", "query", "get_trace", "step", "heatmap", "table", "s
            "settings_summary"]
 
 
-def page(page_file: str, title: str, settings: bool = True):
+def page(page_file: str, title: str, settings: bool | str = True):
     """Every page starts here: its title and (for the forward pass) the settings in the sidebar.
 
     The navigation is app.py's st.navigation (one message, not one element per link).
-    Returns (config, trace) with settings, or (None, None) without. The settings, the page's own
+    Returns (config, trace) with settings, (config, None) with settings="sentence" (the sidebar's sentence only),
+    or (None, None) without. The settings, the page's own
     controls and its clicked cell (ui/page_state.py) are written to the URL, so the address bar is
     always a link to this view. Presenter mode is not: it is a choice made on the Share page.
     """
     st.set_page_config(page_title=f"{title} · Attention Explorer")
-    init_state()                               # once per session: settings, own controls, presenter from the URL
+    init_state(settings != "sentence")         # once per session: settings, own controls, presenter from the URL
     presenter_line(nav.where(page_file))       # where you are, and the presenter switch (ui/presenter.py)
     st.title(title)
     fit_css()                                  # the chart CSS, once per run (views.fit_css_in_fragment)
@@ -54,7 +55,9 @@ def page(page_file: str, title: str, settings: bool = True):
     st.session_state["s.claims"] = {}          # a lesson's claims settings this run (views.claims_shown)
     st.session_state["s.sidebar_back_said"] = False     # presenter mode: how to see the sidebar, said once a run
     page_state.start(page_file)                # the page's own controls get their kept values
-    if settings:
+    if settings == "sentence":                 # a page that reads the sentence only (a real model's)
+        config, trace = sentence_settings()
+    elif settings:
         config, trace = sidebar_settings(page_file)
     st.session_state["s.query"] = query(config) if config is not None else {}
     if st.session_state.get("s.page", page_file) != page_file:     # the share page links back to it

@@ -19,7 +19,7 @@ from .settings_panel import (EMBEDDING_LABELS, MASK_LABELS, POSITIONAL_LABELS, S
 from .settings_state import (DEFAULT, FIELDS, apply, apply_view, current_settings, init_state, presenting,
                              sidebar_back, sidebar_button, stored, widget)
 
-__all__ = ["sidebar_settings", "query_for", "DEFAULT_QUERY", "settings_summary", "init_state", "stored", "widget",
+__all__ = ["sidebar_settings", "sentence_settings", "query_for", "DEFAULT_QUERY", "settings_summary", "init_state", "stored", "widget",
            "apply", "apply_view", "sidebar_button", "current_settings", "presenting", "sidebar_back", "upload_vectors", "DEFAULT",
            "FIELDS",
            "EMBEDDING_LABELS", "WEIGHTS_LABELS", "POSITIONAL_LABELS", "SCORE_LABELS", "MASK_LABELS"]
@@ -45,6 +45,25 @@ def _put_back(err: ConfigError, good: Config) -> bool:
     back = ", ".join(f"{name} = {getattr(good, name)!r}" for name in changed)
     st.session_state["s.config_error"] = f"{err} The control is back at the value in force ({back})."
     return True
+
+
+def sentence_settings() -> tuple[Config, None]:
+    """The sidebar of a page that reads only the sentence (a real model's pages: its own tokenizer takes any
+    text, so the toy model's vocabulary, shapes and seed neither apply nor refuse it). The other settings stay
+    as they are, in force on the other pages and in the link; no toy forward pass is run."""
+    init_state()
+    with st.sidebar:
+        widget(st.text_input, "sentence", "Sentence", help="The text the model reads, as typed: its own tokenizer "
+               "cuts it into pieces.")
+        st.caption("The other settings (embeddings, heads, position, score, mask) are the toy model's: they wait "
+                   "for you on the attention pages.")
+    good = st.session_state.get("s.last_good", DEFAULT)
+    try:
+        config = Config(**current_settings())
+    except ConfigError as err:
+        st.error(f"{err} Showing the last settings that worked.", icon=":material/error:")
+        config = good
+    return config, None
 
 
 def sidebar_settings(page_file: str = "") -> tuple[Config, object]:

@@ -18,12 +18,13 @@ DEFAULT = Config()
 FIELDS = [f.name for f in fields(Config)]
 
 
-def init_state() -> None:
-    """Once per session: settings from the URL (bad values fall back, with a notice)."""
+def init_state(check_forward: bool = True) -> None:
+    """Once per session: settings from the URL (bad values fall back, with a notice). check_forward=False on a
+    page that reads the sentence only (a real model's): its sentence is kept even if the toy model cannot run it."""
     if "s.ready" in st.session_state:
         return
     params = dict(st.query_params)
-    config, notices = config_from_query(params)
+    config, notices = config_from_query(params, check_forward)
     for name in FIELDS:
         st.session_state[f"s.{name}"] = getattr(config, name)
     presenter, notice = presenter_from_query(params)
@@ -147,6 +148,9 @@ def sidebar_button(label: str, changes: dict, key: str, help: str | None = None)
     st.button(label, key=key, on_click=apply, args=(dict(changes),), icon=":material/tune:", help=help)
 
 
+SENTENCE_ONLY: set[str] = set()    # pages that read the sentence only (a section declares them: ui/real/state.py)
+
+
 def apply_view(view: dict) -> list[str]:
     """Put a view ({"page": page file, "query": a link's parameters}: what a room's teacher showed, a lesson's
     stop) into this session as opening its link would: the settings from the query (the others back to their
@@ -156,7 +160,7 @@ def apply_view(view: dict) -> list[str]:
     query = view.get("query") or {}
     if not isinstance(query, dict):
         query = {}
-    config, notices = config_from_query(query)
+    config, notices = config_from_query(query, str(view.get("page", "")) not in SENTENCE_ONLY)
     state = st.session_state
     for key in [k for k in state if isinstance(k, str) and k.startswith("w.")]:
         del state[key]

@@ -10,7 +10,7 @@ disk or says plainly that it does not have it (model.py).
 """
 from __future__ import annotations
 
-from .. import page_state
+from .. import page_state, settings_state
 from ..own import Own, choice, integer, number
 
 SERVER, SMALL, FOLDER = "", "small", "folder"
@@ -44,4 +44,5 @@ def declare_all(declare) -> None:
     declare(roles, *model_controls())
 
 
+settings_state.SENTENCE_ONLY.update(PAGES)   # a pushed view's sentence kept as typed (no toy forward pass to pass)
 declare_all(page_state.declare)      # at import: app.py imports this module, so every session's link reads them
