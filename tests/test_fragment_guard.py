@@ -284,16 +284,23 @@ def test_a_request_waits_until_the_stopped_runner_is_gone(monkeypatch):
         spin()
         assert made == [tick] and session._scriptrunner.got == [click]  # in the order they came
         assert getattr(session, fragment_guard._WAITING) is None
+        session._scriptrunner = Runner(False)                           # that runner stopped too: the next waits
+        fragment_guard._create_scriptrunner(session, click)
+        spin()
+        assert made == [tick]
+        session._scriptrunner = None
+        spin()
+        assert made == [tick, click]
 
         fragment_guard._create_scriptrunner(session := SimpleNamespace(id="t", _scriptrunner=None, _event_loop=loop,
                                                                        _state=AppSessionState.APP_NOT_RUNNING), tick)
-        assert made == [tick, tick]                                      # no runner: at once, as Streamlit does
+        assert made == [tick, click, tick]                               # no runner: at once, as Streamlit does
 
         closed = SimpleNamespace(id="u", _scriptrunner=Runner(False), _event_loop=loop,
                                  _state=AppSessionState.APP_NOT_RUNNING)
         fragment_guard._create_scriptrunner(closed, tick)
         closed._state, closed._scriptrunner = AppSessionState.SHUTDOWN_REQUESTED, None
         spin()
-        assert made == [tick, tick]                                      # the tab closed meanwhile: nothing
+        assert made == [tick, click, tick]                               # the tab closed meanwhile: nothing
     finally:
         loop.close()

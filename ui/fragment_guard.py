@@ -163,35 +163,38 @@ _WAITING = "_guard_waiting"  # on the AppSession: the requests waiting for its s
 
 
 def _create_scriptrunner(self, initial_rerun_data) -> None:
-    old = self._scriptrunner
     waiting = getattr(self, _WAITING, None)
-    if old is None and not waiting:
-        _original_create(self, initial_rerun_data)
-        return
-    if waiting:                              # another request is waiting already: this one after it
+    if waiting:                              # others wait already: this one after them
         waiting.append(initial_rerun_data)
         return
-    setattr(self, _WAITING, [initial_rerun_data])
+    if self._scriptrunner is None:
+        _original_create(self, initial_rerun_data)
+        return
+    setattr(self, _WAITING, [initial_rerun_data])     # the session's runner has stopped and is not gone yet
     _trace("wait", self.id, "fragment" if initial_rerun_data.fragment_id else "full")
-    started, loop = time.monotonic(), self._event_loop
+    stalled = [time.monotonic()]
 
     def retry() -> None:
         if self._state == AppSessionState.SHUTDOWN_REQUESTED:        # the tab closed: nothing to run
             setattr(self, _WAITING, None)
             return
-        if old is not None and self._scriptrunner is old and time.monotonic() - started < WAIT_FOR_RUNNER_S:
-            loop.call_later(RETRY_S, retry)
-            return
-        pending = getattr(self, _WAITING, None) or []
-        setattr(self, _WAITING, None)
-        for data in pending:                 # the first makes the runner, the others go to it as they would have
+        waiting = getattr(self, _WAITING, None) or []
+        while waiting:                       # in order: the first makes the runner, the next go to it
             runner = self._scriptrunner
-            if runner is None or runner is old or not runner.request_rerun(data):
-                if runner is not None:
-                    _trace("replaced", self.id)      # waited WAIT_FOR_RUNNER_S: as Streamlit does
-                _original_create(self, data)
+            if runner is None:
+                _original_create(self, waiting.pop(0))
+            elif runner.request_rerun(waiting[0]):
+                waiting.pop(0)
+            elif time.monotonic() - stalled[0] < WAIT_FOR_RUNNER_S:  # stopped, not gone: its events come first
+                self._event_loop.call_later(RETRY_S, retry)
+                return
+            else:
+                _trace("replaced", self.id)          # waited WAIT_FOR_RUNNER_S: as Streamlit does
+                _original_create(self, waiting.pop(0))
+            stalled[0] = time.monotonic()
+        setattr(self, _WAITING, None)
 
-    loop.call_later(RETRY_S, retry)
+    self._event_loop.call_later(RETRY_S, retry)
 
 
 _run_script.__wrapped__ = _original
