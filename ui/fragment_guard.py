@@ -34,6 +34,16 @@ The guard, two wraps:
   run as a full run of the session's page, as st.switch_page ran it: the browser gets that page again (logged).
 - `ScriptRequests._request_rerun_locked`: a fragment rerun folded into a pending full run keeps that run's page,
   page name and query (a fragment's tick never asks for a page; its widget states are folded in as before).
+- `AppSession._create_scriptrunner`: a request that finds the session's script runner stopped but not yet gone (its
+  thread has ended; the events it sent, the last messages of its run, its script_finished and its SHUTDOWN, are
+  still queued for the event loop) waits until that runner is gone, then runs. Streamlit 1.67 makes a new runner at
+  once, and `_handle_scriptrunner_event_on_event_loop` (app_session.py:1063) then ignores every event the old one
+  sent "from a non-current ScriptRunner": the end of the run is never sent. Seen under load (issue 31, a lecture
+  hall: tests/load/room.py --trace): a push's page switch ran to its end on the server, a student's timer tick
+  arrived in that window, and the student's screen got the new page's first messages and never the rest nor its
+  end (the browser shows a page cut short and stays "running"; the load client waited 10 s for it): at 60 students
+  on 2 processes, 22 runners replaced so and 24 runs' ends never sent; with the wait, none. Requests that arrive
+  while one waits keep their order. Bounded by WAIT_FOR_RUNNER_S (then as Streamlit does).
 
 Installed once per process by app.py (`install()`; a second call does nothing). Remove it when Streamlit no longer
 runs a fragment rerun naming another page (the report: docs/upstream/fragment-switch-page-race/); until then
@@ -50,18 +60,21 @@ from collections import OrderedDict
 from dataclasses import replace
 
 from streamlit.logger import get_logger
+from streamlit.runtime.app_session import AppSession, AppSessionState
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequests, ScriptRequestType
 
 STREAMLIT_VERSION = "1.67.0"
 # sha256 of inspect.getsource(the wrapped methods) in STREAMLIT_VERSION (tests/test_fragment_guard.py checks them)
 SOURCE_SHA256 = {"ScriptRunner._run_script": "b576d3acf1a5b9055b213b293b991737bf9e6dc5ab0af03d0139781b444e3851",
-                 "ScriptRequests._request_rerun_locked": "5bc72b1577cab5e1dc468b5cde629bbc0accc8e778bc5c5a8f124f62d74d61af"}
+                 "ScriptRequests._request_rerun_locked": "5bc72b1577cab5e1dc468b5cde629bbc0accc8e778bc5c5a8f124f62d74d61af",
+                 "AppSession._create_scriptrunner": "1529b64dc24cab50587eb632ca7a3180ce3c7476483364feab89c0b56fa3f9fd"}
 
 _LOGGER = get_logger(__name__)          # Streamlit's handler and level (the server log)
 # Streamlit's own methods (if this module is imported again, e.g. by a developer's file watcher: not the wrappers)
 _original = getattr(ScriptRunner._run_script, "__wrapped__", ScriptRunner._run_script)
 _original_fold = getattr(ScriptRequests._request_rerun_locked, "__wrapped__", ScriptRequests._request_rerun_locked)
+_original_create = getattr(AppSession._create_scriptrunner, "__wrapped__", AppSession._create_scriptrunner)
 
 
 def stale(rerun_data, current_page: str) -> bool:
@@ -81,16 +94,26 @@ def _run_script(self, rerun_data) -> None:
     current = self._pages_manager.current_page_script_hash
     if stale(rerun_data, current):
         if not _resend_due(self._session_id):
+            _trace("dropped", self._session_id, rerun_data.page_script_hash[:8], current[:8])
             _LOGGER.info("Dropped a fragment rerun naming page %s: the session now shows page %s.",
                          rerun_data.page_script_hash, current)
             return
         _LOGGER.warning("A browser still shows page %s, %.0f s after its session moved to page %s: that page is "
                         "sent to it again.", rerun_data.page_script_hash, RESEND_AFTER_S, current)
+        _trace("resent", self._session_id, current[:8])
         rerun_data = resend(rerun_data, current)
     else:
         with _stale_lock:
             _stale_since.pop(self._session_id, None)
+    _trace("start", self._session_id, (rerun_data.page_script_hash or "-")[:8],
+           "fragment" if rerun_data.fragment_id_queue else "full", rerun_data.is_auto_rerun)
     _original(self, rerun_data)
+
+
+def _trace(*args) -> None:
+    from .room.wake import trace
+
+    trace(*args)
 
 
 def _resend_due(session_id: str, now: float | None = None) -> bool:
@@ -124,6 +147,9 @@ def _full_run(rerun_data) -> bool:
 def _request_rerun_locked(self, new_data) -> bool:
     pending = self._rerun_data if self._state == ScriptRequestType.RERUN else None
     accepted = _original_fold(self, new_data)
+    if pending is not None:
+        _trace("fold", "", "full" if _full_run(pending) else "fragment", "full" if _full_run(new_data) else "fragment",
+               accepted)
     if accepted and pending is not None and _full_run(pending) and not _full_run(new_data):
         self._rerun_data = replace(self._rerun_data, page_script_hash=pending.page_script_hash,
                                    page_name=pending.page_name, query_string=pending.query_string,
@@ -131,11 +157,54 @@ def _request_rerun_locked(self, new_data) -> bool:
     return accepted
 
 
+WAIT_FOR_RUNNER_S = 5.0     # a stopped runner's events not handled after this: a new runner anyway (as Streamlit)
+RETRY_S = 0.01
+_WAITING = "_guard_waiting"  # on the AppSession: the requests waiting for its stopped runner to go, in order
+
+
+def _create_scriptrunner(self, initial_rerun_data) -> None:
+    waiting = getattr(self, _WAITING, None)
+    if waiting:                              # others wait already: this one after them
+        waiting.append(initial_rerun_data)
+        return
+    if self._scriptrunner is None:
+        _original_create(self, initial_rerun_data)
+        return
+    setattr(self, _WAITING, [initial_rerun_data])     # the session's runner has stopped and is not gone yet
+    _trace("wait", self.id, "fragment" if initial_rerun_data.fragment_id else "full")
+    stalled = [time.monotonic()]
+
+    def retry() -> None:
+        if self._state == AppSessionState.SHUTDOWN_REQUESTED:        # the tab closed: nothing to run
+            setattr(self, _WAITING, None)
+            return
+        waiting = getattr(self, _WAITING, None) or []
+        while waiting:                       # in order: the first makes the runner, the next go to it
+            runner = self._scriptrunner
+            if runner is None:
+                _original_create(self, waiting.pop(0))
+            elif runner.request_rerun(waiting[0]):
+                waiting.pop(0)
+            elif time.monotonic() - stalled[0] < WAIT_FOR_RUNNER_S:  # stopped, not gone: its events come first
+                self._event_loop.call_later(RETRY_S, retry)
+                return
+            else:
+                _trace("replaced", self.id)          # waited WAIT_FOR_RUNNER_S: as Streamlit does
+                _original_create(self, waiting.pop(0))
+            stalled[0] = time.monotonic()
+        setattr(self, _WAITING, None)
+
+    self._event_loop.call_later(RETRY_S, retry)
+
+
 _run_script.__wrapped__ = _original
 _request_rerun_locked.__wrapped__ = _original_fold
+_create_scriptrunner.__wrapped__ = _original_create
 WRAPS = {"ScriptRunner._run_script": (ScriptRunner, "_run_script", _run_script, _original),
          "ScriptRequests._request_rerun_locked": (ScriptRequests, "_request_rerun_locked", _request_rerun_locked,
-                                                  _original_fold)}
+                                                  _original_fold),
+         "AppSession._create_scriptrunner": (AppSession, "_create_scriptrunner", _create_scriptrunner,
+                                             _original_create)}
 
 
 def source_sha256() -> dict[str, str]:
@@ -145,10 +214,31 @@ def source_sha256() -> dict[str, str]:
 
 
 def install() -> None:
-    """Wrap the two methods, once per process."""
+    """Wrap the three methods, once per process."""
     for cls, name, wrapper, _ in WRAPS.values():
         if getattr(cls, name) is not wrapper:
             setattr(cls, name, wrapper)
+    _install_trace()
+
+
+def _install_trace() -> None:
+    """With the room's trace on (ui/room/wake.py TRACE_VARIABLE): the events of a script runner that is no longer
+    the session's, which the session ignores (their messages are never sent)."""
+    from streamlit.runtime.app_session import AppSession
+
+    from .room import wake
+
+    if not wake._trace_dir or getattr(AppSession, "_traced", False):
+        return
+    handle = AppSession._handle_scriptrunner_event_on_event_loop
+
+    def traced_handle(self, sender, event, *args, **kwargs):
+        if sender is not self._scriptrunner:
+            _trace("ignored", self.id, getattr(event, "name", event), id(sender) % 10000)
+        return handle(self, sender, event, *args, **kwargs)
+
+    AppSession._handle_scriptrunner_event_on_event_loop = traced_handle
+    AppSession._traced = True
 
 
 def installed() -> bool:

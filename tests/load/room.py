@@ -94,16 +94,68 @@ def temperature_of(query: str) -> str | None:
     return values[-1] if values else None
 
 
+TRACE: dict = {"dir": ""}          # --trace DIR: the servers' wake trace (ui/room/wake.py) and each tab's messages
+
+
 class Tab:
     """A Session with the steps the room needs; `last` is the last run (what the screen shows)."""
 
     def __init__(self, port: int, page: str = ROOM, timeout: float = 120.0):
         self.s = Session(port, page=page, timeout=timeout)
         self.s.keep_cached = True
+        self.session_id = ""
+        self.events: list = []                   # --trace: (time, what) of every message in and out
+        if TRACE["dir"]:
+            self._record()
         self.unanswered = 0                      # ticks the server answered with nothing (dropped)
         self.partial = False                     # listen read part of a run (its page and query are taken in)
         self.last = self.screen = self.s.rerun()
         self.check(self.last)
+
+    def _record(self) -> None:
+        """--trace: every frame this tab receives and every rerun it sends, summarised, in self.events."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        ws, events = self.s.ws, self.events
+        recv_frame, send_binary = ws.recv_data_frame, ws.send_binary
+
+        def frame(control_frame=False):
+            opcode, f = recv_frame(control_frame)
+            if opcode == 2:
+                m = ForwardMsg()
+                m.ParseFromString(f.data)
+                kind = m.WhichOneof("type")
+                if kind == "new_session":
+                    self.session_id = m.new_session.initialize.session_id or self.session_id
+                    what = f"new_session {m.new_session.page_script_hash[:8]} frags={list(m.metadata.run.fragment_ids)}"
+                elif kind == "script_finished":
+                    what = f"finished {ForwardMsg.ScriptFinishedStatus.Name(m.script_finished)}"
+                elif kind == "session_status_changed":
+                    what = f"status running={m.session_status_changed.script_is_running}"
+                elif kind == "navigation":
+                    what = f"navigation {m.navigation.page_script_hash[:8]}"
+                elif kind == "page_info_changed":
+                    what = f"query {m.page_info_changed.query_string}"
+                elif kind in ("auto_rerun", "stop_auto_rerun"):
+                    what = kind
+                else:
+                    what = None
+                if what:
+                    events.append((time.time(), what))
+            else:
+                events.append((time.time(), f"opcode {opcode}"))
+            return opcode, f
+
+        def send(data):
+            m = BackMsg()
+            m.ParseFromString(data)
+            r = m.rerun_script
+            events.append((time.time(), f"SEND {r.page_script_hash[:8]} frag={r.fragment_id[:8]} auto={r.is_auto_rerun}"
+                                        f" q={r.query_string}"))
+            return send_binary(data)
+
+        ws.recv_data_frame, ws.send_binary = frame, send
 
     def check(self, run) -> None:
         if run.status == "FINISHED_SUCCESSFULLY":
@@ -453,6 +505,15 @@ def measure_pushes(room: Class, pushes: int, seed: int = 1, timeout: float = 20.
                 got = dict(arrived[k])
                 target.clear()
             missing += n - len(got)
+            if TRACE["dir"]:
+                with open(Path(TRACE["dir"]) / "late.txt", "a", encoding="utf-8") as f:
+                    for i in range(n):
+                        if got.get(i, 99) > 3.0:
+                            st = room.students[i]
+                            f.write(f"== push {k + 1} at {time.time() - (time.perf_counter() - t0):.3f}: student "
+                                    f"{i + 1} session {st.session_id} on /{st.s.page} q={st.s.query} "
+                                    f"after {got.get(i, -1):.3f} s\n")
+                            f.writelines(f"{t:.3f} {what}\n" for t, what in st.events[-120:])
             late += [f"push {k + 1}: student {i + 1} on /{room.students[i].s.page} at temperature "
                      f"{temperature_of(room.students[i].s.query)} (wanted /{page} at {shown}); it reads: "
                      + " / ".join(t for t in _texts(room.students[i].screen).splitlines() if "oom" in t)[:300]
@@ -654,14 +715,14 @@ class Farm:
         self.servers: list[Server] = []
 
     def __enter__(self) -> "Farm":
-        env = {REDIS_URL_VARIABLE: None}
+        env = {REDIS_URL_VARIABLE: None, "ATTENTION_EXPLORER_ROOM_TRACE": TRACE["dir"] or None}
         if self.store_kind == "redis":
             from tests.redis_server import RedisServer, available
             ok, why = available()
             if not ok:
                 raise SystemExit(why)
             self.redis = RedisServer().start()
-            env = {REDIS_URL_VARIABLE: self.redis.url}
+            env[REDIS_URL_VARIABLE] = self.redis.url
         self.servers = [Server("app.py", env=env).start() for _ in range(self.k)]
         for s in self.servers:
             s.wait_healthy(120)
@@ -1011,7 +1072,11 @@ def main() -> None:
     ap.add_argument("--running", default="", help="what else this machine ran meanwhile (a note in the table)")
     ap.add_argument("--hall", default="", help="pushes only, to the room's cap: classes as students:processes, "
                                                "e.g. 30:1,150:2 (--pushes each); --write puts them in the section")
+    ap.add_argument("--trace", default="", help="a directory: the servers' wake trace and the late screens' messages")
     args = ap.parse_args()
+    if args.trace:
+        TRACE["dir"] = str(Path(args.trace).resolve())
+        Path(TRACE["dir"]).mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()
     if args.hall:
         classes = [hall_class(n, k, args.pushes, args.seed, args.store, print) for n, k in parse_hall(args.hall)]

@@ -137,6 +137,13 @@ def _moved(here: dict, baseline: dict) -> bool:
     return cellless(here) != cellless(baseline)
 
 
+def _session_id() -> str:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else ""
+
+
 def _follow_room() -> None:
     state = st.session_state
     code = state.get("room.code")
@@ -169,6 +176,7 @@ def _follow_room() -> None:
     newer = version > int(state.get("room.applied") or 0)
     state["room.locked"] = room.locked
     out = stepped_out(view_of(state.get("s.page")))
+    wake.trace("run", _session_id(), state.get("s.page"), version, state.get("room.applied"), newer, out)
     if (out and room.locked and view and known_page(view.get("page"))      # locked: back to the teacher's view
             and state.get("s.page") != ROOM_PAGE):                          # (not from the room page: to leave)
         state["room.following"] = True

@@ -20,10 +20,24 @@ follow.py keeps the fast timer, as before.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 WATCH_SECONDS = 0.05
+TRACE_VARIABLE = "ATTENTION_EXPLORER_ROOM_TRACE"      # a directory: each process writes what its wakes did there
+_trace_dir = os.environ.get(TRACE_VARIABLE, "").strip()
+_trace_lock = threading.Lock()
+
+
+def trace(event: str, session_id: str = "", *details) -> None:
+    """One line of the room's trace (TRACE_VARIABLE set: tests/load/room.py --trace): what a wake asked for and what
+    became of it, what a follower's run did, what the fragment guard dropped; nothing when it is not set."""
+    if not _trace_dir:
+        return
+    line = " ".join([f"{time.time():.3f}", event, session_id, *map(str, details)]) + "\n"
+    with _trace_lock, open(os.path.join(_trace_dir, f"trace-{os.getpid()}.log"), "a", encoding="utf-8") as f:
+        f.write(line)
 
 
 class Hub:
@@ -83,6 +97,7 @@ class Hub:
             store = self.store
         woken = 0
         for session_id, fragment_id in waiting.items():
+            trace("again", session_id, fragment_id)
             if self._wake(session_id, fragment_id):
                 woken += 1
         for code, sessions in rooms.items():
@@ -96,7 +111,9 @@ class Hub:
                 self.last[code] = value
             if not changed:
                 continue
+            trace("changed", code, value)
             for session_id, fragment_id in sessions.items():
+                trace("wake", session_id, fragment_id)
                 try:
                     ok = self._wake(session_id, fragment_id)
                 except Exception:
@@ -144,16 +161,19 @@ def wake_session(session_id: str, fragment_id: str) -> bool:
     sessions = _runtime_sessions()
     info = sessions.get_active_session_info(session_id) if sessions is not None else None
     if info is None:
+        trace("gone", session_id)
         return False
     session = info.session
 
     def rerun() -> None:
         if session._scriptrunner is not None:            # a run in flight (its own, or a page switch): its page and
+            trace("deferred", session_id)
             HUB.later(session_id, fragment_id)            # query are not yet the browser's; asked on the next pass
             return
         state = ClientState()
         state.CopyFrom(session._client_state)            # the page and query of its last run: what its browser shows
         state.fragment_id, state.is_auto_rerun = fragment_id, True
+        trace("rerun", session_id, fragment_id, state.page_script_hash[:8], session.has_fragment(fragment_id))
         session.request_rerun(state)                      # a fragment a full run dropped: ignored by Streamlit
 
     session._event_loop.call_soon_threadsafe(rerun)
