@@ -286,3 +286,13 @@ def test_a_hidden_cell_explained_is_outlined_as_any_other_and_its_number_is_not_
     tokens = trace.token_labels()
     assert said == f"The explained cell: row 1 (“{tokens[1]}”), column 3 (“{tokens[3]}”)."
     assert np.isnan(frame.column("v").to_numpy()[1 * step.value.shape[1] + 3])
+
+
+def test_a_picker_leaves_room_for_its_longest_label():
+    """"column 1 · extraordinarily" measures 186 px in chromium at presenter mode's 17.5 px (149 px at 14 px) and a
+    picker's edges take 80 of its width: at 240 (150) px it read "column 1 · extraordi"."""
+    from ui.matrix import PICKER_EDGES_PX, picker_width
+    labels = ["column 0 · the", "column 1 · extraordinarily"]
+    assert picker_width(labels, True) >= 186 + PICKER_EDGES_PX and picker_width(labels, False) >= 149 + PICKER_EDGES_PX
+    assert picker_width(["row 2 · you"], True) == 240 and 150 <= picker_width(["row 2 · you"], False) <= 160
+    assert picker_width(["column 1 · " + "x" * 200], True) == 480

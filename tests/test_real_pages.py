@@ -333,3 +333,24 @@ def test_the_sidebar_shows_the_sentence_only_and_any_text_reaches_the_model(serv
     ids = server_model.tokenizer.encode(text).ids
     assert list(at.dataframe[0].value["id"])[:len(ids)] == list(ids)
     assert at.session_state["s.n_heads"] == 2                      # the toy settings kept for the other pages
+
+
+@pytest.mark.parametrize("sentence", ["", "word " * 250])
+def test_a_links_sentence_the_page_cannot_use_is_said_not_swapped_silently(server_model, sentence):
+    """A link whose sentence is empty or over the limit opens the default sentence: the page says so (the link's
+    notice), as an attention page does; a toy setting's notice waits for the attention pages."""
+    at = open_page("app_pages/70_real_tokens.py", query={"sentence": sentence, "n_heads": "abc"})
+    no_exception(at)
+    said = [w.value for w in at.warning]
+    assert any(w.startswith("Link setting “sentence” cannot be used") for w in said), messages(at)
+    assert not any("n_heads" in w for w in said), said
+
+
+def test_a_shared_key_blocks_pickers_name_its_kv_head(server_model):
+    """Query head 3 with g = 2 reads KV head 1's keys and values: their pickers' labels (what a screen reader says)
+    name KV head 1, not "head 1" on a page about head 3."""
+    at = page("app_pages/71_real_heads.py", **{"real.layer": "1", "real.head": "3"})
+    labels = [b.label for b in at.selectbox if b.label.startswith("Row of")]
+    assert "Row of K rotated (RoPE), KV head 1 to explain" in labels, labels
+    assert "Row of V split into KV heads, KV head 1 to explain" in labels, labels
+    assert "Row of Attention weights, head 3 to explain" in labels, labels

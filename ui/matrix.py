@@ -159,6 +159,17 @@ def _picked(chart_key: str, one_row: bool) -> None:
                                               # where other controls may still hold a label from before
 
 
+def _head_word(trace: Trace, step: Step) -> str:
+    """What a step's head index counts: "KV head" for a K or V block shared by a group of query heads (grouped-query
+    attention: the real heads page shows query head 3's keys as KV head 1's block) and the KV cache's, else "head"."""
+    from attention_core.labs.quiz.notation import KV_STEPS
+    if step.axes[:1] == ("KV head",):
+        return "KV head"
+    config, f = trace.facts.get("config"), trace.facts
+    h, h_kv = (config.n_heads, config.kv_heads) if config is not None else (f.get("n_heads"), f.get("n_kv_heads"))
+    return "KV head" if step.key in KV_STEPS and h and h_kv and h_kv < h else "head"
+
+
 def cell_picker(where, trace: Trace, step: Step, head: int | None, chart_key: str, cell) -> None:
     """The arithmetic without a mouse: a row and a column picker under a heatmap (Tab to them, arrows and Enter),
     showing the cell the chart explains; choosing one explains it as a click does and the link carries it."""
@@ -184,17 +195,34 @@ def cell_picker(where, trace: Trace, step: Step, head: int | None, chart_key: st
     for name, size in zip(names, m.shape):
         if state.get(name) is not None and not 0 <= state[name] < size:
             state[name] = None             # a half pick from a larger matrix (the sentence got shorter)
-    of = f" of {step.title}" + (f", head {head}" if head is not None else "")
+    of = f" of {step.title}" + (f", {_head_word(trace, step)} {head}" if head is not None else "")
     box = where.container(horizontal=True, gap="small", key=f"pick-{anchor_class(chart_key)}")
-    width = 240 if presenting() else 150    # presenter mode's larger text: "row 2 · you" whole, not cut short
     say = lambda noun, labels: (lambda k: f"{noun} {k}" + ("" if str(labels[k]) == str(k) else f" · {labels[k]}"))
+    wide = lambda noun, labels, n: picker_width([say(noun, labels)(k) for k in range(n)], presenting())
     if not one_row:
         box.selectbox(f"Row{of} to explain", range(m.shape[0]), index=None, format_func=say("row", rows),
-                      key=names[0], placeholder="Row…", label_visibility="collapsed", width=width,
-                      on_change=_picked, args=(chart_key, one_row))
+                      key=names[0], placeholder="Row…", label_visibility="collapsed",
+                      width=wide("row", rows, m.shape[0]), on_change=_picked, args=(chart_key, one_row))
     box.selectbox(f"Column{of} to explain", range(m.shape[1]), index=None, format_func=say("column", cols),
-                  key=names[1], placeholder="Column…", label_visibility="collapsed", width=width,
-                  on_change=_picked, args=(chart_key, one_row))
+                  key=names[1], placeholder="Column…", label_visibility="collapsed",
+                  width=wide("column", cols, m.shape[1]), on_change=_picked, args=(chart_key, one_row))
+
+
+PICKER_EDGES_PX = 84     # a picker's padding, clear (×) and open (⌄) icons: what its text does not get (measured)
+
+
+def picker_width(labels, big: bool) -> int:
+    """A cell picker's width (px): room for its longest option as chosen, "column 1 · extraordinarily" whole (at 150
+    px, or 240 in presenter mode, a word longer than 3 or 4 letters was cut: "column 1 · extraordi"); at least those
+    widths, at most 360 / 480 (a longer label is read whole in the open list). Source Sans averages under 0.45 em a
+    character; the text is 14 px, 17.5 in presenter mode.
+
+    >>> picker_width(["row 2"], False), picker_width(["row 2 · you"], True)
+    (150, 240)
+    """
+    longest = max((len(str(x)) for x in labels), default=0)
+    need = PICKER_EDGES_PX + 0.45 * (17.5 if big else 14) * longest
+    return int(min(max(240 if big else 150, need), 480 if big else 360))
 
 
 def chart(spec: dict, target=None):

@@ -57,6 +57,11 @@ def sentence_settings() -> tuple[Config, None]:
                "cuts it into pieces.")
         st.caption("The other settings (embeddings, heads, position, score, mask) are the toy model's: they wait "
                    "for you on the attention pages.")
+    for notice in st.session_state.get("s.url_notices") or []:
+        if not notice.startswith("Link setting “") or notice.startswith("Link setting “sentence”"):
+            st.warning(notice, icon=":material/link_off:")    # the link's sentence (empty, too long) was not used:
+                                                              # said here, where it would be read (a toy setting's
+                                                              # notice waits for the attention pages)
     good = st.session_state.get("s.last_good", DEFAULT)
     try:
         config = Config(**current_settings())
