@@ -66,3 +66,20 @@ def test_the_sentence_grid_on_a_phone_one_head_a_row_with_its_words(run):
     words = [t for _, t in texts]
     assert words.count("mat (5)") == 2 * 8                  # on both axes of each of the 8 heads, one under another
     assert np.isclose(min(size for size, t in texts if t == "mat (5)"), 11)
+
+
+def test_the_curves_on_a_phone_narrow_and_stacked_readable(run):
+    """The loss and the score curves as drawn for a phone: no wider than a 320-px window's column, the two score
+    panels one over the other, and no text under 11 px (side by side, scaled into a phone, they read ~6 px)."""
+    from ui.transformer.induction_charts import loss_spec, phone_text, scores_spec
+    h = run.history
+    phases = ind.phases(h["step"], h["copy_loss"])
+    wide_width, _ = _svg(scores_spec(h))
+    assert wide_width > 1.5 * COLUMN_320                                 # why: the wide one would be scaled by half
+    for spec in (phone_text(loss_spec(h, phases, width=230, height=200, at=100, legend_columns=1)),
+                 phone_text(scores_spec(h, width=230, height=170, stacked=True))):
+        width, texts = _svg(spec)
+        assert width <= COLUMN_320, width
+        assert min(size for size, _ in texts) >= 11, sorted(texts)[:3]
+    stacked = scores_spec(h, width=230, height=170, stacked=True)
+    assert [p["title"] for p in stacked["vconcat"]] == ["previous-token score", "induction score"]

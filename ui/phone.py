@@ -10,6 +10,8 @@ raw_html's chart CSS, in the same style element) and a labelled scroll region fo
   readable, and their tooltips name the right cell. (Scaling the grid down to the screen, as before, put every head
   on it but its labels at about 6 px, and Vega maps a pointer on a scaled canvas without the CSS scale: measured, a
   hover at 20%/30% of the scaled grid named query 4 for the unscaled grid's query 22);
+- so are the induction page's loss and score curves: side by side on a wide screen, and on a phone narrow, the two
+  score panels one over the other, every text at least 11 px (induction_charts.phone_text);
 - the Overview's pipeline is drawn twice too, five boxes a row (wide screens) and two a row (phones), one shown;
 - a thumb's targets: buttons and a radio's options at least 44 px high (the room's join and its poll);
 - a wide matrix that must keep its columns (the handout's tables) scrolls sideways inside a region with a name

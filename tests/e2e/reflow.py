@@ -10,7 +10,7 @@ nothing sticks out past the window's right edge except inside a scroll region th
   tablist: the arrow keys move along it), a display formula (KaTeX: the app's CSS gives it a visible scrollbar).
 
 What an element clips (overflow hidden: KaTeX's MathML for screen readers, a slider's input) is not on the screen.
-At 390 px, a chart drawn for a phone (in a "tall-" container, ui/phone.py: the induction heads' pattern grids) has
+At 390 px, a chart drawn for a phone (in a "tall-" container, ui/phone.py: the induction heads' pattern grids and curves) has
 no text under 11 px as drawn: every label's font size times the scale its SVG is drawn at (on a canvas, where no
 text can be read, the spec's smallest font times the canvas's scale).
 The check runs after the walk's last run has ended and its charts are drawn; a failure names the page, the width

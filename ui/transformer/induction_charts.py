@@ -49,9 +49,13 @@ def _rule(at: int) -> dict:
                          "tooltip": [{"field": "step", "title": "step shown"}]}}
 
 
-def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230, at: int | None = None) -> dict:
+def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230, at: int | None = None,
+              legend_columns: int | None = None) -> dict:
     """The training loss and the copy loss per logged step; the plateau (grey) and the drop (orange) shaded where
-    `phases` (lessons.induction.phases) found them; a dashed line at the step shown (`at`)."""
+    `phases` (lessons.induction.phases) found them; a dashed line at the step shown (`at`). legend_columns: the
+    legend's entries in that many columns (a phone's narrow chart), else side by side."""
+    legend = ({"orient": "bottom", "columns": legend_columns} if legend_columns else
+              {"orient": "bottom", "direction": "horizontal"})
     rows = [{"step": int(s), "nats": float(v), "curve": name} for name, key in (("training loss", "loss"),
                                                                              ("copy loss (repeated half)", "copy_loss"))
             for s, v in zip(history["step"], history[key]) if np.isfinite(v)]
@@ -72,11 +76,9 @@ def loss_spec(history: dict, phases=None, width: int = 460, height: int = 230, a
                                       "scale": {"nice": False}},
                                 "y": {"field": "nats", "type": "quantitative", "title": "loss (nats)"},
                                 "stroke": {"field": "curve", "type": "nominal", "title": None,
-                                           "scale": {"range": SERIES[:2]},
-                                           "legend": {"orient": "bottom", "direction": "horizontal"}},
+                                           "scale": {"range": SERIES[:2]}, "legend": legend},
                                 "strokeDash": {"field": "curve", "type": "nominal", "title": None,
-                                               "scale": {"range": DASHES[:2]},
-                                               "legend": {"orient": "bottom", "direction": "horizontal"}},
+                                               "scale": {"range": DASHES[:2]}, "legend": legend},
                                 "tooltip": [{"field": "curve"}, {"field": "step", "type": "quantitative"},
                                             {"field": "nats", "type": "quantitative", "format": ".3f"}]}})
     if at is not None:
@@ -139,8 +141,9 @@ def kcomp_spec(history: dict, head: int, names: list[str], at: int | None = None
                 _run_id(history) + f" kcomp {head} at {at}")
 
 
-def scores_spec(history: dict, width: int = 250, height: int = 200) -> dict:
-    """Two panels: every head's previous-token score and induction score per logged step."""
+def scores_spec(history: dict, width: int = 250, height: int = 200, stacked: bool = False) -> dict:
+    """Two panels: every head's previous-token score and induction score per logged step, side by side (or, stacked,
+    one over the other with the legend in 1 column: a phone's)."""
     rows = [{"step": int(s), "score": float(history[key][k, l, h]), "head": head_label(l, h), "kind": title,
              "layer": f"layer {l}"}
             for key, title in (("prev", "previous-token score"), ("induction", "induction score"))
@@ -156,14 +159,14 @@ def scores_spec(history: dict, width: int = 250, height: int = 200) -> dict:
                                               "scale": {"domain": [0, 1]}},
                                         "color": {"field": "head", "type": "nominal", "title": None,
                                                   "scale": {"domain": heads, "range": HEAD_COLORS[: len(heads)]},
-                                                  "legend": {"orient": "bottom", "columns": 4}},
+                                                  "legend": {"orient": "bottom", "columns": 1 if stacked else 4}},
                                         "strokeDash": {"field": "layer", "type": "nominal", "title": None,
                                                        "scale": {"range": DASHES[:2]},
                                                        "legend": {"orient": "bottom", "symbolStrokeWidth": 2.5}},
                                         "tooltip": [{"field": "head"}, {"field": "step", "type": "quantitative"},
                                                     {"field": "score", "type": "quantitative", "format": ".3f"}]}}
     return _pad({"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"values": rows},
-                 "hconcat": [panel("previous-token score"), panel("induction score")],
+                 "vconcat" if stacked else "hconcat": [panel("previous-token score"), panel("induction score")],
                  "resolve": {"scale": {"color": "shared"}}}, _run_id(history))
 
 
@@ -233,6 +236,15 @@ def ablation_spec(change: np.ndarray, chosen: tuple[int, int] | None, intact: fl
 
 
 PHONE_FONT = 11             # px: the phone grid's smallest text, drawn at its natural size (no scaling down)
+
+
+def phone_text(spec: dict) -> dict:
+    """A phone's chart with every axis, legend and title text at least PHONE_FONT px (Vega's own are 10 px)."""
+    at_least = {"labelFontSize": PHONE_FONT, "titleFontSize": PHONE_FONT}
+    config = spec.get("config", {})
+    return {**spec, "config": {**config, "axis": {**config.get("axis", {}), **at_least},
+                               "legend": {**config.get("legend", {}), **at_least},
+                               "title": {**config.get("title", {}), "fontSize": max(PHONE_FONT, 13)}}}
 
 
 def phone_patterns_spec(spec: dict, size: int = 110, columns: int = 2) -> dict:

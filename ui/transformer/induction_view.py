@@ -19,7 +19,7 @@ from ..text import md_escape as md_safe
 from ..matrix import chart
 from ..views import step_boxes
 from .induction_charts import (ablation_spec, head_label, kcomp_spec, loss_spec, patterns_spec, phone_patterns_spec,
-                               scores_spec)
+                               phone_text, scores_spec)
 
 from ..page_state import INDUCTION_ABLATE, INDUCTION_SENTENCE, INDUCTION_TABS as TABS
 
@@ -81,7 +81,7 @@ def run_text(run: dict, an: dict) -> str:
                   "(more steps show where it levels off)") +
                  f". Over the drop{'' if ph.ended else ' so far'}, layer 0's best previous-token score goes from "
                  f"{at('prev', a, 0):.2f} to {at('prev', b, 0):.2f} and layer 1's best induction score from "
-                 f"{at('induction', a, 1):.2f} to {at('induction', b, 1):.2f} (right).")
+                 f"{at('induction', a, 1):.2f} to {at('induction', b, 1):.2f} (the score curves).")
     else:
         text += "No drop yet: the loss is still on its plateau (more steps, or another seed, get past it)."
     return text
@@ -105,11 +105,14 @@ def built(an: dict, name: str, make) -> dict:
 
 def curves(run: dict, an: dict, at: int | None = None) -> None:
     """The loss (a dashed line at the step shown) and every head's scores over the run."""
+    h = run["history"]
     c1, c2 = st.columns([1, 1.15])
-    with c1:
-        chart(loss_spec(run["history"], an["phases"], at=at))
+    with c1:                               # each drawn twice, one shown (ui/phone.py): a phone's is narrow, not scaled
+        wide_or_phone(loss_spec(h, an["phases"], at=at), "loss-curve",
+                      phone_text(loss_spec(h, an["phases"], width=230, height=200, at=at, legend_columns=1)))
     with c2:
-        chart(built(an, "scores", lambda: scores_spec(run["history"])))
+        wide_or_phone(built(an, "scores", lambda: scores_spec(h)), "score-curves",
+                      built(an, "scores-phone", lambda: phone_text(scores_spec(h, width=230, height=170, stacked=True))))
 
 
 def scores_table(run: dict, an: dict, row: int):
@@ -174,10 +177,10 @@ def patterns_panel(run: dict, an: dict, row: int) -> None:
     make = lambda: patterns_spec([(f"step {step:,}", a)], an["names"])
     if row == len(h["step"]) - 1:                   # the run's end (what the page opens on): built once
         wide = built(an, "patterns", make)
-        heads_grid(wide, "patterns", built(an, "patterns-phone", lambda: phone_patterns_spec(wide)))
+        wide_or_phone(wide, "patterns", built(an, "patterns-phone", lambda: phone_patterns_spec(wide)))
     else:
         wide = make()
-        heads_grid(wide, "patterns", phone_patterns_spec(wide))
+        wide_or_phone(wide, "patterns", phone_patterns_spec(wide))
     st.caption(f"Each pattern as the run kept it: to the nearest 1/{PATTERN_LEVELS} (the scores above are computed "
                "from the full weights).")
 
@@ -373,12 +376,13 @@ def sentence_panel(run: dict, an: dict, sentence: str) -> None:
                     ", ".join(f"“{md_safe(tokens[j])}” ({j})" for j in after) + ".")
     wide = word_axes(patterns_spec([(f"after {run['steps']:,} steps", ind.patterns(trace))], tokens, size=170),
                      len(ids))
-    heads_grid(wide, "sentence-patterns", phone_patterns_spec(wide, size=190, columns=1))
+    wide_or_phone(wide, "sentence-patterns", phone_patterns_spec(wide, size=190, columns=1))
 
 
-def heads_grid(wide: dict, key: str, phone: dict) -> None:
-    """Every head's pattern twice, one shown (ui/phone.py): the grid (a row a layer) on a wide screen, and below
-    640 px the phone's facets that wrap, at their natural size (labels never scaled below 11 px)."""
+def wide_or_phone(wide: dict, key: str, phone: dict) -> None:
+    """A chart twice, one shown (ui/phone.py): as drawn for a wide screen, and below 640 px as drawn for a phone, at
+    its natural size (labels never scaled below 11 px): the heads' pattern grid as facets that wrap, the curves
+    narrow and stacked."""
     with st.container(key=f"wide-{key}"):
         chart(wide)
     with st.container(key=f"tall-{key}"):
