@@ -352,10 +352,10 @@ def rerun_table(folder: Path, repeats: int, threads: int, root: Path = ROOT) -> 
                                     "The CPU-time ratio is the same pairs' ratio of the process's CPU time "
                                     "(time.process_time): what the reruns cost, whatever else the machine runs; the "
                                     "target is on the ratio of wall-clock times. What is left is Streamlit's per "
-                                    "element cost, and a keyed widget's grows with the session: in Streamlit 1.67 "
+                                    "element cost, and a keyed widget's grows with what a visitor's state holds: in Streamlit 1.67 "
                                     "every keyed selectbox, number input, slider, text input or radio reads the "
-                                    "whole session state (SessionState.filtered_state, for the check of a key set "
-                                    "to None: streamlit/streamlit#8529), so a page's widgets times the session's "
+                                    "whole of st.session_state (SessionState.filtered_state, for the check of a key set "
+                                    "to None: streamlit/streamlit#8529), so a page's widgets times the state's "
                                     "keys; the heads page has the most (13 selectboxes, 2 number inputs, 7 charts "
                                     "that hold a selection)."])
 

@@ -28,14 +28,17 @@ def choose(tab, label: str, option: int) -> None:
     """Open a selectbox's list (again, if a run landing meanwhile closed it) and click option n."""
     box = picker(tab, label)
     expect(box).to_be_visible(timeout=30_000)
+    item = tab.locator("[role='option']").nth(option)
     for _ in range(4):
         box.click()
         try:
-            tab.locator("[role='option']").nth(option).wait_for(timeout=3_000)
+            item.wait_for(timeout=3_000)
+            after_run(tab, lambda: item.click(timeout=3_000))   # a run landing meanwhile closes the list: again
             break
         except NotYet:
             tab.keyboard.press("Escape")
-    after_run(tab, lambda: tab.locator("[role='option']").nth(option).click())
+    else:
+        raise AssertionError(f"the list of “{label}” would not stay open for a click on option {option}")
 
 
 def menu(tab, section: str, label: str) -> None:

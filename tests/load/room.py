@@ -1023,7 +1023,7 @@ def hall_table(classes: list[dict]) -> Table:
     for c in classes:
         if c["push"].get("dropped") or c["push"].get("resent"):
             notes_guard = (f"{c['students']} on {c['processes']}: the servers dropped {c['push']['dropped']} ticks naming "
-                           f"a page the session had left and sent {c['push']['resent']} screens their page again "
+                           f"a page its tab had left and sent {c['push']['resent']} screens their page again "
                            "(ui/fragment_guard.py: a client that missed a page switch).")
             c["guard_note"] = notes_guard
     notes = ["Each student a websocket client as in (a) above, one thread each in one client process on the same 2 "
