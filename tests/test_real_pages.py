@@ -152,16 +152,25 @@ def test_a_folder_in_the_link_and_a_sentence_past_the_context(server_model, fold
     assert "Why “Ġ”" in " ".join(m.value for m in at.markdown)
 
 
-def test_a_pushed_view_opens_the_same_head_and_says_plainly_when_the_server_lacks_the_model(server_model):
+def a_student_following(page: str, query: dict):
+    """A room with a student who follows the teacher's pushed view of `page` with `query`: (the student's AppTest,
+    the room's code, the teacher's secret), the student checked to be on the page and still following."""
     import classroom
     from tests.test_room_page import page_of, room_with_student
     from tests.test_room_travel import follow, store
-    heads = "app_pages/71_real_heads.py"
     _, code, secret, ana = room_with_student()
-    classroom.push(store(), code, secret, {"page": heads, "query": {"real.layer": "1", "real.head": "3"}})
+    classroom.push(store(), code, secret, {"page": page, "query": query})
     follow(ana)
     no_exception(ana)
-    assert page_of(ana) == heads and ana.session_state["room.following"] is True
+    assert page_of(ana) == page and ana.session_state["room.following"] is True
+    return ana, code, secret
+
+
+def test_a_pushed_view_opens_the_same_head_and_says_plainly_when_the_server_lacks_the_model(server_model):
+    import classroom
+    from tests.test_room_travel import follow, store
+    heads = "app_pages/71_real_heads.py"
+    ana, code, secret = a_student_following(heads, {"real.layer": "1", "real.head": "3"})
     assert (ana.session_state["real.layer"], ana.session_state["real.head"]) == (1, 3)
     assert any(m.value.startswith("Layer 1, head 3:") for m in ana.markdown)
     classroom.push(store(), code, secret, {"page": heads, "query": {"real.model": "gpt2"}})
@@ -272,16 +281,9 @@ def test_a_pushed_server_model_on_a_server_without_one_is_said_not_replaced(monk
     """A teacher's view naming "this server's model" ("" in the link) reaches a student's server whose host set
     none: the student's screen says so plainly (the numbers would not be the teacher's) and stays following; it is
     not quietly replaced by the small model. Out of a room, the same "" opens the small model."""
-    import classroom
-    from tests.test_room_page import page_of, room_with_student
-    from tests.test_room_travel import follow, store
     monkeypatch.delenv(ENV, raising=False)
     heads = "app_pages/71_real_heads.py"
-    _, code, secret, ana = room_with_student()
-    classroom.push(store(), code, secret, {"page": heads, "query": {"real.model": "", "real.layer": "1"}})
-    follow(ana)
-    no_exception(ana)
-    assert page_of(ana) == heads and ana.session_state["room.following"] is True
+    ana, _, _ = a_student_following(heads, {"real.model": "", "real.layer": "1"})
     assert ana.session_state["real.model"] == "" and not ana.error
     assert "Your teacher's view uses their server's own model, and this one has none" in messages(ana)
     alone = open_page(heads, query={"sentence": SENTENCE})
