@@ -740,6 +740,21 @@ def after_run(page, action, timeout_ms: float = 30_000, expect_run: bool = True)
         page.wait_for_selector(IDLE, timeout=timeout_ms)
 
 
+def pick_option(tab, box, option, tries: int = 4) -> None:
+    """Open a selectbox (`box`, a locator) and click `option` (a locator inside its open list), and wait for the run
+    it causes; a run landing between the two closes the list, so it is opened again (at most `tries` times)."""
+    from playwright.sync_api import TimeoutError as NotYet
+    for _ in range(tries):
+        box.click()
+        try:
+            option.wait_for(timeout=3_000)
+            after_run(tab, lambda: option.click(timeout=3_000))
+            return
+        except NotYet:
+            tab.keyboard.press("Escape")
+    raise AssertionError(f"the list would not stay open for a click on {option}")
+
+
 def open_group(tab, label: str) -> None:
     """Open the sidebar's expander `label` with a click on its header, unless it is open (a lazy
     group: the click reruns the page, which draws the group's widgets)."""

@@ -23,7 +23,7 @@ try:
 except ImportError:
     expect = None
 
-from bench._common import after_run, new_context
+from bench._common import after_run, new_context, pick_option
 from tests.e2e.conftest import warm
 from tests.e2e.test_room_browser import (button, click, go, join, no_errors, redis_pair, set_sentence, shot, teach,
                                          sidebar_sentence, wait_url)
@@ -181,8 +181,8 @@ def test_the_dashboard_and_pacing_over_two_processes_and_redis(servers, chromium
         go(teacher, "Classroom", "A room for the class")
         box = teacher.locator("[data-testid='stExpander']").filter(has_text="Remove a student").first
         after_run(teacher, lambda: box.locator("summary").first.click(), timeout_ms=30_000)
-        teacher.locator("[data-testid='stSelectbox']").filter(has_text="Student").first.click()
-        after_run(teacher, lambda: teacher.get_by_role("option", name=ANA, exact=True).click())
+        pick_option(teacher, teacher.locator("[data-testid='stSelectbox']").filter(has_text="Student").first,
+                    teacher.get_by_role("option", name=ANA, exact=True))
         click(teacher, "Remove from the room")
         sees(teacher, f"Removed “{ANA}” from room {code}.")
         took_removed = sees(ana, f"Your teacher removed you from room {code}")

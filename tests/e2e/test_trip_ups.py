@@ -16,7 +16,7 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = NotYet = None
 
-from bench._common import EXCEPTION, after_run, wait_for_charts
+from bench._common import EXCEPTION, after_run, pick_option, wait_for_charts
 from tests.e2e.conftest import open_page
 
 
@@ -28,17 +28,7 @@ def choose(tab, label: str, option: int) -> None:
     """Open a selectbox's list (again, if a run landing meanwhile closed it) and click option n."""
     box = picker(tab, label)
     expect(box).to_be_visible(timeout=30_000)
-    item = tab.locator("[role='option']").nth(option)
-    for _ in range(4):
-        box.click()
-        try:
-            item.wait_for(timeout=3_000)
-            after_run(tab, lambda: item.click(timeout=3_000))   # a run landing meanwhile closes the list: again
-            break
-        except NotYet:
-            tab.keyboard.press("Escape")
-    else:
-        raise AssertionError(f"the list of “{label}” would not stay open for a click on option {option}")
+    pick_option(tab, box, tab.locator("[role='option']").nth(option))
 
 
 def menu(tab, section: str, label: str) -> None:

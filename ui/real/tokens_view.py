@@ -53,7 +53,7 @@ def pieces_table(trace) -> None:
         return pa.table({"i": i, "piece (as stored)": list(f["pieces"]), "id": ids,
                          "text": [repr(t) for t in texts(trace)]})
     rows = beside(trace, "pieces", None, make)
-    st.dataframe(rows, hide_index=True, width="content", height=min(36 * rows.num_rows + 40, 420))
+    st.dataframe(rows, hide_index=True, width="content", height=min(35 * (rows.num_rows + 1) + 3, 420))  # rows of 35 px, no empty one
 
 
 def texts(trace) -> list[str]:
