@@ -10,7 +10,7 @@ try:
 except ImportError:            # the fixtures skip, or fail under ATTENTION_EXPLORER_REQUIRE_BROWSER=1
     expect = None
 
-from bench._common import EXCEPTION, after_run, wait_for_charts
+from bench._common import EXCEPTION, after_run, pick_option, wait_for_charts
 
 GOOD = "cat 0.1 0.2 0.3\nsat 0.3 -0.1 0.0\nmat -0.2 0.4 0.1\n"
 MALFORMED = "cat 0.1 0.2 0.3\nsat 0.3 oops 0.0\n"
@@ -23,15 +23,7 @@ def open_upload(tab, server, sentence: str):
     sidebar = tab.locator("[data-testid='stSidebar']")
     before = [c["y"] for c in wait_for_charts(tab) if c["visible"] and c["rendered"]]
     box = sidebar.get_by_role("combobox", name="Embeddings")           # a react-aria combobox in 1.67
-    option = tab.get_by_role("option", name="Upload your own")
-    for _ in range(3):                                                   # open its list (a click may come early)
-        box.click()
-        try:
-            option.wait_for(state="visible", timeout=3_000)
-            break
-        except Exception:
-            box.press("Escape")
-    after_run(tab, lambda: option.click())
+    pick_option(tab, box, tab.get_by_role("option", name="Upload your own"))   # open its list again if it closes
     return sidebar, before
 
 
