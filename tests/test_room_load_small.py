@@ -53,14 +53,17 @@ def test_thirty_answers_in_one_second_are_all_counted(app):
 
 
 def test_a_push_reaches_screens_that_do_not_ask(app):
-    """ui/room/wake.py: the students' screens send nothing after joining (no tick of their timer, which the page
-    sets to the slow FOLLOW_SECONDS), yet each gets the run the push causes and shows the new page and setting."""
+    """ui/room/wake.py: the students' screens send nothing after joining but the one tick a browser's timer sends
+    within FOLLOW_SECONDS of its page (a wake waits for it: the browser has then drawn that page), yet each gets
+    the run the push causes and shows the new page and setting."""
     from ui.room.follow import FOLLOW_SECONDS
 
     server, _ = app
     klass = room.open_class([server.port], 3, nick=lambda i: f"listener {i + 1}")
     try:
         assert [s.interval() for s in klass.students] == [FOLLOW_SECONDS] * 3
+        for s in klass.students:
+            assert s.tick() is not None
         klass.teacher.go(room.PUSH_PAGES[1])
         klass.teacher.set_temperature(1.35)
         shown = (room.PUSH_PAGES[1], room.temperature_of(klass.teacher.s.query))

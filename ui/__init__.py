@@ -28,6 +28,7 @@ from . import nav, page_state
 from .cache import get_trace
 from .charts import fmt, grouped_bars_spec, line_spec, neighbours_spec, training_curves_spec
 from .presenter import presenter_line
+from .room import wake
 from .room.bar import room_bar
 from .settings import init_state, query_for, sentence_settings, settings_summary, sidebar_settings
 from .views import fit_css, chart, heatmap, notices, one_word_picker, shape_badge, step, table, vector_row
@@ -60,6 +61,8 @@ def page(page_file: str, title: str, settings: bool | str = True):
     elif settings:
         config, trace = sidebar_settings(page_file)
     st.session_state["s.query"] = query(config) if config is not None else {}
+    if st.session_state.get("s.page") != page_file:     # a new page for this browser: no room wake until it asks
+        wake.page_shown()                                # for a run naming it (ui/room/wake.py)
     if st.session_state.get("s.page", page_file) != page_file:     # the share page links back to it
         st.session_state["s.came_from"] = st.session_state["s.page"]
     st.session_state["s.page"] = page_file

@@ -21,7 +21,7 @@ The same tick landing while st.switch_page's full-run request is still pending (
 yield point) is folded into it, and `ScriptRequests._request_rerun_locked` (script_requests.py:409-413) gives the
 folded request the tick's page and query: a full run of the old page, the wrong page on the student's screen.
 
-The guard, two wraps:
+The guard, four wraps:
 - `ScriptRunner._run_script`: a run of fragments only (rerun_data.fragment_id_queue) whose page is not the
   session's page (PagesManager.current_page_script_hash: the page of the session's last run, as st.navigation
   resolved it; a fragment run that passes here keeps it) is dropped: nothing runs, nothing is sent, the page stays
@@ -44,6 +44,11 @@ The guard, two wraps:
   end (the browser shows a page cut short and stays "running"; the load client waited 10 s for it): at 60 students
   on 2 processes, 22 runners replaced so and 24 runs' ends never sent; with the wait, none. Requests that arrive
   while one waits keep their order. Bounded by WAIT_FOR_RUNNER_S (then as Streamlit does).
+
+- `AppSession._handle_rerun_script_request` (a request from the browser, not a wake's): for ui/room/wake.py,
+  the page a fragment request names and when; no wake is made until the browser has asked for a fragment run
+  naming its new page (a wake's run that the browser handles before it has committed a page switch blanks the new
+  page: wake.py says how).
 
 Installed once per process by app.py (`install()`; a second call does nothing). Remove it when Streamlit no longer
 runs a fragment rerun naming another page (the report: docs/upstream/fragment-switch-page-race/); until then
@@ -68,13 +73,16 @@ STREAMLIT_VERSION = "1.67.0"
 # sha256 of inspect.getsource(the wrapped methods) in STREAMLIT_VERSION (tests/test_fragment_guard.py checks them)
 SOURCE_SHA256 = {"ScriptRunner._run_script": "b576d3acf1a5b9055b213b293b991737bf9e6dc5ab0af03d0139781b444e3851",
                  "ScriptRequests._request_rerun_locked": "5bc72b1577cab5e1dc468b5cde629bbc0accc8e778bc5c5a8f124f62d74d61af",
-                 "AppSession._create_scriptrunner": "1529b64dc24cab50587eb632ca7a3180ce3c7476483364feab89c0b56fa3f9fd"}
+                 "AppSession._create_scriptrunner": "1529b64dc24cab50587eb632ca7a3180ce3c7476483364feab89c0b56fa3f9fd",
+                 "AppSession._handle_rerun_script_request": "7393898bc0a04935f2f953f8fb3cd0fe3d8deac1f343db9ab2f6bc5a732d02d1"}
 
 _LOGGER = get_logger(__name__)          # Streamlit's handler and level (the server log)
 # Streamlit's own methods (if this module is imported again, e.g. by a developer's file watcher: not the wrappers)
 _original = getattr(ScriptRunner._run_script, "__wrapped__", ScriptRunner._run_script)
 _original_fold = getattr(ScriptRequests._request_rerun_locked, "__wrapped__", ScriptRequests._request_rerun_locked)
 _original_create = getattr(AppSession._create_scriptrunner, "__wrapped__", AppSession._create_scriptrunner)
+_original_request = getattr(AppSession._handle_rerun_script_request, "__wrapped__",
+                            AppSession._handle_rerun_script_request)
 
 
 def stale(rerun_data, current_page: str) -> bool:
@@ -197,14 +205,24 @@ def _create_scriptrunner(self, initial_rerun_data) -> None:
     self._event_loop.call_later(RETRY_S, retry)
 
 
+def _handle_rerun_script_request(self, client_state=None) -> None:
+    from .room.wake import browser_asked
+
+    browser_asked(self, client_state)
+    _original_request(self, client_state)
+
+
 _run_script.__wrapped__ = _original
 _request_rerun_locked.__wrapped__ = _original_fold
 _create_scriptrunner.__wrapped__ = _original_create
+_handle_rerun_script_request.__wrapped__ = _original_request
 WRAPS = {"ScriptRunner._run_script": (ScriptRunner, "_run_script", _run_script, _original),
          "ScriptRequests._request_rerun_locked": (ScriptRequests, "_request_rerun_locked", _request_rerun_locked,
                                                   _original_fold),
          "AppSession._create_scriptrunner": (AppSession, "_create_scriptrunner", _create_scriptrunner,
-                                             _original_create)}
+                                             _original_create),
+         "AppSession._handle_rerun_script_request": (AppSession, "_handle_rerun_script_request",
+                                                     _handle_rerun_script_request, _original_request)}
 
 
 def source_sha256() -> dict[str, str]:
@@ -214,7 +232,7 @@ def source_sha256() -> dict[str, str]:
 
 
 def install() -> None:
-    """Wrap the three methods, once per process."""
+    """Wrap the four methods, once per process."""
     for cls, name, wrapper, _ in WRAPS.values():
         if getattr(cls, name) is not wrapper:
             setattr(cls, name, wrapper)

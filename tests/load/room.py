@@ -461,6 +461,13 @@ class Ticker:
 
 # ---- (a) pushes ---------------------------------------------------------------------------------------------
 
+# Between a push's last screen and the next push: longer than the following fragment's timer (FOLLOW_SECONDS, 2 s),
+# so every screen has asked for a run on its new page before the next push (ui/room/wake.py makes no wake into a
+# page its browser has not asked for yet: that push would come with the screen's own tick, within 2 s). A teacher's
+# pushes are tens of seconds apart; until 2026-11-28 this was 1-2 s.
+PUSH_GAP_S = (2.2, 3.2)
+
+
 def measure_pushes(room: Class, pushes: int, seed: int = 1, timeout: float = 20.0) -> dict:
     """`pushes` views shown to the class: per student, click sent -> the run that shows the new page with the
     new temperature ended; per push, the last student's."""
@@ -521,7 +528,7 @@ def measure_pushes(room: Class, pushes: int, seed: int = 1, timeout: float = 20.
             per_student += list(got.values())
             if len(got) == n:
                 per_push.append(max(got.values()))
-            time.sleep(rng.uniform(1.0, 2.0))
+            time.sleep(rng.uniform(*PUSH_GAP_S))
         errors = list(ticker.errors)
     return {"pushes": pushes, "students": n, "per_student": per_student, "per_push": per_push, "missing": missing,
             "late": late,

@@ -3,7 +3,7 @@ redis-server, the students' browsers as slow as a school laptop (chromium's CPU 
 every student's screen must show the pushed page's content within WITHIN_S and still show it HOLD_S later.
 
     python tests/load/soak.py [--pushes 200] [--seed 29] [--students-per-process 1] [--throttle 4]
-                              [--app-root PATH] [--shots DIR] [--no-trained-run]
+                              [--app-root PATH] [--shots DIR] [--frames DIR] [--no-trained-run]
 
 Real browsers (Debian's chromium through playwright), each in a context of its own: the teacher on process A (not
 throttled), the students on A and B. The teacher steps through lessons made of the pushes (at most 40 stops a
@@ -26,7 +26,9 @@ teacher's. A student whose screen failed joins again (a fresh tab: a reload leav
 Printed: pushes, screens, right / blank / wrong, time to content (from the teacher's click) p50 / p95 / max, the
 stale fragment reruns the processes dropped (ui/fragment_guard.py's log line), the pages it sent again to a browser
 that missed its switch, the browsers' "Bad delta path"
-errors, the load average. tests/e2e/test_room_soak.py runs it short in CI. --app-root runs another checkout's app
+errors, the load average. --frames DIR writes, for each failed screen, the student's last FRAMES_KEPT websocket
+frames (Streamlit's protocol, decoded: each run's start and end, each delta's path and element) and console lines:
+how issue 31's last blank screen was found (ui/room/wake.py). tests/e2e/test_room_soak.py runs it short in CI. --app-root runs another checkout's app
 (the same soak against the app before a fix). Traffic stays on 127.0.0.1; every wait is bounded.
 """
 from __future__ import annotations
@@ -40,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -222,6 +225,66 @@ def verdict(screen: dict, view: View, title: str) -> str:
     return "blank"
 
 
+# ---- what a student's browser got (--frames) ----------------------------------------------------------------
+
+FRAMES_KEPT = 400
+
+
+def frame_line(payload, sent: bool) -> str:
+    """One websocket frame of Streamlit's protocol, in a line: what it is, its run and page, its delta's path."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    t = f"{time.time():.3f}"
+    if isinstance(payload, str):
+        return f"{t} {'>' if sent else '<'} text {payload[:80]}"
+    try:
+        if sent:
+            m = BackMsg.FromString(payload)
+            kind = m.WhichOneof("type")
+            if kind == "rerun_script":
+                r = m.rerun_script
+                return (f"{t} > rerun page={r.page_script_hash[:8]} fragment={r.fragment_id[:8]} "
+                        f"auto={r.is_auto_rerun} query={r.query_string[:60]!r} cached={len(r.cached_message_hashes)}")
+            return f"{t} > {kind}"
+        m = ForwardMsg.FromString(payload)
+    except Exception as err:                     # not this protocol's
+        return f"{t} {'>' if sent else '<'} undecoded {len(payload)} bytes: {err}"
+    kind = m.WhichOneof("type")
+    run = m.metadata.run
+    head = f"{t} < run={run.script_run_id[:6]}{'/' + ','.join(f[:8] for f in run.fragment_ids) if run.fragment_ids else ''} {kind}"
+    if kind == "new_session":
+        ns = m.new_session
+        return f"{head} page={ns.page_script_hash[:8]} name={ns.name!r}"
+    if kind == "delta":
+        d = m.delta
+        what = d.WhichOneof("type")
+        inner = d.new_element.WhichOneof("type") if what == "new_element" else ""
+        text = ""
+        if inner == "markdown":
+            text = d.new_element.markdown.body[:50]
+        elif inner == "heading":
+            text = d.new_element.heading.body[:50]
+        return (f"{head} path={list(m.metadata.delta_path)} {what}:{inner} frag={d.fragment_id[:8]} "
+                f"cacheable={m.metadata.cacheable} {text!r}")
+    if kind == "ref_hash":
+        return f"{head} {m.ref_hash[:10]} path={list(m.metadata.delta_path)}"
+    if kind == "script_finished":
+        return f"{head} {ForwardMsg.ScriptFinishedStatus.Name(m.script_finished)}"
+    if kind == "page_info_changed":
+        return f"{head} query={m.page_info_changed.query_string[:60]!r}"
+    return head
+
+
+def record_frames(tab, kept) -> None:
+    """Keep this tab's websocket frames (decoded, in lines) and its console lines, the last FRAMES_KEPT."""
+    def on_socket(ws):
+        ws.on("framereceived", lambda payload: kept.append(frame_line(payload, False)))
+        ws.on("framesent", lambda payload: kept.append(frame_line(payload, True)))
+    tab.on("websocket", on_socket)
+    tab.on("console", lambda m: kept.append(f"{time.time():.3f} console {m.type}: {m.text[:200]}"))
+
+
 # ---- the class -----------------------------------------------------------------------------------------------
 
 def _button(tab, label: str):
@@ -286,6 +349,8 @@ class Class:
         self.errors: list[str] = []
         self.code = ""
         self.shots: Path | None = None            # a folder: a screenshot of each failed screen there
+        self.frames: Path | None = None           # a folder: each failed screen's last websocket frames there
+        self.log: dict = {}                        # tab -> its recent frames and console lines (with --frames)
 
     def __enter__(self) -> "Class":
         if self.redis_url is None:
@@ -335,6 +400,8 @@ class Class:
         tab.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         if throttled and self.throttle > 1:
             ctx.new_cdp_session(tab).send("Emulation.setCPUThrottlingRate", {"rate": self.throttle})
+        if throttled and self.frames is not None:
+            record_frames(tab, self.log.setdefault(id(tab), deque(maxlen=FRAMES_KEPT)))
         return tab
 
     def open_room(self) -> None:
@@ -449,6 +516,8 @@ class Class:
                        if view.needle else "") + ")")
                 if self.shots is not None and kind != "late":
                     s.tab.screenshot(path=str(self.shots / f"push{n}_{s.name}_{kind.replace(' ', '_')}.png"))
+                if self.frames is not None and kind != "late":
+                    (self.frames / f"push{n}_{s.name}.txt").write_text("\n".join(self.log.get(id(s.tab), ())))
                 if kind != "late":
                     self.join(s)
         return first
@@ -456,13 +525,13 @@ class Class:
 
 def soak(pushes: int = 200, seed: int = 29, students_per_process: int = 1, throttle: float = 4.0,
          app_root: Path = ROOT, redis_url: str | None = None, views: list[View] | None = None, browser=None,
-         shots: Path | None = None, log=print, trained: bool = True) -> Result:
+         shots: Path | None = None, log=print, trained: bool = True, frames: Path | None = None) -> Result:
     views = views or push_views(pushes, seed, trained=trained)
     result = Result()
     start = time.perf_counter()
     with Class(students_per_process, throttle, app_root, redis_url, browser) as room, \
             tempfile.TemporaryDirectory(prefix="soak_lessons_") as folder:
-        room.shots = shots
+        room.shots, room.frames = shots, frames
         room.warm(views)
         log(f"booted and warmed in {time.perf_counter() - start:.0f} s")
         room.open_room()
@@ -509,6 +578,8 @@ def main() -> int:
     ap.add_argument("--throttle", type=float, default=4.0)
     ap.add_argument("--app-root", type=Path, default=ROOT, help="the checkout whose app.py is served")
     ap.add_argument("--shots", type=Path, help="a folder: a screenshot of each blank or wrong screen there")
+    ap.add_argument("--frames", type=Path, help="a folder: each blank or wrong screen's last websocket frames "
+                    "(decoded) and console lines there")
     ap.add_argument("--no-trained-run", dest="trained", action="store_false",
                     help="leave out the teacher's session-trained run (trained on the induction page, then shown)")
     args = ap.parse_args()
@@ -517,10 +588,12 @@ def main() -> int:
           f"processes + redis-server, CPU throttling {args.throttle:g}x, app {args.app_root}, "
           f"{'with' if args.trained else 'without'} the teacher's trained run; "
           f"load average before {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
-    if args.shots:
-        args.shots.mkdir(parents=True, exist_ok=True)
+    for folder in (args.shots, args.frames):
+        if folder:
+            folder.mkdir(parents=True, exist_ok=True)
     result = soak(args.pushes, args.seed, args.students_per_process, args.throttle, args.app_root,
-                  shots=args.shots, log=lambda line: print(line, flush=True), trained=args.trained)
+                  shots=args.shots, log=lambda line: print(line, flush=True), trained=args.trained,
+                  frames=args.frames)
     for line in result.lines():
         print(line)
     load = os.getloadavg()

@@ -6,7 +6,8 @@ Following: when the room's view is newer than the one this session last put in, 
 1.67: it requests a full run of the new page). Stepped out: the view this session shows is no longer the one
 put in (a setting, a control, a tab, a cell or another page); the teacher's next view then waits for a click.
 The room's question (ui/room/poll.py's card) is drawn in the same fragment, from the same read of the room.
-A change of the room (a push, a question, the lock) runs the fragment at once: ui/room/wake.py's watcher wakes it;
+A change of the room (a push, a question, the lock) runs the fragment at once: ui/room/wake.py's watcher wakes it
+(within FOLLOW_SECONDS of a page switch, its browser's own tick does instead: wake.py says why);
 its own timer is then the slow FOLLOW_SECONDS (presence, a removal), or POLL_SECONDS where no wake can be made.
 """
 from __future__ import annotations

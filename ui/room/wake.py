@@ -14,6 +14,22 @@ Why (issue 31, a lecture hall, measured with tests/load/room.py): 150 screens ea
 runs a second of ~3 ms, 1.5 of the 2 cores spent before any push; a push then waited for each screen's next tick.
 Woken, an idle class costs its slower timer only, and a push starts every screen's run within WATCH_SECONDS.
 
+No wake into a page its browser may not have drawn (issue 31, the blank screen the CI soak caught: about 1 in 70
+screens at 4x CPU throttling). Why: a fragment run's first message (new_session, naming the new page) that a busy
+browser handles before React has committed the page switch's state is taken by Streamlit 1.67's frontend for a
+page change (App.handleNewSession compares it with `this.state.currentPageScriptHash`, still the old page), and
+clearAppState drops what the new page drew: the screen keeps app.py's ←/→ links and the room bar, nothing else,
+until the next push. Seen with `tests/load/soak.py --frames`: the switch's full run, its script_finished, then at
+once the wake's fragment run (the watcher had found the session running and asked again right after it). So a
+session's run that shows its browser a new page (a push's switch, the student's own click, the session's first
+run) is recorded (`page_shown`, from ui.page), and so is each fragment run its browser asks for (`browser_asked`,
+from ui/fragment_guard.py's wrap of the browser's rerun request): a fragment's request names the page the browser
+has committed (a tick naming the old page is dropped by the guard). Until the browser has asked for a fragment run
+naming the new page, no wake is made: its own tick on that page, within follow.FOLLOW_SECONDS (OUT_SECONDS once
+stepped out; later in a background tab, whose timers the browser slows), reads the room. A push that comes within
+those seconds of the previous page switch therefore reaches that screen with its tick, not at once. A full
+request (a click) is not counted: a link's click names the page it goes to, committed or not.
+
 `request_rerun`, `_session_mgr`, `_event_loop`, `_client_state` and `_scriptrunner` are Streamlit 1.67's internals, not its API:
 `available()` checks they are there (tests/test_room_wake.py runs a real server's wake), and where they are not,
 follow.py keeps the fast timer, as before.
@@ -153,6 +169,39 @@ def _runtime_sessions():
     return sessions if callable(getattr(type(sessions), "get_active_session_info", None)) else None
 
 
+ASKED, SHOWN = "_room_browser_asked", "_room_page_shown"   # on an AppSession: (page hash, time.monotonic())
+
+
+def browser_asked(session, client_state) -> None:
+    """Its browser asked for a fragment run naming this page, the page it has drawn (ui/fragment_guard.py calls
+    this on each browser request; a full request, a click, names a page it may not have drawn yet: not kept)."""
+    if client_state is not None and client_state.fragment_id:
+        setattr(session, ASKED, (client_state.page_script_hash, time.monotonic()))
+
+
+def page_shown() -> None:
+    """From a page's run that shows the browser a page other than the session's last run's (ui.page): when."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    sessions = _runtime_sessions() if ctx is not None else None
+    info = sessions.get_active_session_info(ctx.session_id) if sessions is not None else None
+    if info is not None:
+        setattr(info.session, SHOWN, (ctx.page_script_hash, time.monotonic()))
+
+
+def browser_behind(session) -> bool:
+    """Whether the session's latest page was shown after its browser's last fragment request, or that request named
+    another page: the browser may not have drawn that page yet (a wake now could blank it: see the module's doc).
+    Only the last request is kept: one naming another page after it (not seen: the guard drops such ticks) makes
+    the session behind again, until the next tick."""
+    shown = getattr(session, SHOWN, None)
+    if shown is None:
+        return False
+    asked = getattr(session, ASKED, None)
+    return asked is None or asked[0] != shown[0] or asked[1] < shown[1]
+
+
 def wake_session(session_id: str, fragment_id: str) -> bool:
     """Ask a session of this process for a run of one of its fragments, as its browser's timer would: the rerun
     is made on the session's event loop (Streamlit's AppSession is not thread-safe). False if it is gone."""
@@ -169,6 +218,9 @@ def wake_session(session_id: str, fragment_id: str) -> bool:
         if session._scriptrunner is not None:            # a run in flight (its own, or a page switch): its page and
             trace("deferred", session_id)
             HUB.later(session_id, fragment_id)            # query are not yet the browser's; asked on the next pass
+            return
+        if browser_behind(session):                      # a page its browser may not have drawn yet: its own tick
+            trace("behind", session_id)                  # on that page comes within FOLLOW_SECONDS
             return
         state = ClientState()
         state.CopyFrom(session._client_state)            # the page and query of its last run: what its browser shows
