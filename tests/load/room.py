@@ -968,7 +968,12 @@ HALL_PROSE = ("The room takes up to 150 students (classroom.room.MAX_MEMBERS). T
               "non-current ScriptRunner\" (a browser shows such a page cut short, still running). ui/fragment_guard.py "
               "now holds such a request until the stopped runner is gone (at most 5 s, then as Streamlit does), then "
               "runs it; no screen has gone missing since (one run of 60 students over 2 processes, four of 150: "
-              "1500 of 1500 screens in each).")
+              "1500 of 1500 screens in each).\n\n"
+              "Pushes come 2.2-3.2 s after the last screen of the one before (PUSH_GAP_S; 1-2 s until 2026-11-28): "
+              "more than a screen's timer (2 s), because a wake is no longer made into a page its browser has not "
+              "asked for yet (ui/room/wake.py; in a browser such a wake could blank the new page: tests/load/soak.py "
+              "caught it about once in 70 screens), so a push that comes within 2 s of the previous page switch "
+              "reaches that screen with its own tick instead. A teacher's pushes are tens of seconds apart.")
 
 
 def parse_hall(text: str) -> list[tuple[int, int]]:
