@@ -50,8 +50,10 @@ The guard, four wraps:
   naming its new page (a wake's run that the browser handles before it has committed a page switch blanks the new
   page: wake.py says how).
 
-Installed once per process by app.py (`install()`; a second call does nothing). Remove it when Streamlit no longer
-runs a fragment rerun naming another page (the report: docs/upstream/fragment-switch-page-race/); until then
+Installed once per process by app.py (`install()`; a second call does nothing). Remove the first two wraps when
+Streamlit no longer runs a fragment rerun naming another page (the report: docs/upstream/fragment-switch-page-race/),
+the third when it no longer drops a stopped runner's events, the fourth when the wake no longer runs fragments
+itself; until then
 tests/test_fragment_guard.py fails when the installed Streamlit is not STREAMLIT_VERSION or a wrapped method's
 source changed, so an upgrade re-checks the race (run docs/upstream/fragment-switch-page-race/repro.py).
 """
